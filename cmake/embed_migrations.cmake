@@ -1,0 +1,15 @@
+# Generate a C file holding every migration in order:
+#   cmake -DOUT=<file.c> -DDIR=<migrations dir> -P embed_migrations.cmake
+file(GLOB files RELATIVE ${DIR} ${DIR}/*.sql)
+list(SORT files)
+set(body "/* Generated from common/migrations/ by cmake/embed_migrations.cmake. Do not edit. */\n#include \"ed_store.h\"\n\nconst ed_migration ed_migrations[] = {\n")
+set(count 0)
+foreach(f ${files})
+  file(READ ${DIR}/${f} hex HEX)
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "\\\\x\\1" escaped "${hex}")
+  string(APPEND body "    {\"${f}\", \"${escaped}\"},\n")
+  math(EXPR count "${count} + 1")
+endforeach()
+string(APPEND body "    {0, 0}\n};\nconst int ed_migrations_count = ${count};\n")
+file(WRITE ${OUT}.tmp "${body}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

@@ -1,0 +1,75 @@
+/*
+ * gw.h - the gateway: Eddy's HTTP server (libmicrohttpd), its configuration,
+ * and the account operations operators run from the command line.
+ *
+ * Only gateway/ knows HTTP. `eddy serve` (cmd/serve.c) fills a gw_config from
+ * defaults, a config file and EDDY_* environment variables, then calls
+ * gw_server_start(); SIGTERM leads to gw_server_stop(), which lets in-flight
+ * requests finish and closes the store cleanly.
+ */
+#ifndef GW_H
+#define GW_H
+
+#include "ed_store.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct gw_server gw_server;
+
+/* ---- configuration --------------------------------------------------- */
+
+typedef struct gw_config {
+    char     data_dir[512];        /* DATA: eddy.db, projects/, ... */
+    char     listen_host[256];     /* "127.0.0.1" */
+    int      listen_port;          /* 8080; 0 picks a free port */
+    char     tls_cert[512];        /* PEM file; TLS is on when both are set */
+    char     tls_key[512];
+    int      threads;              /* libmicrohttpd worker threads */
+    int64_t  max_body_bytes;       /* larger bodies: 413 */
+    int      max_header_bytes;     /* larger request headers: 431 */
+    int      conn_timeout_s;       /* idle connection timeout */
+    int      max_conns;            /* total connection cap */
+    int      max_conns_per_ip;     /* per-IP connection cap */
+    bool     signup_open;          /* default for the admin setting signup_open */
+    int64_t  user_storage_bytes;   /* per-user limit over all owned projects */
+    int      login_attempts_per_min;       /* per account and per IP */
+    int      default_key_rate_per_min;     /* per API key unless the key says */
+    int64_t  session_ttl_ms;       /* session cookie lifetime */
+    char     env_name[16];         /* "dev"|"test"|"prod": env of keys this server accepts */
+} gw_config;
+
+/* Fill `c` with the built-in defaults (listen 127.0.0.1:8080, data ./data, ...). */
+void gw_config_defaults(gw_config *c);
+/* Read a config file of `key = value` lines ('#' comments); keys are the
+ * field names above. ED_EINVAL names the line of an unknown key or bad value. */
+int gw_config_load_file(gw_config *c, const char *path);
+/* Override from EDDY_<FIELD> environment variables (EDDY_DATA_DIR,
+ * EDDY_LISTEN_PORT, ...). ED_EINVAL names a bad variable. */
+int gw_config_apply_env(gw_config *c);
+/* Parse "HOST:PORT" into listen_host/listen_port. ED_EINVAL on bad input. */
+int gw_config_set_listen(gw_config *c, const char *hostport);
+
+/* ---- server ------------------------------------------------------------ */
+
+/* Open the data directory (creating it), the store and the projects root,
+ * and start serving. Caller stops with gw_server_stop(). */
+int gw_server_start(gw_server **out, const gw_config *cfg);
+/* The port actually bound (useful with listen_port 0). */
+int gw_server_port(const gw_server *srv);
+/* Stop accepting, let in-flight requests finish, close the store, free.
+ * NULL-safe. */
+void gw_server_stop(gw_server *srv);
+
+/* ---- accounts, for operators (`eddy admin`) ---------------------------- */
+
+/* Create a user with an Argon2id password hash. role "user"|"admin", tier
+ * "free"|"pro"|"premium". *out_id gets the new id. ED_EEXISTS when the name
+ * or email is taken, ED_EINVAL for a bad name, email or short password. */
+int gw_user_create(int64_t *out_id, ed_store *st, const char *username, const char *email,
+                   const char *password, const char *role, const char *tier);
+/* Change a user's role / tier, writing an audit entry (actor NULL = operator). */
+int gw_user_set_role(ed_store *st, const char *username, const char *role);
+int gw_user_set_tier(ed_store *st, const char *username, const char *tier);
+
+#endif

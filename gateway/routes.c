@@ -1,0 +1,10 @@
+/* Every route table the gateway serves, in matching order. A new area adds
+ * its table here and declares it in gw_int.h. */
+#include "gw_int.h"
+
+const gw_route *const gw__route_tables[] = {
+    gw__routes_meta,
+    gw__routes_auth,
+    gw__routes_projects,
+    NULL,
+};
