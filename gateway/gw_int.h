@@ -110,6 +110,7 @@ struct gw_server {
     struct proj_root  *projects;
     void              *mhd;          /* struct MHD_Daemon * */
     int                port;
+    bool               tls;          /* serving HTTPS: cookies get Secure */
     struct gw_metrics *metrics;
     struct gw_ratelimit *ratelimit;  /* login and per-key limiters (auth.c) */
 };
@@ -156,6 +157,7 @@ const char *gw__time(gw_request *req, int64_t ms);
 extern const gw_route gw__routes_meta[];      /* meta.c: healthz, metrics, version, openapi */
 extern const gw_route gw__routes_auth[];      /* auth_routes.c: signup, login, logout, me, keys, admin users */
 extern const gw_route gw__routes_projects[];  /* projects_routes.c */
+extern const gw_route gw__routes_quota[];     /* quota_routes.c: quota, ledger, grants, verify, tiers */
 extern const gw_route *const gw__route_tables[];
 
 #endif

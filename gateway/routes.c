@@ -6,5 +6,6 @@ const gw_route *const gw__route_tables[] = {
     gw__routes_meta,
     gw__routes_auth,
     gw__routes_projects,
+    gw__routes_quota,
     NULL,
 };

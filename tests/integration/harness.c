@@ -1,0 +1,286 @@
+#include "harness.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *it_eddy_bin(void)
+{
+    const char *env = getenv("EDDY_BIN");
+    return env ? env : EDDY_BIN;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb; (void)flag; (void)ftw;
+    return remove(path);
+}
+
+int it_server_start_in(it_server *s, const char *data_dir, const char *const *env)
+{
+    char tmpl[] = "/tmp/eddy-it-XXXXXX";
+    char listen_arg[] = "127.0.0.1:0";
+    int out[2];
+    char line[512];
+    size_t used = 0;
+    struct timespec start, now;
+
+    memset(s, 0, sizeof(*s));
+    if (data_dir) {
+        snprintf(s->data_dir, sizeof(s->data_dir), "%s", data_dir);
+        s->keep_data = 1;
+    } else {
+        if (mkdtemp(tmpl) == NULL)
+            return -1;
+        snprintf(s->data_dir, sizeof(s->data_dir), "%s/data", tmpl);
+    }
+    snprintf(s->log_path, sizeof(s->log_path), "%s.log", s->data_dir);
+    if (pipe(out) < 0)
+        return -1;
+    s->pid = fork();
+    if (s->pid < 0)
+        return -1;
+    if (s->pid == 0) {
+        int logfd = open(s->log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        dup2(out[1], 1);
+        if (logfd >= 0)
+            dup2(logfd, 2);
+        close(out[0]);
+        close(out[1]);
+        for (const char *const *e = env; e && *e; e++)
+            putenv((char *)*e);
+        execl(it_eddy_bin(), "eddy", "serve", "--data", s->data_dir, "--listen", listen_arg,
+              (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    fcntl(out[0], F_SETFL, O_NONBLOCK);
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        ssize_t n = read(out[0], line + used, sizeof(line) - 1 - used);
+        if (n > 0) {
+            used += (size_t)n;
+            line[used] = '\0';
+            char *p = strstr(line, "listening on http://");
+            if (p && strchr(p, '\n')) {
+                char *colon = strrchr(strtok(p + strlen("listening on http://"), "\n/"), ':');
+                if (colon) {
+                    s->port = atoi(colon + 1);
+                    break;
+                }
+            }
+            if (used >= sizeof(line) - 1)
+                used = 0;
+        } else if (n == 0) {
+            fprintf(stderr, "harness: eddy serve exited before listening (log %s)\n", s->log_path);
+            waitpid(s->pid, NULL, 0);
+            s->pid = 0;
+            close(out[0]);
+            return -1;
+        } else {
+            usleep(5000);
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - start.tv_sec > 10) {
+            fprintf(stderr, "harness: eddy serve did not listen within 10 s (log %s)\n", s->log_path);
+            kill(s->pid, SIGKILL);
+            waitpid(s->pid, NULL, 0);
+            s->pid = 0;
+            close(out[0]);
+            return -1;
+        }
+    }
+    close(out[0]); /* later stdout writes get EPIPE/SIGPIPE-ignored by the server */
+    snprintf(s->base_url, sizeof(s->base_url), "http://127.0.0.1:%d", s->port);
+    return 0;
+}
+
+int it_server_start(it_server *s, const char *const *env)
+{
+    return it_server_start_in(s, NULL, env);
+}
+
+int it_server_stop(it_server *s)
+{
+    int status = 0, result = -1;
+
+    if (s->pid > 0) {
+        kill(s->pid, SIGTERM);
+        for (int i = 0; i < 1000; i++) {
+            pid_t w = waitpid(s->pid, &status, WNOHANG);
+            if (w == s->pid) {
+                result = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+                break;
+            }
+            usleep(10000);
+        }
+        if (result == -1) {
+            kill(s->pid, SIGKILL);
+            waitpid(s->pid, NULL, 0);
+        }
+        s->pid = 0;
+    }
+    if (!s->keep_data && s->data_dir[0]) {
+        char parent[256];
+        snprintf(parent, sizeof(parent), "%s", s->data_dir);
+        char *slash = strrchr(parent, '/');
+        if (slash)
+            *slash = '\0';
+        nftw(parent, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    return result;
+}
+
+typedef struct {
+    char  *data;
+    size_t len;
+} sink;
+
+static size_t sink_write(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    sink *k = ud;
+    size_t n = size * nmemb;
+    char *p = realloc(k->data, k->len + n + 1);
+
+    if (p == NULL)
+        return 0;
+    k->data = p;
+    memcpy(k->data + k->len, ptr, n);
+    k->len += n;
+    k->data[k->len] = '\0';
+    return n;
+}
+
+int it_request_n(it_resp *r, it_server *s, const char *method, const char *path,
+                 const char *body, long len, const char *const *headers)
+{
+    CURL *c = curl_easy_init();
+    struct curl_slist *hl = NULL;
+    sink b = {0}, h = {0};
+    char url[4096];
+    CURLcode rc;
+
+    memset(r, 0, sizeof(*r));
+    if (c == NULL)
+        return -1;
+    snprintf(url, sizeof(url), "%s%s", s->base_url, path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, sink_write);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &h);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    if (strcmp(method, "HEAD") == 0)
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    if (body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(len < 0 ? (long)strlen(body) : len));
+    }
+    hl = curl_slist_append(hl, "Expect:");
+    if (body && !(headers && headers[0] && strncasecmp(headers[0], "Content-Type:", 13) == 0))
+        hl = curl_slist_append(hl, "Content-Type: application/json");
+    for (const char *const *p = headers; p && *p; p++)
+        hl = curl_slist_append(hl, *p);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    rc = curl_easy_perform(c);
+    if (rc == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+    curl_slist_free_all(hl);
+    curl_easy_cleanup(c);
+    r->body = b.data ? b.data : calloc(1, 1);
+    r->body_len = b.len;
+    r->headers = h.data ? h.data : calloc(1, 1);
+    if (r->body_len)
+        r->json = json_loadb(r->body, r->body_len, JSON_DECODE_ANY, NULL);
+    return rc == CURLE_OK ? 0 : -1;
+}
+
+int it_request(it_resp *r, it_server *s, const char *method, const char *path,
+               const char *body, const char *const *headers)
+{
+    return it_request_n(r, s, method, path, body, -1, headers);
+}
+
+const char *it_resp_header(const it_resp *r, const char *name)
+{
+    static _Thread_local char value[1024];
+    size_t nl = strlen(name);
+
+    for (const char *p = r->headers; p && *p;) {
+        const char *eol = strstr(p, "\r\n");
+        size_t linelen = eol ? (size_t)(eol - p) : strlen(p);
+        if (linelen > nl && strncasecmp(p, name, nl) == 0 && p[nl] == ':') {
+            const char *v = p + nl + 1;
+            while (*v == ' ')
+                v++;
+            size_t vl = linelen - (size_t)(v - p);
+            if (vl >= sizeof(value))
+                vl = sizeof(value) - 1;
+            memcpy(value, v, vl);
+            value[vl] = '\0';
+            return value;
+        }
+        if (eol == NULL)
+            break;
+        p = eol + 2;
+    }
+    return NULL;
+}
+
+const char *it_resp_error_code(const it_resp *r)
+{
+    json_t *e = r->json ? json_object_get(r->json, "error") : NULL;
+    return e ? json_string_value(json_object_get(e, "code")) : NULL;
+}
+
+void it_resp_free(it_resp *r)
+{
+    free(r->body);
+    free(r->headers);
+    json_decref(r->json);
+    memset(r, 0, sizeof(*r));
+}
+
+int it_signup_login(it_server *s, const char *username, const char *password, char **cookie,
+                    char **csrf)
+{
+    char body[512];
+    it_resp r;
+    const char *set_cookie, *token;
+    int ok = -1;
+
+    *cookie = *csrf = NULL;
+    snprintf(body, sizeof(body), "{\"username\":\"%s\",\"email\":\"%s@example.com\",\"password\":\"%s\"}",
+             username, username, password);
+    it_request(&r, s, "POST", "/api/v1/auth/signup", body, NULL);
+    if (r.status != 201) {
+        fprintf(stderr, "harness: signup %s -> %ld %s\n", username, r.status, r.body);
+        it_resp_free(&r);
+        return -1;
+    }
+    it_resp_free(&r);
+    snprintf(body, sizeof(body), "{\"username\":\"%s\",\"password\":\"%s\"}", username, password);
+    it_request(&r, s, "POST", "/api/v1/auth/login", body, NULL);
+    set_cookie = it_resp_header(&r, "Set-Cookie");
+    token = r.json ? json_string_value(json_object_get(r.json, "csrf_token")) : NULL;
+    if (r.status == 200 && set_cookie && token) {
+        *cookie = strndup(set_cookie, strcspn(set_cookie, ";"));
+        *csrf = strdup(token);
+        ok = 0;
+    } else {
+        fprintf(stderr, "harness: login %s -> %ld %s\n", username, r.status, r.body);
+    }
+    it_resp_free(&r);
+    return ok;
+}
