@@ -1,0 +1,149 @@
+/*
+ * quota.h - tiers and the double-entry A-coin ledger.
+ *
+ * Every movement of money is a transfer: two or more entries on ledger
+ * accounts that sum to zero, posted in one SQLite transaction together with
+ * the accounts' materialised balances, under an idempotency key. A repeat
+ * with the same key and the same request returns the first transfer; the
+ * same key with a different request is ED_ECONFLICT. Journal rows are never
+ * updated or deleted (triggers refuse it).
+ *
+ * Accounts: per user "user_coins" (spendable) and "user_held" (reserved by
+ * open holds); system "system_grants" (source of granted coins),
+ * "system_revenue" (what work was charged) and "system_refunds".
+ *
+ * Money is integer milli-coins (1 A-coin = 1000 mcoins). User coin balances
+ * never go below minus the tier's overdraft (0 by default): a charge or hold
+ * that would is ED_EQUOTA and posts nothing.
+ *
+ *     int64_t transfer;
+ *     err = quota_grant(&transfer, st, user_id, 5000, "welcome", "grant-abc", admin_id);
+ */
+#ifndef QUOTA_H
+#define QUOTA_H
+
+#include "ed_store.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum {
+    QUOTA_KIND_GRANT,
+    QUOTA_KIND_CHARGE,
+    QUOTA_KIND_REFUND,
+    QUOTA_KIND_HOLD,
+    QUOTA_KIND_RELEASE,
+    QUOTA_KIND_PURCHASE,
+} quota_kind;
+
+/* "grant", "charge", ... */
+const char *quota_kind_name(quota_kind kind);
+
+/* ---- tiers --------------------------------------------------------------- */
+
+typedef struct quota_tier {
+    char    name[32];
+    int     max_kernels;
+    int     max_gpus_per_job;
+    int64_t max_session_ms;
+    int64_t idle_timeout_ms;
+    int     weight;
+    bool    allow_egress;
+    int64_t overdraft_mcoins;
+    int64_t free_gpu_ms_per_day;
+} quota_tier;
+
+/* 1 if a tier of that name exists, 0 if not, negative on a store error. */
+int quota_tier_exists(ed_store *st, const char *name);
+/* Read one tier. ED_ENOTFOUND if there is none of that name. */
+int quota_tier_get(quota_tier *out, ed_store *st, const char *name);
+/* Call fn for each tier in name order; a non-zero return from fn stops and is
+ * returned. */
+int quota_tier_each(ed_store *st, int (*fn)(const quota_tier *t, void *payload), void *payload);
+
+/* ---- transfers ------------------------------------------------------------ */
+
+/* Give a user `mcoins` (> 0) from system_grants. `idem_key` (required,
+ * <= 200 bytes) makes a retry safe. *out_transfer gets the transfer id (the
+ * first one's on a replay). ED_EINVAL, ED_ENOTFOUND (no such user),
+ * ED_ECONFLICT (key reused for another request). */
+int quota_grant(int64_t *out_transfer, ed_store *st, int64_t user_id, int64_t mcoins,
+                const char *reason, const char *idem_key, int64_t actor_id);
+
+/* Charge a user `mcoins` (> 0) to system_revenue. ED_EQUOTA when the
+ * balance (plus the tier's overdraft) does not cover it; nothing is posted. */
+int quota_charge(int64_t *out_transfer, ed_store *st, int64_t user_id, int64_t mcoins,
+                 const char *ref, const char *reason, const char *idem_key);
+
+/* Refund a user `mcoins` (> 0) from system_refunds (a platform failure). */
+int quota_refund(int64_t *out_transfer, ed_store *st, int64_t user_id, int64_t mcoins,
+                 const char *ref, const char *reason, const char *idem_key);
+
+/* ---- holds ---------------------------------------------------------------- */
+
+/* Reserve `mcoins` (> 0) of a user's coins (moved to user_held).
+ * ED_EQUOTA when the balance does not cover it. A replayed key returns the
+ * same hold. */
+int quota_hold_open(int64_t *out_hold, ed_store *st, int64_t user_id, int64_t mcoins,
+                    const char *ref, const char *idem_key);
+/* Resolve an open hold: charge `actual_mcoins` (0..reserved) to revenue and
+ * release the rest back to the user's coins. Exactly once: a second settle is
+ * ED_ECONFLICT; charging more than was held is ED_EINVAL (the caller charges the
+ * excess separately with quota_charge). */
+int quota_hold_settle(ed_store *st, int64_t hold_id, int64_t actual_mcoins);
+
+/* ---- reading ---------------------------------------------------------------- */
+
+typedef struct quota_balance {
+    int64_t coins_mcoins;   /* spendable */
+    int64_t held_mcoins;    /* reserved by open holds */
+} quota_balance;
+
+/* A user's balances (zero for a user with no ledger accounts yet). */
+int quota_balance_get(quota_balance *out, ed_store *st, int64_t user_id);
+
+typedef struct quota_entry {
+    int64_t     id;
+    int64_t     at;                     /* ms */
+    int64_t     amount_mcoins;          /* + in, - out of the user's coins */
+    int64_t     balance_after_mcoins;
+    const char *kind;                   /* borrowed for the callback */
+    const char *ref;                    /* may be NULL */
+    const char *reason;                 /* may be NULL */
+} quota_entry;
+
+/* The user's coin-account entries, newest first, with id < before_id
+ * (0: from the newest), at most `limit`. fn's non-zero return stops. */
+int quota_entries_each(ed_store *st, int64_t user_id, int64_t before_id, int limit,
+                       int (*fn)(const quota_entry *e, void *payload), void *payload);
+
+/* The user's coin entry of one transfer (what a grant response shows;
+ * identical on every replay since journal rows never change).
+ * ED_ENOTFOUND when the transfer has no entry on that user's coins. */
+typedef struct quota_posting {
+    int64_t transfer_id;
+    int64_t at;                   /* ms */
+    int64_t amount_mcoins;
+    int64_t balance_after_mcoins;
+    char    kind[16];
+    char    reason[256];
+} quota_posting;
+int quota_posting_get(quota_posting *out, ed_store *st, int64_t transfer_id, int64_t user_id);
+
+/* ---- invariants -------------------------------------------------------------- */
+
+typedef struct quota_verify_report {
+    bool    ok;
+    int64_t accounts_checked;
+    int64_t transfers_checked;
+    int     nmismatches;
+    char    mismatches[16][160];   /* the first 16, in words */
+} quota_verify_report;
+
+/* Check every invariant: each account's balance equals the sum of its entries
+ * and its last balance_after; every transfer sums to zero and has at least two
+ * entries; no user coin balance is below its tier's overdraft; every open hold
+ * is matched by held coins. */
+int quota_verify(quota_verify_report *out, ed_store *st);
+
+#endif

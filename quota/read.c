@@ -1,0 +1,231 @@
+/* read.c - balances, entry listings, tiers and the invariant check. */
+#include "quota.h"
+#include "quota_int.h"
+
+#include "ed_error.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int quota_balance_get(quota_balance *out, ed_store *st, int64_t user_id)
+{
+    sqlite3_stmt *s = NULL;
+    int rc, err;
+
+    memset(out, 0, sizeof(*out));
+    if ((err = ed_store_prepare(&s, st,
+                                "SELECT kind, balance_mcoins FROM ledger_accounts WHERE user_id = ?1")) < 0)
+        return err;
+    sqlite3_bind_int64(s, 1, user_id);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *kind = (const char *)sqlite3_column_text(s, 0);
+        if (strcmp(kind, "user_coins") == 0)
+            out->coins_mcoins = sqlite3_column_int64(s, 1);
+        else if (strcmp(kind, "user_held") == 0)
+            out->held_mcoins = sqlite3_column_int64(s, 1);
+    }
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE ? 0 : quota__step_error(st, rc, "read balance");
+}
+
+int quota_entries_each(ed_store *st, int64_t user_id, int64_t before_id, int limit,
+                       int (*fn)(const quota_entry *e, void *payload), void *payload)
+{
+    sqlite3_stmt *s = NULL;
+    int rc, err, stop = 0;
+
+    if ((err = ed_store_prepare(&s, st,
+                                "SELECT e.id, t.at, e.amount_mcoins, e.balance_after_mcoins, t.kind, t.ref, t.reason "
+                                "FROM ledger_entries e JOIN ledger_transfers t ON t.id = e.transfer_id "
+                                "JOIN ledger_accounts a ON a.id = e.account_id "
+                                "WHERE a.user_id = ?1 AND a.kind = 'user_coins' AND (?2 = 0 OR e.id < ?2) "
+                                "ORDER BY e.id DESC LIMIT ?3")) < 0)
+        return err;
+    sqlite3_bind_int64(s, 1, user_id);
+    sqlite3_bind_int64(s, 2, before_id);
+    sqlite3_bind_int(s, 3, limit);
+    while (!stop && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        quota_entry e = {
+            .id = sqlite3_column_int64(s, 0),
+            .at = sqlite3_column_int64(s, 1),
+            .amount_mcoins = sqlite3_column_int64(s, 2),
+            .balance_after_mcoins = sqlite3_column_int64(s, 3),
+            .kind = (const char *)sqlite3_column_text(s, 4),
+            .ref = (const char *)sqlite3_column_text(s, 5),
+            .reason = (const char *)sqlite3_column_text(s, 6),
+        };
+        stop = fn(&e, payload);
+    }
+    sqlite3_finalize(s);
+    if (stop)
+        return stop;
+    return rc == SQLITE_DONE ? 0 : quota__step_error(st, rc, "list entries");
+}
+
+static void tier_from_row(quota_tier *t, sqlite3_stmt *s)
+{
+    memset(t, 0, sizeof(*t));
+    snprintf(t->name, sizeof(t->name), "%s", (const char *)sqlite3_column_text(s, 0));
+    t->max_kernels = sqlite3_column_int(s, 1);
+    t->max_gpus_per_job = sqlite3_column_int(s, 2);
+    t->max_session_ms = sqlite3_column_int64(s, 3);
+    t->idle_timeout_ms = sqlite3_column_int64(s, 4);
+    t->weight = sqlite3_column_int(s, 5);
+    t->allow_egress = sqlite3_column_int(s, 6) != 0;
+    t->overdraft_mcoins = sqlite3_column_int64(s, 7);
+    t->free_gpu_ms_per_day = sqlite3_column_int64(s, 8);
+}
+
+#define TIER_COLUMNS                                                                         \
+    "name, max_kernels, max_gpus_per_job, max_session_ms, idle_timeout_ms, weight, "         \
+    "allow_egress, overdraft_mcoins, free_gpu_ms_per_day"
+
+int quota_tier_get(quota_tier *out, ed_store *st, const char *name)
+{
+    sqlite3_stmt *s = NULL;
+    int rc, err;
+
+    if ((err = ed_store_prepare(&s, st, "SELECT " TIER_COLUMNS " FROM tiers WHERE name = ?1")) < 0)
+        return err;
+    sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        tier_from_row(out, s);
+    sqlite3_finalize(s);
+    if (rc == SQLITE_DONE)
+        return ed_error_set(ED_ENOTFOUND, "no tier named '%s'", name);
+    return rc == SQLITE_ROW ? 0 : quota__step_error(st, rc, "read tier");
+}
+
+int quota_tier_exists(ed_store *st, const char *name)
+{
+    quota_tier t;
+    int err = quota_tier_get(&t, st, name);
+
+    if (err == ED_ENOTFOUND)
+        return 0;
+    return err < 0 ? err : 1;
+}
+
+int quota_tier_each(ed_store *st, int (*fn)(const quota_tier *t, void *payload), void *payload)
+{
+    sqlite3_stmt *s = NULL;
+    int rc, err, stop = 0;
+
+    if ((err = ed_store_prepare(&s, st, "SELECT " TIER_COLUMNS " FROM tiers ORDER BY weight, name")) < 0)
+        return err;
+    while (!stop && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        quota_tier t;
+        tier_from_row(&t, s);
+        stop = fn(&t, payload);
+    }
+    sqlite3_finalize(s);
+    if (stop)
+        return stop;
+    return rc == SQLITE_DONE ? 0 : quota__step_error(st, rc, "list tiers");
+}
+
+/* Run a query whose rows are violations (first column: a description) and
+ * add them to the report. */
+static int collect(quota_verify_report *r, ed_store *st, const char *sql)
+{
+    sqlite3_stmt *s = NULL;
+    int rc, err;
+
+    if ((err = ed_store_prepare(&s, st, sql)) < 0)
+        return err;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (r->nmismatches < (int)(sizeof(r->mismatches) / sizeof(r->mismatches[0])))
+            snprintf(r->mismatches[r->nmismatches], sizeof(r->mismatches[0]), "%s",
+                     (const char *)sqlite3_column_text(s, 0));
+        r->nmismatches++;
+        r->ok = false;
+    }
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE ? 0 : quota__step_error(st, rc, "verify");
+}
+
+static int count(int64_t *out, ed_store *st, const char *sql)
+{
+    sqlite3_stmt *s = NULL;
+    int rc, err;
+
+    if ((err = ed_store_prepare(&s, st, sql)) < 0)
+        return err;
+    if ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        *out = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return rc == SQLITE_ROW ? 0 : quota__step_error(st, rc, "verify count");
+}
+
+int quota_verify(quota_verify_report *out, ed_store *st)
+{
+    static const char *const checks[] = {
+        /* materialised balance == sum of entries == last balance_after */
+        "SELECT printf('account %d (%s): balance %d but entries sum to %d', a.id, a.kind, "
+        "a.balance_mcoins, IFNULL(SUM(e.amount_mcoins), 0)) "
+        "FROM ledger_accounts a LEFT JOIN ledger_entries e ON e.account_id = a.id "
+        "GROUP BY a.id HAVING a.balance_mcoins != IFNULL(SUM(e.amount_mcoins), 0)",
+        "SELECT printf('account %d: balance %d but last entry says %d', a.id, a.balance_mcoins, "
+        "e.balance_after_mcoins) FROM ledger_accounts a JOIN ledger_entries e ON e.id = "
+        "(SELECT MAX(id) FROM ledger_entries WHERE account_id = a.id) "
+        "WHERE e.balance_after_mcoins != a.balance_mcoins",
+        /* every transfer sums to zero over at least two entries */
+        "SELECT printf('transfer %d (%s): %d entries summing to %d', t.id, t.kind, COUNT(e.id), "
+        "IFNULL(SUM(e.amount_mcoins), 0)) FROM ledger_transfers t "
+        "LEFT JOIN ledger_entries e ON e.transfer_id = t.id GROUP BY t.id "
+        "HAVING COUNT(e.id) < 2 OR IFNULL(SUM(e.amount_mcoins), 0) != 0",
+        /* no user below the tier's overdraft */
+        "SELECT printf('user %d: coins %d below the floor %d', a.user_id, a.balance_mcoins, "
+        "-IFNULL(t.overdraft_mcoins, 0)) FROM ledger_accounts a JOIN users u ON u.id = a.user_id "
+        "LEFT JOIN tiers t ON t.name = u.tier WHERE a.kind = 'user_coins' "
+        "AND a.balance_mcoins < -IFNULL(t.overdraft_mcoins, 0)",
+        /* held coins == open holds */
+        "SELECT printf('user %d: held %d but open holds total %d', a.user_id, a.balance_mcoins, "
+        "IFNULL((SELECT SUM(amount_mcoins) FROM ledger_holds h WHERE h.user_id = a.user_id "
+        "AND h.status = 'open'), 0)) FROM ledger_accounts a WHERE a.kind = 'user_held' "
+        "AND a.balance_mcoins != IFNULL((SELECT SUM(amount_mcoins) FROM ledger_holds h "
+        "WHERE h.user_id = a.user_id AND h.status = 'open'), 0)",
+    };
+    int err;
+
+    memset(out, 0, sizeof(*out));
+    out->ok = true;
+    if ((err = count(&out->accounts_checked, st, "SELECT COUNT(*) FROM ledger_accounts")) < 0 ||
+        (err = count(&out->transfers_checked, st, "SELECT COUNT(*) FROM ledger_transfers")) < 0)
+        return err;
+    for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++)
+        if ((err = collect(out, st, checks[i])) < 0)
+            return err;
+    return 0;
+}
+
+int quota_posting_get(quota_posting *out, ed_store *st, int64_t transfer_id, int64_t user_id)
+{
+    sqlite3_stmt *s = NULL;
+    int rc, err;
+
+    memset(out, 0, sizeof(*out));
+    if ((err = ed_store_prepare(&s, st,
+                                "SELECT t.at, e.amount_mcoins, e.balance_after_mcoins, t.kind, IFNULL(t.reason, '') "
+                                "FROM ledger_transfers t JOIN ledger_entries e ON e.transfer_id = t.id "
+                                "JOIN ledger_accounts a ON a.id = e.account_id "
+                                "WHERE t.id = ?1 AND a.user_id = ?2 AND a.kind = 'user_coins'")) < 0)
+        return err;
+    sqlite3_bind_int64(s, 1, transfer_id);
+    sqlite3_bind_int64(s, 2, user_id);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        out->transfer_id = transfer_id;
+        out->at = sqlite3_column_int64(s, 0);
+        out->amount_mcoins = sqlite3_column_int64(s, 1);
+        out->balance_after_mcoins = sqlite3_column_int64(s, 2);
+        snprintf(out->kind, sizeof(out->kind), "%s", (const char *)sqlite3_column_text(s, 3));
+        snprintf(out->reason, sizeof(out->reason), "%s", (const char *)sqlite3_column_text(s, 4));
+    }
+    sqlite3_finalize(s);
+    if (rc == SQLITE_DONE)
+        return ed_error_set(ED_ENOTFOUND, "transfer %lld has no entry for user %lld",
+                            (long long)transfer_id, (long long)user_id);
+    return rc == SQLITE_ROW ? 0 : quota__step_error(st, rc, "read posting");
+}
