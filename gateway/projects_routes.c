@@ -1,0 +1,348 @@
+/*
+ * projects_routes.c - git-backed projects over HTTP (API.md "Projects
+ * (git-backed)"). The logic and every access check live in projects/
+ * (proj.h); this file parses requests and shapes responses.
+ *
+ * Access: another user's private project answers 404 on every route (it does
+ * not exist for the caller). A public project can be read and forked by any
+ * signed-in user; changing it (PATCH, DELETE, files, versions, restore) by
+ * anyone but its owner answers 403.
+ */
+#include "gw_int.h"
+#include "proj.h"
+
+#include "ed_error.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static proj_root *projects_of(gw_request *req) { return req->srv->projects; }
+
+static int respond(gw_response *res, int status, json_t *body)
+{
+    if (body == NULL)
+        return ed_error_set(ED_ENOMEM, "response body");
+    return gw_respond_json(res, status, body);
+}
+
+static json_t *project_json(gw_request *req, const proj *p)
+{
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s?, s:s, s:s, s:I}", "id", p->id, "name",
+                     p->name, "description", p->description, "visibility",
+                     p->visibility == PROJ_PUBLIC ? "public" : "private", "owner", p->owner,
+                     "owner_id", (json_int_t)p->owner_id, "forked_from",
+                     p->forked_from[0] ? p->forked_from : NULL, "created_at",
+                     gw__time(req, p->created_at), "updated_at", gw__time(req, p->updated_at),
+                     "size_bytes", (json_int_t)p->size_bytes);
+}
+
+static json_t *version_json(gw_request *req, const proj_version *v)
+{
+    json_t *files = json_array();
+
+    for (size_t i = 0; files && i < v->nfiles; i++)
+        if (json_array_append_new(files, json_string(v->files[i])) < 0) {
+            json_decref(files);
+            return NULL;
+        }
+    if (files == NULL)
+        return NULL;
+    return json_pack("{s:s, s:s, s:s, s:s, s:o}", "id", v->id, "message", v->message, "author",
+                     v->author, "created_at", gw__time(req, v->created_at), "files", files);
+}
+
+static json_t *file_json(gw_request *req, const char *path, int64_t size, int64_t modified_at)
+{
+    return json_pack("{s:s, s:I, s:s}", "path", path, "size", (json_int_t)size, "modified_at",
+                     gw__time(req, modified_at));
+}
+
+static int parse_visibility(proj_visibility *out, const char *s)
+{
+    if (strcmp(s, "private") == 0)
+        *out = PROJ_PRIVATE;
+    else if (strcmp(s, "public") == 0)
+        *out = PROJ_PUBLIC;
+    else
+        return ed_error_set(ED_EINVAL, "field 'visibility' must be \"private\" or \"public\"");
+    return 0;
+}
+
+/* POST /api/v1/projects {name, description?, visibility} */
+static int create_project(gw_request *req, gw_response *res)
+{
+    json_t *body;
+    const char *name = NULL, *description = NULL, *vis = NULL;
+    proj_visibility v = PROJ_PRIVATE;
+    proj *p = NULL;
+    json_t *out;
+    int err;
+
+    if ((err = gw_request_json(&body, req)) < 0 ||
+        (err = ed_json_get_str(&name, body, "name", true)) < 0 ||
+        (err = ed_json_get_str(&description, body, "description", false)) < 0 ||
+        (err = ed_json_get_str(&vis, body, "visibility", true)) < 0 ||
+        (err = parse_visibility(&v, vis)) < 0)
+        return err;
+    if ((err = proj_create(&p, projects_of(req), req->auth.user_id, name, description, v)) < 0)
+        return err;
+    out = project_json(req, p);
+    proj_free(p);
+    return respond(res, 201, out);
+}
+
+/* GET /api/v1/projects?limit=&cursor= : mine and every public one */
+static int list_projects(gw_request *req, gw_response *res)
+{
+    proj_page *pg = NULL;
+    json_t *items;
+    const char *cursor;
+    int limit, err;
+
+    if ((err = gw_request_page(&limit, &cursor, req)) < 0 ||
+        (err = proj_list(&pg, projects_of(req), req->auth.user_id, limit, cursor)) < 0)
+        return err;
+    if ((items = json_array()) == NULL) {
+        proj_page_free(pg);
+        return ed_error_set(ED_ENOMEM, "project list");
+    }
+    for (size_t i = 0; i < pg->count; i++)
+        json_array_append_new(items, project_json(req, pg->items[i]));
+    {
+        json_t *out = json_pack("{s:o, s:s?}", "items", items, "next_cursor", pg->next_cursor);
+        proj_page_free(pg);
+        return respond(res, 200, out);
+    }
+}
+
+static int get_project(gw_request *req, gw_response *res)
+{
+    proj *p = NULL;
+    json_t *out;
+    int err;
+
+    if ((err = proj_get(&p, projects_of(req), req->auth.user_id, req->params[0])) < 0)
+        return err;
+    out = project_json(req, p);
+    proj_free(p);
+    return respond(res, 200, out);
+}
+
+/* PATCH /api/v1/projects/{id} {name?, description?, visibility?} */
+static int update_project(gw_request *req, gw_response *res)
+{
+    json_t *body, *out;
+    const char *vis = NULL;
+    proj_changes ch = {.name = NULL, .description = NULL, .visibility = -1};
+    proj_visibility v = PROJ_PRIVATE;
+    proj *p = NULL;
+    int err;
+
+    if ((err = gw_request_json(&body, req)) < 0 ||
+        (err = ed_json_get_str(&ch.name, body, "name", false)) < 0 ||
+        (err = ed_json_get_str(&ch.description, body, "description", false)) < 0 ||
+        (err = ed_json_get_str(&vis, body, "visibility", false)) < 0)
+        return err;
+    if (vis) {
+        if ((err = parse_visibility(&v, vis)) < 0)
+            return err;
+        ch.visibility = (int)v;
+    }
+    if ((err = proj_update(&p, projects_of(req), req->auth.user_id, req->params[0], &ch)) < 0)
+        return err;
+    out = project_json(req, p);
+    proj_free(p);
+    return respond(res, 200, out);
+}
+
+static int delete_project(gw_request *req, gw_response *res)
+{
+    int err = proj_delete(projects_of(req), req->auth.user_id, req->params[0]);
+
+    return err < 0 ? err : gw_respond_empty(res, 204);
+}
+
+/* GET /api/v1/projects/{id}/files: every file of the working tree */
+static int list_files(gw_request *req, gw_response *res)
+{
+    proj_file_list *l = NULL;
+    json_t *items;
+    int err;
+
+    if ((err = proj_files_list(&l, projects_of(req), req->auth.user_id, req->params[0])) < 0)
+        return err;
+    if ((items = json_array()) == NULL) {
+        proj_file_list_free(l);
+        return ed_error_set(ED_ENOMEM, "file list");
+    }
+    for (size_t i = 0; i < l->count; i++)
+        json_array_append_new(items, file_json(req, l->items[i].path, l->items[i].size,
+                                               l->items[i].modified_at));
+    proj_file_list_free(l);
+    return respond(res, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+}
+
+/* The Content-Type of a file from its extension. Markup that a browser would
+ * run (HTML, SVG) is served as text: these bytes come from users. */
+static const char *content_type_for(const char *path)
+{
+    static const struct {
+        const char *ext, *type;
+    } types[] = {
+        {".ipynb", "application/x-ipynb+json"}, {".json", "application/json"},
+        {".py", "text/x-python; charset=utf-8"}, {".md", "text/markdown; charset=utf-8"},
+        {".txt", "text/plain; charset=utf-8"},  {".csv", "text/csv; charset=utf-8"},
+        {".tsv", "text/tab-separated-values; charset=utf-8"},
+        {".yaml", "text/plain; charset=utf-8"}, {".yml", "text/plain; charset=utf-8"},
+        {".toml", "text/plain; charset=utf-8"}, {".cfg", "text/plain; charset=utf-8"},
+        {".sh", "text/plain; charset=utf-8"},   {".c", "text/plain; charset=utf-8"},
+        {".h", "text/plain; charset=utf-8"},    {".html", "text/plain; charset=utf-8"},
+        {".htm", "text/plain; charset=utf-8"},  {".svg", "text/plain; charset=utf-8"},
+        {".png", "image/png"},                  {".jpg", "image/jpeg"},
+        {".jpeg", "image/jpeg"},                {".gif", "image/gif"},
+        {".webp", "image/webp"},                {".pdf", "application/pdf"},
+        {".zip", "application/zip"},            {".gz", "application/gzip"},
+        {".npy", "application/octet-stream"},   {".safetensors", "application/octet-stream"},
+    };
+    const char *slash = strrchr(path, '/'), *dot = strrchr(slash ? slash : path, '.');
+
+    if (dot)
+        for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+            if (strcasecmp(dot, types[i].ext) == 0)
+                return types[i].type;
+    return "application/octet-stream";
+}
+
+/* GET /api/v1/projects/{id}/files/{path*}[?version=<id>]: the raw bytes */
+static int read_file(gw_request *req, gw_response *res)
+{
+    const char *version = gw_request_query(req, "version");
+    char *buf = NULL;
+    size_t len = 0;
+    int err;
+
+    if ((err = proj_file_read(&buf, &len, projects_of(req), req->auth.user_id, req->params[0],
+                              req->params[1], version)) < 0)
+        return err;
+    /* user content on our origin: never let a browser run it */
+    gw_response_header(res, "Content-Security-Policy", "sandbox");
+    return gw_respond_bytes(res, 200, content_type_for(req->params[1]), buf, len);
+}
+
+/* PUT /api/v1/projects/{id}/files/{path*}: the body is the file's bytes */
+static int write_file(gw_request *req, gw_response *res)
+{
+    proj_file *f = NULL;
+    bool created = false;
+    json_t *out;
+    int err;
+
+    if ((err = proj_file_write(&f, &created, projects_of(req), req->auth.user_id, req->params[0],
+                               req->params[1], req->body, req->body_len)) < 0)
+        return err;
+    out = file_json(req, f->path, f->size, f->modified_at);
+    proj_file_free(f);
+    return respond(res, created ? 201 : 200, out);
+}
+
+static int delete_file(gw_request *req, gw_response *res)
+{
+    int err = proj_file_delete(projects_of(req), req->auth.user_id, req->params[0],
+                               req->params[1]);
+
+    return err < 0 ? err : gw_respond_empty(res, 204);
+}
+
+/* POST /api/v1/projects/{id}/versions {message} */
+static int create_version(gw_request *req, gw_response *res)
+{
+    json_t *body, *out;
+    const char *message = NULL;
+    proj_version *v = NULL;
+    int err;
+
+    if ((err = gw_request_json(&body, req)) < 0 ||
+        (err = ed_json_get_str(&message, body, "message", true)) < 0)
+        return err;
+    if ((err = proj_version_create(&v, projects_of(req), req->auth.user_id, req->params[0],
+                                   message)) < 0)
+        return err;
+    out = version_json(req, v);
+    proj_version_free(v);
+    return respond(res, 201, out);
+}
+
+static int list_versions(gw_request *req, gw_response *res)
+{
+    proj_version_page *pg = NULL;
+    json_t *items, *out;
+    const char *cursor;
+    int limit, err;
+
+    if ((err = gw_request_page(&limit, &cursor, req)) < 0 ||
+        (err = proj_version_list(&pg, projects_of(req), req->auth.user_id, req->params[0], limit,
+                                 cursor)) < 0)
+        return err;
+    if ((items = json_array()) == NULL) {
+        proj_version_page_free(pg);
+        return ed_error_set(ED_ENOMEM, "version list");
+    }
+    for (size_t i = 0; i < pg->count; i++)
+        json_array_append_new(items, version_json(req, pg->items[i]));
+    out = json_pack("{s:o, s:s?}", "items", items, "next_cursor", pg->next_cursor);
+    proj_version_page_free(pg);
+    return respond(res, 200, out);
+}
+
+/* POST /api/v1/projects/{id}/versions/{vid}/restore -> {restored, autosave} */
+static int restore_version(gw_request *req, gw_response *res)
+{
+    proj_version *restored = NULL, *autosave = NULL;
+    json_t *out;
+    int err;
+
+    if ((err = proj_version_restore(&restored, &autosave, projects_of(req), req->auth.user_id,
+                                    req->params[0], req->params[1])) < 0)
+        return err;
+    out = json_pack("{s:o, s:o?}", "restored", version_json(req, restored), "autosave",
+                    autosave ? version_json(req, autosave) : NULL);
+    proj_version_free(restored);
+    proj_version_free(autosave);
+    return respond(res, 200, out);
+}
+
+/* POST /api/v1/projects/{id}/fork -> 201 a new private project */
+static int fork_project(gw_request *req, gw_response *res)
+{
+    proj *p = NULL;
+    json_t *out;
+    int err;
+
+    if ((err = proj_fork(&p, projects_of(req), req->auth.user_id, req->params[0])) < 0)
+        return err;
+    out = project_json(req, p);
+    proj_free(p);
+    return respond(res, 201, out);
+}
+
+#define R (GW_AUTH | GW_SCOPE_READ)
+#define W (GW_AUTH | GW_SCOPE_WRITE)
+
+const gw_route gw__routes_projects[] = {
+    {"POST", "/api/v1/projects", create_project, W, "Create a project"},
+    {"GET", "/api/v1/projects", list_projects, R, "List my projects and public ones"},
+    {"GET", "/api/v1/projects/{id}", get_project, R, "Get a project"},
+    {"PATCH", "/api/v1/projects/{id}", update_project, W, "Change name, description, visibility"},
+    {"DELETE", "/api/v1/projects/{id}", delete_project, W, "Delete a project and its repository"},
+    {"GET", "/api/v1/projects/{id}/files", list_files, R, "List the working tree"},
+    {"GET", "/api/v1/projects/{id}/files/{path*}", read_file, R, "Read a file (?version=)"},
+    {"PUT", "/api/v1/projects/{id}/files/{path*}", write_file, W, "Write a file (raw body)"},
+    {"DELETE", "/api/v1/projects/{id}/files/{path*}", delete_file, W, "Delete a file"},
+    {"POST", "/api/v1/projects/{id}/versions", create_version, W, "Commit the working tree"},
+    {"GET", "/api/v1/projects/{id}/versions", list_versions, R, "List versions, newest first"},
+    {"POST", "/api/v1/projects/{id}/versions/{vid}/restore", restore_version, W,
+     "Restore the working tree to a version (autosaving first)"},
+    {"POST", "/api/v1/projects/{id}/fork", fork_project, W, "Fork into a new private project"},
+    {NULL, NULL, NULL, 0, NULL},
+};

@@ -1,0 +1,700 @@
+/* Files in a project's working tree: path checks, symlink-safe traversal
+ * (one component at a time with O_NOFOLLOW), atomic writes. */
+#include "proj_int.h"
+
+#include "ed_crypto.h"
+#include "ed_error.h"
+#include "ed_log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SEGMENT_MAX 255
+#define MAX_DEPTH   64
+
+/* Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF):
+ * paths appear in JSON and in git trees. */
+static bool utf8_ok(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+
+    while (i < n) {
+        unsigned char c = s[i];
+        size_t k;
+        uint32_t cp;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0xc2 && c <= 0xdf)
+            k = 1, cp = c & 0x1f;
+        else if (c >= 0xe0 && c <= 0xef)
+            k = 2, cp = c & 0x0f;
+        else if (c >= 0xf0 && c <= 0xf4)
+            k = 3, cp = c & 0x07;
+        else
+            return false;
+        if (i + k >= n)
+            return false;   /* truncated sequence */
+        for (size_t j = 1; j <= k; j++) {
+            if ((s[i + j] & 0xc0) != 0x80)
+                return false;
+            cp = (cp << 6) | (s[i + j] & 0x3f);
+        }
+        if ((k == 2 && cp < 0x800) || (k == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        i += k + 1;
+    }
+    return true;
+}
+
+int proj_path_validate(const char *path, size_t len)
+{
+    size_t seg = 0, depth = 1;
+
+    if (path == NULL || len == 0)
+        return ed_error_set(ED_EINVAL, "path is empty");
+    if (len > PROJ_PATH_MAX)
+        return ed_error_set(ED_EINVAL, "path is longer than %d bytes", PROJ_PATH_MAX);
+    if (memchr(path, '\0', len))
+        return ed_error_set(ED_EINVAL, "path contains a NUL byte");
+    if (path[0] == '/')
+        return ed_error_set(ED_EINVAL, "path must be relative, not absolute");
+    if (!utf8_ok((const unsigned char *)path, len))
+        return ed_error_set(ED_EINVAL, "path is not valid UTF-8");
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && path[i] != '/') {
+            unsigned char c = (unsigned char)path[i];
+            if (c == '\\')
+                return ed_error_set(ED_EINVAL, "path contains a backslash");
+            if (c < 0x20 || c == 0x7f)
+                return ed_error_set(ED_EINVAL, "path contains a control character");
+            continue;
+        }
+        /* end of the segment path[seg, i) */
+        size_t n = i - seg;
+        const char *s = path + seg;
+        if (n == 0)
+            return ed_error_set(ED_EINVAL, "path has an empty segment");
+        if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+            return ed_error_set(ED_EINVAL, "path has a '.' or '..' segment");
+        if (n == 4 && strncasecmp(s, ".git", 4) == 0)
+            return ed_error_set(ED_EINVAL, "paths under .git are not files of the project");
+        if (n > SEGMENT_MAX)
+            return ed_error_set(ED_EINVAL, "path segment longer than %d bytes", SEGMENT_MAX);
+        if (i < len && ++depth > MAX_DEPTH)
+            return ed_error_set(ED_EINVAL, "path nested deeper than %d", MAX_DEPTH);
+        seg = i + 1;
+    }
+    return 0;
+}
+
+static int check_path(const char *path)
+{
+    return proj_path_validate(path, path ? strlen(path) : 0);
+}
+
+/*
+ * Walk to the directory holding the last component of `path`, starting at the
+ * project directory `base`, never following a symbolic link: each component
+ * is lstat'ed and opened with O_NOFOLLOW. With `create`, missing directories
+ * are made and their count is stored in *created (for undo). *out_fd gets the
+ * parent directory, *out_name points into `path` at the last component.
+ * ED_ENOTFOUND (a parent is missing and !create), ED_EINVAL (a parent is a
+ * link), ED_ECONFLICT (a parent is not a directory).
+ */
+static int open_parent(int *out_fd, const char **out_name, int *created, int base,
+                       const char *path, bool create)
+{
+    char comp[SEGMENT_MAX + 1];
+    const char *p = path, *slash;
+    int fd = dup(base);
+
+    *out_fd = -1;
+    if (created)
+        *created = 0;
+    if (fd < 0)
+        return ed_error_set(ED_EIO, "dup: %s", strerror(errno));
+    while ((slash = strchr(p, '/')) != NULL) {
+        struct stat sb;
+        size_t n = (size_t)(slash - p);
+        int next;
+
+        memcpy(comp, p, n);
+        comp[n] = '\0';
+        if (fstatat(fd, comp, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
+            if (errno != ENOENT) {
+                close(fd);
+                return ed_error_set(ED_EIO, "stat %.*s: %s", (int)(slash - path), path,
+                                    strerror(errno));
+            }
+            if (!create) {
+                close(fd);
+                return ed_error_set(ED_ENOTFOUND, "no file %s", path);
+            }
+            if (mkdirat(fd, comp, 0755) < 0 && errno != EEXIST) {
+                close(fd);
+                return ed_error_set(ED_EIO, "mkdir %.*s: %s", (int)(slash - path), path,
+                                    strerror(errno));
+            }
+            if (created)
+                (*created)++;
+        } else if (S_ISLNK(sb.st_mode)) {
+            close(fd);
+            return ed_error_set(ED_EINVAL, "%.*s is a symbolic link; links are not followed",
+                                (int)(slash - path), path);
+        } else if (!S_ISDIR(sb.st_mode)) {
+            close(fd);
+            return ed_error_set(create ? ED_ECONFLICT : ED_ENOTFOUND, "%.*s is not a directory",
+                                (int)(slash - path), path);
+        }
+        /* O_NOFOLLOW closes the race between the lstat and the open. */
+        next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        close(fd);
+        if (next < 0) {
+            if (errno == ELOOP || errno == ENOTDIR)
+                return ed_error_set(ED_EINVAL, "%.*s is a symbolic link; links are not followed",
+                                    (int)(slash - path), path);
+            return ed_error_set(ED_EIO, "open %.*s: %s", (int)(slash - path), path,
+                                strerror(errno));
+        }
+        fd = next;
+        p = slash + 1;
+    }
+    *out_fd = fd;
+    *out_name = p;
+    return 0;
+}
+
+/* Remove the `created` innermost-first directories that open_parent made. */
+static void undo_mkdirs(int base, const char *path, int created)
+{
+    char buf[PROJ_PATH_MAX + 1];
+
+    /* once one parent was missing all below it were made: they are the
+     * innermost `created` parents */
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (int i = 0; i < created; i++) {
+        char *slash = strrchr(buf, '/');
+        if (slash == NULL)
+            return;
+        *slash = '\0';
+        unlinkat(base, buf, AT_REMOVEDIR);
+    }
+}
+
+/* Remove now-empty parents of `path`, innermost first, stopping at the first
+ * that is not empty. */
+static void prune_empty_parents(int base, const char *path)
+{
+    char buf[PROJ_PATH_MAX + 1];
+    char *slash;
+
+    snprintf(buf, sizeof(buf), "%s", path);
+    while ((slash = strrchr(buf, '/')) != NULL) {
+        *slash = '\0';
+        if (unlinkat(base, buf, AT_REMOVEDIR) < 0)
+            return;
+    }
+}
+
+static int64_t mtime_ms(const struct stat *sb)
+{
+    return (int64_t)sb->st_mtim.tv_sec * 1000 + sb->st_mtim.tv_nsec / 1000000;
+}
+
+static int file_entry(proj_file **out, const char *path, const struct stat *sb)
+{
+    proj_file *f = calloc(1, sizeof(*f));
+
+    *out = NULL;
+    if (f == NULL || (f->path = strdup(path)) == NULL) {
+        free(f);
+        return ed_error_set(ED_ENOMEM, "file entry");
+    }
+    f->size = sb->st_size;
+    f->modified_at = mtime_ms(sb);
+    *out = f;
+    return 0;
+}
+
+void proj_file_free(proj_file *f)
+{
+    if (f == NULL)
+        return;
+    free(f->path);
+    free(f);
+}
+
+void proj_file_list_free(proj_file_list *l)
+{
+    if (l == NULL)
+        return;
+    for (size_t i = 0; i < l->count; i++)
+        free(l->items[i].path);
+    free(l->items);
+    free(l);
+}
+
+/* ---- list ---------------------------------------------------------------- */
+
+typedef struct lister {
+    proj_file_list *l;
+    size_t          cap;
+    char            prefix[PROJ_PATH_MAX + SEGMENT_MAX + 2];
+} lister;
+
+static int list_add(lister *ls, const char *name, const struct stat *sb)
+{
+    proj_file_list *l = ls->l;
+    char path[sizeof(ls->prefix) + SEGMENT_MAX + 1];
+
+    if (l->count == ls->cap) {
+        size_t cap = ls->cap ? ls->cap * 2 : 32;
+        proj_file *items = realloc(l->items, cap * sizeof(*items));
+        if (items == NULL)
+            return ed_error_set(ED_ENOMEM, "file list");
+        l->items = items;
+        ls->cap = cap;
+    }
+    snprintf(path, sizeof(path), "%s%s", ls->prefix, name);
+    if ((l->items[l->count].path = strdup(path)) == NULL)
+        return ed_error_set(ED_ENOMEM, "file list");
+    l->items[l->count].size = sb->st_size;
+    l->items[l->count].modified_at = mtime_ms(sb);
+    l->count++;
+    return 0;
+}
+
+static int list_dir(lister *ls, int fd, int depth)
+{
+    int dfd = dup(fd), err = 0;
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    struct dirent *e;
+
+    if (d == NULL) {
+        if (dfd >= 0)
+            close(dfd);
+        return ed_error_set(ED_EIO, "read directory: %s", strerror(errno));
+    }
+    while (err == 0 && (e = readdir(d)) != NULL) {
+        struct stat sb;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+            strcasecmp(e->d_name, ".git") == 0)
+            continue;
+        if (fstatat(fd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (S_ISREG(sb.st_mode)) {
+            err = list_add(ls, e->d_name, &sb);
+        } else if (S_ISDIR(sb.st_mode) && depth < MAX_DEPTH) {
+            size_t plen = strlen(ls->prefix), nlen = strlen(e->d_name);
+            int sub;
+            if (plen + nlen + 2 > PROJ_PATH_MAX + 1)
+                continue;   /* deeper than any path a client could name */
+            sub = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0)
+                continue;
+            memcpy(ls->prefix + plen, e->d_name, nlen);
+            ls->prefix[plen + nlen] = '/';
+            ls->prefix[plen + nlen + 1] = '\0';
+            err = list_dir(ls, sub, depth + 1);
+            ls->prefix[plen] = '\0';
+            close(sub);
+        }
+        /* links, sockets, devices: not project files */
+    }
+    closedir(d);
+    return err;
+}
+
+static int cmp_file(const void *a, const void *b)
+{
+    return strcmp(((const proj_file *)a)->path, ((const proj_file *)b)->path);
+}
+
+int proj_files_list(proj_file_list **out, proj_root *r, int64_t user_id, const char *id)
+{
+    lister ls = {0};
+    proj *p = NULL;
+    int fd = -1, err;
+
+    *out = NULL;
+    proj__lock(r, id);
+    if ((err = proj__load(&p, r, user_id, id, PROJ__READ)) < 0 ||
+        (err = proj__open_dir(&fd, r, id)) < 0)
+        goto done;
+    if ((ls.l = calloc(1, sizeof(*ls.l))) == NULL) {
+        err = ed_error_set(ED_ENOMEM, "file list");
+        goto done;
+    }
+    if ((err = list_dir(&ls, fd, 0)) < 0) {
+        proj_file_list_free(ls.l);
+        goto done;
+    }
+    if (ls.l->count)
+        qsort(ls.l->items, ls.l->count, sizeof(*ls.l->items), cmp_file);
+    *out = ls.l;
+done:
+    if (fd >= 0)
+        close(fd);
+    proj__unlock(r, id);
+    proj_free(p);
+    return err;
+}
+
+/* ---- read ------------------------------------------------------------------ */
+
+static int read_fd(char **out_buf, size_t *out_len, int fd, const char *path)
+{
+    struct stat sb;
+    char *buf;
+    size_t got = 0;
+
+    if (fstat(fd, &sb) < 0)
+        return ed_error_set(ED_EIO, "stat %s: %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return ed_error_set(ED_EINVAL, "%s is not a regular file", path);
+    if ((buf = malloc((size_t)sb.st_size + 1)) == NULL)
+        return ed_error_set(ED_ENOMEM, "read %s (%lld bytes)", path, (long long)sb.st_size);
+    while (got < (size_t)sb.st_size) {
+        ssize_t n = read(fd, buf + got, (size_t)sb.st_size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            free(buf);
+            return ed_error_set(ED_EIO, "read %s: %s", path, strerror(errno));
+        }
+        if (n == 0)
+            break;   /* shrank meanwhile: return what is there */
+        got += (size_t)n;
+    }
+    buf[got] = '\0';
+    *out_buf = buf;
+    *out_len = got;
+    return 0;
+}
+
+static int read_worktree(char **out_buf, size_t *out_len, proj_root *r, const char *id,
+                         const char *path)
+{
+    const char *name;
+    int base = -1, dir = -1, fd = -1, err;
+    struct stat sb;
+
+    if ((err = proj__open_dir(&base, r, id)) < 0)
+        return err;
+    if ((err = open_parent(&dir, &name, NULL, base, path, false)) < 0)
+        goto done;
+    if (fstatat(dir, name, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
+        err = errno == ENOENT ? ed_error_set(ED_ENOTFOUND, "no file %s", path)
+                              : ed_error_set(ED_EIO, "stat %s: %s", path, strerror(errno));
+        goto done;
+    }
+    if (S_ISLNK(sb.st_mode)) {
+        err = ed_error_set(ED_EINVAL, "%s is a symbolic link; links are not followed", path);
+        goto done;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        err = ed_error_set(ED_ENOTFOUND, "no file %s (it is a directory)", path);
+        goto done;
+    }
+    if ((fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+        err = errno == ELOOP ? ed_error_set(ED_EINVAL, "%s is a symbolic link", path)
+                             : ed_error_set(ED_EIO, "open %s: %s", path, strerror(errno));
+        goto done;
+    }
+    err = read_fd(out_buf, out_len, fd, path);
+done:
+    if (fd >= 0)
+        close(fd);
+    if (dir >= 0)
+        close(dir);
+    close(base);
+    return err;
+}
+
+static int read_version(char **out_buf, size_t *out_len, proj_root *r, const char *id,
+                        const char *path, const char *version)
+{
+    git_repository *repo = NULL;
+    git_commit *commit = NULL;
+    git_tree *tree = NULL;
+    git_tree_entry *entry = NULL;
+    git_blob *blob = NULL;
+    int err, rc;
+
+    if ((err = proj__repo_open(&repo, r, id)) < 0 ||
+        (err = proj__commit_lookup(&commit, repo, version)) < 0)
+        goto done;
+    if (git_commit_tree(&tree, commit) < 0) {
+        err = proj__git_error("read version tree");
+        goto done;
+    }
+    rc = git_tree_entry_bypath(&entry, tree, path);
+    if (rc == GIT_ENOTFOUND) {
+        err = ed_error_set(ED_ENOTFOUND, "no file %s in version %.12s", path, version);
+        goto done;
+    }
+    if (rc < 0) {
+        err = proj__git_error("find file in version");
+        goto done;
+    }
+    if (git_tree_entry_type(entry) != GIT_OBJECT_BLOB) {
+        err = ed_error_set(ED_ENOTFOUND, "no file %s in version %.12s (a directory)", path,
+                           version);
+        goto done;
+    }
+    if (git_tree_entry_filemode(entry) == GIT_FILEMODE_LINK) {
+        err = ed_error_set(ED_EINVAL, "%s is a symbolic link; links are not followed", path);
+        goto done;
+    }
+    if (git_blob_lookup(&blob, repo, git_tree_entry_id(entry)) < 0) {
+        err = proj__git_error("read file in version");
+        goto done;
+    }
+    {
+        size_t n = (size_t)git_blob_rawsize(blob);
+        char *buf = malloc(n + 1);
+        if (buf == NULL) {
+            err = ed_error_set(ED_ENOMEM, "read %s (%zu bytes)", path, n);
+            goto done;
+        }
+        memcpy(buf, git_blob_rawcontent(blob), n);
+        buf[n] = '\0';
+        *out_buf = buf;
+        *out_len = n;
+    }
+done:
+    git_blob_free(blob);
+    git_tree_entry_free(entry);
+    git_tree_free(tree);
+    git_commit_free(commit);
+    git_repository_free(repo);
+    return err;
+}
+
+int proj_file_read(char **out_buf, size_t *out_len, proj_root *r, int64_t user_id,
+                   const char *id, const char *path, const char *version)
+{
+    proj *p = NULL;
+    int err;
+
+    *out_buf = NULL;
+    *out_len = 0;
+    if ((err = check_path(path)) < 0)
+        return err;
+    proj__lock(r, id);
+    if ((err = proj__load(&p, r, user_id, id, PROJ__READ)) < 0)
+        goto done;
+    if (version)
+        err = read_version(out_buf, out_len, r, id, path, version);
+    else
+        err = read_worktree(out_buf, out_len, r, id, path);
+done:
+    proj__unlock(r, id);
+    proj_free(p);
+    return err;
+}
+
+/* ---- write ------------------------------------------------------------------- */
+
+static bool ends_with_ipynb(const char *path)
+{
+    size_t n = strlen(path);
+    return n >= 6 && strcasecmp(path + n - 6, ".ipynb") == 0;
+}
+
+/* Size of the regular file at `path` now (0 if absent); refuses links and
+ * directories at the last component. */
+static int existing_size(int64_t *out, bool *exists, int base, const char *path)
+{
+    const char *name;
+    struct stat sb;
+    int dir, err;
+
+    *out = 0;
+    *exists = false;
+    err = open_parent(&dir, &name, NULL, base, path, false);
+    if (err == ED_ENOTFOUND)
+        return 0;   /* parents will be created */
+    if (err < 0)
+        return err;
+    if (fstatat(dir, name, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
+        err = errno == ENOENT ? 0 : ed_error_set(ED_EIO, "stat %s: %s", path, strerror(errno));
+    } else if (S_ISLNK(sb.st_mode)) {
+        err = ed_error_set(ED_EINVAL, "%s is a symbolic link; links are not written through",
+                           path);
+    } else if (S_ISDIR(sb.st_mode)) {
+        err = ed_error_set(ED_ECONFLICT, "%s is a directory", path);
+    } else if (!S_ISREG(sb.st_mode)) {
+        err = ed_error_set(ED_EINVAL, "%s is not a regular file", path);
+    } else {
+        *out = sb.st_size;
+        *exists = true;
+    }
+    close(dir);
+    return err;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* The temporary file lives in .git/ (same filesystem, never part of the
+ * working tree), so a crash cannot leave a stray file in the project. */
+static int write_atomic(proj_file **out, int base, const char *path, const void *buf,
+                        size_t len)
+{
+    char tmp[40], rnd[17];
+    const char *name;
+    int git = -1, dir = -1, fd = -1, created = 0, err = 0;
+    struct stat sb;
+
+    ed_random_token(rnd, 16);
+    snprintf(tmp, sizeof(tmp), "eddy-write-%s", rnd);
+    if ((git = openat(base, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        return ed_error_set(ED_EIO, "open .git: %s", strerror(errno));
+    if ((err = open_parent(&dir, &name, &created, base, path, true)) < 0)
+        goto fail;
+    if ((fd = openat(git, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0) {
+        err = ed_error_set(ED_EIO, "create temporary file: %s", strerror(errno));
+        goto fail;
+    }
+    if (write_all(fd, buf, len) < 0 || fsync(fd) < 0) {
+        err = ed_error_set(ED_EIO, "write %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (fstat(fd, &sb) < 0 || close(fd) < 0) {
+        fd = -1;
+        err = ed_error_set(ED_EIO, "write %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    fd = -1;
+    /* rename replaces a link itself rather than its target; existing_size
+     * refused links before, this keeps a link planted meanwhile harmless. */
+    if (renameat(git, tmp, dir, name) < 0) {
+        err = ed_error_set(errno == EISDIR ? ED_ECONFLICT : ED_EIO, "write %s: %s", path,
+                           strerror(errno));
+        goto fail;
+    }
+    fsync(dir);
+    if (out)
+        err = file_entry(out, path, &sb);
+    close(dir);
+    close(git);
+    return err;
+fail:
+    if (fd >= 0)
+        close(fd);
+    unlinkat(git, tmp, 0);
+    if (dir >= 0)
+        close(dir);
+    if (created)
+        undo_mkdirs(base, path, created);
+    close(git);
+    return err;
+}
+
+int proj_file_write(proj_file **out, bool *out_created, proj_root *r, int64_t user_id,
+                    const char *id, const char *path, const void *buf, size_t len)
+{
+    proj *p = NULL;
+    int64_t old = 0;
+    bool exists = false;
+    int base = -1, err;
+
+    if (out)
+        *out = NULL;
+    if (out_created)
+        *out_created = false;
+    if ((err = check_path(path)) < 0)
+        return err;
+    if (buf == NULL && len > 0)
+        return ed_error_set(ED_EINVAL, "no bytes to write");
+    if (ends_with_ipynb(path) && (err = proj_nb_validate(buf, len)) < 0)
+        return err;
+    proj__lock(r, id);
+    if ((err = proj__load(&p, r, user_id, id, PROJ__WRITE)) < 0 ||
+        (err = proj__open_dir(&base, r, id)) < 0 ||
+        (err = existing_size(&old, &exists, base, path)) < 0)
+        goto done;
+    proj__user_lock(r, p->owner_id);
+    if ((err = proj__quota_check(r, p->owner_id, old, (int64_t)len)) == 0 &&
+        (err = write_atomic(out, base, path, buf ? buf : "", len)) == 0)
+        proj__touch(r, id);
+    proj__user_unlock(r, p->owner_id);
+    if (err == 0 && out_created)
+        *out_created = !exists;
+done:
+    if (base >= 0)
+        close(base);
+    proj__unlock(r, id);
+    proj_free(p);
+    return err;
+}
+
+/* ---- delete ------------------------------------------------------------------ */
+
+int proj_file_delete(proj_root *r, int64_t user_id, const char *id, const char *path)
+{
+    proj *p = NULL;
+    const char *name;
+    struct stat sb;
+    int base = -1, dir = -1, err;
+
+    if ((err = check_path(path)) < 0)
+        return err;
+    proj__lock(r, id);
+    if ((err = proj__load(&p, r, user_id, id, PROJ__WRITE)) < 0 ||
+        (err = proj__open_dir(&base, r, id)) < 0 ||
+        (err = open_parent(&dir, &name, NULL, base, path, false)) < 0)
+        goto done;
+    if (fstatat(dir, name, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
+        err = errno == ENOENT ? ed_error_set(ED_ENOTFOUND, "no file %s", path)
+                              : ed_error_set(ED_EIO, "stat %s: %s", path, strerror(errno));
+        goto done;
+    }
+    if (S_ISLNK(sb.st_mode)) {
+        err = ed_error_set(ED_EINVAL, "%s is a symbolic link; links are not followed", path);
+        goto done;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        err = ed_error_set(ED_ENOTFOUND, "no file %s (it is a directory)", path);
+        goto done;
+    }
+    if (unlinkat(dir, name, 0) < 0) {
+        err = ed_error_set(ED_EIO, "delete %s: %s", path, strerror(errno));
+        goto done;
+    }
+    fsync(dir);
+    prune_empty_parents(base, path);
+    proj__touch(r, id);
+done:
+    if (dir >= 0)
+        close(dir);
+    if (base >= 0)
+        close(base);
+    proj__unlock(r, id);
+    proj_free(p);
+    return err;
+}

@@ -1,0 +1,237 @@
+/*
+ * proj.h - git-backed projects: a working tree of files, versions (commits),
+ * forks, nbformat v4 validation and a per-user storage limit.
+ *
+ * A project is a row in the store's `projects` table and a normal git
+ * repository with its working tree at <root>/<project id>/ (libgit2). Files
+ * are edited in the working tree; a version is a commit of the whole tree.
+ *
+ *     proj_root *r;
+ *     proj *p;
+ *     proj_version *v;
+ *     if ((err = proj_root_open(&r, st, "/var/lib/eddy/projects", 1 << 30)) < 0) ...
+ *     if ((err = proj_create(&p, r, uid, "mnist", NULL, PROJ_PRIVATE)) < 0) ...
+ *     if ((err = proj_file_write(NULL, NULL, r, uid, p->id, "train.py", src, n)) < 0) ...
+ *     if ((err = proj_version_create(&v, r, uid, p->id, "first try")) < 0) ...
+ *     proj_version_free(v);
+ *     proj_free(p);
+ *     proj_root_free(r);
+ *
+ * Every call takes the calling user's id and checks access itself:
+ *   - another user's private project does not exist for the caller
+ *     (ED_ENOTFOUND, never ED_EPERM, so ids cannot be probed);
+ *   - a public project can be read and forked by anyone, but changed
+ *     (files, versions, restore, update, delete) only by its owner: others get
+ *     ED_EPERM.
+ * Errors follow ed_error.h: 0 or a negative ED_E* code with a message.
+ * File paths are relative, '/'-separated, checked by proj_path_validate().
+ * All functions are thread-safe; operations on one project are serialised.
+ */
+#ifndef PROJ_H
+#define PROJ_H
+
+#include "ed_store.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROJ_ID_LEN      13     /* "p" + 12 base62 characters */
+#define PROJ_PATH_MAX    1024   /* bytes in a file path */
+#define PROJ_NAME_MAX    100    /* bytes in a project name */
+#define PROJ_DESC_MAX    4000   /* bytes in a description */
+#define PROJ_MESSAGE_MAX 4000   /* bytes in a version message */
+#define PROJ_LIST_MAX    500    /* largest page of a list */
+
+typedef struct proj_root proj_root;
+
+typedef enum proj_visibility { PROJ_PRIVATE = 0, PROJ_PUBLIC = 1 } proj_visibility;
+
+typedef struct proj {
+    char            id[PROJ_ID_LEN + 1];
+    int64_t         owner_id;
+    char           *owner;          /* the owner's username */
+    char           *name;
+    char           *description;    /* "" when none */
+    proj_visibility visibility;
+    char            forked_from[PROJ_ID_LEN + 1]; /* source project id, "" if none */
+    int64_t         size_bytes;     /* working tree + history on disk, counted
+                                       against the owner's storage limit */
+    int64_t         created_at;     /* ms since the epoch */
+    int64_t         updated_at;     /* ms; files, versions and metadata bump it */
+} proj;
+
+typedef struct proj_page {
+    proj  **items;
+    size_t  count;
+    char   *next_cursor;    /* pass to the next proj_list; NULL on the last page */
+} proj_page;
+
+typedef struct proj_changes {
+    const char *name;        /* NULL: unchanged */
+    const char *description; /* NULL: unchanged */
+    int         visibility;  /* -1: unchanged, else a proj_visibility */
+} proj_changes;
+
+typedef struct proj_file {
+    char    *path;           /* "src/train.py" */
+    int64_t  size;           /* bytes */
+    int64_t  modified_at;    /* ms since the epoch */
+} proj_file;
+
+typedef struct proj_file_list {
+    proj_file *items;        /* sorted by path */
+    size_t     count;
+} proj_file_list;
+
+typedef struct proj_version {
+    char     id[41];         /* the commit id, 40 hex characters */
+    char    *message;
+    char    *author;         /* username of the user who made it */
+    int64_t  created_at;     /* ms (git keeps seconds) */
+    char   **files;          /* every file path in this version, sorted */
+    size_t   nfiles;
+} proj_version;
+
+typedef struct proj_version_page {
+    proj_version **items;    /* newest first */
+    size_t         count;
+    char          *next_cursor; /* NULL on the last page */
+} proj_version_page;
+
+/* ---- the root --------------------------------------------------------- */
+
+/* Open the projects directory `dir` (created if missing) over the store `st`
+ * (borrowed; must outlive the root). `user_storage_bytes` is the limit on the
+ * total size_bytes of the projects a user owns (<= 0: unlimited). Leftovers of
+ * interrupted creates and deletes are removed. Initialises libgit2 once per
+ * process. Caller frees with proj_root_free(). ED_EIO if the directory cannot
+ * be made or opened. */
+int proj_root_open(proj_root **out, ed_store *st, const char *dir, int64_t user_storage_bytes);
+
+/* Free the root once no call on it is in flight. NULL-safe. */
+void proj_root_free(proj_root *r);
+
+/* ---- projects ---------------------------------------------------------- */
+
+/* Create an empty project owned by `user_id`: a row and an initialised
+ * repository (no versions yet). `description` may be NULL. Caller frees *out
+ * with proj_free(). ED_EINVAL for an empty, too long or control-character name
+ * or description; ED_ENOTFOUND if the user does not exist; ED_EIO. On error
+ * nothing is left behind. */
+int proj_create(proj **out, proj_root *r, int64_t user_id, const char *name,
+                const char *description, proj_visibility visibility);
+
+/* The project `id` as `user_id` sees it. ED_ENOTFOUND when it does not exist
+ * or is another user's private project. Caller frees with proj_free(). */
+int proj_get(proj **out, proj_root *r, int64_t user_id, const char *id);
+
+/* One page of the projects `user_id` can see (their own and every public
+ * one), newest first. `limit` 1..PROJ_LIST_MAX; `cursor` NULL for the first
+ * page or a next_cursor from before. ED_EINVAL for a bad limit or cursor.
+ * Caller frees with proj_page_free(). */
+int proj_list(proj_page **out, proj_root *r, int64_t user_id, int limit, const char *cursor);
+
+/* Change name, description and/or visibility (owner only). *out (may be
+ * NULL) gets the updated project. ED_EINVAL for bad values, ED_EPERM for a
+ * public project of someone else, ED_ENOTFOUND. */
+int proj_update(proj **out, proj_root *r, int64_t user_id, const char *id,
+                const proj_changes *changes);
+
+/* Delete the project: its row and its repository directory (owner only). The
+ * row and the directory go together or not at all. ED_EPERM / ED_ENOTFOUND as
+ * for proj_update. */
+int proj_delete(proj_root *r, int64_t user_id, const char *id);
+
+/* Fork `id` into a new private project owned by `user_id` with the same
+ * history (identical commit ids) and a working tree equal to the source's
+ * newest version (uncommitted changes are not copied). Allowed to the owner
+ * and, for public projects, to anyone. ED_EQUOTA when the copy would take the
+ * caller over the storage limit. Caller frees *out with proj_free(). */
+int proj_fork(proj **out, proj_root *r, int64_t user_id, const char *id);
+
+/* Total size_bytes of the projects `user_id` owns. */
+int proj_usage(int64_t *out_bytes, proj_root *r, int64_t user_id);
+
+void proj_free(proj *p);
+void proj_page_free(proj_page *pg);
+
+/* ---- files in the working tree ------------------------------------------ */
+
+/* Check a file path: ED_EINVAL (with the reason) for an empty or absolute
+ * path, empty, "." or ".." segments, a ".git" segment (any case), NUL bytes
+ * within `len`, backslashes, control characters, a segment over 255 bytes or a
+ * path over PROJ_PATH_MAX bytes. Every file call below applies it. */
+int proj_path_validate(const char *path, size_t len);
+
+/* Every regular file in the working tree (symbolic links and .git are not
+ * listed). Readable by whoever can see the project. Caller frees with
+ * proj_file_list_free(). */
+int proj_files_list(proj_file_list **out, proj_root *r, int64_t user_id, const char *id);
+
+/* Read a whole file: from the working tree when `version` is NULL, else as it
+ * was in that version (a commit id, or an unambiguous prefix of at least 4 hex
+ * characters). *out_buf is malloc'd (NUL-terminated for convenience, not
+ * counted in *out_len); caller frees. ED_ENOTFOUND for a missing file or
+ * version, ED_EINVAL for a bad path or a path through a symbolic link. */
+int proj_file_read(char **out_buf, size_t *out_len, proj_root *r, int64_t user_id,
+                   const char *id, const char *path, const char *version);
+
+/* Write a whole file atomically (temporary file, fsync, rename), creating
+ * missing parent directories. A path ending in ".ipynb" must be a valid
+ * nbformat v4 notebook (ED_EUNPROC otherwise). *out (may be NULL) gets the
+ * file's entry (free with proj_file_free); *out_created (may be NULL) is true
+ * when the file did not exist. ED_EQUOTA when the owner's storage limit would
+ * be exceeded, ED_EPERM for a non-owner of a public project, ED_ECONFLICT when
+ * a parent is a file or the path is a directory. On error nothing is written. */
+int proj_file_write(proj_file **out, bool *out_created, proj_root *r, int64_t user_id,
+                    const char *id, const char *path, const void *buf, size_t len);
+
+/* Delete a file (owner only); parent directories left empty are removed.
+ * ED_ENOTFOUND when there is no such file. */
+int proj_file_delete(proj_root *r, int64_t user_id, const char *id, const char *path);
+
+void proj_file_free(proj_file *f);
+void proj_file_list_free(proj_file_list *l);
+
+/* ---- versions ------------------------------------------------------------ */
+
+/* Commit the whole working tree (additions, modifications, deletions) with
+ * `message` (1..PROJ_MESSAGE_MAX bytes); author and committer are the user's
+ * username. An unchanged tree still makes a version (a checkpoint). Owner
+ * only. Never refused for storage. Caller frees *out with proj_version_free(). */
+int proj_version_create(proj_version **out, proj_root *r, int64_t user_id, const char *id,
+                        const char *message);
+
+/* One page of versions, newest first; `cursor` NULL or a next_cursor. Caller
+ * frees with proj_version_page_free(). */
+int proj_version_list(proj_version_page **out, proj_root *r, int64_t user_id, const char *id,
+                      int limit, const char *cursor);
+
+/* One version by id (or unambiguous prefix of >= 4 hex characters). */
+int proj_version_get(proj_version **out, proj_root *r, int64_t user_id, const char *id,
+                     const char *version);
+
+/* Make the working tree equal to `version` (owner only). If the working tree
+ * differs from the newest version it is first committed as "Autosave before
+ * restoring <short id>", so nothing is lost; *out_autosave (may be NULL) gets
+ * that version, or NULL when none was needed. *out_restored (may be NULL)
+ * gets the restored version. The restore itself is not a commit: the next
+ * proj_version_create records it. */
+int proj_version_restore(proj_version **out_restored, proj_version **out_autosave,
+                         proj_root *r, int64_t user_id, const char *id, const char *version);
+
+void proj_version_free(proj_version *v);
+void proj_version_page_free(proj_version_page *l);
+
+/* ---- notebooks ------------------------------------------------------------ */
+
+/* Validate `len` bytes as an nbformat v4 notebook: a JSON object with
+ * nbformat 4, an integer nbformat_minor, a metadata object and a cells array;
+ * each cell a code/markdown/raw cell with source and metadata; code cells with
+ * outputs and execution_count; outputs stream/display_data/execute_result/error
+ * with their fields. 0, or ED_EUNPROC with a message naming the first bad
+ * cell or field ("cells[2].outputs[0]: stream output needs 'text'"). */
+int proj_nb_validate(const char *buf, size_t len);
+
+#endif

@@ -1,0 +1,82 @@
+/*
+ * proj_int.h - private to projects/: the root, locking and shared helpers.
+ */
+#ifndef PROJ_INT_H
+#define PROJ_INT_H
+
+#include "proj.h"
+
+#include <git2.h>
+#include <pthread.h>
+
+#define PROJ_LOCK_STRIPES 64
+#define PROJ_USER_STRIPES 16
+
+struct proj_root {
+    ed_store       *store;        /* borrowed */
+    char           *dir;          /* absolute or as given; repositories live below */
+    int             dirfd;        /* O_DIRECTORY on dir */
+    int64_t         user_limit;   /* bytes per user over owned projects; <= 0 unlimited */
+    /* Git and the working tree are not safe against concurrent writers: every
+     * operation on a project holds its stripe (keyed by the project id). */
+    pthread_mutex_t proj_locks[PROJ_LOCK_STRIPES];
+    /* The storage check (sum over a user's projects) and the write that
+     * follows must not interleave with another write of the same user to a
+     * different project. Always taken after a project stripe, never before. */
+    pthread_mutex_t user_locks[PROJ_USER_STRIPES];
+};
+
+/* Access a caller needs for an operation. */
+typedef enum { PROJ__READ, PROJ__WRITE } proj__access;
+
+/* Lock/unlock the stripe of project `id` / of user `user_id`. */
+void proj__lock(proj_root *r, const char *id);
+void proj__unlock(proj_root *r, const char *id);
+void proj__user_lock(proj_root *r, int64_t user_id);
+void proj__user_unlock(proj_root *r, int64_t user_id);
+
+/* Load project `id` and check `user_id` may `access` it: ED_ENOTFOUND for
+ * missing / invisible, ED_EPERM for writes by a non-owner of a public one.
+ * Call with the project's stripe held. Caller frees *out. */
+int proj__load(proj **out, proj_root *r, int64_t user_id, const char *id, proj__access access);
+
+/* Open the project's directory (O_DIRECTORY|O_NOFOLLOW). ED_ENOTFOUND if gone. */
+int proj__open_dir(int *out_fd, proj_root *r, const char *id);
+
+/* "<root>/<id>" in a malloc'd string for libgit2, or NULL (ED_ENOMEM set). */
+char *proj__repo_path(proj_root *r, const char *id);
+
+/* Recompute the project's size from disk and store it with updated_at = now.
+ * Failure is logged, not returned: the size is derived and the next change
+ * recomputes it. */
+void proj__touch(proj_root *r, const char *id);
+
+/* Apparent bytes of every regular file below `fd` (not following links). */
+int64_t proj__du(int fd);
+
+/* Remove `name` under `dirfd` recursively without following links. 0 or
+ * ED_EIO (ENOENT is success). */
+int proj__rm_rf(int dirfd, const char *name);
+
+/* ED_EQUOTA unless `user_id`'s usage - `freed` + `added` fits the limit.
+ * Call with the user's stripe held. */
+int proj__quota_check(proj_root *r, int64_t user_id, int64_t freed, int64_t added);
+
+/* Wrap the last libgit2 error as ED_EIO "<what>: <message>". */
+int proj__git_error(const char *what);
+
+/* The username of `user_id` (malloc'd). ED_ENOTFOUND if no such user. */
+int proj__username(char **out, proj_root *r, int64_t user_id);
+
+/* Open the project's repository. */
+int proj__repo_open(git_repository **out, proj_root *r, const char *id);
+
+/* Make a fresh repository in `path` (which must not exist): initial branch
+ * main, core.symlinks off so a checkout never creates a link. */
+int proj__repo_init(git_repository **out, const char *path);
+
+/* Resolve a version id (4..40 hex characters) to a commit. ED_EINVAL for a
+ * malformed id, ED_ENOTFOUND for none in this repository. */
+int proj__commit_lookup(git_commit **out, git_repository *repo, const char *version);
+
+#endif

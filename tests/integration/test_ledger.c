@@ -1,0 +1,219 @@
+/* The ledger over HTTP: admin grants with Idempotency-Key, the user's view,
+ * and the invariant check. */
+#include "harness.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static it_server srv;
+static char dir[64];
+static char admin_cookie_hdr[512], admin_csrf_hdr[256];
+
+static int run_cli(char *const argv[])
+{
+    pid_t pid = fork();
+    int status;
+    if (pid == 0) {
+        int null = open("/dev/null", 1);
+        dup2(null, 1);
+        execv(it_eddy_bin(), argv);
+        _exit(127);
+    }
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void login(const char *user, const char *pw, char *cookie_hdr, size_t cl, char *csrf_hdr, size_t sl)
+{
+    char body[256];
+    it_resp r;
+    snprintf(body, sizeof(body), "{\"username\":\"%s\",\"password\":\"%s\"}", user, pw);
+    it_request(&r, &srv, "POST", "/api/v1/auth/login", body, NULL);
+    ck_assert_int_eq(r.status, 200);
+    const char *sc = it_resp_header(&r, "Set-Cookie");
+    ck_assert_ptr_nonnull(sc);
+    snprintf(cookie_hdr, cl, "Cookie: %.*s", (int)strcspn(sc, ";"), sc);
+    snprintf(csrf_hdr, sl, "X-CSRF-Token: %s", json_string_value(json_object_get(r.json, "csrf_token")));
+    it_resp_free(&r);
+}
+
+static void setup(void)
+{
+    char data[128];
+    snprintf(dir, sizeof(dir), "/tmp/eddy-it-ledger-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(data, sizeof(data), "%s/data", dir);
+    mkdir(data, 0700);
+    char *argv[] = {"eddy", "admin", "create-user", "--data", data, "--username", "root",
+                    "--email", "root@example.com", "--password", "correct horse battery",
+                    "--role", "admin", NULL};
+    ck_assert_int_eq(run_cli(argv), 0);
+    ck_assert_int_eq(it_server_start_in(&srv, data, NULL), 0);
+    login("root", "correct horse battery", admin_cookie_hdr, sizeof(admin_cookie_hdr), admin_csrf_hdr,
+          sizeof(admin_csrf_hdr));
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    ck_assert_int_eq(it_server_stop(&srv), 0);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static int64_t signup(const char *name)
+{
+    char body[256];
+    it_resp r;
+    int64_t id;
+    snprintf(body, sizeof(body), "{\"username\":\"%s\",\"email\":\"%s@example.com\",\"password\":\"pass-%s-123\"}",
+             name, name, name);
+    it_request(&r, &srv, "POST", "/api/v1/auth/signup", body, NULL);
+    ck_assert_int_eq(r.status, 201);
+    id = json_integer_value(json_object_get(r.json, "id"));
+    it_resp_free(&r);
+    return id;
+}
+
+START_TEST(grant_is_idempotent_and_visible_to_the_user)
+{
+    int64_t uid = signup("alice");
+    char path[128], cookie[512], csrf[256];
+    const char *hdrs[] = {admin_cookie_hdr, admin_csrf_hdr, "Idempotency-Key: grant-alice-1", NULL};
+    it_resp r1, r2, r3;
+
+    snprintf(path, sizeof(path), "/api/v1/admin/users/%lld/grants", (long long)uid);
+    it_request(&r1, &srv, "POST", path, "{\"amount_mcoins\": 5000, \"reason\": \"welcome\"}", hdrs);
+    ck_assert_int_eq(r1.status, 201);
+    ck_assert_int_eq(json_integer_value(json_object_get(r1.json, "balance_after_mcoins")), 5000);
+    /* the same key and body: the first response again, no second credit */
+    it_request(&r2, &srv, "POST", path, "{\"amount_mcoins\": 5000, \"reason\": \"welcome\"}", hdrs);
+    ck_assert_int_eq(r2.status, 201);
+    ck_assert_str_eq(r1.body, r2.body);
+    /* the same key, another body: 409 */
+    it_request(&r3, &srv, "POST", path, "{\"amount_mcoins\": 9000, \"reason\": \"welcome\"}", hdrs);
+    ck_assert_int_eq(r3.status, 409);
+    ck_assert_str_eq(it_resp_error_code(&r3), "conflict");
+    it_resp_free(&r1);
+    it_resp_free(&r2);
+    it_resp_free(&r3);
+
+    login("alice", "pass-alice-123", cookie, sizeof(cookie), csrf, sizeof(csrf));
+    const char *uh[] = {cookie, NULL};
+    it_request(&r1, &srv, "GET", "/api/v1/quota", NULL, uh);
+    ck_assert_int_eq(r1.status, 200);
+    ck_assert_int_eq(json_integer_value(json_object_get(r1.json, "balance_mcoins")), 5000);
+    ck_assert_str_eq(json_string_value(json_object_get(r1.json, "tier")), "free");
+    it_resp_free(&r1);
+    it_request(&r1, &srv, "GET", "/api/v1/ledger", NULL, uh);
+    ck_assert_int_eq(r1.status, 200);
+    json_t *items = json_object_get(r1.json, "items");
+    ck_assert_int_eq(json_array_size(items), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(items, 0), "kind")), "grant");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(items, 0), "amount_mcoins")), 5000);
+    it_resp_free(&r1);
+
+    /* a user cannot grant, nor verify */
+    const char *uh2[] = {cookie, csrf, NULL};
+    it_request(&r1, &srv, "POST", path, "{\"amount_mcoins\": 5, \"reason\": \"me\"}", uh2);
+    ck_assert_int_eq(r1.status, 403);
+    it_resp_free(&r1);
+    it_request(&r1, &srv, "GET", "/api/v1/admin/ledger/verify", NULL, uh);
+    ck_assert_int_eq(r1.status, 403);
+    it_resp_free(&r1);
+
+    const char *ah[] = {admin_cookie_hdr, NULL};
+    it_request(&r1, &srv, "GET", "/api/v1/admin/ledger/verify", NULL, ah);
+    ck_assert_int_eq(r1.status, 200);
+    ck_assert(json_is_true(json_object_get(r1.json, "ok")));
+    it_resp_free(&r1);
+}
+END_TEST
+
+START_TEST(grant_refuses_bad_input_and_posts_nothing)
+{
+    int64_t uid = signup("bob");
+    char path[128];
+    const char *hdrs[] = {admin_cookie_hdr, admin_csrf_hdr, NULL};
+    const char *bad[] = {"{\"amount_mcoins\": -5, \"reason\": \"x\"}", "{\"amount_mcoins\": \"5\", \"reason\": \"x\"}",
+                         "{\"reason\": \"x\"}", "{\"amount_mcoins\": 5}", "{\"amount_mcoins\": 5,", "[]"};
+    it_resp r;
+
+    snprintf(path, sizeof(path), "/api/v1/admin/users/%lld/grants", (long long)uid);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        it_request(&r, &srv, "POST", path, bad[i], hdrs);
+        ck_assert_msg(r.status == 400, "%s -> %ld", bad[i], r.status);
+        ck_assert_str_eq(it_resp_error_code(&r), "bad_request");
+        it_resp_free(&r);
+    }
+    it_request(&r, &srv, "POST", "/api/v1/admin/users/99999/grants", "{\"amount_mcoins\": 5, \"reason\": \"x\"}", hdrs);
+    ck_assert_int_eq(r.status, 404);
+    it_resp_free(&r);
+    /* without the CSRF token a cookie request is refused */
+    const char *nocsrf[] = {admin_cookie_hdr, NULL};
+    it_request(&r, &srv, "POST", path, "{\"amount_mcoins\": 5, \"reason\": \"x\"}", nocsrf);
+    ck_assert_int_eq(r.status, 403);
+    it_resp_free(&r);
+
+    const char *ah[] = {admin_cookie_hdr, NULL};
+    it_request(&r, &srv, "GET", "/api/v1/admin/ledger/verify", NULL, ah);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(json_integer_value(json_object_get(r.json, "transfers_checked")), 0);
+    it_resp_free(&r);
+}
+END_TEST
+
+START_TEST(cli_grant_moves_coins_and_tiers_are_listed)
+{
+    char data[128];
+    it_resp r;
+    signup("carol");
+    snprintf(data, sizeof(data), "%s/data", dir);
+    char *argv[] = {"eddy", "admin", "grant", "--data", data, "--username", "carol", "--coins", "2.5",
+                    "--reason", "course credit", "--idempotency-key", "course-1", NULL};
+    ck_assert_int_eq(run_cli(argv), 0);
+    ck_assert_int_eq(run_cli(argv), 0); /* a retry with the key grants nothing more */
+    char *bad[] = {"eddy", "admin", "grant", "--data", data, "--username", "nobody", "--coins", "1",
+                   "--reason", "x", NULL};
+    ck_assert_int_eq(run_cli(bad), 1);
+    char *usage[] = {"eddy", "admin", "grant", "--data", data, NULL};
+    ck_assert_int_eq(run_cli(usage), 2);
+
+    char cookie[512], csrf[256];
+    login("carol", "pass-carol-123", cookie, sizeof(cookie), csrf, sizeof(csrf));
+    const char *uh[] = {cookie, NULL};
+    it_request(&r, &srv, "GET", "/api/v1/quota", NULL, uh);
+    ck_assert_int_eq(json_integer_value(json_object_get(r.json, "balance_mcoins")), 2500);
+    it_resp_free(&r);
+    it_request(&r, &srv, "GET", "/api/v1/tiers", NULL, uh);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(json_array_size(json_object_get(r.json, "items")), 3);
+    it_resp_free(&r);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("ledger_http");
+    TCase *tc = tcase_create("ledger");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, grant_is_idempotent_and_visible_to_the_user);
+    tcase_add_test(tc, grant_refuses_bad_input_and_posts_nothing);
+    tcase_add_test(tc, cli_grant_moves_coins_and_tiers_are_listed);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

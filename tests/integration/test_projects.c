@@ -1,0 +1,550 @@
+/* Projects over HTTP against the real `eddy serve`: the notebook flow of
+ * issue 2 (save, version, change, version, read old, restore, fork), and bad
+ * input: traversal, absolute paths, invalid notebooks, other users' private
+ * projects, non-owners of public ones, malformed bodies, the storage limit.
+ * What the server persisted is checked on disk with libgit2 and SQLite. */
+#include "harness.h"
+
+#include <check.h>
+#include <git2.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static it_server srv;
+
+typedef struct user {
+    char cookie[512];   /* "Cookie: eddy_session=..." */
+    char csrf[256];     /* "X-CSRF-Token: ..." */
+} user;
+
+static void start(const char *const *env)
+{
+    ck_assert_int_eq(it_server_start(&srv, env), 0);
+}
+
+static void setup(void) { start(NULL); }
+
+static void teardown(void) { ck_assert_int_eq(it_server_stop(&srv), 0); }
+
+static void sign_in(user *u, const char *name)
+{
+    char *cookie = NULL, *csrf = NULL;
+
+    ck_assert_int_eq(it_signup_login(&srv, name, "correct horse battery", &cookie, &csrf), 0);
+    snprintf(u->cookie, sizeof(u->cookie), "Cookie: %s", cookie);
+    snprintf(u->csrf, sizeof(u->csrf), "X-CSRF-Token: %s", csrf);
+    free(cookie);
+    free(csrf);
+}
+
+/* One request as `u`; `len` < 0: strlen(body). The path is printf-formatted. */
+static void call(it_resp *r, user *u, const char *method, const char *body, long len,
+                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void call(it_resp *r, user *u, const char *method, const char *body, long len,
+                 const char *fmt, ...)
+{
+    char path[4096];
+    const char *hdrs[] = {u->cookie, u->csrf, NULL};
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(path, sizeof(path), fmt, ap);
+    va_end(ap);
+    ck_assert_int_eq(it_request_n(r, &srv, method, path, body, len, hdrs), 0);
+}
+
+static const char *str(const it_resp *r, const char *key)
+{
+    return r->json ? json_string_value(json_object_get(r->json, key)) : NULL;
+}
+
+/* Create a project and copy its id into `id` (14 bytes). */
+static void create(char *id, user *u, const char *name, const char *vis)
+{
+    it_resp r;
+    char body[256];
+
+    snprintf(body, sizeof(body), "{\"name\":\"%s\",\"visibility\":\"%s\"}", name, vis);
+    call(&r, u, "POST", body, -1, "/api/v1/projects");
+    ck_assert_msg(r.status == 201, "create: %ld %s", r.status, r.body);
+    ck_assert_ptr_nonnull(str(&r, "id"));
+    snprintf(id, 14, "%s", str(&r, "id"));
+    it_resp_free(&r);
+}
+
+static long status_of(user *u, const char *method, const char *body, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static long status_of(user *u, const char *method, const char *body, const char *fmt, ...)
+{
+    char path[4096];
+    const char *hdrs[] = {u->cookie, u->csrf, NULL};
+    it_resp r;
+    va_list ap;
+    long s;
+
+    va_start(ap, fmt);
+    vsnprintf(path, sizeof(path), fmt, ap);
+    va_end(ap);
+    ck_assert_int_eq(it_request_n(&r, &srv, method, path, body, -1, hdrs), 0);
+    s = r.status;
+    it_resp_free(&r);
+    return s;
+}
+
+#define NB_V1                                                                                  \
+    "{\"nbformat\":4,\"nbformat_minor\":5,\"metadata\":{\"kernelspec\":{\"name\":\"python3\","   \
+    "\"display_name\":\"Python 3\",\"language\":\"python\"}},\"cells\":[{\"cell_type\":"           \
+    "\"code\",\"id\":\"c1\",\"metadata\":{},\"execution_count\":1,\"source\":\"print(1)\","        \
+    "\"outputs\":[{\"output_type\":\"stream\",\"name\":\"stdout\",\"text\":\"1\\n\"}]}]}"
+#define NB_V2                                                                                  \
+    "{\"nbformat\":4,\"nbformat_minor\":5,\"metadata\":{},\"cells\":[{\"cell_type\":\"markdown\"," \
+    "\"id\":\"m1\",\"metadata\":{},\"source\":[\"# v2\"]},{\"cell_type\":\"code\",\"id\":\"c1\","  \
+    "\"metadata\":{},\"execution_count\":null,\"source\":\"print(2)\",\"outputs\":[]}]}"
+
+/* HEAD of a project's repository as the server left it on disk. */
+static void disk_head(char out[41], const char *id)
+{
+    char path[512];
+    git_repository *repo = NULL;
+    git_oid oid;
+
+    snprintf(path, sizeof(path), "%s/projects/%s", srv.data_dir, id);
+    git_libgit2_init();
+    ck_assert_int_eq(git_repository_open(&repo, path), 0);
+    ck_assert_int_eq(git_reference_name_to_id(&oid, repo, "HEAD"), 0);
+    git_oid_tostr(out, 41, &oid);
+    git_repository_free(repo);
+    git_libgit2_shutdown();
+}
+
+/* A column of the project's row in the server's database. */
+static long long db_value(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static long long db_value(const char *fmt, ...)
+{
+    char path[512], sql[256];
+    sqlite3 *db = NULL;
+    sqlite3_stmt *s = NULL;
+    long long v = -1;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof(sql), fmt, ap);
+    va_end(ap);
+    snprintf(path, sizeof(path), "%s/eddy.db", srv.data_dir);
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+    if (sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return v;
+}
+
+START_TEST(notebook_flow_save_version_change_read_old_restore_fork)
+{
+    user alice, bob;
+    char id[14], v1[41], v2[41], fork_id[14], head[41];
+    it_resp r;
+
+    sign_in(&alice, "alice");
+    sign_in(&bob, "bob");
+    create(id, &alice, "mnist", "private");
+
+    /* save a notebook, make a version */
+    call(&r, &alice, "PUT", NB_V1, -1, "/api/v1/projects/%s/files/notebooks/train.ipynb", id);
+    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+    ck_assert_str_eq(str(&r, "path"), "notebooks/train.ipynb");
+    ck_assert_int_eq(json_integer_value(json_object_get(r.json, "size")), (json_int_t)strlen(NB_V1));
+    it_resp_free(&r);
+    call(&r, &alice, "POST", "{\"message\":\"first run\"}", -1, "/api/v1/projects/%s/versions", id);
+    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+    ck_assert_str_eq(str(&r, "message"), "first run");
+    ck_assert_ptr_nonnull(str(&r, "created_at"));
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(r.json, "files"), 0)),
+                     "notebooks/train.ipynb");
+    snprintf(v1, sizeof(v1), "%s", str(&r, "id"));
+    ck_assert_uint_eq(strlen(v1), 40);
+    it_resp_free(&r);
+
+    /* change it (replace: 200), make another */
+    call(&r, &alice, "PUT", NB_V2, -1, "/api/v1/projects/%s/files/notebooks/train.ipynb", id);
+    ck_assert_int_eq(r.status, 200);
+    it_resp_free(&r);
+    call(&r, &alice, "POST", "{\"message\":\"second\"}", -1, "/api/v1/projects/%s/versions", id);
+    ck_assert_int_eq(r.status, 201);
+    snprintf(v2, sizeof(v2), "%s", str(&r, "id"));
+    it_resp_free(&r);
+    disk_head(head, id);
+    ck_assert_str_eq(head, v2);   /* persisted as a real commit */
+
+    call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s/versions", id);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(json_array_size(json_object_get(r.json, "items")), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(r.json, "items"), 0), "id")), v2);
+    it_resp_free(&r);
+
+    /* read the old version, and the current file */
+    call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s/files/notebooks/train.ipynb?version=%s", id, v1);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.body, NB_V1);
+    ck_assert_ptr_nonnull(it_resp_header(&r, "Content-Type"));
+    ck_assert(strstr(it_resp_header(&r, "Content-Type"), "ipynb") != NULL);
+    it_resp_free(&r);
+    call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s/files/notebooks/train.ipynb", id);
+    ck_assert_str_eq(r.body, NB_V2);
+    it_resp_free(&r);
+
+    /* restore v1: the tree matches v2 (HEAD), so no autosave is needed */
+    call(&r, &alice, "POST", NULL, 0, "/api/v1/projects/%s/versions/%s/restore", id, v1);
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r.json, "restored"), "id")), v1);
+    ck_assert(json_is_null(json_object_get(r.json, "autosave")));
+    it_resp_free(&r);
+    call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s/files/notebooks/train.ipynb", id);
+    ck_assert_str_eq(r.body, NB_V1);
+    it_resp_free(&r);
+
+    /* unsaved work before a restore is autosaved */
+    call(&r, &alice, "PUT", "scratch", -1, "/api/v1/projects/%s/files/scratch.txt", id);
+    ck_assert_int_eq(r.status, 201);
+    it_resp_free(&r);
+    call(&r, &alice, "POST", NULL, 0, "/api/v1/projects/%s/versions/%s/restore", id, v2);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert(strncmp(json_string_value(json_object_get(json_object_get(r.json, "autosave"), "message")),
+                      "Autosave before restoring ", 26) == 0);
+    it_resp_free(&r);
+    call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s/files/scratch.txt", id);
+    ck_assert_int_eq(r.status, 404);   /* v2 has no scratch.txt ... */
+    it_resp_free(&r);
+    call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s/versions?limit=1", id);
+    {
+        json_t *latest = json_array_get(json_object_get(r.json, "items"), 0);
+        const char *autosave_id = json_string_value(json_object_get(latest, "id"));
+        it_resp r2;
+        ck_assert_ptr_nonnull(str(&r, "next_cursor"));
+        call(&r2, &alice, "GET", NULL, 0, "/api/v1/projects/%s/files/scratch.txt?version=%s", id, autosave_id);
+        ck_assert_int_eq(r2.status, 200);   /* ... but the autosave kept it */
+        ck_assert_str_eq(r2.body, "scratch");
+        it_resp_free(&r2);
+    }
+    it_resp_free(&r);
+
+    /* fork: make it public, bob forks it with the same history */
+    call(&r, &alice, "PATCH", "{\"visibility\":\"public\"}", -1, "/api/v1/projects/%s", id);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(str(&r, "visibility"), "public");
+    it_resp_free(&r);
+    call(&r, &bob, "POST", NULL, 0, "/api/v1/projects/%s/fork", id);
+    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+    ck_assert_str_eq(str(&r, "owner"), "bob");
+    ck_assert_str_eq(str(&r, "visibility"), "private");
+    ck_assert_str_eq(str(&r, "forked_from"), id);
+    snprintf(fork_id, sizeof(fork_id), "%s", str(&r, "id"));
+    it_resp_free(&r);
+    {
+        char a[41], b[41];
+        disk_head(a, id);
+        disk_head(b, fork_id);
+        ck_assert_str_eq(a, b);
+    }
+    call(&r, &bob, "GET", NULL, 0, "/api/v1/projects/%s/files/notebooks/train.ipynb?version=%s", fork_id, v1);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.body, NB_V1);
+    it_resp_free(&r);
+    ck_assert_int_eq(status_of(&alice, "GET", NULL, "/api/v1/projects/%s", fork_id), 404);
+
+    /* the rows: sizes tracked, the fork recorded */
+    ck_assert_int_gt(db_value("SELECT size_bytes FROM projects WHERE id = '%s'", id), 0);
+    ck_assert_int_eq(db_value("SELECT count(*) FROM projects WHERE forked_from = '%s'", id), 1);
+
+    /* list: bob sees his fork and alice's public project */
+    call(&r, &bob, "GET", NULL, 0, "/api/v1/projects");
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(json_array_size(json_object_get(r.json, "items")), 2);
+    ck_assert(json_is_null(json_object_get(r.json, "next_cursor")));
+    it_resp_free(&r);
+
+    /* delete: 204, the directory and row are gone */
+    ck_assert_int_eq(status_of(&bob, "DELETE", NULL, "/api/v1/projects/%s", fork_id), 204);
+    ck_assert_int_eq(status_of(&bob, "GET", NULL, "/api/v1/projects/%s", fork_id), 404);
+    {
+        char path[512];
+        struct stat sb;
+        snprintf(path, sizeof(path), "%s/projects/%s", srv.data_dir, fork_id);
+        ck_assert_int_ne(stat(path, &sb), 0);
+    }
+    ck_assert_int_eq(db_value("SELECT count(*) FROM projects WHERE id = '%s'", fork_id), 0);
+}
+END_TEST
+
+START_TEST(traversal_and_absolute_paths_are_refused)
+{
+    user alice;
+    char id[14];
+    static const char *encoded[] = {
+        "..%2F..%2F..%2Fescape.txt", "a%2F..%2F..%2Fescape.txt", "%2E%2E/escape.txt",
+        "%2Fetc%2Fpasswd", "%2Ftmp%2Fescape.txt", "a//b.txt", ".git/config", ".git%2Fhooks%2Fpost-commit",
+        "dir%5C..%5Cescape.txt", "a%00b", NULL,
+    };
+    it_resp r;
+    struct stat sb;
+    char path[512];
+
+    sign_in(&alice, "alice");
+    create(id, &alice, "safe", "private");
+    for (int i = 0; encoded[i]; i++) {
+        call(&r, &alice, "PUT", "x", 1, "/api/v1/projects/%s/files/%s", id, encoded[i]);
+        ck_assert_msg(r.status == 400, "PUT %s -> %ld %s", encoded[i], r.status, r.body);
+        ck_assert_str_eq(it_resp_error_code(&r), "bad_request");
+        it_resp_free(&r);
+        call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s/files/%s", id, encoded[i]);
+        ck_assert_msg(r.status == 400, "GET %s -> %ld", encoded[i], r.status);
+        it_resp_free(&r);
+        call(&r, &alice, "DELETE", NULL, 0, "/api/v1/projects/%s/files/%s", id, encoded[i]);
+        ck_assert_msg(r.status == 400, "DELETE %s -> %ld", encoded[i], r.status);
+        it_resp_free(&r);
+    }
+    /* plain dot segments: libcurl resolves them before sending, so the request
+     * never names a file of the project; whatever route it lands on, nothing
+     * may be written outside the tree */
+    call(&r, &alice, "PUT", "x", 1, "/api/v1/projects/%s/files/../../../escape.txt", id);
+    ck_assert_msg(r.status == 400 || r.status == 404 || r.status == 405, "plain ..: %ld", r.status);
+    it_resp_free(&r);
+    snprintf(path, sizeof(path), "%s/escape.txt", srv.data_dir);
+    ck_assert_int_ne(stat(path, &sb), 0);
+    snprintf(path, sizeof(path), "%s/projects/escape.txt", srv.data_dir);
+    ck_assert_int_ne(stat(path, &sb), 0);
+    ck_assert_int_ne(stat("/tmp/escape.txt", &sb), 0);
+
+    /* nothing was written into the project either */
+    call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s/files", id);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(json_array_size(json_object_get(r.json, "items")), 0);
+    it_resp_free(&r);
+}
+END_TEST
+
+START_TEST(invalid_notebook_is_422_and_not_written)
+{
+    user alice;
+    char id[14];
+    it_resp r;
+
+    sign_in(&alice, "alice");
+    create(id, &alice, "nb", "private");
+    call(&r, &alice, "PUT", "{\"nbformat\":4,\"nbformat_minor\":5,\"metadata\":{},\"cells\":"
+                            "[{\"cell_type\":\"code\",\"id\":\"a\",\"metadata\":{},\"source\":\"x\"}]}",
+         -1, "/api/v1/projects/%s/files/bad.ipynb", id);
+    ck_assert_int_eq(r.status, 422);
+    ck_assert_str_eq(it_resp_error_code(&r), "unprocessable");
+    ck_assert(strstr(r.body, "cells[0]") != NULL);
+    it_resp_free(&r);
+    call(&r, &alice, "PUT", "not json", -1, "/api/v1/projects/%s/files/worse.ipynb", id);
+    ck_assert_int_eq(r.status, 422);
+    it_resp_free(&r);
+    call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s/files/bad.ipynb", id);
+    ck_assert_int_eq(r.status, 404);
+    it_resp_free(&r);
+    call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s/files", id);
+    ck_assert_int_eq(json_array_size(json_object_get(r.json, "items")), 0);
+    it_resp_free(&r);
+}
+END_TEST
+
+START_TEST(another_users_private_project_is_404_everywhere)
+{
+    user alice, bob;
+    char id[14], v[41];
+    it_resp r;
+    static const struct {
+        const char *method, *fmt, *body;
+    } routes[] = {
+        {"GET", "/api/v1/projects/%s%s", NULL},
+        {"PATCH", "/api/v1/projects/%s%s", "{\"name\":\"mine\"}"},
+        {"DELETE", "/api/v1/projects/%s%s", NULL},
+        {"GET", "/api/v1/projects/%s/files%s", NULL},
+        {"GET", "/api/v1/projects/%s/files/a.txt%s", NULL},
+        {"PUT", "/api/v1/projects/%s/files/b.txt%s", "x"},
+        {"DELETE", "/api/v1/projects/%s/files/a.txt%s", NULL},
+        {"POST", "/api/v1/projects/%s/versions%s", "{\"message\":\"m\"}"},
+        {"GET", "/api/v1/projects/%s/versions%s", NULL},
+        {"POST", "/api/v1/projects/%s/fork%s", NULL},
+    };
+
+    sign_in(&alice, "alice");
+    sign_in(&bob, "bob");
+    create(id, &alice, "secret", "private");
+    call(&r, &alice, "PUT", "secret", -1, "/api/v1/projects/%s/files/a.txt", id);
+    it_resp_free(&r);
+    call(&r, &alice, "POST", "{\"message\":\"m\"}", -1, "/api/v1/projects/%s/versions", id);
+    snprintf(v, sizeof(v), "%s", str(&r, "id"));
+    it_resp_free(&r);
+
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral" /* the table's patterns are literals */
+        call(&r, &bob, routes[i].method, routes[i].body, -1, routes[i].fmt, id, "");
+#pragma GCC diagnostic pop
+        ck_assert_msg(r.status == 404, "%s %s -> %ld", routes[i].method, routes[i].fmt, r.status);
+        ck_assert_str_eq(it_resp_error_code(&r), "not_found");
+        it_resp_free(&r);
+    }
+    call(&r, &bob, "GET", NULL, 0, "/api/v1/projects/%s/files/a.txt?version=%s", id, v);
+    ck_assert_int_eq(r.status, 404);
+    it_resp_free(&r);
+    call(&r, &bob, "POST", NULL, 0, "/api/v1/projects/%s/versions/%s/restore", id, v);
+    ck_assert_int_eq(r.status, 404);
+    it_resp_free(&r);
+    /* an id that never existed answers the same */
+    ck_assert_int_eq(status_of(&bob, "GET", NULL, "/api/v1/projects/%s", "pAAAAAAAAAAAA"), 404);
+    /* and alice's project is untouched */
+    call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s/files/a.txt", id);
+    ck_assert_str_eq(r.body, "secret");
+    it_resp_free(&r);
+    ck_assert_int_eq(status_of(&alice, "GET", NULL, "/api/v1/projects/%s/files/b.txt", id), 404);
+}
+END_TEST
+
+START_TEST(non_owner_changes_to_a_public_project_are_403)
+{
+    user alice, bob;
+    char id[14], v[41];
+    it_resp r;
+
+    sign_in(&alice, "alice");
+    sign_in(&bob, "bob");
+    create(id, &alice, "open", "public");
+    call(&r, &alice, "PUT", "hello", -1, "/api/v1/projects/%s/files/a.txt", id);
+    it_resp_free(&r);
+    call(&r, &alice, "POST", "{\"message\":\"m\"}", -1, "/api/v1/projects/%s/versions", id);
+    snprintf(v, sizeof(v), "%s", str(&r, "id"));
+    it_resp_free(&r);
+
+    ck_assert_int_eq(status_of(&bob, "PATCH", "{\"name\":\"mine\"}", "/api/v1/projects/%s", id), 403);
+    ck_assert_int_eq(status_of(&bob, "DELETE", NULL, "/api/v1/projects/%s", id), 403);
+    ck_assert_int_eq(status_of(&bob, "PUT", "x", "/api/v1/projects/%s/files/b.txt", id), 403);
+    ck_assert_int_eq(status_of(&bob, "DELETE", NULL, "/api/v1/projects/%s/files/a.txt", id), 403);
+    ck_assert_int_eq(status_of(&bob, "POST", "{\"message\":\"m\"}", "/api/v1/projects/%s/versions", id), 403);
+    {
+        char p[128];
+        snprintf(p, sizeof(p), "/versions/%s/restore", v);
+        ck_assert_int_eq(status_of(&bob, "POST", NULL, "/api/v1/projects/%s%s", id, p), 403);
+    }
+    /* reading is fine */
+    ck_assert_int_eq(status_of(&bob, "GET", NULL, "/api/v1/projects/%s", id), 200);
+    ck_assert_int_eq(status_of(&bob, "GET", NULL, "/api/v1/projects/%s/files/a.txt", id), 200);
+    ck_assert_int_eq(status_of(&bob, "GET", NULL, "/api/v1/projects/%s/versions", id), 200);
+    /* nothing changed */
+    call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s", id);
+    ck_assert_str_eq(str(&r, "name"), "open");
+    it_resp_free(&r);
+    ck_assert_int_eq(status_of(&alice, "GET", NULL, "/api/v1/projects/%s/files/b.txt", id), 404);
+    ck_assert_int_eq(status_of(&alice, "GET", NULL, "/api/v1/projects/%s/files/a.txt", id), 200);
+}
+END_TEST
+
+START_TEST(missing_and_wrong_typed_fields_are_400)
+{
+    user alice;
+    char id[14];
+    static const char *bad_create[] = {
+        "{\"visibility\":\"private\"}",              /* no name */
+        "{\"name\":5,\"visibility\":\"private\"}",   /* wrong type */
+        "{\"name\":\"\",\"visibility\":\"private\"}",
+        "{\"name\":\"x\"}",                          /* no visibility */
+        "{\"name\":\"x\",\"visibility\":\"secret\"}",
+        "{\"name\":\"x\",\"visibility\":true}",
+        "{\"name\":\"x\",\"visibility\":\"public\",\"description\":[]}",
+        "[\"name\"]", "not json", "",
+        NULL,
+    };
+
+    sign_in(&alice, "alice");
+    for (int i = 0; bad_create[i]; i++) {
+        it_resp r;
+        call(&r, &alice, "POST", bad_create[i], -1, "/api/v1/projects");
+        ck_assert_msg(r.status == 400, "create %s -> %ld %s", bad_create[i], r.status, r.body);
+        ck_assert_str_eq(it_resp_error_code(&r), "bad_request");
+        it_resp_free(&r);
+    }
+    ck_assert_int_eq(db_value("SELECT count(*) FROM projects"), 0);
+    create(id, &alice, "ok", "private");
+    ck_assert_int_eq(status_of(&alice, "PATCH", "{\"name\":5}", "/api/v1/projects/%s", id), 400);
+    ck_assert_int_eq(status_of(&alice, "PATCH", "{\"visibility\":\"everyone\"}", "/api/v1/projects/%s", id), 400);
+    ck_assert_int_eq(status_of(&alice, "POST", "{}", "/api/v1/projects/%s/versions", id), 400);
+    ck_assert_int_eq(status_of(&alice, "POST", "{\"message\":7}", "/api/v1/projects/%s/versions", id), 400);
+    ck_assert_int_eq(status_of(&alice, "POST", "{\"message\":\"\"}", "/api/v1/projects/%s/versions", id), 400);
+    ck_assert_int_eq(status_of(&alice, "GET", NULL, "/api/v1/projects%s%s", "", "?limit=0"), 400);
+    ck_assert_int_eq(status_of(&alice, "GET", NULL, "/api/v1/projects%s%s", "", "?cursor=bogus"), 400);
+    ck_assert_int_eq(status_of(&alice, "POST", NULL, "/api/v1/projects/%s/versions/%s/restore", id, "nothex!"), 400);
+    ck_assert_int_eq(status_of(&alice, "GET", NULL, "/api/v1/projects/%s/files/a.txt%s", id, "?version=zz"), 400);
+    ck_assert_int_eq(status_of(&alice, "GET", NULL, "/api/v1/projects/%s/versions%s", id, "?cursor=nope"), 400);
+    ck_assert_int_eq(status_of(&alice, "GET", NULL, "/api/v1/projects/%s/versions%s", id, ""), 200);
+}
+END_TEST
+
+START_TEST(storage_limit_answers_402_and_writes_nothing)
+{
+    static const char *env[] = {"EDDY_USER_STORAGE_BYTES=20000", NULL};
+    user alice;
+    char id[14], other[14], *big = malloc(15001);
+    it_resp r;
+
+    teardown();       /* replace the default server with one with a small limit */
+    start(env);
+    memset(big, 'a', 15000);
+    big[15000] = '\0';
+    sign_in(&alice, "alice");
+    create(id, &alice, "one", "private");
+    create(other, &alice, "two", "private");
+    call(&r, &alice, "PUT", big, 15000, "/api/v1/projects/%s/files/data.bin", id);
+    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+    it_resp_free(&r);
+    /* the limit is per user across projects */
+    call(&r, &alice, "PUT", big, 10000, "/api/v1/projects/%s/files/more.bin", other);
+    ck_assert_int_eq(r.status, 402);
+    ck_assert_str_eq(it_resp_error_code(&r), "quota_exceeded");
+    it_resp_free(&r);
+    ck_assert_int_eq(status_of(&alice, "GET", NULL, "/api/v1/projects/%s/files/more.bin", other), 404);
+    call(&r, &alice, "PUT", big, 4000, "/api/v1/projects/%s/files/small.bin", other);
+    ck_assert_int_eq(r.status, 201);
+    it_resp_free(&r);
+    ck_assert_int_eq(db_value("SELECT size_bytes FROM projects WHERE id = '%s'", id), 15000);
+    ck_assert_int_eq(db_value("SELECT size_bytes FROM projects WHERE id = '%s'", other), 4000);
+    free(big);
+}
+END_TEST
+
+static Suite *projects_suite(void)
+{
+    Suite *s = suite_create("it_projects");
+    TCase *t = tcase_create("projects");
+
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, notebook_flow_save_version_change_read_old_restore_fork);
+    tcase_add_test(t, traversal_and_absolute_paths_are_refused);
+    tcase_add_test(t, invalid_notebook_is_422_and_not_written);
+    tcase_add_test(t, another_users_private_project_is_404_everywhere);
+    tcase_add_test(t, non_owner_changes_to_a_public_project_are_403);
+    tcase_add_test(t, missing_and_wrong_typed_fields_are_400);
+    tcase_add_test(t, storage_limit_answers_402_and_writes_nothing);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(projects_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
