@@ -1,0 +1,175 @@
+/*
+ * ratelimit.c - an in-memory, thread-safe, keyed rate limiter.
+ *
+ * Each key has a one-minute window that opens at its first hit and holds at
+ * most `limit` hits; the window after it opens at the next hit. Used for login
+ * failures per account and per IP, and for requests per API key.
+ *
+ * The table is split into shards, each behind its own mutex, so requests on
+ * different keys rarely wait for each other. Entries whose window has ended
+ * are swept from a shard when it grows past a threshold, so memory follows
+ * the number of keys active in the last minute.
+ */
+#include "auth_int.h"
+
+#include "ed_error.h"
+#include "ed_time.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SHARDS      16
+#define BUCKETS     256      /* per shard */
+#define SWEEP_FLOOR 1024     /* entries per shard before the first sweep */
+
+typedef struct rl_entry {
+    struct rl_entry *next;
+    uint64_t         hash;
+    int64_t          window_start;  /* monotonic ms */
+    int              count;         /* hits counted in the window */
+    char             key[];
+} rl_entry;
+
+typedef struct rl_shard {
+    pthread_mutex_t lock;
+    rl_entry       *buckets[BUCKETS];
+    size_t          entries;
+    size_t          sweep_at;       /* sweep when entries reach this */
+} rl_shard;
+
+struct gw_ratelimit {
+    rl_shard shards[SHARDS];
+};
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+int gw__ratelimit_new(struct gw_ratelimit **out)
+{
+    struct gw_ratelimit *rl;
+
+    *out = NULL;
+    if ((rl = calloc(1, sizeof(*rl))) == NULL)
+        return ed_error_set(ED_ENOMEM, "rate limiter");
+    for (int i = 0; i < SHARDS; i++) {
+        pthread_mutex_init(&rl->shards[i].lock, NULL);
+        rl->shards[i].sweep_at = SWEEP_FLOOR;
+    }
+    *out = rl;
+    return 0;
+}
+
+void gw__ratelimit_free(struct gw_ratelimit *rl)
+{
+    if (rl == NULL)
+        return;
+    for (int i = 0; i < SHARDS; i++) {
+        rl_shard *sh = &rl->shards[i];
+        for (int b = 0; b < BUCKETS; b++) {
+            rl_entry *e = sh->buckets[b];
+            while (e) {
+                rl_entry *next = e->next;
+                free(e);
+                e = next;
+            }
+        }
+        pthread_mutex_destroy(&sh->lock);
+    }
+    free(rl);
+}
+
+int64_t gw__ratelimit_now_ms(void) { return ed_mono_ns() / 1000000; }
+
+/* Drop every entry whose window ended before `now`. Called with the lock held. */
+static void sweep(rl_shard *sh, int64_t now)
+{
+    for (int b = 0; b < BUCKETS; b++) {
+        rl_entry **pp = &sh->buckets[b];
+        while (*pp) {
+            rl_entry *e = *pp;
+            if (now - e->window_start >= GW_RATELIMIT_WINDOW_MS) {
+                *pp = e->next;
+                free(e);
+                sh->entries--;
+            } else {
+                pp = &e->next;
+            }
+        }
+    }
+    sh->sweep_at = sh->entries * 2 > SWEEP_FLOOR ? sh->entries * 2 : SWEEP_FLOOR;
+}
+
+static int retry_after(const rl_entry *e, int64_t now)
+{
+    int64_t left = e->window_start + GW_RATELIMIT_WINDOW_MS - now;
+    int64_t s = (left + 999) / 1000;
+
+    return s < 1 ? 1 : (int)s;
+}
+
+static int hit_or_check(struct gw_ratelimit *rl, const char *key, int limit, int64_t now,
+                        int *retry_after_s, bool count)
+{
+    uint64_t h = fnv1a(key);
+    rl_shard *sh = &rl->shards[h % SHARDS];
+    rl_entry *e, **bucket;
+    int err = 0;
+
+    *retry_after_s = 0;
+    if (limit <= 0)
+        limit = 1;
+    pthread_mutex_lock(&sh->lock);
+    bucket = &sh->buckets[(h / SHARDS) % BUCKETS];
+    for (e = *bucket; e; e = e->next)
+        if (e->hash == h && strcmp(e->key, key) == 0)
+            break;
+    if (e && now - e->window_start >= GW_RATELIMIT_WINDOW_MS) {
+        e->window_start = now;   /* the old window ended: open a new one */
+        e->count = 0;
+    }
+    if (e && e->count >= limit) {
+        *retry_after_s = retry_after(e, now);
+        err = ed_error_set(ED_ELIMIT, "rate limited: try again in %d s", *retry_after_s);
+    } else if (count) {
+        if (e == NULL) {
+            size_t n = strlen(key);
+            if (sh->entries >= sh->sweep_at)
+                sweep(sh, now);
+            if ((e = malloc(sizeof(*e) + n + 1)) == NULL) {
+                pthread_mutex_unlock(&sh->lock);
+                return ed_error_set(ED_ENOMEM, "rate limiter entry");
+            }
+            memcpy(e->key, key, n + 1);
+            e->hash = h;
+            e->window_start = now;
+            e->count = 0;
+            e->next = *bucket;
+            *bucket = e;
+            sh->entries++;
+        }
+        e->count++;
+    }
+    pthread_mutex_unlock(&sh->lock);
+    return err;
+}
+
+int gw__ratelimit_hit(struct gw_ratelimit *rl, const char *key, int limit, int64_t now_ms,
+                      int *retry_after_s)
+{
+    return hit_or_check(rl, key, limit, now_ms, retry_after_s, true);
+}
+
+int gw__ratelimit_check(struct gw_ratelimit *rl, const char *key, int limit, int64_t now_ms,
+                        int *retry_after_s)
+{
+    return hit_or_check(rl, key, limit, now_ms, retry_after_s, false);
+}
