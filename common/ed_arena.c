@@ -70,7 +70,6 @@ void ed_arena_free(ed_arena *a)
 void *ed_arena_alloc(ed_arena *a, size_t n)
 {
     block *b;
-    size_t off;
 
     if (n == 0)
         n = 1;
@@ -85,7 +84,7 @@ void *ed_arena_alloc(ed_arena *a, size_t n)
 #else
     b = a->head;
     if (b) {
-        off = (b->used + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+        size_t off = (b->used + ALIGN - 1) & ~(size_t)(ALIGN - 1);
         if (off + n <= b->size) {
             b->used = off + n;
             return b->data + off;

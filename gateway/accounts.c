@@ -4,6 +4,7 @@
  * handlers in auth_routes.c and the unit tests all call these.
  */
 #include "auth_int.h"
+#include "quota.h"
 
 #include "ed_crypto.h"
 #include "ed_error.h"
@@ -72,14 +73,17 @@ int gw__role_check(const char *role)
 }
 
 /* The one list of tiers until quota/ owns them (it will replace this body). */
-int gw__tier_check(const char *tier)
+int gw__tier_check(ed_store *st, const char *tier)
 {
-    static const char *const tiers[] = {"free", "pro", "premium"};
+    int exists;
 
-    for (size_t i = 0; tier && i < sizeof(tiers) / sizeof(tiers[0]); i++)
-        if (strcmp(tier, tiers[i]) == 0)
-            return 0;
-    return ed_error_set(ED_EINVAL, "tier must be one of free, pro, premium");
+    if (tier == NULL || tier[0] == '\0')
+        return ed_error_set(ED_EINVAL, "tier must not be empty");
+    if ((exists = quota_tier_exists(st, tier)) < 0)
+        return exists;
+    if (!exists)
+        return ed_error_set(ED_EINVAL, "no tier named '%.40s' (see GET /api/v1/tiers)", tier);
+    return 0;
 }
 
 /* ---- passwords ------------------------------------------------------------ */
@@ -256,7 +260,7 @@ int gw__user_insert(int64_t *out_id, ed_store *st, const gw__actor *actor, const
     *out_id = 0;
     if ((err = gw__username_check(username)) < 0 || (err = gw__email_check(email)) < 0 ||
         (err = gw__password_check(password)) < 0 || (err = gw__role_check(role)) < 0 ||
-        (err = gw__tier_check(tier)) < 0)
+        (err = gw__tier_check(st, tier)) < 0)
         return err;
     /* Hash before taking the write lock: it takes tens of milliseconds. */
     if ((err = gw__password_hash(hash, password)) < 0)
@@ -350,7 +354,7 @@ int gw__user_update(ed_store *st, const gw__actor *actor, int64_t id, const gw__
     int err;
 
     if ((p->role && (err = gw__role_check(p->role)) < 0) ||
-        (p->tier && (err = gw__tier_check(p->tier)) < 0))
+        (p->tier && (err = gw__tier_check(st, p->tier)) < 0))
         return err;
     if (p->suspended < -1 || p->suspended > 1)
         return ed_error_set(ED_EINVAL, "suspended must be true or false");
@@ -440,7 +444,7 @@ int gw_user_set_tier(ed_store *st, const char *username, const char *tier)
     gw__user_patch p = {.role = NULL, .tier = tier, .suspended = -1};
     int err;
 
-    if ((err = gw__tier_check(tier)) < 0)
+    if ((err = gw__tier_check(st, tier)) < 0)
         return err;
     return set_by_name(st, username, &p);
 }

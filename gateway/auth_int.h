@@ -39,7 +39,7 @@ int gw__username_check(const char *username);  /* 3..32 of [a-z0-9_-], starts wi
 int gw__email_check(const char *email);        /* one '@', non-empty parts, <= 254, no spaces */
 int gw__password_check(const char *password);  /* 8..1024 bytes */
 int gw__role_check(const char *role);          /* "user"|"admin" */
-int gw__tier_check(const char *tier);          /* THE list of tiers until quota/ owns them */
+int gw__tier_check(ed_store *st, const char *tier); /* a tier of quota/'s tiers table */
 
 /* ---- passwords (accounts.c) ---------------------------------------------- */
 

@@ -381,7 +381,7 @@ static int patch_admin_user(gw_request *req, gw_response *res)
         p.suspended = suspended ? 1 : 0;
     }
     if ((p.role && (err = gw__role_check(p.role)) < 0) ||
-        (p.tier && (err = gw__tier_check(p.tier)) < 0))
+        (p.tier && (err = gw__tier_check(req->srv->store, p.tier)) < 0))
         return err;
     if (id == 0)
         return ed_error_set(ED_ENOTFOUND, "no user '%.40s'", req->params[0]);

@@ -37,6 +37,7 @@ typedef struct gw_config {
     int      default_key_rate_per_min;     /* per API key unless the key says */
     int64_t  session_ttl_ms;       /* session cookie lifetime */
     char     env_name[16];         /* "dev"|"test"|"prod": env of keys this server accepts */
+    char     trusted_proxies[256]; /* comma-separated peer IPs whose X-Forwarded-For is believed */
 } gw_config;
 
 /* Fill `c` with the built-in defaults (listen 127.0.0.1:8080, data ./data, ...). */

@@ -76,6 +76,9 @@ typedef struct gw_request {
     const struct gw_route  *route;
     gw_auth                 auth;
     int                     retry_after_s; /* set with ED_ELIMIT: becomes Retry-After */
+    /* Added by the core (server.c); handlers use the accessors instead. */
+    const char             *query;        /* raw query string after '?', or NULL */
+    int64_t                 start_ns;     /* ed_mono_ns() when the request line arrived */
 } gw_request;
 
 typedef struct gw_header {
@@ -159,5 +162,36 @@ extern const gw_route gw__routes_auth[];      /* auth_routes.c: signup, login, l
 extern const gw_route gw__routes_projects[];  /* projects_routes.c */
 extern const gw_route gw__routes_quota[];     /* quota_routes.c: quota, ledger, grants, verify, tiers */
 extern const gw_route *const gw__route_tables[];
+
+/* ---- core internals (router.c, errors.c, config.c) ------------------------ */
+
+/* The outcome of matching a method and raw path against route tables. */
+typedef struct gw_route_match {
+    const gw_route *route;                 /* NULL when nothing matched */
+    const char     *params[GW_MAX_PARAMS]; /* percent-decoded, in the arena */
+    int             nparams;
+    char            allow[96];             /* methods the path exists under: "GET, PUT" */
+} gw_route_match;
+
+/* Match `method` and `raw_path` (still percent-encoded, no query) against the
+ * NULL-terminated list of route tables, in order; the first match wins. HEAD
+ * also matches GET routes. {x} takes one non-empty segment, {x*} the
+ * (non-empty) rest of the path; each is percent-decoded into `a`.
+ * 0 with m->route set; ED_ENOTFOUND when no route matches, with m->allow
+ * non-empty when the path exists under other methods (405); ED_EINVAL for a
+ * malformed escape or an encoded NUL. */
+int gw__route_match(gw_route_match *m, const gw_route *const *tables, const char *method,
+                    const char *raw_path, ed_arena *a);
+/* Percent-decode `n` bytes of `s` into a new arena string; '+' becomes a space
+ * when `plus_is_space`. ED_EINVAL for a bad escape or %00, ED_ENOMEM. */
+int gw__pct_decode(char **out, ed_arena *a, const char *s, size_t n, bool plus_is_space);
+
+/* Fill `res` with API.md's error body for `ed_code` and `message` (for 500s
+ * the message is replaced by a generic one). Sets Retry-After for ED_ELIMIT. */
+int gw__respond_error(gw_response *res, gw_request *req, int ed_code, const char *message);
+
+/* config.c: one "key = value" setting (also used for EDDY_* variables).
+ * ED_EINVAL naming the key for an unknown key or a bad value. */
+int gw__config_set(gw_config *c, const char *key, const char *value);
 
 #endif

@@ -252,11 +252,21 @@ START_TEST(email_password_role_and_tier_rules)
     ck_assert_int_eq(gw__role_check("user"), 0);
     ck_assert_int_eq(gw__role_check("admin"), 0);
     ck_assert_int_eq(gw__role_check("root"), ED_EINVAL);
-    ck_assert_int_eq(gw__tier_check("free"), 0);
-    ck_assert_int_eq(gw__tier_check("pro"), 0);
-    ck_assert_int_eq(gw__tier_check("premium"), 0);
-    ck_assert_int_eq(gw__tier_check("gold"), ED_EINVAL);
-    ck_assert_int_eq(gw__tier_check(NULL), ED_EINVAL);
+}
+END_TEST
+
+START_TEST(tier_names_come_from_the_tiers_table)
+{
+    ck_assert_int_eq(gw__tier_check(st, "free"), 0);
+    ck_assert_int_eq(gw__tier_check(st, "pro"), 0);
+    ck_assert_int_eq(gw__tier_check(st, "premium"), 0);
+    ck_assert_int_eq(gw__tier_check(st, "gold"), ED_EINVAL);
+    ck_assert_int_eq(gw__tier_check(st, NULL), ED_EINVAL);
+    /* a tier an admin adds is accepted at once */
+    ck_assert_int_eq(ed_store_exec(st, "INSERT INTO tiers SELECT 'gold', max_kernels, max_gpus_per_job, "
+                                       "max_session_ms, idle_timeout_ms, weight, allow_egress, "
+                                       "overdraft_mcoins, free_gpu_ms_per_day, 0 FROM tiers WHERE name = 'pro'"), 0);
+    ck_assert_int_eq(gw__tier_check(st, "gold"), 0);
 }
 END_TEST
 
@@ -719,6 +729,7 @@ static Suite *suite(void)
     tcase_add_test(store, user_create_writes_user_and_audit_row);
     tcase_add_test(store, user_create_refuses_taken_names_and_bad_fields_without_writing);
     tcase_add_test(store, set_role_and_set_tier_update_and_audit_changes);
+    tcase_add_test(store, tier_names_come_from_the_tiers_table);
     tcase_add_test(store, session_token_is_stored_hashed_and_ends_on_delete);
     tcase_add_test(store, expired_session_is_refused_and_removed);
     tcase_add_test(store, suspending_a_user_ends_sessions_and_is_audited);

@@ -1,0 +1,188 @@
+/*
+ * quota_routes.c - tiers, the caller's quota and ledger, admin grants and the
+ * ledger check (API.md "Quota and ledger", "Admin"). The money logic lives in
+ * quota/; this file only speaks HTTP.
+ */
+#include "gw_int.h"
+#include "quota.h"
+
+#include "ed_crypto.h"
+#include "ed_error.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *tier_json(const quota_tier *t)
+{
+    return json_pack("{s:s, s:i, s:i, s:I, s:I, s:i, s:b, s:I, s:I}", "name", t->name, "max_kernels",
+                     t->max_kernels, "max_gpus_per_job", t->max_gpus_per_job, "max_session_ms",
+                     (json_int_t)t->max_session_ms, "idle_timeout_ms", (json_int_t)t->idle_timeout_ms,
+                     "weight", t->weight, "allow_egress", t->allow_egress, "overdraft_mcoins",
+                     (json_int_t)t->overdraft_mcoins, "free_gpu_ms_per_day",
+                     (json_int_t)t->free_gpu_ms_per_day);
+}
+
+static int add_tier(const quota_tier *t, void *payload)
+{
+    return json_array_append_new(payload, tier_json(t)) == 0 ? 0 : ED_ENOMEM;
+}
+
+static int list_tiers(gw_request *req, gw_response *res)
+{
+    json_t *items = json_array();
+    int err;
+
+    if ((err = quota_tier_each(req->srv->store, add_tier, items)) < 0) {
+        json_decref(items);
+        return err == ED_ENOMEM ? ed_error_set(ED_ENOMEM, "tier list") : err;
+    }
+    return gw_respond_json(res, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+}
+
+/* GET /api/v1/quota: what the caller can spend and how fast it is going.
+ * Nothing is metered until the scheduler runs work, so the burn rate is 0
+ * and the whole daily allowance is left. */
+static int get_quota(gw_request *req, gw_response *res)
+{
+    quota_tier t;
+    quota_balance b;
+    int err;
+
+    if ((err = quota_tier_get(&t, req->srv->store, req->auth.tier)) < 0 ||
+        (err = quota_balance_get(&b, req->srv->store, req->auth.user_id)) < 0)
+        return err;
+    return gw_respond_json(
+        res, 200,
+        json_pack("{s:s, s:I, s:I, s:I, s:I, s:n, s:{s:i, s:i, s:I, s:I}}", "tier", t.name,
+                  "balance_mcoins", (json_int_t)b.coins_mcoins, "free_ms_left_today",
+                  (json_int_t)t.free_gpu_ms_per_day, "held_mcoins", (json_int_t)b.held_mcoins,
+                  "burn_mcoins_per_hour", (json_int_t)0, "ms_remaining", "limits", "max_kernels",
+                  t.max_kernels, "max_gpus_per_job", t.max_gpus_per_job, "max_session_ms",
+                  (json_int_t)t.max_session_ms, "idle_timeout_ms", (json_int_t)t.idle_timeout_ms));
+}
+
+typedef struct entry_page {
+    gw_request *req;
+    json_t     *items;
+    int64_t     last_id;
+} entry_page;
+
+static int add_entry(const quota_entry *e, void *payload)
+{
+    entry_page *p = payload;
+    json_t *o = json_pack("{s:I, s:s, s:I, s:I, s:s, s:s?, s:s?}", "id", (json_int_t)e->id, "at",
+                          gw__time(p->req, e->at), "amount_mcoins", (json_int_t)e->amount_mcoins,
+                          "balance_after_mcoins", (json_int_t)e->balance_after_mcoins, "kind", e->kind,
+                          "ref", e->ref, "reason", e->reason);
+
+    p->last_id = e->id;
+    return o && json_array_append_new(p->items, o) == 0 ? 0 : ED_ENOMEM;
+}
+
+/* GET /api/v1/ledger?limit=&cursor=: the caller's coin entries, newest first.
+ * The cursor is the id of the last entry of the previous page. */
+static int list_ledger(gw_request *req, gw_response *res)
+{
+    entry_page page = {req, json_array(), 0};
+    const char *cursor = NULL;
+    int64_t before = 0;
+    int limit, err;
+    char next[32];
+
+    if ((err = gw_request_page(&limit, &cursor, req)) < 0)
+        goto fail;
+    if (cursor) {
+        char *end;
+        before = strtoll(cursor, &end, 10);
+        if (*end || before <= 0) {
+            err = ed_error_set(ED_EINVAL, "cursor '%s' is not one this API gave", cursor);
+            goto fail;
+        }
+    }
+    if ((err = quota_entries_each(req->srv->store, req->auth.user_id, before, limit + 1, add_entry,
+                                  &page)) < 0)
+        goto fail;
+    if ((int)json_array_size(page.items) > limit) {
+        json_array_remove(page.items, (size_t)limit);
+        snprintf(next, sizeof(next), "%" PRId64,
+                 (int64_t)json_integer_value(json_object_get(json_array_get(page.items, (size_t)limit - 1), "id")));
+        return gw_respond_json(res, 200, json_pack("{s:o, s:s}", "items", page.items, "next_cursor", next));
+    }
+    return gw_respond_json(res, 200, json_pack("{s:o, s:n}", "items", page.items, "next_cursor"));
+fail:
+    json_decref(page.items);
+    return err;
+}
+
+/* POST /api/v1/admin/users/{id}/grants {amount_mcoins, reason}
+ * Idempotency-Key makes a retry return the first response. */
+static int post_grant(gw_request *req, gw_response *res)
+{
+    json_t *body;
+    int64_t user_id, amount = 0, transfer;
+    const char *reason = NULL, *key = gw_request_header(req, "Idempotency-Key");
+    char generated[40], target[32], *end;
+    quota_posting p;
+    int err;
+
+    user_id = strtoll(req->params[0], &end, 10);
+    if (*end || user_id <= 0)
+        return ed_error_set(ED_ENOTFOUND, "user %s not found", req->params[0]);
+    if ((err = gw_request_json(&body, req)) < 0 ||
+        (err = ed_json_get_int(&amount, body, "amount_mcoins", true)) < 0 ||
+        (err = ed_json_get_str(&reason, body, "reason", true)) < 0)
+        return err;
+    if (strlen(reason) > 200)
+        return ed_error_set(ED_EINVAL, "field 'reason' is longer than 200 bytes");
+    if (key == NULL) {
+        memcpy(generated, "grant-", 6);
+        ed_random_token(generated + 6, 24);
+        key = generated;
+    }
+    if ((err = quota_grant(&transfer, req->srv->store, user_id, amount, reason, key,
+                           req->auth.user_id)) < 0 ||
+        (err = quota_posting_get(&p, req->srv->store, transfer, user_id)) < 0)
+        return err;
+    snprintf(target, sizeof(target), "user:%" PRId64, user_id);
+    gw__audit(req, "ledger.grant", target,
+              json_pack("{s:I, s:I, s:s}", "amount_mcoins", (json_int_t)amount, "transfer_id",
+                        (json_int_t)transfer, "idempotency_key", key));
+    return gw_respond_json(
+        res, 201,
+        json_pack("{s:I, s:I, s:I, s:I, s:s, s:s}", "transfer_id", (json_int_t)p.transfer_id, "user_id",
+                  (json_int_t)user_id, "amount_mcoins", (json_int_t)p.amount_mcoins,
+                  "balance_after_mcoins", (json_int_t)p.balance_after_mcoins, "reason", p.reason,
+                  "created_at", gw__time(req, p.at)));
+}
+
+static int get_verify(gw_request *req, gw_response *res)
+{
+    quota_verify_report r;
+    json_t *mismatches = json_array();
+    int err;
+
+    if ((err = quota_verify(&r, req->srv->store)) < 0) {
+        json_decref(mismatches);
+        return err;
+    }
+    for (int i = 0; i < r.nmismatches && i < (int)(sizeof(r.mismatches) / sizeof(r.mismatches[0])); i++)
+        json_array_append_new(mismatches, json_string(r.mismatches[i]));
+    return gw_respond_json(res, 200,
+                           json_pack("{s:b, s:I, s:I, s:i, s:o}", "ok", r.ok, "accounts_checked",
+                                     (json_int_t)r.accounts_checked, "transfers_checked",
+                                     (json_int_t)r.transfers_checked, "mismatch_count", r.nmismatches,
+                                     "mismatches", mismatches));
+}
+
+const gw_route gw__routes_quota[] = {
+    {"GET", "/api/v1/tiers", list_tiers, GW_AUTH | GW_SCOPE_READ, "List membership tiers and their limits"},
+    {"GET", "/api/v1/quota", get_quota, GW_AUTH | GW_SCOPE_READ, "The caller's balance, allowance and limits"},
+    {"GET", "/api/v1/ledger", list_ledger, GW_AUTH | GW_SCOPE_READ, "The caller's ledger entries, newest first"},
+    {"POST", "/api/v1/admin/users/{id}/grants", post_grant, GW_AUTH | GW_SCOPE_ADMIN,
+     "Grant A-coins to a user (Idempotency-Key)"},
+    {"GET", "/api/v1/admin/ledger/verify", get_verify, GW_AUTH | GW_SCOPE_ADMIN,
+     "Check every ledger invariant"},
+    {NULL, NULL, NULL, 0, NULL},
+};

@@ -1,0 +1,767 @@
+/*
+ * server.c - the HTTP core over libmicrohttpd: one request's life.
+ *
+ *   uri_log        request line read: arena + raw URI (before any decoding)
+ *   on_request #1  headers read: request id, limits (431, 413), route (404,
+ *                  405), authentication; an early answer is queued here so a
+ *                  rejected body is never read
+ *   on_request #n  body chunks, capped at max_body_bytes (413)
+ *   on_request end the handler runs; its result or error becomes the response
+ *   on_completed   access log line, metrics, the arena is freed
+ *
+ * Threads: libmicrohttpd's pool (cfg.threads, epoll); a connection stays on
+ * one worker, so a request's callbacks never run concurrently.
+ */
+#include "gw_int.h"
+#include "metrics.h"
+
+#include "ed_buf.h"
+#include "ed_crypto.h"
+#include "ed_error.h"
+#include "ed_log.h"
+#include "ed_time.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if __has_include("proj.h")
+#include "proj.h"
+#else
+/* projects/ is not in the tree yet: devstubs.c stands in (weak). */
+int proj_root_open(struct proj_root **out, ed_store *st, const char *dir,
+                   int64_t user_storage_bytes);
+void proj_root_free(struct proj_root *r);
+#endif
+
+/* How long gw_server_stop waits for in-flight requests after it stops
+ * accepting; past this, libmicrohttpd closes what is left. */
+#define GW_DRAIN_TIMEOUT_MS 30000
+
+typedef struct gw_srv {
+    gw_server   pub;            /* first: gw_server * and gw_srv * convert */
+    int         listen_fd;
+    atomic_int  inflight;       /* requests between headers and completion */
+    char       *tls_cert_pem;
+    char       *tls_key_pem;
+} gw_srv;
+
+/* One request; lives in its own arena. */
+typedef struct gw_rq {
+    gw_request  req;
+    gw_response res;
+    ed_buf      body;
+    const char *raw_path;       /* still percent-encoded */
+    const char *route_label;    /* metrics/log label: a pattern or "unmatched" */
+    int64_t     discarded;      /* body bytes dropped after the limit */
+    int         status;         /* what was queued */
+    bool        started, queued, too_big, tried_early;
+    bool        headers_phase;  /* inside on_headers */
+    bool        pending;        /* answer ready, sent at the end of a bodiless request */
+    char        request_id[72];
+    char        ip[INET6_ADDRSTRLEN];
+} gw_rq;
+
+/* ---- responses ------------------------------------------------------------ */
+
+static bool has_header(const gw_response *res, const char *name)
+{
+    for (const gw_header *h = res->headers; h; h = h->next)
+        if (strcasecmp(h->name, name) == 0)
+            return true;
+    return false;
+}
+
+/* Hand r->res to libmicrohttpd with the headers every response carries. */
+static enum MHD_Result queue(gw_rq *r)
+{
+    gw_response *res = &r->res;
+    struct MHD_Response *mr;
+    enum MHD_Result ok;
+
+    if (res->status < 100 || res->status > 599) {
+        ed_log_error("http.bad_status", "handler set status %d; answering 500", res->status);
+        gw__respond_error(res, &r->req, ED_EINTERNAL, "handler set no valid status");
+    }
+    if (res->body != NULL)
+        mr = MHD_create_response_from_buffer_with_free_callback(res->body_len, res->body, free);
+    else
+        mr = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (mr == NULL)
+        return MHD_NO;      /* out of memory: libmicrohttpd closes the connection */
+    res->body = NULL;       /* libmicrohttpd frees it now */
+    for (const gw_header *h = res->headers; h; h = h->next)
+        if (MHD_add_response_header(mr, h->name, h->value) == MHD_NO)
+            ed_log_warn("http.header", "response header %s refused (bad characters?)", h->name);
+    if (res->body_len > 0 || res->content_type != NULL)
+        if (!has_header(res, "Content-Type"))
+            MHD_add_response_header(mr, "Content-Type",
+                                    res->content_type ? res->content_type : "application/json");
+    MHD_add_response_header(mr, "X-Request-Id", r->request_id);
+    MHD_add_response_header(mr, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(mr, "Referrer-Policy", "same-origin");
+    if (strncmp(r->raw_path, "/api/", 5) == 0 && !has_header(res, "Cache-Control"))
+        MHD_add_response_header(mr, "Cache-Control", "no-store");
+    ok = MHD_queue_response(r->req.conn, (unsigned)res->status, mr);
+    MHD_destroy_response(mr);
+    if (ok == MHD_YES) {
+        r->queued = true;
+        r->status = res->status;
+        /* Counted here, not at completion, so a client that got its answer
+         * always finds it in /metrics; the duration ends when it is queued. */
+        gw__metrics_observe(r->req.srv->metrics, r->req.method, r->route_label, r->status,
+                            (double)(ed_mono_ns() - r->req.start_ns) / 1e9);
+    }
+    return ok;
+}
+
+/* A request with no body is answered at libmicrohttpd's final call, which keeps
+ * the connection alive; one with a body is answered at once so the body we
+ * refuse is never read (libmicrohttpd then closes the connection). */
+static enum MHD_Result answer(gw_rq *r)
+{
+    if (r->headers_phase) {
+        const char *cl = MHD_lookup_connection_value(r->req.conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *te = MHD_lookup_connection_value(r->req.conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_TRANSFER_ENCODING);
+        if (te == NULL && (cl == NULL || strcmp(cl, "0") == 0)) {
+            r->pending = true;
+            return MHD_YES;
+        }
+    }
+    return queue(r);
+}
+
+/* An error answer whose status is outside the ED_E* table (405, 431). */
+static enum MHD_Result queue_status_error(gw_rq *r, int status, const char *code, const char *msg)
+{
+    gw_respond_json(&r->res, status,
+                    json_pack("{s:{s:s,s:s,s:s}}", "error", "code", code, "message", msg,
+                              "request_id", r->request_id));
+    return answer(r);
+}
+
+static enum MHD_Result queue_error(gw_rq *r, int err)
+{
+    char msg[1024];
+
+    snprintf(msg, sizeof(msg), "%s", ed_error_last());
+    /* Headers a failed handler added (a cookie, say) do not go out. */
+    r->res.headers = NULL;
+    gw__respond_error(&r->res, &r->req, err, msg);
+    return answer(r);
+}
+
+/* ---- request set-up --------------------------------------------------------- */
+
+static void *uri_log(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    ed_arena *a = ed_arena_new(8192);
+    gw_rq *r;
+    const char *q;
+
+    (void)conn;
+    if (a == NULL || (r = ed_arena_calloc(a, 1, sizeof(*r))) == NULL) {
+        ed_arena_free(a);
+        return NULL;        /* on_request answers 503 */
+    }
+    r->req.srv = cls;
+    r->req.arena = a;
+    r->res.arena = a;
+    r->req.start_ns = ed_mono_ns();
+    r->req.method = "?";
+    r->route_label = "unmatched";
+    if (uri == NULL)
+        uri = "";
+    q = strchr(uri, '?');
+    r->raw_path = ed_arena_strndup(a, uri, q ? (size_t)(q - uri) : strlen(uri));
+    if (q)
+        r->req.query = ed_arena_strdup(a, q + 1);
+    if (r->raw_path == NULL || (q && r->req.query == NULL)) {
+        ed_arena_free(a);
+        return NULL;
+    }
+    r->req.path = r->raw_path;
+    return r;
+}
+
+static bool request_id_ok(const char *s)
+{
+    size_t n = 0;
+
+    for (; s[n]; n++)
+        if (!(isalnum((unsigned char)s[n]) || s[n] == '-' || s[n] == '_' || s[n] == '.'))
+            return false;
+    return n >= 8 && n <= 64;
+}
+
+/* 1 when `ip` is one of the comma-separated addresses in `list`. */
+static int ip_in_list(const char *list, const char *ip, size_t iplen)
+{
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ", ");
+        if (n == iplen && n > 0 && strncmp(p, ip, n) == 0)
+            return 1;
+        p += n;
+        p += strspn(p, ", ");
+    }
+    return 0;
+}
+
+/* Behind a trusted reverse proxy every peer is the proxy, so per-IP limits
+ * (connections, login attempts) would lump all users together. When the peer
+ * is listed in trusted_proxies, take the client from X-Forwarded-For: the
+ * right-most address that is not itself a trusted proxy. Anything that does
+ * not parse as an address is ignored (the peer address stays). */
+static void client_behind_proxy(gw_rq *r, struct MHD_Connection *conn)
+{
+    const char *xff, *end;
+    const char *trusted = r->req.srv->cfg.trusted_proxies;
+
+    if (trusted[0] == '\0' || !ip_in_list(trusted, r->ip, strlen(r->ip)))
+        return;
+    if ((xff = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Forwarded-For")) == NULL)
+        return;
+    end = xff + strlen(xff);
+    while (end > xff) {
+        const char *start = end;
+        char addr[INET6_ADDRSTRLEN];
+        unsigned char bin[sizeof(struct in6_addr)];
+        size_t n;
+
+        while (start > xff && start[-1] != ',')
+            start--;
+        while (start < end && *start == ' ')
+            start++;
+        n = (size_t)(end - start);
+        while (n > 0 && start[n - 1] == ' ')
+            n--;
+        if (n == 0 || n >= sizeof(addr))
+            return;
+        memcpy(addr, start, n);
+        addr[n] = '\0';
+        if (inet_pton(AF_INET, addr, bin) != 1 && inet_pton(AF_INET6, addr, bin) != 1)
+            return;
+        if (!ip_in_list(trusted, addr, n)) {
+            snprintf(r->ip, sizeof(r->ip), "%s", addr);
+            return;
+        }
+        end = start > xff ? start - 1 : xff;
+        while (end > xff && end[-1] == ' ')
+            end--;
+        if (start == xff)
+            return;
+    }
+}
+
+static void fill_identity(gw_rq *r, struct MHD_Connection *conn)
+{
+    const char *given = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+    const union MHD_ConnectionInfo *ci;
+
+    /* A proxy's id (nginx $request_id) is kept so logs line up end to end. */
+    if (given && request_id_ok(given)) {
+        snprintf(r->request_id, sizeof(r->request_id), "%s", given);
+    } else {
+        unsigned char raw[12];
+        ed_random_bytes(raw, sizeof(raw));
+        for (size_t i = 0; i < sizeof(raw); i++)
+            snprintf(r->request_id + 2 * i, 3, "%02x", raw[i]);
+    }
+    r->req.request_id = r->request_id;
+    snprintf(r->ip, sizeof(r->ip), "unknown");
+    ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci && ci->client_addr) {
+        const struct sockaddr *sa = ci->client_addr;
+        if (sa->sa_family == AF_INET)
+            inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, r->ip,
+                      sizeof(r->ip));
+        else if (sa->sa_family == AF_INET6)
+            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, r->ip,
+                      sizeof(r->ip));
+    }
+    client_behind_proxy(r, conn);
+    r->req.ip = r->ip;
+}
+
+/* Bytes of request line and headers as received. */
+static size_t header_bytes(gw_rq *r, struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+
+    return ci ? ci->header_size : strlen(r->raw_path);
+}
+
+/* First call, headers complete: everything that can refuse the request before
+ * its body is read. MHD_YES with r->queued when it was answered already. */
+static enum MHD_Result on_headers(gw_rq *r, struct MHD_Connection *conn, const char *method)
+{
+    gw_server *srv = r->req.srv;
+    gw_route_match m;
+    const char *cl;
+    char *path;
+    int err;
+
+    if (header_bytes(r, conn) > (size_t)srv->cfg.max_header_bytes) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "request headers are larger than %d bytes",
+                 srv->cfg.max_header_bytes);
+        return queue_status_error(r, 431, "request_headers_too_large", msg);
+    }
+    if ((err = gw__pct_decode(&path, r->req.arena, r->raw_path, strlen(r->raw_path), false)) < 0)
+        return queue_error(r, err);
+    r->req.path = path;
+    if ((err = gw__route_match(&m, gw__route_tables, method, r->raw_path, r->req.arena)) < 0) {
+        if (err == ED_ENOTFOUND && m.allow[0]) {
+            char msg[200];
+            if (strcmp(method, "OPTIONS") == 0) {
+                gw_respond_empty(&r->res, 204);
+                gw_response_header(&r->res, "Allow", m.allow);
+                return answer(r);
+            }
+            snprintf(msg, sizeof(msg), "method %s is not allowed on this path", method);
+            gw_response_header(&r->res, "Allow", m.allow);
+            gw_respond_json(&r->res, 405,
+                            json_pack("{s:{s:s,s:s,s:s}}", "error", "code", "method_not_allowed",
+                                      "message", msg, "request_id", r->request_id));
+            return answer(r);
+        }
+        return queue_error(r, err);
+    }
+    r->req.route = m.route;
+    r->route_label = m.route->pattern;
+    memcpy(r->req.params, m.params, sizeof(m.params));
+    r->req.nparams = m.nparams;
+    cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl != NULL) {
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(cl, &end, 10);
+        if (errno == 0 && *end == '\0' && n > (unsigned long long)srv->cfg.max_body_bytes)
+            return queue_error(r, ed_error_set(ED_ETOOBIG, "request body of %llu bytes is over "
+                                                           "the limit of %lld bytes",
+                                               n, (long long)srv->cfg.max_body_bytes));
+        /* Reserve what was announced, up to 1 MiB: a client that announces a
+         * large body and sends nothing must not pin that much memory. */
+        if (errno == 0 && *end == '\0' && n > 0 &&
+            ed_buf_reserve(&r->body, (size_t)(n < (1u << 20) ? n : (1u << 20))) < 0)
+            return queue_error(r, ed_error_set(ED_EBUSY, "out of memory for the request body"));
+    }
+    if (m.route->flags & (GW_AUTH | GW_AUTH_OPTIONAL)) {
+        ed_error_clear();
+        if ((err = gw__auth_authenticate(&r->req, m.route->flags)) < 0)
+            return queue_error(r, err);
+    }
+    return MHD_YES;
+}
+
+static enum MHD_Result run_handler(gw_rq *r)
+{
+    int err;
+
+    if (r->too_big)
+        return queue_error(r, ed_error_set(ED_ETOOBIG, "request body is over the limit of %lld "
+                                                       "bytes",
+                                           (long long)r->req.srv->cfg.max_body_bytes));
+    if (r->body.len > 0) {
+        r->req.body = r->body.data;
+        r->req.body_len = r->body.len;
+    }
+    ed_error_clear();
+    err = r->req.route->handler(&r->req, &r->res);
+    if (err < 0)
+        return queue_error(r, err);
+    if (r->res.status == 0) {
+        ed_error_set(ED_EINTERNAL, "handler for %s %s returned no response", r->req.method,
+                     r->route_label);
+        return queue_error(r, ED_EINTERNAL);
+    }
+    return queue(r);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    gw_srv *s = cls;
+    gw_rq *r = *con_cls;
+    enum MHD_Result ret;
+
+    (void)url;
+    (void)version;
+    if (r == NULL) {
+        /* No arena (out of memory): answer 503 without one. */
+        static const char busy[] = "{\"error\":{\"code\":\"unavailable\",\"message\":\"out of "
+                                   "memory\",\"request_id\":\"\"}}";
+        struct MHD_Response *mr = MHD_create_response_from_buffer(sizeof(busy) - 1, (void *)busy,
+                                                                  MHD_RESPMEM_PERSISTENT);
+        if (mr == NULL)
+            return MHD_NO;
+        ret = MHD_queue_response(conn, 503, mr);
+        MHD_destroy_response(mr);
+        return ret;
+    }
+    if (!r->started) {
+        r->started = true;
+        atomic_fetch_add(&s->inflight, 1);
+        r->req.conn = conn;
+        r->req.method = ed_arena_strdup(r->req.arena, method);
+        if (r->req.method == NULL)
+            return MHD_NO;
+        fill_identity(r, conn);
+        ed_log_set_request_id(r->request_id);
+        r->headers_phase = true;
+        ret = on_headers(r, conn, method);
+        r->headers_phase = false;
+        ed_log_set_request_id(NULL);
+        return ret;
+    }
+    if (r->pending && !r->queued) {
+        if (*upload_data_size > 0) {   /* not expected without a body; drop it */
+            *upload_data_size = 0;
+            return MHD_YES;
+        }
+        return queue(r);
+    }
+    if (r->queued) {
+        /* Answered early; libmicrohttpd drops the rest of the body. */
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    ed_log_set_request_id(r->request_id);
+    if (*upload_data_size > 0) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        ret = MHD_YES;
+        if (!r->too_big && (int64_t)(r->body.len + n) > s->pub.cfg.max_body_bytes)
+            r->too_big = true;
+        if (r->too_big) {
+            /* A chunked body past the limit: refuse at once when libmicrohttpd
+             * lets us queue mid-body; otherwise drain a bounded amount and
+             * answer at the end, or drop the connection. */
+            r->discarded += (int64_t)n;
+            if (!r->tried_early) {
+                r->tried_early = true;
+                ed_error_set(ED_ETOOBIG, "request body is over the limit of %lld bytes",
+                             (long long)s->pub.cfg.max_body_bytes);
+                queue_error(r, ED_ETOOBIG);
+            }
+            if (!r->queued && r->discarded > s->pub.cfg.max_body_bytes + (INT64_C(1) << 20))
+                ret = MHD_NO;
+        } else if (ed_buf_append(&r->body, upload_data, n) < 0) {
+            ret = queue_error(r, ed_error_set(ED_EBUSY, "out of memory reading the body"));
+        }
+        ed_log_set_request_id(NULL);
+        return ret;
+    }
+    ret = run_handler(r);
+    ed_log_set_request_id(NULL);
+    return ret;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    gw_srv *s = cls;
+    gw_rq *r = *con_cls;
+
+    (void)conn;
+    if (r == NULL)
+        return;
+    *con_cls = NULL;
+    if (r->started) {
+        double secs = (double)(ed_mono_ns() - r->req.start_ns) / 1e9;
+        ed_log_set_request_id(r->request_id);
+        if (r->queued) {
+            ed_log_info("http.request", "method=%s route=%s path=%s status=%d duration_ms=%.3f ip=%s%s",
+                        r->req.method, r->route_label, r->req.path, r->status, secs * 1e3, r->ip,
+                        toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (not fully sent)");
+        } else {
+            ed_log_info("http.aborted", "method=%s route=%s path=%s duration_ms=%.3f ip=%s "
+                                        "termination=%d",
+                        r->req.method, r->route_label, r->req.path, secs * 1e3, r->ip, (int)toe);
+        }
+        ed_log_set_request_id(NULL);
+        atomic_fetch_sub(&s->inflight, 1);
+    }
+    ed_buf_free(&r->body);
+    free(r->res.body);
+    ed_arena_free(r->req.arena);  /* r lives in it */
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls;
+    (void)socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        int one = 1;
+        /* Small JSON answers go out at once instead of waiting for Nagle. */
+        if (ci)
+            setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char msg[1024];
+    size_t n;
+
+    (void)cls;
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    ed_log_warn("http.mhd", "%s", msg);
+}
+
+/* ---- start / stop ------------------------------------------------------------ */
+
+static int read_file(char **out, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ed_buf b = {0};
+    char chunk[4096];
+    size_t n;
+
+    *out = NULL;
+    if (f == NULL)
+        return ed_error_set(ED_EINVAL, "cannot read %s: %s", path, strerror(errno));
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        if (ed_buf_append(&b, chunk, n) < 0 || b.len > (1u << 20)) {
+            fclose(f);
+            ed_buf_free(&b);
+            return ed_error_set(ED_EINVAL, "%s: too large or out of memory", path);
+        }
+    }
+    fclose(f);
+    if (b.len == 0)
+        return ed_error_set(ED_EINVAL, "%s is empty", path);
+    *out = ed_buf_steal(&b);
+    return 0;
+}
+
+static int make_dir(const char *path)
+{
+    struct stat st;
+
+    if (mkdir(path, 0700) == 0)
+        return 0;
+    if (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return 0;
+    return ed_error_set(ED_EIO, "cannot create directory %s: %s", path,
+                        errno == EEXIST ? "exists and is not a directory" : strerror(errno));
+}
+
+/* mkdir -p: the data directory's parents are created too (0700 each). */
+static int make_dir_p(const char *path)
+{
+    char tmp[512];
+    size_t n = strlen(path);
+
+    if (n == 0 || n >= sizeof(tmp))
+        return ed_error_set(ED_EINVAL, "data directory path is empty or too long");
+    memcpy(tmp, path, n + 1);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
+            return ed_error_set(ED_EIO, "cannot create directory %s: %s", tmp, strerror(errno));
+        *p = '/';
+    }
+    return make_dir(path);
+}
+
+static int open_listener(int *out_fd, int *out_port, const gw_config *cfg)
+{
+    struct addrinfo hints = {0}, *res = NULL, *ai;
+    char port[16];
+    int fd = -1, rc, one = 1, saved = 0;
+
+    *out_fd = -1;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    snprintf(port, sizeof(port), "%d", cfg->listen_port);
+    if ((rc = getaddrinfo(cfg->listen_host, port, &hints, &res)) != 0)
+        return ed_error_set(ED_EINVAL, "cannot resolve listen host '%s': %s", cfg->listen_host,
+                            gai_strerror(rc));
+    for (ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+        if (fd < 0) {
+            saved = errno;
+            continue;
+        }
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        /* Accepted sockets inherit TCP_NODELAY on Linux; on_connection sets it too. */
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 511) == 0)
+            break;
+        saved = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0)
+        return ed_error_set(ED_EIO, "cannot listen on %s:%d: %s", cfg->listen_host,
+                            cfg->listen_port, strerror(saved));
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
+        close(fd);
+        return ed_error_set(ED_EIO, "getsockname: %s", strerror(errno));
+    }
+    *out_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                               : ((struct sockaddr_in *)&ss)->sin_port);
+    *out_fd = fd;
+    return 0;
+}
+
+static void srv_free(gw_srv *s)
+{
+    if (s == NULL)
+        return;
+    if (s->listen_fd >= 0)
+        close(s->listen_fd);
+    proj_root_free(s->pub.projects);
+    gw__ratelimit_free(s->pub.ratelimit);
+    gw__metrics_free(s->pub.metrics);
+    ed_store_close(s->pub.store);
+    free(s->tls_cert_pem);
+    free(s->tls_key_pem);
+    free(s);
+}
+
+int gw_server_start(gw_server **out, const gw_config *cfg)
+{
+    gw_srv *s;
+    char path[600];
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG;
+    struct MHD_Daemon *d;
+    int err;
+
+    *out = NULL;
+    if ((cfg->tls_cert[0] != '\0') != (cfg->tls_key[0] != '\0'))
+        return ed_error_set(ED_EINVAL, "TLS needs both tls_cert and tls_key");
+    if ((s = calloc(1, sizeof(*s))) == NULL)
+        return ed_error_set(ED_ENOMEM, "server");
+    s->listen_fd = -1;
+    s->pub.cfg = *cfg;
+    atomic_init(&s->inflight, 0);
+    if ((err = make_dir_p(cfg->data_dir)) < 0)
+        goto fail;
+    snprintf(path, sizeof(path), "%s/projects", cfg->data_dir);
+    if ((err = make_dir(path)) < 0)
+        goto fail;
+    snprintf(path, sizeof(path), "%s/eddy.db", cfg->data_dir);
+    if ((err = ed_store_open(&s->pub.store, path)) < 0) {
+        char msg[512];
+        snprintf(msg, sizeof(msg), "%s", ed_error_last());
+        err = ed_error_set(err, "cannot open the store %s: %s", path, msg);
+        goto fail;
+    }
+    snprintf(path, sizeof(path), "%s/projects", cfg->data_dir);
+    if ((err = proj_root_open(&s->pub.projects, s->pub.store, path, cfg->user_storage_bytes)) < 0)
+        goto fail;
+    if ((err = gw__ratelimit_new(&s->pub.ratelimit)) < 0 ||
+        (err = gw__metrics_new(&s->pub.metrics)) < 0)
+        goto fail;
+    if (cfg->tls_cert[0]) {
+        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+            err = ed_error_set(ED_EINVAL, "this libmicrohttpd was built without TLS");
+            goto fail;
+        }
+        if ((err = read_file(&s->tls_cert_pem, cfg->tls_cert)) < 0 ||
+            (err = read_file(&s->tls_key_pem, cfg->tls_key)) < 0)
+            goto fail;
+        flags |= MHD_USE_TLS;
+        s->pub.tls = true;
+    }
+    if ((err = open_listener(&s->listen_fd, &s->pub.port, cfg)) < 0)
+        goto fail;
+    /* The read buffer holds the request line and headers; leave room past the
+     * header limit so on_headers can answer 431 itself (with X-Request-Id). */
+    size_t mem = (size_t)cfg->max_header_bytes * 2 + 32768;
+    d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, s,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)NULL,
+        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)s->listen_fd,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)cfg->conn_timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cfg->max_conns,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)cfg->max_conns_per_ip,
+        MHD_OPTION_URI_LOG_CALLBACK, uri_log, (void *)s,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)s,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, (void *)s,
+        s->pub.tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, s->tls_cert_pem,
+        MHD_OPTION_HTTPS_MEM_KEY, s->tls_key_pem,
+        MHD_OPTION_END);
+    if (d == NULL) {
+        err = ed_error_set(ED_EIO, "libmicrohttpd did not start on %s:%d%s (see the log)",
+                           cfg->listen_host, s->pub.port, s->pub.tls ? " (check the TLS files)" : "");
+        goto fail;
+    }
+    s->pub.mhd = d;
+    ed_log_info("http.start", "listening on %s://%s:%d with %d threads", s->pub.tls ? "https" : "http",
+                cfg->listen_host, s->pub.port, cfg->threads);
+    *out = &s->pub;
+    return 0;
+fail:
+    srv_free(s);
+    return err;
+}
+
+int gw_server_port(const gw_server *srv)
+{
+    return srv ? srv->port : -1;
+}
+
+void gw_server_stop(gw_server *srv)
+{
+    gw_srv *s = (gw_srv *)srv;
+    int64_t deadline;
+
+    if (s == NULL)
+        return;
+    if (s->pub.mhd) {
+        struct MHD_Daemon *d = s->pub.mhd;
+        /* Stop accepting; the listening socket comes back to us to close. */
+        MHD_socket fd = MHD_quiesce_daemon(d);
+        if (fd != MHD_INVALID_SOCKET && fd == s->listen_fd) {
+            close(s->listen_fd);
+            s->listen_fd = -1;
+        } else {
+            s->listen_fd = -1;   /* libmicrohttpd keeps and closes it */
+        }
+        deadline = ed_mono_ns() + (int64_t)GW_DRAIN_TIMEOUT_MS * 1000000;
+        while (atomic_load(&s->inflight) > 0 && ed_mono_ns() < deadline)
+            usleep(10000);
+        if (atomic_load(&s->inflight) > 0)
+            ed_log_warn("http.stop", "%d requests still running after %d ms; closing them",
+                        atomic_load(&s->inflight), GW_DRAIN_TIMEOUT_MS);
+        MHD_stop_daemon(d);
+        s->pub.mhd = NULL;
+    }
+    srv_free(s);
+}
