@@ -1,0 +1,678 @@
+/*
+ * sbx_cgroup.c - per-job cgroups: v2 first, the v1 memory, pids, cpu,
+ * cpuacct and devices controllers otherwise.
+ *
+ * v2: jobs go under $EDDY_SBX_CGROUP (a delegated directory) or
+ * <v2 mount>/eddy-sandbox, with memory, pids and cpu enabled in its
+ * subtree_control. v1: jobs go under <controller mount><our own cgroup>/
+ * eddy-sandbox/, so whatever limits our own process lives under still apply.
+ */
+#include "sbx_int.h"
+#include "ed_error.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+/* out = a + b (+ c), truncated to cap; memcpy keeps -Wformat-truncation quiet. */
+static void join3(char *out, size_t cap, const char *a, const char *b, const char *c)
+{
+    size_t at = 0;
+    const char *parts[] = {a, b, c};
+    for (size_t i = 0; i < 3; i++)
+        for (const char *s = parts[i]; s && *s && at + 1 < cap; s++)
+            out[at++] = *s;
+    out[at] = '\0';
+}
+
+static int write_file(const char *dir, const char *file, const char *val)
+{
+    char path[640];
+    int fd, saved;
+    size_t len = strlen(val);
+
+    join3(path, sizeof(path), dir, "/", file);
+    if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
+        return -errno;
+    if (write(fd, val, len) != (ssize_t)len) {
+        saved = errno ? errno : EIO;
+        close(fd);
+        return -saved;
+    }
+    close(fd);
+    return 0;
+}
+
+static int read_file(const char *dir, const char *file, char *buf, size_t cap)
+{
+    char path[640];
+    int fd;
+    ssize_t n;
+
+    buf[0] = '\0';
+    join3(path, sizeof(path), dir, "/", file);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return -errno;
+    n = read(fd, buf, cap - 1);
+    close(fd);
+    if (n < 0)
+        return -EIO;
+    buf[n] = '\0';
+    return 0;
+}
+
+static int exists(const char *dir, const char *file)
+{
+    char path[640];
+    join3(path, sizeof(path), dir, "/", file);
+    return access(path, F_OK) == 0;
+}
+
+/* "key value" line in a flat-keyed file; -1 when absent. */
+static int64_t keyed(const char *dir, const char *file, const char *key)
+{
+    char buf[4096], *p;
+    size_t kl = strlen(key);
+
+    if (read_file(dir, file, buf, sizeof(buf)) < 0)
+        return -1;
+    for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, key, kl) == 0 && p[kl] == ' ')
+            return strtoll(p + kl + 1, NULL, 10);
+    return -1;
+}
+
+/* The v2 mount point, or "" (from /proc/self/mountinfo). */
+static void v2_mount_scan(char *out, size_t cap)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    char line[1024];
+
+    out[0] = '\0';
+    if (!f)
+        return;
+    while (fgets(line, sizeof(line), f)) {
+        char mnt[512], fstype[64];
+        char *sep = strstr(line, " - ");
+        if (!sep || sscanf(sep + 3, "%63s", fstype) != 1 || strcmp(fstype, "cgroup2") != 0)
+            continue;
+        if (sscanf(line, "%*s %*s %*s %*s %511s", mnt) == 1) {
+            join3(out, cap, mnt, NULL, NULL);
+            break;
+        }
+    }
+    fclose(f);
+}
+
+/* The v1 mount point of `ctrl` and our own path in it, joined, or "". */
+static void v1_dir_scan(const char *ctrl, char *out, size_t cap)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    char line[1024], mnt[512] = "", own[512] = "";
+    size_t cl = strlen(ctrl);
+
+    out[0] = '\0';
+    if (!f)
+        return;
+    while (fgets(line, sizeof(line), f)) {
+        char fstype[64], super[256];
+        char *sep = strstr(line, " - ");
+        if (!sep || sscanf(sep + 3, "%63s %*s %255s", fstype, super) != 2 ||
+            strcmp(fstype, "cgroup") != 0)
+            continue;
+        /* super options: rw,memory or rw,cpu,cpuacct */
+        for (char *tok = strtok(super, ","); tok; tok = strtok(NULL, ","))
+            if (strcmp(tok, ctrl) == 0 && sscanf(line, "%*s %*s %*s %*s %511s", mnt) == 1)
+                break;
+        if (mnt[0])
+            break;
+    }
+    fclose(f);
+    if (!mnt[0])
+        return;
+    if ((f = fopen("/proc/self/cgroup", "re")) == NULL)
+        return;
+    while (fgets(line, sizeof(line), f)) {
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        *c2 = '\0';
+        for (char *tok = strtok(c1 + 1, ","); tok; tok = strtok(NULL, ","))
+            if (strlen(tok) == cl && strcmp(tok, ctrl) == 0) {
+                join3(own, sizeof(own), c2 + 1, NULL, NULL);
+                own[strcspn(own, "\n")] = '\0';
+            }
+    }
+    fclose(f);
+    if (strcmp(own, "/") == 0)
+        own[0] = '\0';
+    join3(out, cap, mnt, own, NULL);
+}
+
+/* EDDY_SBX_CGROUP=none: the operator says no hierarchy may be used. */
+static int cgroups_off(void)
+{
+    const char *env = getenv("EDDY_SBX_CGROUP");
+    return env && strcmp(env, "none") == 0;
+}
+
+static void v2_parent(const char *mnt, char *out, size_t cap)
+{
+    const char *env = getenv("EDDY_SBX_CGROUP");
+    if (env && env[0] == '/')
+        join3(out, cap, env, NULL, NULL);
+    else
+        join3(out, cap, mnt, "/eddy-sandbox", NULL);
+}
+
+/* Where the hierarchies are and where our process sits in them, read once
+ * per process: /proc/self/mountinfo is long and launches are frequent. */
+static pthread_mutex_t where_lock = PTHREAD_MUTEX_INITIALIZER;
+static int where_done;
+static char where_v2[512];
+static const char *const where_ctrls[] = {"memory", "pids", "cpu", "cpuacct", "devices"};
+static char where_v1[5][512];
+
+/* Job cgroups whose launcher died without sbx_job_free() (a crash, a kill)
+ * stay behind; their names carry the launcher's pid. Remove the empty ones
+ * whose launcher is gone. */
+static void sweep(const char *top)
+{
+    DIR *d = opendir(top);
+    struct dirent *e;
+
+    if (!d)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        char dir[1024], procs[16];
+        unsigned uid, n;
+        int pid;
+        if (sscanf(e->d_name, "job-%u-%d-%u", &uid, &pid, &n) != 3 || pid <= 0 || pid == getpid())
+            continue;
+        if (kill(pid, 0) == 0 || errno != ESRCH)
+            continue;
+        join3(dir, sizeof(dir), top, "/", e->d_name);
+        if (read_file(dir, "cgroup.procs", procs, sizeof(procs)) == 0 && procs[0] == '\0')
+            rmdir(dir);
+    }
+    closedir(d);
+}
+
+static void where_load(void)
+{
+    char top[600];
+
+    pthread_mutex_lock(&where_lock);
+    if (!where_done) {
+        v2_mount_scan(where_v2, sizeof(where_v2));
+        for (size_t i = 0; i < 5; i++)
+            v1_dir_scan(where_ctrls[i], where_v1[i], sizeof(where_v1[i]));
+        where_done = 1;
+        for (size_t i = 0; i < 5; i++)
+            if (where_v1[i][0]) {
+                join3(top, sizeof(top), where_v1[i], "/eddy-sandbox", NULL);
+                sweep(top);
+            }
+        if (where_v2[0]) {
+            v2_parent(where_v2, top, sizeof(top));
+            sweep(top);
+        }
+    }
+    pthread_mutex_unlock(&where_lock);
+}
+
+static void v2_mount(char *out, size_t cap)
+{
+    where_load();
+    join3(out, cap, where_v2, NULL, NULL);
+}
+
+static void v1_dir(const char *ctrl, char *out, size_t cap)
+{
+    where_load();
+    out[0] = '\0';
+    for (size_t i = 0; i < 5; i++)
+        if (strcmp(ctrl, where_ctrls[i]) == 0)
+            join3(out, cap, where_v1[i], NULL, NULL);
+}
+
+static int mkdir_ok(const char *path)
+{
+    return mkdir(path, 0755) == 0 || errno == EEXIST;
+}
+
+static int has_words(const char *buf, const char *const *words)
+{
+    for (; *words; words++) {
+        const char *p = buf;
+        size_t wl = strlen(*words);
+        int found = 0;
+        while ((p = strstr(p, *words)) != NULL) {
+            if ((p == buf || p[-1] == ' ') && (p[wl] == ' ' || p[wl] == '\n' || p[wl] == '\0')) {
+                found = 1;
+                break;
+            }
+            p += wl;
+        }
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
+static const char *const v2_ctrls[] = {"memory", "pids", "cpu", NULL};
+
+/* Make `dir` (a v2 cgroup) hand memory, pids and cpu to its children. */
+static int v2_prepare(const char *mnt, const char *parent)
+{
+    char buf[512], up[512];
+
+    if (read_file(mnt, "cgroup.controllers", buf, sizeof(buf)) < 0 || !has_words(buf, v2_ctrls))
+        return -1;
+    join3(up, sizeof(up), parent, NULL, NULL);
+    char *slash = strrchr(up, '/');
+    if (slash && slash != up)
+        *slash = '\0';
+    if (read_file(up, "cgroup.subtree_control", buf, sizeof(buf)) == 0 && !has_words(buf, v2_ctrls))
+        write_file(up, "cgroup.subtree_control", "+memory +pids +cpu");
+    if (!mkdir_ok(parent))
+        return -1;
+    if (read_file(parent, "cgroup.subtree_control", buf, sizeof(buf)) < 0)
+        return -1;
+    if (!has_words(buf, v2_ctrls) && write_file(parent, "cgroup.subtree_control", "+memory +pids +cpu") < 0)
+        return -1;
+    return 0;
+}
+
+void sbx__cgroup_probe(sbx_caps *caps)
+{
+    char mnt[512], parent[512], d[512];
+
+    caps->cgroup_v2 = caps->cgroup_v1 = caps->cgroup_v1_devices = 0;
+    caps->v2_root[0] = '\0';
+    if (cgroups_off())
+        return;
+    v2_mount(mnt, sizeof(mnt));
+    if (mnt[0]) {
+        v2_parent(mnt, parent, sizeof(parent));
+        if (v2_prepare(mnt, parent) == 0 && access(parent, W_OK) == 0) {
+            caps->cgroup_v2 = 1;
+            join3(caps->v2_root, sizeof(caps->v2_root), parent, NULL, NULL);
+        }
+    }
+    int ok = 1;
+    static const char *const need[] = {"memory", "pids", "cpu"};
+    for (size_t i = 0; i < 3; i++) {
+        v1_dir(need[i], d, sizeof(d));
+        if (!d[0] || access(d, W_OK) != 0)
+            ok = 0;
+    }
+    caps->cgroup_v1 = ok;
+    v1_dir("devices", d, sizeof(d));
+    caps->cgroup_v1_devices = d[0] && access(d, W_OK) == 0;
+}
+
+static int make_v1(char *out, size_t cap, const char *ctrl, const char *name, int required)
+{
+    char base[512], top[600];
+
+    out[0] = '\0';
+    v1_dir(ctrl, base, sizeof(base));
+    if (!base[0])
+        return required ? -1 : 0;
+    join3(top, sizeof(top), base, "/eddy-sandbox", NULL);
+    if (!mkdir_ok(top))
+        return required ? -1 : 0;
+    join3(out, cap, top, "/", name);
+    if (mkdir(out, 0755) < 0) {
+        /* cpu and cpuacct are often one hierarchy: the same directory. */
+        if (errno == EEXIST && strcmp(ctrl, "cpuacct") == 0)
+            return 0;
+        out[0] = '\0';
+        return required ? -1 : 0;
+    }
+    return 0;
+}
+
+/* The character devices every sandbox may open: null, zero, full, random,
+ * urandom, tty. GPU nodes are added per job. */
+static const unsigned base_devs[][2] = {{1, 3}, {1, 5}, {1, 7}, {1, 8}, {1, 9}, {5, 0}};
+#define N_BASE_DEVS (sizeof(base_devs) / sizeof(base_devs[0]))
+
+static struct bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
+{
+    struct bpf_insn i;
+    memset(&i, 0, sizeof(i));
+    i.code = code;
+    i.dst_reg = dst & 0xf;
+    i.src_reg = src & 0xf;
+    i.off = off;
+    i.imm = imm;
+    return i;
+}
+
+int sbx__cgroup_v2_devices(const char *dir, const dev_t *extra, size_t n_extra)
+{
+    /* A BPF_PROG_TYPE_CGROUP_DEVICE program: ctx is
+     * {u32 access_type (access << 16 | type), u32 major, u32 minor};
+     * return 1 to allow. It allows the listed character devices, nothing else. */
+    struct bpf_insn prog[4 + (N_BASE_DEVS + SBX_MAX_GPUS + 2) * 5 + 2];
+    size_t n = 0, total = N_BASE_DEVS + n_extra;
+    union bpf_attr attr;
+    char log[1024] = "";
+    int pfd, cfd, err = 0;
+
+    if (n_extra > SBX_MAX_GPUS + 2)
+        return ed_error_set(ED_EINVAL, "sandbox: too many devices");
+    prog[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_1, 0, 0);
+    prog[n++] = insn(BPF_ALU | BPF_AND | BPF_K, BPF_REG_2, 0, 0, 0xffff);
+    prog[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_3, BPF_REG_1, 4, 0);
+    prog[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_4, BPF_REG_1, 8, 0);
+    for (size_t i = 0; i < total; i++) {
+        unsigned maj = i < N_BASE_DEVS ? base_devs[i][0] : major(extra[i - N_BASE_DEVS]);
+        unsigned min = i < N_BASE_DEVS ? base_devs[i][1] : minor(extra[i - N_BASE_DEVS]);
+        prog[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_2, 0, 4, BPF_DEVCG_DEV_CHAR);
+        prog[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_3, 0, 3, (int32_t)maj);
+        prog[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_4, 0, 2, (int32_t)min);
+        prog[n++] = insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 1);
+        prog[n++] = insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+    }
+    prog[n++] = insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0);
+    prog[n++] = insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+
+    memset(&attr, 0, sizeof(attr));
+    attr.prog_type = BPF_PROG_TYPE_CGROUP_DEVICE;
+    attr.insns = (uint64_t)(uintptr_t)prog;
+    attr.insn_cnt = (uint32_t)n;
+    attr.license = (uint64_t)(uintptr_t)"GPL";
+    if ((pfd = (int)syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof(attr))) < 0) {
+        /* Again with the verifier's log, for the message. */
+        attr.log_buf = (uint64_t)(uintptr_t)log;
+        attr.log_size = sizeof(log);
+        attr.log_level = 1;
+        int e = errno;
+        syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof(attr));
+        log[sizeof(log) - 1] = '\0';
+        errno = e;
+        return ed_error_set(ED_EIO, "sandbox step 'cgroup devices': load device filter: %s %s",
+                            strerror(errno), log);
+    }
+    if ((cfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        err = ed_error_set(ED_EIO, "sandbox step 'cgroup devices': %s: %s", dir, strerror(errno));
+        goto done;
+    }
+    memset(&attr, 0, sizeof(attr));
+    attr.target_fd = (uint32_t)cfd;
+    attr.attach_bpf_fd = (uint32_t)pfd;
+    attr.attach_type = BPF_CGROUP_DEVICE;
+    attr.attach_flags = BPF_F_ALLOW_MULTI;
+    /* The cgroup holds the program once attached; our descriptors can go. */
+    if (syscall(SYS_bpf, BPF_PROG_ATTACH, &attr, sizeof(attr)) < 0)
+        err = ed_error_set(ED_EIO, "sandbox step 'cgroup devices': attach device filter: %s",
+                           strerror(errno));
+    close(cfd);
+done:
+    close(pfd);
+    return err;
+}
+
+static int limit_err(const char *what, int rc)
+{
+    return ed_error_set(ED_EIO, "sandbox step 'cgroup %s': %s", what, strerror(-rc));
+}
+
+int sbx__cgroup_create(sbx_cgroup *cg, const char *name, const sbx_spec *spec,
+                       const dev_t *gpu_devs, size_t n_gpu_devs)
+{
+    char mnt[512], parent[512], val[64];
+    int rc, err;
+
+    memset(cg, 0, sizeof(*cg));
+    if (cgroups_off())
+        goto degraded;
+    v2_mount(mnt, sizeof(mnt));
+    if (mnt[0]) {
+        v2_parent(mnt, parent, sizeof(parent));
+        if (v2_prepare(mnt, parent) == 0) {
+            join3(cg->v2, sizeof(cg->v2), parent, "/", name);
+            if (mkdir(cg->v2, 0755) < 0) {
+                cg->v2[0] = '\0';
+                return ed_error_set(ED_EIO, "sandbox step 'cgroup create': %s: %s",
+                                    cg->v2, strerror(errno));
+            }
+            cg->version = 2;
+            if ((err = sbx__cgroup_v2_devices(cg->v2, gpu_devs, n_gpu_devs)) < 0)
+                goto fail;
+            if (spec->mem_bytes > 0) {
+                snprintf(val, sizeof(val), "%lld", (long long)spec->mem_bytes);
+                if ((rc = write_file(cg->v2, "memory.max", val)) < 0) {
+                    err = limit_err("memory.max", rc);
+                    goto fail;
+                }
+                if (exists(cg->v2, "memory.swap.max") &&
+                    (rc = write_file(cg->v2, "memory.swap.max", "0")) < 0) {
+                    err = limit_err("memory.swap.max", rc);
+                    goto fail;
+                }
+            }
+            if (spec->pids > 0) {
+                snprintf(val, sizeof(val), "%d", spec->pids);
+                if ((rc = write_file(cg->v2, "pids.max", val)) < 0) {
+                    err = limit_err("pids.max", rc);
+                    goto fail;
+                }
+            }
+            if (spec->cpu_millis > 0) {
+                snprintf(val, sizeof(val), "%lld 100000", (long long)spec->cpu_millis * 100);
+                if ((rc = write_file(cg->v2, "cpu.max", val)) < 0) {
+                    err = limit_err("cpu.max", rc);
+                    goto fail;
+                }
+            }
+            return 0;
+        }
+    }
+
+    /* v1 */
+    if (make_v1(cg->mem, sizeof(cg->mem), "memory", name, 1) < 0 ||
+        make_v1(cg->pids, sizeof(cg->pids), "pids", name, 1) < 0 ||
+        make_v1(cg->cpu, sizeof(cg->cpu), "cpu", name, 1) < 0) {
+        sbx__cgroup_destroy(cg);
+degraded:
+        memset(cg, 0, sizeof(*cg));
+        if (spec->allow_degraded)
+            return 0;   /* version 0: rlimits only */
+        return ed_error_set(ED_EPERM, "sandbox step 'cgroup create': no writable cgroup v2 "
+                            "hierarchy with memory, pids and cpu, nor v1 controllers "
+                            "(degraded mode without cgroup limits is not allowed)");
+    }
+    make_v1(cg->acct, sizeof(cg->acct), "cpuacct", name, 0);
+    make_v1(cg->dev, sizeof(cg->dev), "devices", name, 0);
+    cg->version = 1;
+    if (spec->mem_bytes > 0) {
+        snprintf(val, sizeof(val), "%lld", (long long)spec->mem_bytes);
+        if ((rc = write_file(cg->mem, "memory.limit_in_bytes", val)) < 0) {
+            err = limit_err("memory.limit_in_bytes", rc);
+            goto fail;
+        }
+        /* memsw exists only with swap accounting; without it there is no swap to limit. */
+        if (exists(cg->mem, "memory.memsw.limit_in_bytes") &&
+            (rc = write_file(cg->mem, "memory.memsw.limit_in_bytes", val)) < 0) {
+            err = limit_err("memory.memsw.limit_in_bytes", rc);
+            goto fail;
+        }
+        write_file(cg->mem, "memory.swappiness", "0");
+    }
+    if (spec->pids > 0) {
+        snprintf(val, sizeof(val), "%d", spec->pids);
+        if ((rc = write_file(cg->pids, "pids.max", val)) < 0) {
+            err = limit_err("pids.max", rc);
+            goto fail;
+        }
+    }
+    if (spec->cpu_millis > 0) {
+        snprintf(val, sizeof(val), "%lld", (long long)spec->cpu_millis * 100);
+        if ((rc = write_file(cg->cpu, "cpu.cfs_period_us", "100000")) < 0 ||
+            (rc = write_file(cg->cpu, "cpu.cfs_quota_us", val)) < 0) {
+            err = limit_err("cpu.cfs_quota_us", rc);
+            goto fail;
+        }
+    }
+    if (cg->dev[0]) {
+        if ((rc = write_file(cg->dev, "devices.deny", "a")) < 0) {
+            err = limit_err("devices.deny", rc);
+            goto fail;
+        }
+        for (size_t i = 0; i < N_BASE_DEVS; i++) {
+            snprintf(val, sizeof(val), "c %u:%u rwm", base_devs[i][0], base_devs[i][1]);
+            if ((rc = write_file(cg->dev, "devices.allow", val)) < 0) {
+                err = limit_err("devices.allow", rc);
+                goto fail;
+            }
+        }
+        for (size_t i = 0; i < n_gpu_devs; i++) {
+            snprintf(val, sizeof(val), "c %u:%u rwm", major(gpu_devs[i]), minor(gpu_devs[i]));
+            if ((rc = write_file(cg->dev, "devices.allow", val)) < 0) {
+                err = limit_err("devices.allow", rc);
+                goto fail;
+            }
+        }
+    } else if (n_gpu_devs) {
+        err = ed_error_set(ED_EPERM, "sandbox step 'cgroup devices': no devices controller "
+                           "to confine GPU nodes");
+        goto fail;
+    }
+    return 0;
+fail:
+    sbx__cgroup_destroy(cg);
+    return err;
+}
+
+int sbx__cgroup_attach(const sbx_cgroup *cg, pid_t pid)
+{
+    char val[32];
+    const char *dirs[] = {cg->v2, cg->mem, cg->pids, cg->cpu, cg->acct, cg->dev};
+    int rc;
+
+    snprintf(val, sizeof(val), "%d", (int)pid);
+    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        if (!dirs[i][0])
+            continue;
+        if (i == 4 && strcmp(cg->acct, cg->cpu) == 0)
+            continue;
+        if ((rc = write_file(dirs[i], "cgroup.procs", val)) < 0)
+            return ed_error_set(ED_EIO, "sandbox step 'cgroup attach': %s: %s", dirs[i],
+                                strerror(-rc));
+    }
+    return 0;
+}
+
+/* Kill what cgroup.procs lists; 1 if it listed anything. */
+static int kill_listed(const char *dir)
+{
+    char buf[8192];
+    int any = 0;
+
+    if (!dir[0] || read_file(dir, "cgroup.procs", buf, sizeof(buf)) < 0)
+        return 0;
+    for (char *p = buf; *p;) {
+        char *end;
+        long pid = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (pid > 0) {
+            kill((pid_t)pid, SIGKILL);
+            any = 1;
+        }
+        p = end;
+        while (*p == '\n')
+            p++;
+    }
+    return any;
+}
+
+void sbx__cgroup_kill(const sbx_cgroup *cg)
+{
+    struct timespec ts = {0, 5 * 1000 * 1000};
+
+    if (cg->version == 2 && exists(cg->v2, "cgroup.kill"))
+        write_file(cg->v2, "cgroup.kill", "1");
+    for (int i = 0; i < 400; i++) {
+        int any = 0;
+        if (cg->version == 2)
+            any = kill_listed(cg->v2);
+        else if (cg->version == 1)
+            any = kill_listed(cg->pids) | kill_listed(cg->mem);
+        if (!any)
+            return;
+        nanosleep(&ts, NULL);
+    }
+}
+
+void sbx__cgroup_usage(const sbx_cgroup *cg, int64_t *cpu_ms, int64_t *peak,
+                       int *oom_kills, int *pids_hit)
+{
+    char buf[128];
+    int64_t v;
+
+    *cpu_ms = -1;
+    *peak = -1;
+    *oom_kills = 0;
+    *pids_hit = 0;
+    if (cg->version == 2) {
+        if ((v = keyed(cg->v2, "cpu.stat", "usage_usec")) >= 0)
+            *cpu_ms = v / 1000;
+        if (read_file(cg->v2, "memory.peak", buf, sizeof(buf)) == 0 && buf[0])
+            *peak = strtoll(buf, NULL, 10);
+        if ((v = keyed(cg->v2, "memory.events", "oom_kill")) > 0)
+            *oom_kills = (int)v;
+        if ((v = keyed(cg->v2, "pids.events", "max")) > 0)
+            *pids_hit = 1;
+    } else if (cg->version == 1) {
+        const char *acct = cg->acct[0] ? cg->acct : cg->cpu;
+        if (read_file(acct, "cpuacct.usage", buf, sizeof(buf)) == 0 && buf[0])
+            *cpu_ms = strtoll(buf, NULL, 10) / 1000000;
+        if (read_file(cg->mem, "memory.max_usage_in_bytes", buf, sizeof(buf)) == 0 && buf[0])
+            *peak = strtoll(buf, NULL, 10);
+        if ((v = keyed(cg->mem, "memory.oom_control", "oom_kill")) > 0)
+            *oom_kills = (int)v;
+        if ((v = keyed(cg->pids, "pids.events", "max")) > 0)
+            *pids_hit = 1;
+    }
+}
+
+static void remove_dir(char *dir)
+{
+    struct timespec ts = {0, 10 * 1000 * 1000};
+
+    if (!dir[0])
+        return;
+    for (int i = 0; i < 200 && rmdir(dir) < 0 && errno == EBUSY; i++)
+        nanosleep(&ts, NULL);
+    dir[0] = '\0';
+}
+
+void sbx__cgroup_destroy(sbx_cgroup *cg)
+{
+    if (strcmp(cg->acct, cg->cpu) == 0)
+        cg->acct[0] = '\0';
+    remove_dir(cg->v2);
+    remove_dir(cg->mem);
+    remove_dir(cg->pids);
+    remove_dir(cg->cpu);
+    remove_dir(cg->acct);
+    remove_dir(cg->dev);
+    cg->version = 0;
+}

@@ -1,0 +1,113 @@
+/*
+ * sbx_int.h - private to sandbox/: the seccomp filter, cgroups and the
+ * launch plan shared between the parent and the cloned child.
+ */
+#ifndef EDDY_SBX_INT_H
+#define EDDY_SBX_INT_H
+
+#include "sbx.h"
+
+#include <linux/filter.h>
+#include <stdint.h>
+
+/* The allow-list as a classic BPF program, built with libseccomp in the
+ * parent so the child only has to hand it to the kernel. Caller frees
+ * prog->filter with free(). */
+int sbx__seccomp_build(struct sock_fprog *prog);
+/* The same program, built once per process and shared (never freed). */
+int sbx__seccomp_program(struct sock_fprog *prog);
+
+/* cgroups: one directory per controller (v1) or one (v2). */
+typedef struct sbx_cgroup {
+    int version;                  /* 2, 1, or 0 (degraded: none) */
+    char v2[512];                 /* v2 job directory */
+    char mem[512], pids[512], cpu[512], acct[512], dev[512];   /* v1 job directories ("" if absent) */
+} sbx_cgroup;
+
+/* Create the job's cgroup(s) named `name` and write the limits of `spec`.
+ * ED_EPERM when no writable hierarchy exists. On error nothing is left. */
+int sbx__cgroup_create(sbx_cgroup *cg, const char *name, const sbx_spec *spec,
+                       const dev_t *gpu_devs, size_t n_gpu_devs);
+/* Attach a cgroup v2 device filter (BPF) to `dir` allowing only null, zero,
+ * full, random, urandom, tty and the `extra` character devices. */
+int sbx__cgroup_v2_devices(const char *dir, const dev_t *extra, size_t n_extra);
+/* Put `pid` into the job's cgroup(s). */
+int sbx__cgroup_attach(const sbx_cgroup *cg, pid_t pid);
+/* SIGKILL every process in the cgroup(s), until they are empty or 2 s pass. */
+void sbx__cgroup_kill(const sbx_cgroup *cg);
+/* CPU ms, peak memory, OOM kills and pids-limit hits. Absent values stay -1/0. */
+void sbx__cgroup_usage(const sbx_cgroup *cg, int64_t *cpu_ms, int64_t *peak,
+                       int *oom_kills, int *pids_hit);
+/* Remove the directories (after kill). */
+void sbx__cgroup_destroy(sbx_cgroup *cg);
+/* Which hierarchy this host offers; fills caps' cgroup fields. */
+void sbx__cgroup_probe(sbx_caps *caps);
+
+/* ---- the launch plan: built by the parent (sbx_launch.c), read by the
+ * cloned child (sbx_child.c), which never allocates ---- */
+
+#include <stdint.h>
+
+/* The child runs on its own clone stack; ASan would warn at every noreturn
+ * call there ("ignoring __asan_handle_no_return"), so those functions are not
+ * instrumented. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SBX_CHILD_SIDE __attribute__((no_sanitize_address))
+#else
+#define SBX_CHILD_SIDE
+#endif
+
+#define SBX_STAGE "/tmp"            /* the new root is built here, in the child's own mount namespace */
+#define SBX_MAX_MOPS 128
+
+enum sbx_mop_kind {
+    SBX_MOP_BIND_RO,      /* host src, read-only nosuid nodev */
+    SBX_MOP_BIND_RW,      /* host src, read-write nosuid nodev */
+    SBX_MOP_DEV,          /* host device node, bound as is */
+    SBX_MOP_TMPFS,        /* size-limited tmpfs, nosuid nodev */
+    SBX_MOP_SYMLINK,      /* dst -> src */
+    SBX_MOP_FILE,         /* dst written with text */
+    SBX_MOP_PROC,         /* fresh proc */
+    SBX_MOP_DIR,          /* an empty directory */
+    SBX_MOP_RDONLY        /* remount dst (a tmpfs we made) read-only */
+};
+
+typedef struct sbx_mop {
+    enum sbx_mop_kind kind;
+    const char *src;          /* host path, link target, or file text */
+    char *dst;                /* absolute inside */
+    int is_dir;               /* for binds: directory or file */
+    int optional;             /* a missing source is skipped, not an error */
+    int64_t bytes;            /* tmpfs size */
+    int mode;                 /* tmpfs mode */
+    int fd;                   /* O_PATH of src, opened in the child */
+    int owned;                /* src was allocated for the sbx_plan */
+} sbx_mop;
+
+/* Everything the child needs; built by the parent, read-only in the child. */
+typedef struct sbx_plan {
+    const sbx_spec *spec;     /* limits and fds only: its strings may live in memory the
+                               * child scrubs (the launcher's argv), so they are copied */
+    char **argv;
+    char **envp;
+    char *cwd_copy;
+    sbx_mop mops[SBX_MAX_MOPS];
+    size_t n_mops;
+    struct sock_fprog bpf;
+    int go_r, go_w, err_r, err_w, st_r, st_w;
+    const char *cwd;
+    int degraded;
+    char gpu_names[SBX_MAX_GPUS + 2][32];   /* /dev/nvidia<k>, nvidiactl, nvidia-uvm */
+} sbx_plan;
+
+/* What the child writes to the step pipe when a step fails. */
+struct sbx_step_msg {
+    char step[160];           /* "mount /usr", "exec /bin/x", ... */
+    int err;                  /* errno */
+};
+
+/* The child: from clone to the sandbox's init. `arg` is the plan (the
+ * child's own copy). Never returns. */
+int sbx__child_main(void *arg);
+
+#endif

@@ -1,0 +1,866 @@
+/*
+ * test_sandbox_escape - the escape and compatibility suites.
+ *
+ * Escape: each test runs sbx_hostile (a small hostile C program) inside a
+ * real sandbox and asserts the denial it expects, from inside (the program's
+ * exit status and its DENIED/ESCAPED lines) and from the host where it can
+ * (files unchanged, no process left, /proc status of every thread).
+ * Compatibility: Debian's /usr/bin/python3 with numpy, threads,
+ * multiprocessing, subprocess, matplotlib and files in the work directory.
+ * CLI: `eddy sandbox check` and `eddy sandbox run` statuses.
+ *
+ * Prints "sandbox escape suite: blocked N of N, compatible K of K".
+ */
+#include "ed_error.h"
+#include "sbx.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef HOSTILE_BIN
+#error "HOSTILE_BIN must name the sbx_hostile binary"
+#endif
+
+#define HOSTILE "/opt/eddy-test/hostile"
+#define WORK    "/home/aistudio/work"
+
+/* Set up once in main(); Check forks each test from there. */
+static char top[256], work[320], data[320], hostdata[320], other[320];
+static unsigned uid_a, uid_b;
+
+typedef struct result {
+    sbx_usage u;
+    char out[65536];
+} result;
+
+static void base_spec(sbx_spec *s, char **argv, sbx_bind *ro, sbx_bind *rw)
+{
+    sbx_spec_init(s);
+    s->argv = argv;
+    s->host_uid = s->host_gid = uid_a;
+    ro[0] = (sbx_bind){HOSTILE_BIN, HOSTILE};
+    ro[1] = (sbx_bind){data, "/home/aistudio/data/ds1"};
+    rw[0] = (sbx_bind){work, WORK};
+    s->ro = ro;
+    s->n_ro = 2;
+    s->rw = rw;
+    s->n_rw = 1;
+    s->mem_bytes = 512LL << 20;
+    s->pids = 128;
+    s->wall_ms = 60000;
+}
+
+static int out_fd(void)
+{
+    int fd = memfd_create("sbx-out", MFD_CLOEXEC);
+    ck_assert_int_ge(fd, 0);
+    return fd;
+}
+
+static void read_out(int fd, char *buf, size_t cap)
+{
+    ssize_t n = pread(fd, buf, cap - 1, 0);
+    buf[n > 0 ? n : 0] = '\0';
+}
+
+/* Launch, wait, collect output; the launch must succeed. */
+static void run(result *r, sbx_spec *s)
+{
+    sbx_job *j = NULL;
+    int fd = out_fd();
+
+    s->stdio[0] = -1;
+    s->stdio[1] = fd;
+    s->stdio[2] = fd;
+    int rc = sbx_launch(&j, s);
+    ck_assert_msg(rc == 0, "launch failed: %s", ed_error_last());
+    ck_assert_int_eq(sbx_job_wait(j, -1, &r->u), 0);
+    sbx_job_free(j);
+    read_out(fd, r->out, sizeof(r->out));
+    close(fd);
+    printf("--- %s: exit %d sig %d limit %s cpu %lld ms peak %lld\n%s", s->argv[1] ? s->argv[1] : s->argv[0],
+           r->u.exit_code, r->u.term_signal, sbx_limit_name(r->u.limit), (long long)r->u.cpu_ms,
+           (long long)r->u.peak_mem_bytes, r->out);
+}
+
+static void assert_all_denied(const result *r)
+{
+    ck_assert_msg(strstr(r->out, "ESCAPED") == NULL, "an attempt escaped:\n%s", r->out);
+    ck_assert_msg(strstr(r->out, "DENIED") != NULL, "nothing was attempted:\n%s", r->out);
+    ck_assert_msg(r->u.exited && r->u.exit_code == 0, "hostile exited %d/sig %d:\n%s",
+                  r->u.exit_code, r->u.term_signal, r->out);
+}
+
+/* Processes on the host whose real uid is `uid`. */
+static int procs_of_uid(unsigned uid)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    int n = 0;
+
+    while (d && (e = readdir(d)) != NULL) {
+        char p[300], line[256];
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        snprintf(p, sizeof(p), "/proc/%s/status", e->d_name);
+        FILE *f = fopen(p, "r");
+        if (!f)
+            continue;
+        while (fgets(line, sizeof(line), f))
+            if (strncmp(line, "Uid:", 4) == 0) {
+                if ((unsigned)strtoul(line + 4, NULL, 10) == uid) {
+                    n++;
+                    fprintf(stderr, "left behind: /proc/%s (uid %u)\n", e->d_name, uid);
+                }
+                break;
+            }
+        fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* ---------------- escape ---------------- */
+
+START_TEST(denied_syscalls_including_int80_and_x32)
+{
+    char *argv[] = {HOSTILE, "syscalls", NULL};
+    sbx_spec s;
+    sbx_bind ro[2], rw[1];
+    static result r;
+    base_spec(&s, argv, ro, rw);
+    run(&r, &s);
+    assert_all_denied(&r);
+    ck_assert_ptr_nonnull(strstr(r.out, "DENIED int 0x80 getpid"));
+    ck_assert_ptr_nonnull(strstr(r.out, "DENIED x32 getpid"));
+    ck_assert_ptr_nonnull(strstr(r.out, "DENIED clone3"));
+    ck_assert_ptr_nonnull(strstr(r.out, "DENIED int 0x80 mount"));
+    ck_assert_ptr_nonnull(strstr(r.out, "DENIED x32 bpf"));
+    ck_assert_ptr_nonnull(strstr(r.out, "probes 87"));
+}
+END_TEST
+
+START_TEST(host_files_outside_mounts_unreadable)
+{
+    char a[400], b[400], c[400], d[400];
+    snprintf(a, sizeof(a), "%s/secret", hostdata);
+    snprintf(b, sizeof(b), "%s/secret", other);
+    snprintf(c, sizeof(c), "%s/work", top);
+    snprintf(d, sizeof(d), "%s/secret", top);
+    ck_assert_int_eq(access(a, R_OK), 0);   /* the host can read it: the test can fail */
+    char *argv[] = {HOSTILE, "read", "/etc/shadow", "/etc/gshadow", "/root/.bashrc",
+                    "/root/.ssh/id_rsa", a, b, d, "/work/main/README.md",
+                    "/proc/1/root/etc/shadow", "/proc/kcore", "/sys/kernel/notes",
+                    "/dev/vda", "/dev/mem", "/var/log/syslog", NULL};
+    sbx_spec s;
+    sbx_bind ro[2], rw[1];
+    static result r;
+    base_spec(&s, argv, ro, rw);
+    run(&r, &s);
+    assert_all_denied(&r);
+    (void)c;
+}
+END_TEST
+
+/* Descriptors the launching process holds (a secret file, a host
+ * directory: the classic openat(fd, "..") escape) do not reach the program. */
+START_TEST(inherited_descriptors_are_closed)
+{
+    int secret = open("/etc/shadow", O_RDONLY);          /* deliberately not CLOEXEC */
+    int dir = open("/", O_RDONLY | O_DIRECTORY);
+    char a[64], b[64], c[64];
+    ck_assert_int_ge(secret, 3);
+    ck_assert_int_ge(dir, 3);
+    snprintf(a, sizeof(a), "/proc/self/fd/%d", secret);
+    snprintf(b, sizeof(b), "/proc/self/fd/%d", dir);
+    snprintf(c, sizeof(c), "/proc/self/fd/%d/etc/shadow", dir);
+    char *argv[] = {HOSTILE, "read", a, b, c, NULL};
+    sbx_spec s;
+    sbx_bind ro[2], rw[1];
+    static result r;
+    base_spec(&s, argv, ro, rw);
+    run(&r, &s);
+    assert_all_denied(&r);
+    close(secret);
+    close(dir);
+}
+END_TEST
+
+START_TEST(read_only_mounts_refuse_writes)
+{
+    char *argv[] = {HOSTILE, "write", "/home/aistudio/data/ds1/file.txt",
+                    "/home/aistudio/data/ds1/new.txt", "/usr/bin/evil", "/usr/lib/evil.so",
+                    "/etc/passwd", "/etc/ld.so.cache", "/etc/evil", "/evil", HOSTILE,
+                    "/proc/sys/kernel/hostname", "/proc/sysrq-trigger", "/dev/evil", NULL};
+    sbx_spec s;
+    sbx_bind ro[2], rw[1];
+    static result r;
+    char path[400], buf[64] = "";
+    base_spec(&s, argv, ro, rw);
+    run(&r, &s);
+    assert_all_denied(&r);
+    snprintf(path, sizeof(path), "%s/file.txt", data);
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_gt(read(fd, buf, sizeof(buf) - 1), 0);
+    close(fd);
+    ck_assert_str_eq(buf, "dataset row\n");
+}
+END_TEST
+
+START_TEST(symlink_hardlink_and_dotdot_tricks)
+{
+    char *argv[] = {HOSTILE, "tricks", WORK, NULL};
+    sbx_spec s;
+    sbx_bind ro[2], rw[1];
+    static result r;
+    base_spec(&s, argv, ro, rw);
+    run(&r, &s);
+    assert_all_denied(&r);
+}
+END_TEST
+
+START_TEST(bind_target_through_planted_symlink_fails_closed)
+{
+    /* A job planted work/evil -> /etc; a later launch binding a dataset at
+     * work/evil must not follow it (the launch fails, nothing runs). */
+    char link_path[400], *argv[] = {"/bin/true", NULL};
+    sbx_spec s;
+    sbx_bind ro[3], rw[1];
+    sbx_job *j = NULL;
+    snprintf(link_path, sizeof(link_path), "%s/evil", work);
+    unlink(link_path);
+    ck_assert_int_eq(symlink("/etc", link_path), 0);
+    base_spec(&s, argv, ro, rw);
+    ro[2] = (sbx_bind){data, WORK "/evil/ds"};
+    s.n_ro = 3;
+    int rc = sbx_launch(&j, &s);
+    unlink(link_path);
+    ck_assert_int_eq(rc, ED_EIO);
+    ck_assert_ptr_null(j);
+    ck_assert_msg(strstr(ed_error_last(), "mount target") != NULL, "%s", ed_error_last());
+    ck_assert_int_eq(access("/etc/ds", F_OK), -1);
+}
+END_TEST
+
+START_TEST(mknod_refused)
+{
+    char *argv[] = {HOSTILE, "mknod", "/tmp", NULL};
+    sbx_spec s;
+    sbx_bind ro[2], rw[1];
+    static result r;
+    base_spec(&s, argv, ro, rw);
+    run(&r, &s);
+    assert_all_denied(&r);
+}
+END_TEST
+
+START_TEST(setuid_binary_gains_nothing)
+{
+    /* A setuid-root copy of the hostile program in the work tree. */
+    char *argv[] = {WORK "/suid", "euid", NULL};
+    sbx_spec s;
+    sbx_bind ro[2], rw[1];
+    static result r;
+    char path[400];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/suid", work);
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert(st.st_mode & S_ISUID);
+    ck_assert_int_eq(st.st_uid, 0);
+    base_spec(&s, argv, ro, rw);
+    run(&r, &s);
+    ck_assert_msg(r.u.exited && r.u.exit_code == 0, "setuid gave euid 0: %s", r.out);
+    ck_assert_ptr_nonnull(strstr(r.out, "euid 1000"));
+}
+END_TEST
+
+START_TEST(signals_and_ptrace_to_host_processes_refused)
+{
+    char pid[32], *argv[] = {HOSTILE, "signal", pid, NULL};
+    sbx_spec s;
+    sbx_bind ro[2], rw[1];
+    static result r;
+    snprintf(pid, sizeof(pid), "%d", (int)getpid());
+    base_spec(&s, argv, ro, rw);
+    run(&r, &s);
+    assert_all_denied(&r);
+}
+END_TEST
+
+START_TEST(abstract_unix_socket_to_host_refused)
+{
+    char name[64], *argv[] = {HOSTILE, "abstract", name, NULL};
+    struct sockaddr_un sa;
+    socklen_t len;
+    sbx_spec s;
+    sbx_bind ro[2], rw[1];
+    static result r;
+    int ls = socket(AF_UNIX, SOCK_STREAM, 0), cs = socket(AF_UNIX, SOCK_STREAM, 0);
+
+    snprintf(name, sizeof(name), "eddy-sbx-it-%d", (int)getpid());
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    memcpy(sa.sun_path + 1, name, strlen(name));
+    len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name));
+    ck_assert_int_eq(bind(ls, (struct sockaddr *)&sa, len), 0);
+    ck_assert_int_eq(listen(ls, 8), 0);
+    ck_assert_int_eq(connect(cs, (struct sockaddr *)&sa, len), 0);   /* reachable from the host */
+    base_spec(&s, argv, ro, rw);
+    run(&r, &s);
+    assert_all_denied(&r);
+    s.net = SBX_NET_LOOPBACK;
+    run(&r, &s);
+    assert_all_denied(&r);
+    close(cs);
+    close(ls);
+}
+END_TEST
+
+START_TEST(host_loopback_port_and_other_addresses_unreachable)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+    char port[16], *argv[] = {HOSTILE, "connect", port, NULL};
+    sbx_spec s;
+    sbx_bind ro[2], rw[1];
+    static result r;
+    int ls = socket(AF_INET, SOCK_STREAM, 0), cs = socket(AF_INET, SOCK_STREAM, 0);
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(listen(ls, 8), 0);
+    ck_assert_int_eq(getsockname(ls, (struct sockaddr *)&sa, &sl), 0);
+    ck_assert_int_eq(connect(cs, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    snprintf(port, sizeof(port), "%d", ntohs(sa.sin_port));
+    base_spec(&s, argv, ro, rw);
+    run(&r, &s);                    /* network none */
+    assert_all_denied(&r);
+    s.net = SBX_NET_LOOPBACK;       /* the sandbox's own loopback */
+    run(&r, &s);
+    assert_all_denied(&r);
+    close(cs);
+    close(ls);
+}
+END_TEST
+
+START_TEST(fork_bomb_stopped_by_pids_limit)
+{
+    char *argv[] = {HOSTILE, "forkbomb", NULL};
+    sbx_spec s;
+    sbx_bind ro[2], rw[1];
+    static result r;
+    base_spec(&s, argv, ro, rw);
+    s.pids = 64;
+    run(&r, &s);
+    assert_all_denied(&r);
+    ck_assert_int_eq(r.u.pids_limit_hit, 1);
+    ck_assert_int_eq(procs_of_uid(uid_a), 0);
+}
+END_TEST
+
+START_TEST(memory_hog_reported_out_of_memory)
+{
+    char *argv[] = {HOSTILE, "memhog", NULL};
+    sbx_spec s;
+    sbx_bind ro[2], rw[1];
+    static result r;
+    base_spec(&s, argv, ro, rw);
+    s.mem_bytes = 64LL << 20;
+    run(&r, &s);
+    ck_assert_msg(strstr(r.out, "ESCAPED") == NULL, "%s", r.out);
+    ck_assert_int_eq(r.u.limit, SBX_LIMIT_MEMORY);
+    ck_assert_int_eq(r.u.exited, 0);
+    ck_assert_int_eq(r.u.term_signal, SIGKILL);
+    ck_assert_int_le(r.u.peak_mem_bytes, 64LL << 20);
+}
+END_TEST
+
+START_TEST(disk_filler_stopped_by_tmpfs_size_and_fsize)
+{
+    char *argv[] = {HOSTILE, "diskfill", "/tmp/fill", NULL};
+    sbx_spec s;
+    sbx_bind ro[2], rw[1];
+    static result r;
+    struct stat st;
+    char path[400];
+    base_spec(&s, argv, ro, rw);
+    s.tmp_bytes = 16LL << 20;
+    run(&r, &s);
+    assert_all_denied(&r);
+    argv[2] = WORK "/fill";
+    s.fsize_bytes = 8LL << 20;
+    run(&r, &s);
+    assert_all_denied(&r);
+    ck_assert_ptr_nonnull(strstr(r.out, "wrote 8388608 bytes"));
+    snprintf(path, sizeof(path), "%s/fill", work);
+    ck_assert(stat(path, &st) < 0 || st.st_size <= (8LL << 20));
+}
+END_TEST
+
+START_TEST(cpu_spinner_stopped_by_cpu_time)
+{
+    char *argv[] = {HOSTILE, "spin", NULL};
+    sbx_spec s;
+    sbx_bind ro[2], rw[1];
+    static result r;
+    base_spec(&s, argv, ro, rw);
+    s.cpu_s = 1;
+    s.cpu_millis = 500;     /* half a CPU: the quota throttles it meanwhile */
+    run(&r, &s);
+    ck_assert_int_eq(r.u.limit, SBX_LIMIT_CPU);
+    ck_assert_int_eq(r.u.exited, 0);
+    ck_assert_int_ge(r.u.cpu_ms, 500);   /* RLIMIT_CPU counts in ticks; the cgroup in ns */
+}
+END_TEST
+
+START_TEST(descriptor_exhaustion_refused)
+{
+    char *argv[] = {HOSTILE, "fds", NULL};
+    sbx_spec s;
+    sbx_bind ro[2], rw[1];
+    static result r;
+    base_spec(&s, argv, ro, rw);
+    s.nofile = 64;
+    run(&r, &s);
+    assert_all_denied(&r);
+}
+END_TEST
+
+START_TEST(sigterm_ignoring_double_forked_tree_killed_at_wall_time)
+{
+    char *argv[] = {HOSTILE, "tree", NULL};
+    sbx_spec s;
+    sbx_bind ro[2], rw[1];
+    static result r;
+    base_spec(&s, argv, ro, rw);
+    s.wall_ms = 3000;
+    run(&r, &s);
+    ck_assert_ptr_nonnull(strstr(r.out, "tree started"));
+    ck_assert_int_eq(r.u.limit, SBX_LIMIT_WALL);
+    ck_assert_int_eq(procs_of_uid(uid_a), 0);   /* no orphan left */
+}
+END_TEST
+
+START_TEST(two_jobs_cannot_see_or_signal_each_other)
+{
+    char *argv_a[] = {HOSTILE, "sleep", "30", NULL};
+    char pid[32], *argv_b[] = {HOSTILE, "peer", pid, NULL};
+    sbx_spec sa, sb;
+    sbx_bind ro[2], rw[1], rob[2], rwb[1];
+    sbx_job *a = NULL;
+    sbx_usage ua;
+    static result r;
+
+    base_spec(&sa, argv_a, ro, rw);
+    sa.stdio[0] = sa.stdio[1] = sa.stdio[2] = -1;
+    ck_assert_msg(sbx_launch(&a, &sa) == 0, "%s", ed_error_last());
+    base_spec(&sb, argv_b, rob, rwb);
+    sb.host_uid = sb.host_gid = uid_b;
+    rwb[0] = (sbx_bind){other, WORK};
+    snprintf(pid, sizeof(pid), "%d", (int)sbx_job_pid(a));
+    run(&r, &sb);
+    assert_all_denied(&r);
+    ck_assert_int_eq(sbx_job_wait(a, 0, &ua), ED_EBUSY);   /* A survived B */
+    ck_assert_int_eq(sbx_job_kill(a), 0);
+    ck_assert_int_eq(sbx_job_wait(a, -1, &ua), 0);
+    ck_assert_int_eq(ua.limit, SBX_LIMIT_KILLED);
+    sbx_job_free(a);
+    ck_assert_int_eq(procs_of_uid(uid_a), 0);
+}
+END_TEST
+
+/* From the host: every thread of the program shows the confinement. */
+START_TEST(every_thread_shows_seccomp_nnp_and_no_capabilities)
+{
+    char *argv[] = {HOSTILE, "attest", "4", NULL};
+    sbx_spec s;
+    sbx_bind ro[2], rw[1];
+    sbx_job *j = NULL;
+    sbx_usage u;
+    char out[4096], path[128], line[256];
+    int fd = out_fd(), threads = 0;
+
+    base_spec(&s, argv, ro, rw);
+    s.stdio[0] = -1;
+    s.stdio[1] = s.stdio[2] = fd;
+    ck_assert_msg(sbx_launch(&j, &s) == 0, "%s", ed_error_last());
+    for (int i = 0; i < 1500; i++) {     /* up to 30 s on a loaded machine */
+        read_out(fd, out, sizeof(out));
+        if (strstr(out, "ready") || sbx_job_wait(j, 0, &u) == 0)
+            break;
+        usleep(20 * 1000);
+    }
+    ck_assert_msg(strstr(out, "ready") && !strstr(out, "ESCAPED"), "%s", out);
+    /* The init and the program (its child) and all their threads. */
+    pid_t pids[2] = {sbx_job_pid(j), 0};
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pids[0], (int)pids[0]);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fscanf(f, "%d", &pids[1]), 1);
+    fclose(f);
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)pids[k]);
+        DIR *d = opendir(path);
+        struct dirent *e;
+        ck_assert_ptr_nonnull(d);
+        while ((e = readdir(d)) != NULL) {
+            char sp[512];
+            int seccomp = 0, nnp = 0, zero = 0;
+            if (e->d_name[0] == '.')
+                continue;
+            snprintf(sp, sizeof(sp), "%s/%s/status", path, e->d_name);
+            FILE *sf = fopen(sp, "r");
+            ck_assert_ptr_nonnull(sf);
+            while (fgets(line, sizeof(line), sf)) {
+                seccomp |= strcmp(line, "Seccomp:\t2\n") == 0;
+                nnp |= strcmp(line, "NoNewPrivs:\t1\n") == 0;
+                zero += strncmp(line, "Cap", 3) == 0 && strstr(line, "\t0000000000000000\n") != NULL;
+            }
+            fclose(sf);
+            ck_assert_msg(seccomp && nnp && zero == 5, "%s: seccomp %d nnp %d zero caps %d", sp,
+                          seccomp, nnp, zero);
+            threads++;
+        }
+        closedir(d);
+    }
+    ck_assert_int_eq(threads, 1 + 5);   /* the init + the program's main and 4 threads */
+    sbx_job_free(j);
+    close(fd);
+}
+END_TEST
+
+/* ---------------- compatibility ---------------- */
+
+static void run_python(const char *code, result *r)
+{
+    char *argv[] = {"/usr/bin/python3", "-c", (char *)code, NULL};
+    sbx_spec s;
+    sbx_bind ro[2], rw[1];
+    base_spec(&s, argv, ro, rw);
+    s.mem_bytes = 1LL << 30;
+    s.pids = 256;
+    s.cpu_millis = 2000;
+    s.net = SBX_NET_LOOPBACK;
+    run(r, &s);
+    ck_assert_msg(r->u.exited && r->u.exit_code == 0 && r->u.limit == SBX_LIMIT_NONE,
+                  "python exited %d sig %d limit %s:\n%s", r->u.exit_code, r->u.term_signal,
+                  sbx_limit_name(r->u.limit), r->out);
+    ck_assert_msg(strstr(r->out, "Operation not permitted") == NULL, "a denial:\n%s", r->out);
+}
+
+START_TEST(python_numpy)
+{
+    static result r;
+    run_python("import numpy as np\n"
+               "a = np.random.default_rng(0).random((300, 300))\n"
+               "b = a @ a.T\n"
+               "print('ok', np.allclose(b, b.T), np.linalg.inv(b + 300*np.eye(300)).shape)\n", &r);
+    ck_assert_ptr_nonnull(strstr(r.out, "ok True (300, 300)"));
+}
+END_TEST
+
+START_TEST(python_threads)
+{
+    static result r;
+    run_python("import threading\n"
+               "out = []\n"
+               "lock = threading.Lock()\n"
+               "def work(i):\n"
+               "    s = sum(range(i * 10000))\n"
+               "    with lock: out.append(s)\n"
+               "ts = [threading.Thread(target=work, args=(i,)) for i in range(16)]\n"
+               "[t.start() for t in ts]; [t.join() for t in ts]\n"
+               "print('threads', len(out))\n", &r);
+    ck_assert_ptr_nonnull(strstr(r.out, "threads 16"));
+}
+END_TEST
+
+START_TEST(python_multiprocessing)
+{
+    static result r;
+    run_python("import multiprocessing as mp\n"
+               "def sq(x): return x * x\n"
+               "if __name__ == '__main__':\n"
+               "    with mp.Pool(2) as p: print('pool', sum(p.map(sq, range(100))))\n"
+               "    q = mp.Queue(); pr = mp.Process(target=q.put, args=(42,)); pr.start()\n"
+               "    print('queue', q.get()); pr.join()\n"
+               "    ctx = mp.get_context('spawn')\n"
+               "    with ctx.Pool(1) as p: print('spawn', p.apply(abs, (-5,)))\n", &r);
+    ck_assert_ptr_nonnull(strstr(r.out, "pool 328350"));
+    ck_assert_ptr_nonnull(strstr(r.out, "queue 42"));
+    ck_assert_ptr_nonnull(strstr(r.out, "spawn 5"));
+}
+END_TEST
+
+START_TEST(python_subprocess)
+{
+    static result r;
+    run_python("import subprocess, sys\n"
+               "o = subprocess.run(['/bin/sh', '-c', 'echo hi; ls / | wc -l'], capture_output=True, text=True)\n"
+               "print('sh', o.returncode, o.stdout.split()[0])\n"
+               "o = subprocess.run([sys.executable, '-c', 'print(6*7)'], capture_output=True, text=True)\n"
+               "print('py', o.stdout.strip())\n", &r);
+    ck_assert_ptr_nonnull(strstr(r.out, "sh 0 hi"));
+    ck_assert_ptr_nonnull(strstr(r.out, "py 42"));
+}
+END_TEST
+
+START_TEST(python_matplotlib_png_in_work_dir)
+{
+    static result r;
+    char path[400];
+    unsigned char magic[8] = {0};
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/plot.png", work);
+    unlink(path);
+    run_python("import matplotlib\n"
+               "matplotlib.use('Agg')\n"
+               "import matplotlib.pyplot as plt\n"
+               "fig, ax = plt.subplots(); ax.plot([1, 2, 3], [3, 1, 2]); ax.set_title('eddy')\n"
+               "fig.savefig('/home/aistudio/work/plot.png'); print('saved')\n", &r);
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(read(fd, magic, 8), 8);
+    close(fd);
+    ck_assert_int_eq(memcmp(magic, "\x89PNG\r\n\x1a\n", 8), 0);
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_uint_eq(st.st_uid, uid_a);
+}
+END_TEST
+
+START_TEST(python_files_in_work_dir)
+{
+    static result r;
+    char path[400], buf[64] = "";
+    snprintf(path, sizeof(path), "%s/sub/out.txt", work);
+    run_python("import os, json, tempfile\n"
+               "os.makedirs('sub', exist_ok=True)\n"
+               "open('sub/tmp.txt', 'w').write('eddy\\n')\n"
+               "os.replace('sub/tmp.txt', 'sub/out.txt')\n"
+               "print('data', open('/home/aistudio/data/ds1/file.txt').read().strip())\n"
+               "with tempfile.NamedTemporaryFile() as t: t.write(b'x'); t.flush()\n"
+               "print('cwd', os.getcwd(), sorted(os.listdir('sub')))\n", &r);
+    ck_assert_ptr_nonnull(strstr(r.out, "data dataset row"));
+    ck_assert_ptr_nonnull(strstr(r.out, "cwd /home/aistudio/work ['out.txt']"));
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_gt(read(fd, buf, sizeof(buf) - 1), 0);
+    close(fd);
+    ck_assert_str_eq(buf, "eddy\n");
+}
+END_TEST
+
+/* ---------------- CLI ---------------- */
+
+#ifdef EDDY_BIN
+static int run_cli(const char *cmd, char *out, size_t cap)
+{
+    FILE *p = popen(cmd, "r");
+    size_t n;
+    ck_assert_ptr_nonnull(p);
+    n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+START_TEST(cli_check_reports_full_confinement)
+{
+    static char out[8192];
+    ck_assert_int_eq(run_cli(EDDY_BIN " sandbox check", out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "confinement                      full"), "%s", out);
+    ck_assert_msg(strstr(out, "seccomp filter                   yes"), "%s", out);
+}
+END_TEST
+
+START_TEST(cli_run_passes_exit_status_and_reports_limits)
+{
+    static char out[8192], cmd[1024];
+    ck_assert_int_eq(run_cli(EDDY_BIN " sandbox run -- /bin/sh -c 'exit 7'", out, sizeof(out)), 7);
+    snprintf(cmd, sizeof(cmd), EDDY_BIN " sandbox run --mem 64 --ro %s:/opt/h -- /opt/h memhog 2>&1",
+             HOSTILE_BIN);
+    ck_assert_int_eq(run_cli(cmd, out, sizeof(out)), 124);
+    ck_assert_msg(strstr(out, "memory limit (out of memory)"), "%s", out);
+    ck_assert_int_eq(run_cli(EDDY_BIN " sandbox run --wall 1 -- /bin/sleep 10 2>&1", out, sizeof(out)), 124);
+    ck_assert_msg(strstr(out, "wall limit"), "%s", out);
+    ck_assert_int_eq(run_cli(EDDY_BIN " sandbox run --ro /nonexistent:/x -- /bin/true 2>&1", out,
+                             sizeof(out)), 125);
+    ck_assert_int_eq(run_cli(EDDY_BIN " sandbox run --net sideways -- /bin/true 2>&1", out, sizeof(out)), 2);
+}
+END_TEST
+#endif
+
+/* ---------------- setup ---------------- */
+
+static void mk(const char *path, mode_t mode, unsigned uid)
+{
+    if (mkdir(path, mode) < 0 && errno != EEXIST) {
+        perror(path);
+        exit(1);
+    }
+    if (chown(path, uid, uid) < 0 || chmod(path, mode) < 0) {
+        perror(path);
+        exit(1);
+    }
+}
+
+static void put(const char *path, const char *text, mode_t mode, unsigned uid)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+    if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text) || fchown(fd, uid, uid) < 0 ||
+        fchmod(fd, mode) < 0) {
+        perror(path);
+        exit(1);
+    }
+    close(fd);
+}
+
+static void copy_setuid(const char *src, const char *dst)
+{
+    int in = open(src, O_RDONLY), out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+    char buf[65536];
+    ssize_t n;
+    if (in < 0 || out < 0) {
+        perror(dst);
+        exit(1);
+    }
+    while ((n = read(in, buf, sizeof(buf))) > 0)
+        if (write(out, buf, (size_t)n) != n)
+            exit(1);
+    if (fchown(out, 0, 0) < 0 || fchmod(out, 04755) < 0)
+        exit(1);
+    close(in);
+    close(out);
+}
+
+static void rm_tree(const char *path)
+{
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", path);
+}
+
+static int run_suite(Suite *s, int *passed)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int total = srunner_ntests_run(sr), failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    *passed = total - failed;
+    return total;
+}
+
+int main(void)
+{
+    sbx_slot *sa = NULL, *sb = NULL;
+    char path[400];
+
+    if (geteuid() != 0) {
+        fprintf(stderr, "test_sandbox_escape: needs root (as CI runs it)\n");
+        return 1;
+    }
+    if (sbx_slot_claim(&sa, "/run/eddy-sandbox-test", 201000, 500) < 0 ||
+        sbx_slot_claim(&sb, "/run/eddy-sandbox-test", 201000, 500) < 0) {
+        fprintf(stderr, "slots: %s\n", ed_error_last());
+        return 1;
+    }
+    uid_a = sbx_slot_uid(sa);
+    uid_b = sbx_slot_uid(sb);
+    snprintf(top, sizeof(top), "/tmp/eddy-sbx-it-XXXXXX");
+    if (!mkdtemp(top))
+        return 1;
+    chmod(top, 0755);
+    snprintf(work, sizeof(work), "%s/work", top);
+    snprintf(data, sizeof(data), "%s/data", top);
+    snprintf(hostdata, sizeof(hostdata), "%s/eddy-data", top);
+    snprintf(other, sizeof(other), "%s/other-job", top);
+    mk(work, 0755, uid_a);
+    mk(data, 0755, 0);
+    mk(hostdata, 0700, 0);
+    mk(other, 0700, uid_b);
+    snprintf(path, sizeof(path), "%s/file.txt", data);
+    put(path, "dataset row\n", 0644, 0);
+    snprintf(path, sizeof(path), "%s/secret", hostdata);
+    put(path, "eddy.db secret\n", 0644, 0);
+    snprintf(path, sizeof(path), "%s/secret", other);
+    put(path, "the other job's secret\n", 0600, uid_b);
+    snprintf(path, sizeof(path), "%s/secret", top);
+    put(path, "top secret\n", 0644, 0);
+    snprintf(path, sizeof(path), "%s/suid", work);
+    copy_setuid(HOSTILE_BIN, path);
+
+    Suite *esc = suite_create("sandbox escape");
+    TCase *te = tcase_create("escape");
+    tcase_set_timeout(te, 120);
+    tcase_add_test(te, denied_syscalls_including_int80_and_x32);
+    tcase_add_test(te, host_files_outside_mounts_unreadable);
+    tcase_add_test(te, inherited_descriptors_are_closed);
+    tcase_add_test(te, read_only_mounts_refuse_writes);
+    tcase_add_test(te, symlink_hardlink_and_dotdot_tricks);
+    tcase_add_test(te, bind_target_through_planted_symlink_fails_closed);
+    tcase_add_test(te, mknod_refused);
+    tcase_add_test(te, setuid_binary_gains_nothing);
+    tcase_add_test(te, signals_and_ptrace_to_host_processes_refused);
+    tcase_add_test(te, abstract_unix_socket_to_host_refused);
+    tcase_add_test(te, host_loopback_port_and_other_addresses_unreachable);
+    tcase_add_test(te, fork_bomb_stopped_by_pids_limit);
+    tcase_add_test(te, memory_hog_reported_out_of_memory);
+    tcase_add_test(te, disk_filler_stopped_by_tmpfs_size_and_fsize);
+    tcase_add_test(te, cpu_spinner_stopped_by_cpu_time);
+    tcase_add_test(te, descriptor_exhaustion_refused);
+    tcase_add_test(te, sigterm_ignoring_double_forked_tree_killed_at_wall_time);
+    tcase_add_test(te, two_jobs_cannot_see_or_signal_each_other);
+    tcase_add_test(te, every_thread_shows_seccomp_nnp_and_no_capabilities);
+    suite_add_tcase(esc, te);
+
+    Suite *compat = suite_create("sandbox compatibility");
+    TCase *tc = tcase_create("python3");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, python_numpy);
+    tcase_add_test(tc, python_threads);
+    tcase_add_test(tc, python_multiprocessing);
+    tcase_add_test(tc, python_subprocess);
+    tcase_add_test(tc, python_matplotlib_png_in_work_dir);
+    tcase_add_test(tc, python_files_in_work_dir);
+    suite_add_tcase(compat, tc);
+
+    int blocked, compatible, cli_ok = 0, cli_n = 0;
+    int n_esc = run_suite(esc, &blocked);
+    int n_compat = run_suite(compat, &compatible);
+#ifdef EDDY_BIN
+    Suite *cli = suite_create("sandbox cli");
+    TCase *tl = tcase_create("cli");
+    tcase_set_timeout(tl, 120);
+    tcase_add_test(tl, cli_check_reports_full_confinement);
+    tcase_add_test(tl, cli_run_passes_exit_status_and_reports_limits);
+    suite_add_tcase(cli, tl);
+    cli_n = run_suite(cli, &cli_ok);
+#endif
+    printf("sandbox escape suite: blocked %d of %d, compatible %d of %d\n", blocked, n_esc,
+           compatible, n_compat);
+    rm_tree(top);
+    sbx_slot_free(sa);
+    sbx_slot_free(sb);
+    return blocked == n_esc && compatible == n_compat && cli_ok == cli_n ? 0 : 1;
+}
