@@ -1,0 +1,89 @@
+/*
+ * kr.h - eddy-kernel, the process that runs notebooks and scripts, and the
+ * framing of the socket it speaks Jupyter messages over.
+ *
+ * The program (kr_main) has three modes:
+ *
+ *     eddy-kernel run FILE.py [ARGS...]        a script, like python would
+ *     eddy-kernel run NB.ipynb --out OUT.ipynb [--allow-errors] [--timeout S]
+ *     eddy-kernel serve --fd N | --connect ADDR [--token T]
+ *
+ * Serve mode speaks Jupyter messaging 5.3 over one stream socket. Each frame
+ * is a 4-byte big-endian length followed by that many bytes of UTF-8 JSON:
+ * one message, with a "channel" field ("shell", "iopub", "stdin",
+ * "control") since all channels share the socket. README.md describes the
+ * messages. The gateway and the tests use the functions below to speak it.
+ *
+ *     json_t *m;
+ *     kr_msg_new(&m, "shell", "kernel_info_request", session, NULL, json_object());
+ *     kr_msg_send(fd, m);
+ *     json_decref(m);
+ *     kr_msg_recv(&m, fd, KR_FRAME_MAX);   // status busy, reply, status idle...
+ */
+#ifndef KR_H
+#define KR_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KR_PROTOCOL_VERSION "5.3"
+#define KR_FRAME_MAX        (64u * 1024u * 1024u)  /* bytes of JSON in one frame */
+#define KR_FRAME_HDR        4                      /* bytes of length prefix */
+
+/* ---- frames ----------------------------------------------------------------- */
+
+/* Write the 4-byte big-endian prefix of a `len`-byte frame into `hdr`. */
+void kr_frame_header(unsigned char hdr[KR_FRAME_HDR], uint32_t len);
+
+/* The length a 4-byte prefix announces. */
+uint32_t kr_frame_length(const unsigned char hdr[KR_FRAME_HDR]);
+
+/* Write one frame (prefix + `len` bytes) to `fd`, all of it, retrying on
+ * EINTR and short writes. ED_ETOOBIG when len > KR_FRAME_MAX, ED_EIO when the
+ * write fails (the peer closed: EPIPE; callers should ignore SIGPIPE). */
+int kr_frame_write(int fd, const void *buf, size_t len);
+
+/* Read one frame from `fd`, blocking. *out gets a malloc'd NUL-terminated
+ * copy of the payload (caller frees), *out_len its length. ED_ENOTFOUND when
+ * the peer closed the connection cleanly between frames; ED_EIO on a read
+ * error or a connection closed inside a frame; ED_ETOOBIG when the prefix
+ * announces more than `max` bytes (the stream is then unusable). */
+int kr_frame_read(char **out, size_t *out_len, int fd, size_t max);
+
+/* ---- messages ------------------------------------------------------------------ */
+
+/* A new Jupyter message: {channel, header{msg_id, msg_type, session,
+ * username, date, version}, parent_header, metadata, content, msg_id,
+ * msg_type, buffers}. `parent_header` may be NULL ({}); it is copied.
+ * `content` is taken (even on failure); NULL means {}. Caller json_decref()s
+ * *out. ED_EINVAL for a NULL channel or type, ED_ENOMEM. */
+int kr_msg_new(json_t **out, const char *channel, const char *msg_type, const char *session,
+               const json_t *parent_header, json_t *content);
+
+/* Serialise `msg` and write it as one frame. ED_ENOMEM, ED_ETOOBIG, ED_EIO. */
+int kr_msg_send(int fd, const json_t *msg);
+
+/* Read one frame and parse it as a message: a JSON object whose header is an
+ * object with a string msg_type. *out is a new reference. Errors as
+ * kr_frame_read, plus ED_EINVAL for a frame that is not such a message (the
+ * stream stays usable). */
+int kr_msg_recv(json_t **out, int fd, size_t max);
+
+/* Borrowed fields of a message ("" when absent): its msg_type (header's),
+ * its channel ("shell" when absent), its header's msg_id. */
+const char *kr_msg_type(const json_t *msg);
+const char *kr_msg_channel(const json_t *msg);
+const char *kr_msg_id(const json_t *msg);
+
+/* A random 32-hex-digit id (a UUID4's digits) into `out`. */
+void kr_msg_new_id(char out[33]);
+
+/* ---- the program ------------------------------------------------------------------ */
+
+/* Run eddy-kernel with its command line; returns the process exit status:
+ * the script's for `run FILE.py`, 0/1 for a notebook (1: a cell failed),
+ * 0 for serve after a shutdown or a closed connection, 2 for usage errors. */
+int kr_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,244 @@
+/*
+ * kr_py.c - the embedded CPython: configuration, sys.path, the builtin
+ * `_eddy_kernel` module and the embedded support module.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ed_error.h"
+#include "kr_int.h"
+
+#ifndef KR_DEFAULT_PYTHONPATH
+#define KR_DEFAULT_PYTHONPATH ""
+#endif
+#ifndef KR_PYTHON_EXE
+#define KR_PYTHON_EXE "/usr/bin/python3"
+#endif
+
+static kr__io g_io;
+
+void kr__py_set_io(const kr__io *io)
+{
+    if (io)
+        g_io = *io;
+    else
+        memset(&g_io, 0, sizeof(g_io));
+}
+
+/* _eddy_kernel.send(channel, msg_type, content_json) */
+static PyObject *m_send(PyObject *self, PyObject *args)
+{
+    const char *channel, *type, *js;
+    Py_ssize_t n;
+    int rc;
+
+    if (!PyArg_ParseTuple(args, "sss#", &channel, &type, &js, &n))
+        return NULL;
+    if (g_io.send == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "eddy-kernel: no frontend connection in this mode");
+        return NULL;
+    }
+    rc = g_io.send(g_io.payload, channel, type, js, (size_t)n);
+    if (rc == ED_EINVAL || rc == ED_ETOOBIG || rc == ED_ENOMEM) {
+        PyErr_Format(rc == ED_ENOMEM ? PyExc_MemoryError : PyExc_ValueError, "eddy-kernel: %s",
+                     ed_error_last());
+        return NULL;
+    }
+    Py_RETURN_NONE;   /* ED_EIO: the connection is gone; the serve loop ends */
+}
+
+/* _eddy_kernel.input_request(prompt, password=False) -> str */
+static PyObject *m_input_request(PyObject *self, PyObject *args)
+{
+    const char *prompt;
+    int password = 0;
+
+    if (!PyArg_ParseTuple(args, "s|p", &prompt, &password))
+        return NULL;
+    if (g_io.input == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "eddy-kernel: no frontend to ask for input");
+        return NULL;
+    }
+    return g_io.input(g_io.payload, prompt, password);
+}
+
+static PyMethodDef m_methods[] = {
+    {"send", m_send, METH_VARARGS, "send(channel, msg_type, content_json): frame a message."},
+    {"input_request", m_input_request, METH_VARARGS,
+     "input_request(prompt, password=False) -> str: ask the frontend for a line."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef m_def = {
+    PyModuleDef_HEAD_INIT, "_eddy_kernel", "eddy-kernel's C side.", -1, m_methods,
+    NULL, NULL, NULL, NULL,
+};
+
+static PyObject *PyInit__eddy_kernel(void)
+{
+    PyObject *m = PyModule_Create(&m_def);
+    if (m && PyModule_AddStringConstant(m, "version", EDDY_VERSION) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
+
+int kr__py_error(int code, const char *what)
+{
+    PyObject *type, *value, *tb, *s = NULL;
+    const char *name = "?", *msg = "";
+
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (type)
+        name = ((PyTypeObject *)type)->tp_name;
+    if (value && (s = PyObject_Str(value)) != NULL)
+        msg = PyUnicode_AsUTF8(s);
+    if (msg == NULL) {
+        PyErr_Clear();
+        msg = "";
+    }
+    ed_error_set(code, "%s: %s: %s", what, name, msg);
+    Py_XDECREF(s);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return code;
+}
+
+json_t *kr__py_error_json(void)
+{
+    PyObject *type, *value, *tb, *s = NULL;
+    const char *name = "Exception", *msg = NULL;
+    json_t *j;
+
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (type)
+        name = ((PyTypeObject *)type)->tp_name;
+    if (value && (s = PyObject_Str(value)) != NULL)
+        msg = PyUnicode_AsUTF8(s);
+    PyErr_Clear();
+    j = json_pack("{s:s, s:s, s:[s]}", "ename", name, "evalue", msg ? msg : "", "traceback",
+                  msg ? msg : name);
+    Py_XDECREF(s);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return j;
+}
+
+static int status_fail(PyStatus st, PyConfig *c, const char *what)
+{
+    PyConfig_Clear(c);
+    return ed_error_set(ED_EINTERNAL, "starting Python: %s: %s", what,
+                        st.err_msg ? st.err_msg : "failed");
+}
+
+/* Insert the ':'-separated entries of `list` at sys.path[at...]. */
+static int path_insert(const char *list, Py_ssize_t at)
+{
+    PyObject *path = PySys_GetObject("path");   /* borrowed */
+    const char *p = list;
+
+    if (path == NULL || !PyList_Check(path))
+        return ed_error_set(ED_EINTERNAL, "sys.path is not a list");
+    while (*p) {
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n > 0) {
+            PyObject *s = PyUnicode_DecodeFSDefaultAndSize(p, (Py_ssize_t)n);
+            if (s == NULL || PyList_Insert(path, at++, s) < 0) {
+                Py_XDECREF(s);
+                return kr__py_error(ED_EINTERNAL, "sys.path");
+            }
+            Py_DECREF(s);
+        }
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+int kr__py_init(enum kr__mode mode, int argc, char **argv, const char *run_file,
+                const char *run_module)
+{
+    PyConfig c;
+    PyStatus st;
+    const char *extra = getenv("EDDY_PYTHONPATH");
+    int err;
+
+    if (PyImport_AppendInittab("_eddy_kernel", PyInit__eddy_kernel) < 0)
+        return ed_error_set(ED_EINTERNAL, "registering _eddy_kernel");
+    PyConfig_InitPythonConfig(&c);
+    /* Isolated-ish: no PYTHON* variables, no ~/.local site-packages; the
+     * system site (Debian's dist-packages: numpy, matplotlib) stays. */
+    c.use_environment = 0;
+    c.user_site_directory = 0;
+    c.install_signal_handlers = 1;   /* SIGINT raises KeyboardInterrupt */
+    c.parse_argv = 0;
+    c.safe_path = mode == KR__SCRIPT ? 0 : 1;
+    st = PyConfig_SetBytesArgv(&c, argc, argv);
+    if (PyStatus_Exception(st))
+        return status_fail(st, &c, "argv");
+    if (run_file) {
+        st = PyConfig_SetBytesString(&c, &c.run_filename, run_file);
+        if (PyStatus_Exception(st))
+            return status_fail(st, &c, "run_filename");
+    }
+    if (run_module) {
+        st = PyConfig_SetBytesString(&c, &c.run_module, run_module);
+        if (PyStatus_Exception(st))
+            return status_fail(st, &c, "run_module");
+    }
+    st = Py_InitializeFromConfig(&c);
+    PyConfig_Clear(&c);
+    if (PyStatus_Exception(st))
+        return ed_error_set(ED_EINTERNAL, "starting Python: %s",
+                            st.err_msg ? st.err_msg : "failed");
+
+    /* Where `import paddle` comes from: the build's framework/python folders,
+     * or EDDY_PYTHONPATH when set. Script mode's sys.path[0] (the script's
+     * folder) is put in front later by Py_RunMain. */
+    if ((err = path_insert(extra ? extra : KR_DEFAULT_PYTHONPATH, 0)) < 0)
+        return err;
+    if (mode != KR__SCRIPT && (err = path_insert(".", 0)) < 0)
+        return err;
+    /* sys.executable would be eddy-kernel, which cannot stand in for python
+     * (subprocess, multiprocessing spawn); point it at Debian's python. */
+    if (access(KR_PYTHON_EXE, X_OK) == 0) {
+        PyObject *exe = PyUnicode_DecodeFSDefault(KR_PYTHON_EXE);
+        if (exe == NULL || PySys_SetObject("executable", exe) < 0) {
+            Py_XDECREF(exe);
+            return kr__py_error(ED_EINTERNAL, "sys.executable");
+        }
+        Py_DECREF(exe);
+    }
+    return 0;
+}
+
+int kr__py_start_kernel(PyObject **out, const char *mode, double timeout)
+{
+    PyObject *code = NULL, *mod = NULL, *k = NULL;
+
+    *out = NULL;
+    code = Py_CompileString(kr__support_py, "<eddy_kernel_support>", Py_file_input);
+    if (code == NULL)
+        return kr__py_error(ED_EINTERNAL, "compiling eddy_kernel_support");
+    mod = PyImport_ExecCodeModuleEx("eddy_kernel_support", code, "<eddy_kernel_support>");
+    Py_DECREF(code);
+    if (mod == NULL)
+        return kr__py_error(ED_EINTERNAL, "loading eddy_kernel_support");
+    k = PyObject_CallMethod(mod, "start", "sd", mode, timeout);
+    Py_DECREF(mod);
+    if (k == NULL)
+        return kr__py_error(ED_EINTERNAL, "starting the kernel");
+    *out = k;
+    return 0;
+}

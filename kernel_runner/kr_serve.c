@@ -1,0 +1,535 @@
+/*
+ * kr_serve.c - `eddy-kernel serve`: a Jupyter kernel over one framed socket.
+ *
+ * Threads: the main thread runs Python (it holds the GIL except while it
+ * waits for the next request or an input reply). A reader thread, which
+ * never touches Python objects, reads frames: interrupt_request (control)
+ * and input_reply (stdin) are acted on at once; everything else is queued
+ * for the main thread in arrival order. Writes from either thread go under
+ * `wlock`, so frames never interleave. The reader runs with every signal
+ * blocked so SIGINT always lands on the main thread, where Python turns it
+ * into KeyboardInterrupt; the reader interrupts by pthread_kill(SIGINT) of
+ * the main thread.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ed_error.h"
+#include "kr_int.h"
+
+typedef struct qitem {
+    json_t *msg;
+    struct qitem *next;
+} qitem;
+
+typedef struct kr_serve {
+    int fd;
+    pid_t pid;                    /* the kernel's; forked children do not send */
+    pthread_t main_thread;        /* where Python runs and SIGINT must land */
+    char session[33];
+    pthread_mutex_t wlock;        /* one frame at a time on fd */
+    pthread_mutex_t lock;         /* everything below */
+    pthread_cond_t cond;
+    qitem *head, *tail;           /* requests for the main thread */
+    int closed;                   /* the reader saw EOF or an error */
+    int busy;                     /* the main thread is running a request */
+    int input_waiting;            /* an input_request is out */
+    char *input_value;            /* its answer, once it came */
+    /* main thread only (or with the GIL held): */
+    json_t *parent;               /* header of the request being handled */
+    PyObject *kernel;
+    int shutdown;
+} kr_serve;
+
+static int send_msg(kr_serve *k, const char *channel, const char *type, const json_t *parent,
+                    json_t *content)
+{
+    json_t *m;
+    int err;
+
+    if ((err = kr_msg_new(&m, channel, type, k->session, parent, content)) < 0)
+        return err;
+    pthread_mutex_lock(&k->wlock);
+    err = kr_msg_send(k->fd, m);
+    pthread_mutex_unlock(&k->wlock);
+    json_decref(m);
+    return err;
+}
+
+static void send_status(kr_serve *k, const char *state)
+{
+    send_msg(k, "iopub", "status", k->parent, json_pack("{s:s}", "execution_state", state));
+}
+
+/* ---- the hooks Python calls ------------------------------------------------------ */
+
+static int io_send(void *payload, const char *channel, const char *msg_type, const char *js,
+                   size_t len)
+{
+    kr_serve *k = payload;
+    json_error_t je;
+    json_t *content = json_loadb(js, len, 0, &je);
+
+    if (content == NULL)
+        return ed_error_set(ED_EINVAL, "%s content is not JSON: %s", msg_type, je.text);
+    if (getpid() != k->pid) {   /* a forked child: the socket is the parent's */
+        json_decref(content);
+        return ed_error_set(ED_EIO, "not the kernel process");
+    }
+    return send_msg(k, channel, msg_type, k->parent, content);
+}
+
+static PyObject *io_input(void *payload, const char *prompt, int password)
+{
+    kr_serve *k = payload;
+    char *value = NULL;
+    int closed = 0;
+
+    pthread_mutex_lock(&k->lock);
+    free(k->input_value);
+    k->input_value = NULL;
+    k->input_waiting = 1;
+    pthread_mutex_unlock(&k->lock);
+    send_msg(k, "stdin", "input_request", k->parent,
+             json_pack("{s:s, s:b}", "prompt", prompt, "password", password));
+    for (;;) {
+        Py_BEGIN_ALLOW_THREADS
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&k->lock);
+        if (k->input_value == NULL && !k->closed)
+            pthread_cond_timedwait(&k->cond, &k->lock, &ts);
+        value = k->input_value;
+        k->input_value = NULL;
+        closed = k->closed;
+        if (value || closed)
+            k->input_waiting = 0;
+        pthread_mutex_unlock(&k->lock);
+        Py_END_ALLOW_THREADS
+        if (value || closed)
+            break;
+        if (PyErr_CheckSignals() < 0) {   /* interrupted: KeyboardInterrupt */
+            pthread_mutex_lock(&k->lock);
+            k->input_waiting = 0;
+            pthread_mutex_unlock(&k->lock);
+            return NULL;
+        }
+    }
+    if (value == NULL) {
+        PyErr_SetString(PyExc_EOFError, "the frontend disconnected while waiting for input");
+        return NULL;
+    }
+    PyObject *s = PyUnicode_DecodeUTF8(value, (Py_ssize_t)strlen(value), "replace");
+    free(value);
+    return s;
+}
+
+/* ---- the reader thread ------------------------------------------------------------- */
+
+static void interrupt_main(kr_serve *k)
+{
+    /* Caller holds k->lock. Only while a request runs: an interrupt of an
+     * idle kernel must not hit the next cell. A real SIGINT to the main
+     * thread, not PyErr_SetInterruptEx: called from this thread, CPython
+     * 3.11 records the signal but does not wake the main thread's eval
+     * loop, so a busy `while True: pass` would never see it. The signal
+     * also breaks the main thread out of a blocking call (sleep, read). */
+    if (k->busy || k->input_waiting)
+        pthread_kill(k->main_thread, SIGINT);
+}
+
+static void *reader_main(void *arg)
+{
+    kr_serve *k = arg;
+
+    for (;;) {
+        json_t *m;
+        int err = kr_msg_recv(&m, k->fd, KR_FRAME_MAX);
+
+        if (err == ED_EINVAL) {
+            fprintf(stderr, "eddy-kernel: dropped a frame: %s\n", ed_error_last());
+            continue;
+        }
+        if (err < 0) {
+            if (err != ED_ENOTFOUND)
+                fprintf(stderr, "eddy-kernel: connection: %s\n", ed_error_last());
+            pthread_mutex_lock(&k->lock);
+            k->closed = 1;
+            interrupt_main(k);   /* nobody is listening: stop the cell */
+            pthread_cond_broadcast(&k->cond);
+            pthread_mutex_unlock(&k->lock);
+            return NULL;
+        }
+        const char *type = kr_msg_type(m), *channel = kr_msg_channel(m);
+        if (strcmp(type, "interrupt_request") == 0) {
+            pthread_mutex_lock(&k->lock);
+            interrupt_main(k);
+            pthread_mutex_unlock(&k->lock);
+            send_msg(k, channel, "interrupt_reply", json_object_get(m, "header"),
+                     json_pack("{s:s}", "status", "ok"));
+            json_decref(m);
+            continue;
+        }
+        if (strcmp(type, "input_reply") == 0) {
+            const char *v = json_string_value(json_object_get(json_object_get(m, "content"),
+                                                              "value"));
+            pthread_mutex_lock(&k->lock);
+            if (k->input_waiting) {
+                free(k->input_value);
+                k->input_value = strdup(v ? v : "");
+                pthread_cond_broadcast(&k->cond);
+            }
+            pthread_mutex_unlock(&k->lock);
+            json_decref(m);
+            continue;
+        }
+        qitem *q = calloc(1, sizeof(*q));
+        if (q == NULL) {
+            fprintf(stderr, "eddy-kernel: out of memory queueing %s\n", type);
+            json_decref(m);
+            continue;
+        }
+        q->msg = m;
+        pthread_mutex_lock(&k->lock);
+        if (strcmp(type, "shutdown_request") == 0)
+            interrupt_main(k);   /* a shutdown does not wait for the cell */
+        if (k->tail)
+            k->tail->next = q;
+        else
+            k->head = q;
+        k->tail = q;
+        pthread_cond_broadcast(&k->cond);
+        pthread_mutex_unlock(&k->lock);
+    }
+}
+
+/* Next request, or NULL once the connection closed and the queue is empty.
+ * Called without the GIL. */
+static json_t *queue_pop(kr_serve *k)
+{
+    json_t *m = NULL;
+
+    pthread_mutex_lock(&k->lock);
+    while (k->head == NULL && !k->closed)
+        pthread_cond_wait(&k->cond, &k->lock);
+    if (k->head) {
+        qitem *q = k->head;
+        k->head = q->next;
+        if (k->head == NULL)
+            k->tail = NULL;
+        m = q->msg;
+        free(q);
+    }
+    pthread_mutex_unlock(&k->lock);
+    return m;
+}
+
+/* ---- handling one request ------------------------------------------------------------ */
+
+static void set_busy(kr_serve *k, int busy)
+{
+    pthread_mutex_lock(&k->lock);
+    k->busy = busy;
+    pthread_mutex_unlock(&k->lock);
+    /* An interrupt that arrived as the request ended is dropped here rather
+     * than raised in whatever runs next. */
+    if (PyErr_CheckSignals() < 0)
+        PyErr_Clear();
+}
+
+/* "execute_request" -> "execute_reply" into `out` (64 bytes). */
+static int reply_type(char *out, size_t n, const char *type)
+{
+    size_t len = strlen(type);
+    if (len < 8 || strcmp(type + len - 8, "_request") != 0 || len - 8 + 7 >= n)
+        return 0;
+    snprintf(out, n, "%.*s_reply", (int)(len - 8), type);
+    return 1;
+}
+
+static void handle(kr_serve *k, json_t *msg)
+{
+    const char *type = kr_msg_type(msg), *channel = kr_msg_channel(msg);
+    json_t *content = json_object_get(msg, "content");
+    char rtype[64];
+    char *cjs;
+    PyObject *r;
+
+    json_decref(k->parent);
+    k->parent = json_incref(json_object_get(msg, "header"));
+    send_status(k, "busy");
+    if (strcmp(type, "shutdown_request") == 0) {
+        int restart = json_is_true(json_object_get(content, "restart"));
+        send_msg(k, channel, "shutdown_reply", k->parent,
+                 json_pack("{s:s, s:b}", "status", "ok", "restart", restart));
+        k->shutdown = 1;
+        send_status(k, "idle");
+        return;
+    }
+    cjs = json_dumps(json_is_object(content) ? content : json_object(), JSON_COMPACT);
+    if (cjs == NULL) {
+        fprintf(stderr, "eddy-kernel: out of memory handling %s\n", type);
+        send_status(k, "idle");
+        return;
+    }
+    set_busy(k, 1);
+    r = PyObject_CallMethod(k->kernel, "dispatch", "ss", type, cjs);
+    free(cjs);
+    if (r == NULL) {
+        /* The support code itself failed (or an interrupt hit between the
+         * cell and the reply): answer anyway so the client does not hang. */
+        json_t *e = kr__py_error_json();
+        if (reply_type(rtype, sizeof(rtype), type) && e) {
+            json_object_set_new(e, "status", json_string("error"));
+            send_msg(k, channel, rtype, k->parent, e);
+        } else {
+            json_decref(e);
+        }
+    } else {
+        PyObject *rt = NULL, *rj = NULL;
+        if (PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 2) {
+            rt = PyTuple_GET_ITEM(r, 0);
+            rj = PyTuple_GET_ITEM(r, 1);
+        }
+        if (rt && PyUnicode_Check(rt) && rj && PyUnicode_Check(rj)) {
+            Py_ssize_t n;
+            const char *s = PyUnicode_AsUTF8AndSize(rj, &n);
+            const char *t = PyUnicode_AsUTF8(rt);
+            json_error_t je;
+            json_t *c = s ? json_loadb(s, (size_t)n, 0, &je) : NULL;
+            if (c && t) {
+                send_msg(k, channel, t, k->parent, c);
+            } else {
+                json_decref(c);
+                fprintf(stderr, "eddy-kernel: bad reply to %s\n", type);
+            }
+            PyErr_Clear();
+        } else if (reply_type(rtype, sizeof(rtype), type)) {
+            send_msg(k, channel, rtype, k->parent,
+                     json_pack("{s:s, s:s, s:s, s:[]}", "status", "error", "ename",
+                               "UnsupportedRequest", "evalue", type, "traceback"));
+        } else {
+            fprintf(stderr, "eddy-kernel: ignoring a %s message\n", type);
+        }
+        Py_DECREF(r);
+    }
+    set_busy(k, 0);
+    send_status(k, "idle");
+}
+
+/* ---- connecting -------------------------------------------------------------------- */
+
+static int serve_usage(void)
+{
+    fprintf(stderr, "usage: eddy-kernel serve --fd N\n"
+                    "       eddy-kernel serve --connect unix:PATH|HOST:PORT [--token T]\n"
+                    "       (the token may instead come in EDDY_KERNEL_TOKEN)\n");
+    return 2;
+}
+
+static int dial(int *out, const char *addr)
+{
+    int fd = -1;
+
+    *out = -1;
+    if (strncmp(addr, "unix:", 5) == 0) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        if (strlen(addr + 5) == 0 || strlen(addr + 5) >= sizeof(sa.sun_path))
+            return ed_error_set(ED_EINVAL, "bad UNIX socket path in '%s'", addr);
+        strcpy(sa.sun_path, addr + 5);
+        if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+            return ed_error_set(ED_EIO, "socket: %s", strerror(errno));
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+            int e = errno;
+            close(fd);
+            return ed_error_set(ED_EIO, "connect %s: %s", addr, strerror(e));
+        }
+        *out = fd;
+        return 0;
+    }
+    char host[256];
+    const char *colon = strrchr(addr, ':');
+    const char *h = addr;
+    size_t hl;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL, *p;
+    int rc;
+
+    if (colon == NULL || colon[1] == '\0')
+        return ed_error_set(ED_EINVAL, "address '%s' is neither unix:PATH nor HOST:PORT", addr);
+    hl = (size_t)(colon - addr);
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+        h++;
+        hl -= 2;
+    }
+    if (hl == 0 || hl >= sizeof(host))
+        return ed_error_set(ED_EINVAL, "bad host in '%s'", addr);
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    if ((rc = getaddrinfo(host, colon + 1, &hints, &ai)) != 0)
+        return ed_error_set(ED_EIO, "resolve %s: %s", addr, gai_strerror(rc));
+    for (p = ai; p; p = p->ai_next) {
+        if ((fd = socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol)) < 0)
+            continue;
+        if (connect(fd, p->ai_addr, p->ai_addrlen) == 0)
+            break;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(ai);
+    if (fd < 0)
+        return ed_error_set(ED_EIO, "connect %s: %s", addr, strerror(errno));
+    *out = fd;
+    return 0;
+}
+
+/* argv: --fd N | --connect ADDR [--token T] */
+int kr__serve(int argc, char **argv)
+{
+    kr_serve k = {.fd = -1};
+    const char *addr = NULL, *token = NULL;
+    char *token_copy = NULL;
+    long fdn = -1;
+    pthread_t reader;
+    sigset_t all, old;
+    int rc = 0, have_reader = 0;
+    char *sargv[1] = {"eddy-kernel"};
+
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--fd") == 0 && i + 1 < argc) {
+            char *end;
+            fdn = strtol(argv[++i], &end, 10);
+            if (*end || end == argv[i] || fdn < 0 || fdn > 1 << 20) {
+                fprintf(stderr, "eddy-kernel: --fd needs a file descriptor number\n");
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--connect") == 0 && i + 1 < argc) {
+            addr = argv[++i];
+        } else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
+            token = argv[++i];
+        } else {
+            fprintf(stderr, "eddy-kernel: unexpected argument '%s'\n", argv[i]);
+            return serve_usage();
+        }
+    }
+    if ((fdn >= 0) == (addr != NULL)) {
+        fprintf(stderr, "eddy-kernel: serve needs exactly one of --fd and --connect\n");
+        return serve_usage();
+    }
+    if (fdn >= 0) {
+        struct stat st;
+        if (fstat((int)fdn, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+            fprintf(stderr, "eddy-kernel: --fd %ld is not an open socket\n", fdn);
+            return 2;
+        }
+        k.fd = (int)fdn;
+        fcntl(k.fd, F_SETFD, FD_CLOEXEC);   /* cells' subprocesses must not hold it */
+    } else {
+        if (token == NULL)
+            token = getenv("EDDY_KERNEL_TOKEN");
+        if (token == NULL || *token == '\0') {
+            fprintf(stderr, "eddy-kernel: --connect needs a token (--token or EDDY_KERNEL_TOKEN)\n");
+            return 2;
+        }
+        token_copy = strdup(token);
+        unsetenv("EDDY_KERNEL_TOKEN");   /* user code must not read it */
+        if (token_copy == NULL || dial(&k.fd, addr) < 0) {
+            fprintf(stderr, "eddy-kernel: %s\n", token_copy ? ed_error_last() : "out of memory");
+            free(token_copy);
+            return 1;
+        }
+        json_t *hello = json_pack("{s:s, s:s, s:s, s:I}", "token", token_copy, "protocol_version",
+                                  KR_PROTOCOL_VERSION, "implementation", "eddy-kernel", "pid",
+                                  (json_int_t)getpid());
+        char *s = hello ? json_dumps(hello, JSON_COMPACT) : NULL;
+        int err = s ? kr_frame_write(k.fd, s, strlen(s)) : ED_ENOMEM;
+        explicit_bzero(token_copy, strlen(token_copy));
+        free(token_copy);
+        json_decref(hello);
+        free(s);
+        if (err < 0) {
+            fprintf(stderr, "eddy-kernel: sending the token: %s\n", ed_error_last());
+            close(k.fd);
+            return 1;
+        }
+    }
+    signal(SIGPIPE, SIG_IGN);
+    kr_msg_new_id(k.session);
+    k.pid = getpid();
+    k.main_thread = pthread_self();
+    pthread_mutex_init(&k.wlock, NULL);
+    pthread_mutex_init(&k.lock, NULL);
+    pthread_cond_init(&k.cond, NULL);
+
+    if (kr__py_init(KR__SERVE, 1, sargv, NULL, NULL) < 0 ||
+        kr__py_start_kernel(&k.kernel, "serve", 0) < 0) {
+        fprintf(stderr, "eddy-kernel: %s\n", ed_error_last());
+        rc = 1;
+        goto done;
+    }
+    kr__io io = {.send = io_send, .input = io_input, .payload = &k};
+    kr__py_set_io(&io);
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    if (pthread_create(&reader, NULL, reader_main, &k) != 0) {
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        fprintf(stderr, "eddy-kernel: cannot start the reader thread\n");
+        rc = 1;
+        goto done;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    have_reader = 1;
+
+    send_status(&k, "starting");
+    while (!k.shutdown) {
+        json_t *m;
+        Py_BEGIN_ALLOW_THREADS
+        m = queue_pop(&k);
+        Py_END_ALLOW_THREADS
+        if (m == NULL)
+            break;   /* the frontend went away */
+        handle(&k, m);
+        json_decref(m);
+    }
+done:
+    kr__py_set_io(NULL);
+    if (k.fd >= 0)
+        shutdown(k.fd, SHUT_RDWR);   /* wakes the reader */
+    if (have_reader) {
+        Py_BEGIN_ALLOW_THREADS
+        pthread_join(reader, NULL);
+        Py_END_ALLOW_THREADS
+    }
+    for (qitem *q = k.head, *n; q; q = n) {
+        n = q->next;
+        json_decref(q->msg);
+        free(q);
+    }
+    json_decref(k.parent);
+    free(k.input_value);
+    Py_XDECREF(k.kernel);
+    if (Py_IsInitialized())
+        Py_FinalizeEx();
+    if (k.fd >= 0)
+        close(k.fd);
+    return rc;
+}
