@@ -10,6 +10,13 @@ for p in "${wanted[@]}"; do
     missing+=("$p")
   fi
 done
+# The web app is built with Node.js and npm. Use the ones on PATH when present
+# (newer than Debian's); otherwise Debian's nodejs and npm.
+if ! command -v npm >/dev/null 2>&1; then
+  for p in nodejs npm; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+fi
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
