@@ -1,0 +1,74 @@
+/*
+ * fw_int.h - tensor internals, private to framework/ (never included by
+ * other modules or by the public headers).
+ *
+ * A tensor is a handle: dtype, device, shape and strides (elements) and an
+ * offset (elements) into a ref-counted storage. Views share the storage.
+ * Element (i0, ..., in) lives at storage->data + (offset + sum ik*strides[k])
+ * * dtype size. Handles and storages come from the caching allocator.
+ */
+#ifndef FW_INT_H
+#define FW_INT_H
+
+#include "fw/tensor.h"
+
+#include <stdatomic.h>
+
+struct fw_node;
+
+typedef struct fw_storage {
+    atomic_int refs;
+    fw_device device;
+    void *data;             /* device memory; 64-byte aligned when ours */
+    size_t nbytes;          /* usable bytes at data */
+    size_t block;           /* allocator block size; 0 for external memory */
+    void (*release)(void *data, void *payload); /* external memory only */
+    void *payload;
+} fw_storage;
+
+struct fw_tensor {
+    atomic_int refs;
+    fw_dtype dtype;
+    fw_device device;
+    int ndim;
+    bool stop_gradient;
+    int out_idx;                    /* which output of grad_fn this is */
+    int64_t numel;
+    int64_t offset;                 /* elements into storage */
+    int64_t shape[FW_MAX_DIMS];
+    int64_t strides[FW_MAX_DIMS];   /* elements */
+    fw_storage *storage;
+    fw_tensor *grad;                /* accumulated gradient (leaves) */
+    struct fw_node *grad_fn;        /* NULL for a leaf; owned ref */
+    void *user;                     /* language binding slot */
+};
+
+/* Element pointer of the first element (host-addressable devices). */
+static inline void *fw__ptr(const fw_tensor *t)
+{
+    static const unsigned char sizes[FW_NDTYPES] = {4, 8, 2, 2, 4, 8, 1, 1};
+    return (char *)t->storage->data + t->offset * (int64_t)sizes[t->dtype];
+}
+
+/* Whether t requires grad under the current grad mode. */
+static inline bool fw__requires_grad(const fw_tensor *t)
+{
+    return t != NULL && !t->stop_gradient;
+}
+
+/* Contiguous C-order strides for shape; returns numel. */
+int64_t fw__contiguous_strides(int64_t *strides, const int64_t *shape, int ndim);
+
+/* A new handle over `st` (ref taken) with the given geometry. */
+int fw__tensor_view(fw_tensor **out, fw_tensor *base, const int64_t *shape,
+                    const int64_t *strides, int ndim, int64_t offset);
+
+/* Allocate a storage of nbytes on dev (refs = 1). */
+int fw__storage_new(fw_storage **out, fw_device dev, size_t nbytes);
+void fw__storage_unref(fw_storage *s);
+
+/* Node refcount (the autograd engine, core/autograd.c). */
+void fw__node_ref(struct fw_node *n);
+void fw__node_unref(struct fw_node *n);
+
+#endif

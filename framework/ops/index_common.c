@@ -1,0 +1,206 @@
+/*
+ * index_common.c - helpers shared by the indexing and joining ops.
+ */
+#include "index_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int fw__idx_check_input(const char *op, const char *what, const fw_tensor *x)
+{
+    if (x == NULL)
+        return fw_error_set(FW_EINVAL, "%s: %s is NULL", op, what);
+    if (x->device != FW_CPU)
+        return fw_error_set(FW_EUNSUPPORTED, "%s: only CPU tensors are supported so far", op);
+    return 0;
+}
+
+int64_t fw__idx_prod(const int64_t *shape, int a, int b)
+{
+    int64_t p = 1;
+    for (int i = a; i < b; i++)
+        p *= shape[i];
+    return p;
+}
+
+int fw__idx_load_index(int64_t **out, int64_t *n, const char *op, fw_tensor *index,
+                       int64_t axis_len, int axis, bool allow_negative)
+{
+    fw_tensor *d = NULL;
+    int64_t *v = NULL, cnt;
+    int err;
+
+    *out = NULL;
+    *n = 0;
+    if (index->dtype != FW_INT32 && index->dtype != FW_INT64)
+        return fw_error_set(FW_EDTYPE, "%s: index must be int32 or int64, got %s", op,
+                            fw_dtype_name(index->dtype));
+    if ((err = fw_op_dense(&d, index)) < 0)
+        return err;
+    cnt = d->numel;
+    if ((v = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof(*v))) == NULL) {
+        fw_tensor_unref(d);
+        return fw_error_set(FW_ENOMEM, "%s: index of %lld entries", op, (long long)cnt);
+    }
+    if (d->dtype == FW_INT32) {
+        const int32_t *s = fw__ptr(d);
+        for (int64_t i = 0; i < cnt; i++)
+            v[i] = s[i];
+    } else if (cnt > 0) {
+        memcpy(v, fw__ptr(d), (size_t)cnt * sizeof(*v));
+    }
+    fw_tensor_unref(d);
+    for (int64_t i = 0; i < cnt; i++) {
+        int64_t k = v[i];
+        if (allow_negative && k < 0 && k >= -axis_len)
+            k += axis_len;
+        if (k < 0 || k >= axis_len) {
+            if (axis < 0)
+                err = fw_error_set(FW_ERANGE, "%s: index %lld out of range [0, %lld)", op,
+                                   (long long)v[i], (long long)axis_len);
+            else
+                err = fw_error_set(FW_ERANGE, "%s: index %lld out of range for axis %d of "
+                                   "size %lld", op, (long long)v[i], axis, (long long)axis_len);
+            free(v);
+            return err;
+        }
+        v[i] = k;
+    }
+    *out = v;
+    *n = cnt;
+    return 0;
+}
+
+void fw__idx_scalar_bytes(void *buf, fw_dtype dt, double v)
+{
+    switch (dt) {
+    case FW_FLOAT32: { float f = (float)v; memcpy(buf, &f, sizeof(f)); break; }
+    case FW_FLOAT64: memcpy(buf, &v, sizeof(v)); break;
+    case FW_FLOAT16: { uint16_t h = fw_float_to_half((float)v); memcpy(buf, &h, 2); break; }
+    case FW_BFLOAT16: { uint16_t h = fw_float_to_bf16((float)v); memcpy(buf, &h, 2); break; }
+    case FW_INT32: { int32_t i = (int32_t)v; memcpy(buf, &i, sizeof(i)); break; }
+    case FW_INT64: { int64_t i = (int64_t)v; memcpy(buf, &i, sizeof(i)); break; }
+    case FW_BOOL: *(uint8_t *)buf = v != 0; break;
+    case FW_UINT8: *(uint8_t *)buf = (uint8_t)v; break;
+    default: break;
+    }
+}
+
+int fw__idx_index_tensor(fw_tensor **out, const int64_t *idx, const int64_t *shape,
+                         int ndim)
+{
+    int err = fw_op_output(out, FW_CPU, FW_INT64, shape, ndim);
+    if (err < 0)
+        return err;
+    if ((*out)->numel > 0)
+        memcpy(fw__ptr(*out), idx, (size_t)(*out)->numel * sizeof(*idx));
+    return 0;
+}
+
+int fw__idx_grad_dense(fw_tensor **out, fw_tensor *g)
+{
+    fw_tensor *c = NULL;
+    int err;
+
+    *out = NULL;
+    if (g->dtype == FW_FLOAT32 || g->dtype == FW_FLOAT64)
+        return fw_op_dense(out, g);
+    if ((err = fw_cast(&c, g, FW_FLOAT32)) < 0)
+        return err;
+    err = fw_op_dense(out, c);
+    fw_tensor_unref(c);
+    return err;
+}
+
+int fw__idx_grad_finish(fw_tensor **out, fw_tensor *t, fw_dtype dt)
+{
+    int err;
+
+    *out = NULL;
+    if (t->dtype == dt) {
+        *out = t;
+        return 0;
+    }
+    err = fw_cast(out, t, dt);
+    fw_tensor_unref(t);
+    return err;
+}
+
+void fw__idx_map_add(fw_tensor *in, const fw_tensor *out, int ndim,
+                     const int64_t *out_shape, const int64_t *in_shape,
+                     const int64_t *const *maps)
+{
+    if (in->dtype == FW_FLOAT64)
+        fw__cpu_map_add_f64(fw__ptr(in), fw__ptr(out), ndim, out_shape, in_shape, maps);
+    else
+        fw__cpu_map_add_f32(fw__ptr(in), fw__ptr(out), ndim, out_shape, in_shape, maps);
+}
+
+int fw__idx_load_multi(int64_t *idx[FW_MAX_DIMS], int64_t *count, int64_t *bshape, int *nb,
+                       const char *op, const fw_tensor *x, fw_tensor *const *indices, int n)
+{
+    int err = 0;
+    bool prev;
+
+    for (int i = 0; i < FW_MAX_DIMS; i++)
+        idx[i] = NULL;
+    *count = 0;
+    *nb = 0;
+    if (indices == NULL || n < 1 || n > x->ndim)
+        return fw_error_set(FW_EINVAL, "%s: %d index tensors for a tensor of rank %d", op, n,
+                            x->ndim);
+    for (int i = 0; i < n; i++) {
+        if ((err = fw__idx_check_input(op, "an index", indices[i])) < 0)
+            return err;
+        if (indices[i]->dtype != FW_INT32 && indices[i]->dtype != FW_INT64)
+            return fw_error_set(FW_EDTYPE, "%s: index %d must be int32 or int64, got %s", op,
+                                i, fw_dtype_name(indices[i]->dtype));
+        if (i == 0) {
+            *nb = indices[0]->ndim;
+            memcpy(bshape, indices[0]->shape, (size_t)*nb * sizeof(int64_t));
+        } else {
+            int64_t t[FW_MAX_DIMS];
+            int nt;
+            if ((err = fw_op_broadcast_shapes(t, &nt, op, bshape, *nb, indices[i]->shape,
+                                              indices[i]->ndim)) < 0)
+                return err;
+            memcpy(bshape, t, (size_t)nt * sizeof(int64_t));
+            *nb = nt;
+        }
+    }
+    prev = fw_set_grad_enabled(false);
+    for (int i = 0; i < n && err >= 0; i++) {
+        fw_tensor *ie = NULL;
+        if ((err = fw_expand(&ie, indices[i], bshape, *nb)) >= 0)
+            err = fw__idx_load_index(&idx[i], count, op, ie, x->shape[i], i, true);
+        fw_tensor_unref(ie);
+    }
+    fw_set_grad_enabled(prev);
+    if (err < 0) {
+        for (int i = 0; i < FW_MAX_DIMS; i++) {
+            free(idx[i]);
+            idx[i] = NULL;
+        }
+        *count = 0;
+        return err;
+    }
+    return 0;
+}
+
+int fw__idx_unalias(fw_tensor **t, const fw_tensor *x)
+{
+    fw_tensor *c = NULL;
+    bool prev;
+    int err;
+
+    if ((*t)->storage != x->storage)
+        return 0;
+    prev = fw_set_grad_enabled(false);
+    err = fw_tensor_clone(&c, *t);
+    fw_set_grad_enabled(prev);
+    if (err < 0)
+        return err;
+    fw_tensor_unref(*t);
+    *t = c;
+    return 0;
+}

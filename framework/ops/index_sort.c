@@ -1,0 +1,196 @@
+/*
+ * index_sort.c - topk, sort and argsort (fw/index.h), with backward for the
+ * values (the gradient scatters back to the positions the indices name).
+ */
+#include "index_int.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int axis;
+} axis_attr;
+
+static int sort_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *gout)
+{
+    int axis = ((axis_attr *)fw_node_attr(node))->axis, nd, err;
+    const int64_t *xs = fw_node_input_shape(node, 0, &nd);
+    fw_tensor *idx = fw_node_saved(node, 0), *g = NULL, *gx = NULL;
+    int64_t len = nd ? xs[axis] : 1, k = idx->ndim ? idx->shape[axis] : 1;
+    int64_t outer = fw__idx_prod(xs, 0, axis), inner = nd ? fw__idx_prod(xs, axis + 1, nd) : 1;
+
+    if ((err = fw__idx_grad_dense(&g, gout[0])) < 0)
+        return err;
+    if ((err = fw_op_zeros(&gx, FW_CPU, g->dtype, xs, nd)) < 0)
+        goto done;
+    if (g->dtype == FW_FLOAT64)
+        fw__cpu_scatter_add_along_f64(fw__ptr(gx), fw__ptr(g), fw__ptr(idx), outer, len, k,
+                                      inner);
+    else
+        fw__cpu_scatter_add_along_f32(fw__ptr(gx), fw__ptr(g), fw__ptr(idx), outer, len, k,
+                                      inner);
+    err = fw__idx_grad_finish(&gin[0], gx, fw_node_input_dtype(node, 0));
+    gx = NULL;
+done:
+    fw_tensor_unref(g);
+    fw_tensor_unref(gx);
+    return err;
+}
+
+/* One parallel job: sort lanes [begin, end) with scratch of its own. */
+typedef struct {
+    void *vals;
+    int64_t *idx;
+    const void *x;
+    fw_dtype dt;
+    int64_t len, inner, k;
+    int desc;
+    atomic_int failed;
+} sort_job;
+
+static void sort_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    sort_job *j = ctx;
+    int64_t *tmp = malloc((size_t)(2 * j->len + 1) * sizeof(*tmp));
+
+    if (tmp == NULL) {
+        atomic_store(&j->failed, 1);
+        return;
+    }
+    switch (j->dt) {
+    case FW_FLOAT32:
+        fw__cpu_sort_f32(j->vals, j->idx, j->x, j->len, j->inner, j->k, j->desc, begin, end, tmp);
+        break;
+    case FW_FLOAT64:
+        fw__cpu_sort_f64(j->vals, j->idx, j->x, j->len, j->inner, j->k, j->desc, begin, end, tmp);
+        break;
+    case FW_INT32:
+        fw__cpu_sort_i32(j->vals, j->idx, j->x, j->len, j->inner, j->k, j->desc, begin, end, tmp);
+        break;
+    case FW_INT64:
+        fw__cpu_sort_i64(j->vals, j->idx, j->x, j->len, j->inner, j->k, j->desc, begin, end, tmp);
+        break;
+    default:
+        fw__cpu_sort_u8(j->vals, j->idx, j->x, j->len, j->inner, j->k, j->desc, begin, end, tmp);
+        break;
+    }
+    free(tmp);
+}
+
+/* k < 0: the whole axis. Either out may be NULL. */
+static int sort_impl(fw_tensor **values, fw_tensor **indices, const char *op, fw_tensor *x,
+                     int64_t k, int axis, bool descending)
+{
+    fw_tensor *xd = NULL, *v = NULL, *ix = NULL;
+    int64_t shape[FW_MAX_DIMS], len, outer, inner;
+    int ax = 0, err;
+    fw_node *node;
+    char b[96];
+
+    if (values)
+        *values = NULL;
+    if (indices)
+        *indices = NULL;
+    if ((err = fw__idx_check_input(op, "x", x)) < 0)
+        return err;
+    if ((err = fw_op_axis(&ax, op, axis, x->ndim)) < 0)
+        return err;
+    if (x->ndim == 0)
+        ax = 0;
+    len = x->ndim ? x->shape[ax] : 1;
+    if (k < 0)
+        k = len;
+    else if (k > len)
+        return fw_error_set(FW_EINVAL, "%s: k %lld is larger than axis %d of shape %s", op,
+                            (long long)k, ax, fw_shape_format(b, sizeof(b), x->shape, x->ndim));
+    if (x->dtype == FW_FLOAT16 || x->dtype == FW_BFLOAT16) {
+        /* compare in float32; the values go back to x's dtype */
+        fw_tensor *xu = NULL, *vu = NULL;
+        if ((err = fw_op_upcast(&xu, x)) >= 0 &&
+            (err = sort_impl(values ? &vu : NULL, indices, op, xu, k, axis, descending)) >= 0 &&
+            values)
+            err = fw_cast(values, vu, x->dtype);
+        fw_tensor_unref(xu);
+        fw_tensor_unref(vu);
+        if (err < 0 && indices) {
+            fw_tensor_unref(*indices);
+            *indices = NULL;
+        }
+        return err < 0 ? err : 0;
+    }
+    memcpy(shape, x->shape, (size_t)x->ndim * sizeof(*shape));
+    if (x->ndim)
+        shape[ax] = k;
+    outer = fw__idx_prod(x->shape, 0, ax);
+    inner = x->ndim ? fw__idx_prod(x->shape, ax + 1, x->ndim) : 1;
+    if ((err = fw_op_output(&ix, x->device, FW_INT64, shape, x->ndim)) < 0)
+        goto done;
+    if (values && (err = fw_op_output(&v, x->device, x->dtype, shape, x->ndim)) < 0)
+        goto done;
+    if ((err = fw_op_dense(&xd, x)) < 0)
+        goto done;
+    {
+        sort_job job = {v ? fw__ptr(v) : NULL, fw__ptr(ix), fw__ptr(xd), x->dtype, len, inner,
+                        k, descending, 0};
+        int64_t lanes = outer * inner, grain = 32768 / (len > 0 ? len : 1);
+        fw_parallel_for(lanes, grain > 0 ? grain : 1, sort_chunk, &job);
+        if (atomic_load(&job.failed)) {
+            err = fw_error_set(FW_ENOMEM, "%s: scratch for an axis of %lld", op, (long long)len);
+            goto done;
+        }
+    }
+    if (v && fw_dtype_is_float(x->dtype)) {
+        if ((err = fw_node_record(&node, op, sort_backward, 1, &x, 1, &v, 1,
+                                  sizeof(axis_attr))) < 0)
+            goto done;
+        if (node) {
+            ((axis_attr *)fw_node_attr(node))->axis = ax;
+            if ((err = fw_node_save(node, 0, ix)) < 0)
+                goto done;
+        }
+    }
+    if (values) {
+        *values = v;
+        v = NULL;
+    }
+    if (indices) {
+        *indices = ix;
+        ix = NULL;
+    }
+    err = 0;
+done:
+    fw_tensor_unref(xd);
+    fw_tensor_unref(v);
+    fw_tensor_unref(ix);
+    return err;
+}
+
+int fw_topk(fw_tensor **values, fw_tensor **indices, fw_tensor *x, int64_t k, int axis,
+            bool largest, bool sorted)
+{
+    (void)sorted; /* results are always sorted */
+    if (k < 0) {
+        if (values)
+            *values = NULL;
+        if (indices)
+            *indices = NULL;
+        return fw_error_set(FW_EINVAL, "topk: k must be >= 0, got %lld", (long long)k);
+    }
+    return sort_impl(values, indices, "topk", x, k, axis, largest);
+}
+
+int fw_sort(fw_tensor **values, fw_tensor **indices, fw_tensor *x, int axis,
+            bool descending, bool stable)
+{
+    (void)stable; /* always stable */
+    return sort_impl(values, indices, "sort", x, -1, axis, descending);
+}
+
+int fw_argsort(fw_tensor **out, fw_tensor *x, int axis, bool descending, bool stable)
+{
+    (void)stable;
+    if (out == NULL)
+        return fw_error_set(FW_EINVAL, "argsort: out is NULL");
+    return sort_impl(NULL, out, "argsort", x, -1, axis, descending);
+}

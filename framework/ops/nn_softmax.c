@@ -1,0 +1,90 @@
+/*
+ * nn_softmax.c - softmax and log_softmax over one axis.
+ */
+#include "../core/fw_op.h"
+#include "../cpu/nn_kernels.h"
+#include "fw/nn.h"
+
+typedef struct sm_attr {
+    int64_t outer, C, inner;
+    int log_form;
+} sm_attr;
+
+static int softmax_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
+{
+    const sm_attr *a = fw_node_attr(n);
+    fw_tensor *y = fw_node_saved(n, 0), *g = NULL, *dx = NULL;
+    int err;
+
+    if ((err = fw_op_dense(&g, gout[0])) < 0)
+        return err;
+    if ((err = fw__nn_grad_like(&dx, n, 0)) < 0)
+        goto done;
+    if (a->log_form)
+        FW__NN_CALL(y->dtype, fw__nn_log_softmax_bwd, fw__ptr(dx), fw__ptr(y), fw__ptr(g),
+                    a->outer, a->C, a->inner);
+    else
+        FW__NN_CALL(y->dtype, fw__nn_softmax_bwd, fw__ptr(dx), fw__ptr(y), fw__ptr(g),
+                    a->outer, a->C, a->inner);
+    gin[0] = dx;
+done:
+    fw_tensor_unref(g);
+    return err;
+}
+
+static int softmax_common(fw_tensor **out, fw_tensor *x, int axis, int log_form)
+{
+    const char *op = log_form ? "log_softmax" : "softmax";
+    fw_tensor *xd = NULL, *y = NULL;
+    fw_node *node;
+    sm_attr a = {1, 1, 1, log_form};
+    int ax, err;
+
+    *out = NULL;
+    if ((err = fw__nn_check_float(op, "x", x)) < 0)
+        return err;
+    if ((err = fw_op_axis(&ax, op, axis, x->ndim)) < 0)
+        return err;
+    for (int d = 0; d < x->ndim; d++) {
+        if (d < ax)
+            a.outer *= x->shape[d];
+        else if (d == ax)
+            a.C = x->shape[d];
+        else
+            a.inner *= x->shape[d];
+    }
+    if ((err = fw_op_dense(&xd, x)) < 0)
+        return err;
+    if ((err = fw_op_output(&y, FW_CPU, x->dtype, x->shape, x->ndim)) < 0)
+        goto fail;
+    if (log_form)
+        FW__NN_CALL(x->dtype, fw__nn_log_softmax_fwd, fw__ptr(y), fw__ptr(xd), a.outer, a.C,
+                    a.inner);
+    else
+        FW__NN_CALL(x->dtype, fw__nn_softmax_fwd, fw__ptr(y), fw__ptr(xd), a.outer, a.C,
+                    a.inner);
+    if ((err = fw_node_record(&node, op, softmax_backward, 1, &x, 1, &y, 1, sizeof(a))) < 0)
+        goto fail;
+    if (node != NULL) {
+        *(sm_attr *)fw_node_attr(node) = a;
+        if ((err = fw_node_save(node, 0, y)) < 0)
+            goto fail;
+    }
+    fw_tensor_unref(xd);
+    *out = y;
+    return 0;
+fail:
+    fw_tensor_unref(xd);
+    fw_tensor_unref(y);
+    return err;
+}
+
+int fw_softmax(fw_tensor **out, fw_tensor *x, int axis)
+{
+    return softmax_common(out, x, axis, 0);
+}
+
+int fw_log_softmax(fw_tensor **out, fw_tensor *x, int axis)
+{
+    return softmax_common(out, x, axis, 1);
+}
