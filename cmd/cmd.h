@@ -11,4 +11,24 @@ int cmd_admin(int argc, char **argv);    /* admin.c: eddy admin create-user|set-
 int cmd_admin_grant(int argc, char **argv); /* admin_grant.c: eddy admin grant (quota ledger) */
 int cmd_sandbox(int argc, char **argv);  /* sandbox.c: eddy sandbox check|run */
 
+/* client_*.c: the command-line client over the REST API (cli/cli.h). Exit
+ * status 0 ok, 1 the server said no, 2 bad usage or input, 3 the server could
+ * not be reached. */
+int cmd_client_login(int argc, char **argv);     /* client_auth.c */
+int cmd_client_logout(int argc, char **argv);
+int cmd_client_whoami(int argc, char **argv);
+int cmd_client_keys(int argc, char **argv);
+int cmd_client_projects(int argc, char **argv);  /* client_projects.c */
+int cmd_client_push(int argc, char **argv);
+int cmd_client_pull(int argc, char **argv);
+int cmd_client_files(int argc, char **argv);
+int cmd_client_versions(int argc, char **argv);
+int cmd_client_quota(int argc, char **argv);     /* client_quota.c */
+int cmd_client_ledger(int argc, char **argv);
+int cmd_client_tiers(int argc, char **argv);
+int cmd_client_jobs(int argc, char **argv);      /* client_jobs.c */
+int cmd_client_resources(int argc, char **argv);
+int cmd_client_kernels(int argc, char **argv);   /* client_kernels.c */
+int cmd_client_admin(int argc, char **argv);     /* client_admin.c: eddy admin-remote */
+
 #endif

@@ -14,14 +14,30 @@ static const struct {
     {"serve", cmd_serve, "run the server: eddy serve --data DIR --listen HOST:PORT [--config FILE]"},
     {"admin", cmd_admin, "operator tasks on a data directory: create-user, set-role, set-tier, grant"},
     {"sandbox", cmd_sandbox, "check this host's confinement, or run a command confined"},
+    {"login", cmd_client_login, "client: sign in to a server and store an API key"},
+    {"logout", cmd_client_logout, "client: revoke the stored API key and forget it"},
+    {"whoami", cmd_client_whoami, "client: the signed-in account"},
+    {"keys", cmd_client_keys, "client: API keys (list, create, revoke)"},
+    {"projects", cmd_client_projects, "client: projects (list, create, show, delete, fork)"},
+    {"push", cmd_client_push, "client: upload a directory into a project"},
+    {"pull", cmd_client_pull, "client: download a project into a directory"},
+    {"files", cmd_client_files, "client: a project's files (ls, cat, put, rm)"},
+    {"versions", cmd_client_versions, "client: a project's versions (list, create, restore)"},
+    {"quota", cmd_client_quota, "client: balance, free allowance and limits"},
+    {"ledger", cmd_client_ledger, "client: A-coin ledger entries"},
+    {"tiers", cmd_client_tiers, "client: membership tiers"},
+    {"jobs", cmd_client_jobs, "client: batch jobs (submit, list, show, logs, cancel, artifacts)"},
+    {"resources", cmd_client_resources, "client: resource classes and their prices"},
+    {"kernels", cmd_client_kernels, "client: interactive kernels (start, list, exec, stop)"},
+    {"admin-remote", cmd_client_admin, "client: admin over the API (users, grant, verify)"},
 };
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: eddy <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
-    fprintf(f, "  %-8s %s\n", "version", "print the version");
+        fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "  %-13s %s\n", "version", "print the version");
 }
 
 int main(int argc, char **argv)

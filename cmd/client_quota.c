@@ -1,0 +1,111 @@
+/*
+ * client_quota.c - eddy quota | ledger [--limit N] | tiers
+ * Amounts print as A-coins (the API's *_mcoins / 1000).
+ */
+#include "cli.h"
+#include "cmd.h"
+
+#include "ed_error.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static const cli_col quota_fields[] = {
+    {"Tier:", "tier", CLI_FMT_TEXT},
+    {"Balance (A-coins):", "balance_mcoins", CLI_FMT_COINS},
+    {"Held (A-coins):", "held_mcoins", CLI_FMT_COINS},
+    {"Free time left today:", "free_ms_left_today", CLI_FMT_MS},
+    {"Burn (A-coins/hour):", "burn_mcoins_per_hour", CLI_FMT_COINS},
+    {"Time remaining:", "ms_remaining", CLI_FMT_MS},
+    {"Max kernels:", "limits.max_kernels", CLI_FMT_TEXT},
+    {"Max GPUs per job:", "limits.max_gpus_per_job", CLI_FMT_TEXT},
+    {"Max session:", "limits.max_session_ms", CLI_FMT_MS},
+    {"Idle timeout:", "limits.idle_timeout_ms", CLI_FMT_MS},
+};
+
+static const cli_col ledger_cols[] = {
+    {"ID", "id", CLI_FMT_TEXT},          {"AT", "at", CLI_FMT_TEXT},
+    {"KIND", "kind", CLI_FMT_TEXT},      {"AMOUNT", "amount_mcoins", CLI_FMT_COINS},
+    {"BALANCE", "balance_after_mcoins", CLI_FMT_COINS}, {"REF", "ref", CLI_FMT_TEXT},
+    {"REASON", "reason", CLI_FMT_TEXT},
+};
+
+static const cli_col tier_cols[] = {
+    {"NAME", "name", CLI_FMT_TEXT},
+    {"KERNELS", "max_kernels", CLI_FMT_TEXT},
+    {"GPUS/JOB", "max_gpus_per_job", CLI_FMT_TEXT},
+    {"SESSION", "max_session_ms", CLI_FMT_MS},
+    {"IDLE", "idle_timeout_ms", CLI_FMT_MS},
+    {"FREE GPU/DAY", "free_gpu_ms_per_day", CLI_FMT_MS},
+    {"OVERDRAFT", "overdraft_mcoins", CLI_FMT_COINS},
+    {"EGRESS", "allow_egress", CLI_FMT_TEXT},
+};
+
+static int get_and_print(const cli_globals *g, const char *path, const cli_col *cols, size_t n,
+                         bool table)
+{
+    cli *c = NULL;
+    cli_resp r = {0};
+    int err;
+
+    if ((err = cli_open(&c, g->url, true)) == 0 && (err = cli_call(&r, c, "GET", path, NULL, 0, NULL, 0)) == 0) {
+        if (g->json)
+            cli_print_raw(&r);
+        else if (table)
+            cli_print_table(json_object_get(r.json, "items"), cols, n);
+        else
+            cli_print_fields(r.json, cols, n);
+    }
+    cli_resp_free(&r);
+    return cli_done(c, err);
+}
+
+int cmd_client_quota(int argc, char **argv)
+{
+    cli_globals g;
+    int err = cli_globals_take(&g, &argc, argv);
+
+    if (err < 0)
+        return cli_report(err);
+    if (argc != 1) {
+        fprintf(stderr, "usage: eddy quota [--json]\n");
+        return CLI_EXIT_USAGE;
+    }
+    return get_and_print(&g, "/api/v1/quota", quota_fields, N(quota_fields), false);
+}
+
+int cmd_client_ledger(int argc, char **argv)
+{
+    cli_globals g;
+    int64_t limit = 50;
+    char path[64];
+    int err = cli_globals_take(&g, &argc, argv);
+
+    if (err < 0)
+        return cli_report(err);
+    if (argc == 3 && strcmp(argv[1], "--limit") == 0) {
+        if ((err = cli_parse_int(&limit, argv[2], 1, 500, "--limit")) < 0)
+            return cli_report(err);
+    } else if (argc != 1) {
+        fprintf(stderr, "usage: eddy ledger [--limit N] [--json]\n");
+        return CLI_EXIT_USAGE;
+    }
+    snprintf(path, sizeof(path), "/api/v1/ledger?limit=%lld", (long long)limit);
+    return get_and_print(&g, path, ledger_cols, N(ledger_cols), true);
+}
+
+int cmd_client_tiers(int argc, char **argv)
+{
+    cli_globals g;
+    int err = cli_globals_take(&g, &argc, argv);
+
+    if (err < 0)
+        return cli_report(err);
+    if (argc != 1) {
+        fprintf(stderr, "usage: eddy tiers [--json]\n");
+        return CLI_EXIT_USAGE;
+    }
+    return get_and_print(&g, "/api/v1/tiers", tier_cols, N(tier_cols), true);
+}
