@@ -116,6 +116,7 @@ struct gw_server {
     bool               tls;          /* serving HTTPS: cookies get Secure */
     struct gw_metrics *metrics;
     struct gw_ratelimit *ratelimit;  /* login and per-key limiters (auth.c) */
+    struct sched       *sched;       /* scheduler (sched_routes.c: gw__sched_start/stop) */
 };
 
 /* ---- request accessors (all strings borrowed for the request) ---------- */
@@ -161,7 +162,15 @@ extern const gw_route gw__routes_meta[];      /* meta.c: healthz, metrics, versi
 extern const gw_route gw__routes_auth[];      /* auth_routes.c: signup, login, logout, me, keys, admin users */
 extern const gw_route gw__routes_projects[];  /* projects_routes.c */
 extern const gw_route gw__routes_quota[];     /* quota_routes.c: quota, ledger, grants, verify, tiers */
+extern const gw_route gw__routes_sched[];     /* sched_routes.c: resources, jobs, admin overview/tiers/resources */
+extern const gw_route gw__routes_static[];    /* static.c: the web app (index.html, assets) */
 extern const gw_route *const gw__route_tables[];
+
+/* sched_routes.c: open the scheduler over srv->store (reconciling what a
+ * crash left) once the store is open; close it before the store closes
+ * (NULL-safe, idempotent). */
+int  gw__sched_start(gw_server *srv);
+void gw__sched_stop(gw_server *srv);
 
 /* ---- core internals (router.c, errors.c, config.c) ------------------------ */
 

@@ -5,6 +5,7 @@
  */
 #include "gw_int.h"
 #include "quota.h"
+#include "sched.h"
 
 #include "ed_crypto.h"
 #include "ed_error.h"
@@ -42,23 +43,29 @@ static int list_tiers(gw_request *req, gw_response *res)
 }
 
 /* GET /api/v1/quota: what the caller can spend and how fast it is going.
- * Nothing is metered until the scheduler runs work, so the burn rate is 0
- * and the whole daily allowance is left. */
+ * The burn rate, free time left and time remaining come from the scheduler
+ * (sched_quota_view_get; ms_remaining is null while nothing burns coins). */
 static int get_quota(gw_request *req, gw_response *res)
 {
     quota_tier t;
     quota_balance b;
+    sched_quota_view v = {0, 0, -1};
     int err;
 
     if ((err = quota_tier_get(&t, req->srv->store, req->auth.tier)) < 0 ||
         (err = quota_balance_get(&b, req->srv->store, req->auth.user_id)) < 0)
         return err;
+    v.free_ms_left_today = t.free_gpu_ms_per_day;
+    if (req->srv->sched &&
+        (err = sched_quota_view_get(&v, req->srv->sched, req->auth.user_id, req->auth.tier)) < 0)
+        return err;
     return gw_respond_json(
         res, 200,
-        json_pack("{s:s, s:I, s:I, s:I, s:I, s:n, s:{s:i, s:i, s:I, s:I}}", "tier", t.name,
+        json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:{s:i, s:i, s:I, s:I}}", "tier", t.name,
                   "balance_mcoins", (json_int_t)b.coins_mcoins, "free_ms_left_today",
-                  (json_int_t)t.free_gpu_ms_per_day, "held_mcoins", (json_int_t)b.held_mcoins,
-                  "burn_mcoins_per_hour", (json_int_t)0, "ms_remaining", "limits", "max_kernels",
+                  (json_int_t)v.free_ms_left_today, "held_mcoins", (json_int_t)b.held_mcoins,
+                  "burn_mcoins_per_hour", (json_int_t)v.burn_mcoins_per_hour, "ms_remaining",
+                  v.ms_remaining >= 0 ? json_integer(v.ms_remaining) : json_null(), "limits", "max_kernels",
                   t.max_kernels, "max_gpus_per_job", t.max_gpus_per_job, "max_session_ms",
                   (json_int_t)t.max_session_ms, "idle_timeout_ms", (json_int_t)t.idle_timeout_ms));
 }
@@ -146,9 +153,10 @@ static int post_grant(gw_request *req, gw_response *res)
         (err = quota_posting_get(&p, req->srv->store, transfer, user_id)) < 0)
         return err;
     snprintf(target, sizeof(target), "user:%" PRId64, user_id);
-    gw__audit(req, "ledger.grant", target,
-              json_pack("{s:I, s:I, s:s}", "amount_mcoins", (json_int_t)amount, "transfer_id",
-                        (json_int_t)transfer, "idempotency_key", key));
+    json_t *detail = json_pack("{s:I, s:I, s:s}", "amount_mcoins", (json_int_t)amount, "transfer_id",
+                               (json_int_t)transfer, "idempotency_key", key);
+    gw__audit(req, "ledger.grant", target, detail);   /* borrows detail */
+    json_decref(detail);
     return gw_respond_json(
         res, 201,
         json_pack("{s:I, s:I, s:I, s:I, s:s, s:s}", "transfer_id", (json_int_t)p.transfer_id, "user_id",

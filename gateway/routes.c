@@ -7,5 +7,7 @@ const gw_route *const gw__route_tables[] = {
     gw__routes_auth,
     gw__routes_projects,
     gw__routes_quota,
+    gw__routes_sched,
+    gw__routes_static,
     NULL,
 };

@@ -642,6 +642,7 @@ static void srv_free(gw_srv *s)
         return;
     if (s->listen_fd >= 0)
         close(s->listen_fd);
+    gw__sched_stop(&s->pub);      /* before the store it uses closes */
     proj_root_free(s->pub.projects);
     gw__ratelimit_free(s->pub.ratelimit);
     gw__metrics_free(s->pub.metrics);
@@ -682,6 +683,8 @@ int gw_server_start(gw_server **out, const gw_config *cfg)
     }
     snprintf(path, sizeof(path), "%s/projects", cfg->data_dir);
     if ((err = proj_root_open(&s->pub.projects, s->pub.store, path, cfg->user_storage_bytes)) < 0)
+        goto fail;
+    if ((err = gw__sched_start(&s->pub)) < 0)
         goto fail;
     if ((err = gw__ratelimit_new(&s->pub.ratelimit)) < 0 ||
         (err = gw__metrics_new(&s->pub.metrics)) < 0)

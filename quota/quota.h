@@ -146,4 +146,58 @@ typedef struct quota_verify_report {
  * is matched by held coins. */
 int quota_verify(quota_verify_report *out, ed_store *st);
 
+/* ---- metering (quota/meter.c) ---------------------------------------------
+ *
+ * Running work is metered in intervals. Each interval of a piece of work
+ * (ref "job:12", seq 1, 2, ...) is decided once: the daily free allowance of
+ * the resource class is used first, the rest is charged to the user's coins
+ * at the class's price. The decision (table quota_meter) and the free
+ * allowance counter are written in one transaction; the charge is a ledger
+ * transfer with the key "meter:<ref>:<seq>", so a retry after a crash posts
+ * it at most once. quota_meter_recover() finishes decisions whose charge was
+ * not confirmed. The free allowance resets at 00:00 UTC.
+ *
+ *     quota_meter_result r;
+ *     err = quota_meter_charge(&r, st, user, "gpu-v100-16g", free_per_day, 2000,
+ *                              "job:12", seq, 60000, ed_now_ms());
+ *     if (r.out_of_funds) ... warn, then stop after the grace period ...
+ */
+
+typedef struct quota_meter_result {
+    int64_t free_ms;        /* of this interval, taken from the free allowance */
+    int64_t paid_ms;        /* the rest */
+    int64_t mcoins;         /* what the paid part costs */
+    int64_t charged_mcoins; /* posted to the ledger (== mcoins unless out of funds) */
+    bool    out_of_funds;   /* the charge was refused: the work owes `mcoins` */
+} quota_meter_result;
+
+/* Meter interval `seq` (>= 1) of `ms` (> 0) milliseconds of work `ref` of
+ * `user_id` on `resource`, at time `at_ms` (its UTC day picks the allowance).
+ * `free_ms_per_day`: the tier's allowance for the class (-1 unlimited, 0
+ * none). The cost is computed on the work's cumulative paid time so rounding
+ * never loses or adds a mcoin. A repeated (ref, seq) returns the first
+ * result and charges nothing more. ED_EINVAL for bad arguments. */
+int quota_meter_charge(quota_meter_result *out, ed_store *st, int64_t user_id, const char *resource,
+                       int64_t free_ms_per_day, int64_t price_mcoins_per_hour, const char *ref,
+                       int64_t seq, int64_t ms, int64_t at_ms);
+
+/* Free time left today (at `at_ms`) for a user on a class; -1 unlimited. */
+int quota_meter_free_left(int64_t *out_ms, ed_store *st, int64_t user_id, const char *resource,
+                          int64_t free_ms_per_day, int64_t at_ms);
+
+/* Totals over a work's intervals: what was charged to coins and what is
+ * owed (unpaid, out of funds). Either out may be NULL. */
+int quota_meter_totals(int64_t *out_charged, int64_t *out_unpaid, ed_store *st, const char *ref);
+
+/* Finish every interval whose charge was not confirmed (after a crash):
+ * re-post it under its key (posted at most once) and record the outcome.
+ * *out_n (may be NULL) gets how many were finished. */
+int quota_meter_recover(int *out_n, ed_store *st);
+
+/* A platform failure: refund everything `ref`'s intervals charged (one
+ * refund transfer, key "meter-refund:<ref>", reason "platform failure") and
+ * give back the free allowance they used. Idempotent. *out_mcoins (may be
+ * NULL) gets the amount refunded by this or an earlier call. */
+int quota_meter_refund(int64_t *out_mcoins, ed_store *st, const char *ref);
+
 #endif

@@ -1,0 +1,799 @@
+/*
+ * sched_routes.c - resources, jobs and the admin overview over HTTP
+ * (API.md "Resources, kernels, jobs", "Admin"). The scheduling, metering
+ * and execution live in scheduler/ and quota/; this file speaks HTTP, checks
+ * project access, and exports the project tree a job runs on.
+ *
+ * Logs: GET /api/v1/jobs/{id}/logs?offset=N answers the bytes from N (plain
+ * text, X-Log-Offset = the next offset, X-Job-Status). With ?follow=1 (or
+ * Accept: text/event-stream) the answer is Server-Sent Events: one event per
+ * line with `id:` the byte offset after it, waiting up to a second for new
+ * output, then the response ends with `retry:` so an EventSource reconnects
+ * with Last-Event-ID and resumes where it left off; `event: end` once the
+ * job has finished and everything was sent. (The core has no streaming
+ * response yet; this needs none.)
+ */
+#include "gw_int.h"
+#include "proj.h"
+#include "quota.h"
+#include "sched.h"
+
+#include "ed_buf.h"
+#include "ed_error.h"
+#include "ed_log.h"
+#include "ed_time.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LOG_CHUNK_MAX (1 << 20)      /* bytes of log per response */
+#define FOLLOW_WAIT_MS 1000
+
+/* ---- lifecycle (called by server.c) --------------------------------------- */
+
+int gw__sched_start(gw_server *srv)
+{
+    sched_config cfg;
+    int err;
+
+    if ((err = sched_config_defaults(&cfg, srv->cfg.data_dir)) < 0)
+        return err;
+    return sched_open(&srv->sched, srv->store, &cfg);
+}
+
+void gw__sched_stop(gw_server *srv)
+{
+    if (srv == NULL)
+        return;
+    sched_close(srv->sched);
+    srv->sched = NULL;
+}
+
+/* ---- helpers ----------------------------------------------------------------- */
+
+static int parse_id(int64_t *out, const char *s, const char *what)
+{
+    char *end;
+    long long v;
+
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (*s == '\0' || *end || v <= 0 || errno)
+        return ed_error_set(ED_ENOTFOUND, "%s %s not found", what, s);
+    *out = v;
+    return 0;
+}
+
+static json_t *tiers_array(const char *tiers)
+{
+    json_t *a = json_array();
+    char buf[128], *save = NULL;
+
+    snprintf(buf, sizeof(buf), "%s", tiers);
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        json_array_append_new(a, json_string(t));
+    return a;
+}
+
+static json_t *resource_json(const sched_resource *r)
+{
+    return json_pack("{s:s, s:i, s:i, s:i, s:s, s:I, s:o, s:i, s:i, s:i, s:b, s:o}", "name", r->name, "cpus",
+                     r->cpus, "memory_mb", r->memory_mb, "gpus", r->gpu ? 1 : 0, "gpu_model", r->gpu_model,
+                     "price_mcoins_per_hour", (json_int_t)r->price_mcoins_per_hour, "tiers", tiers_array(r->tiers),
+                     "capacity", r->capacity, "in_use", r->in_use, "queued", r->queued, "simulated", r->simulated,
+                     "configured_capacity",
+                     r->configured_capacity >= 0 ? json_integer(r->configured_capacity) : json_null());
+}
+
+static json_t *time_or_null(gw_request *req, int64_t ms)
+{
+    return ms > 0 ? json_string(gw__time(req, ms)) : json_null();
+}
+
+static json_t *job_json(gw_request *req, const sched_job_info *j)
+{
+    json_t *args = NULL;
+    json_error_t e;
+
+    if ((args = json_loads(j->args_json, 0, &e)) == NULL)
+        args = json_array();
+    return json_pack("{s:I, s:s, s:s, s:o, s:s, s:o, s:s, s:i, s:I, s:i, s:I, s:o, s:o, s:I, s:s, s:o, s:o, "
+                     "s:I, s:I, s:i}",
+                     "id", (json_int_t)j->id, "status", j->status, "project_id", j->project_id, "version",
+                     j->version[0] ? json_string(j->version) : json_null(), "entry", j->entry, "args", args,
+                     "resource", j->resource, "gpus", j->gpus, "max_runtime_s", (json_int_t)(j->max_runtime_ms / 1000),
+                     "queue_position", j->queue_position, "eta_s",
+                     (json_int_t)(j->eta_ms < 0 ? -1 : (j->eta_ms + 999) / 1000), "exit_code",
+                     j->has_exit_code ? json_integer(j->exit_code) : json_null(), "failure_reason",
+                     j->failure_reason[0] ? json_string(j->failure_reason) : json_null(), "charged_mcoins",
+                     (json_int_t)j->charged_mcoins, "created_at", gw__time(req, j->created_at), "started_at",
+                     time_or_null(req, j->started_at), "ended_at", time_or_null(req, j->ended_at), "cpu_ms",
+                     (json_int_t)j->cpu_ms, "peak_mem_bytes", (json_int_t)j->peak_mem_bytes, "attempt", j->attempt);
+}
+
+/* Admins (role admin, scope admin) see every job; others their own. */
+static int64_t visible_user(gw_request *req)
+{
+    bool admin = req->auth.role && strcmp(req->auth.role, "admin") == 0 && (req->auth.scopes & GW_SCOPE_ADMIN);
+    return admin ? 0 : req->auth.user_id;
+}
+
+/* ---- resources --------------------------------------------------------------- */
+
+static int list_resources(gw_request *req, gw_response *res)
+{
+    sched_resource *v = NULL;
+    size_t n = 0;
+    json_t *items;
+    int err;
+
+    if ((err = sched_resource_list(&v, &n, req->srv->sched)) < 0)
+        return err;
+    items = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(items, resource_json(&v[i]));
+    free(v);
+    return gw_respond_json(res, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+}
+
+/* PUT /api/v1/admin/resources/{name} {cpus?, memory_mb?, gpus?, gpu_model?,
+ * price_mcoins_per_hour?, capacity? (null: discover), simulated?, tiers?} */
+static int put_resource(gw_request *req, gw_response *res)
+{
+    sched_resource r, out;
+    json_t *body, *tiers = NULL, *cap;
+    int64_t v;
+    bool b = false;
+    const char *model = NULL;
+    char target[64];
+    int err;
+
+    memset(&r, 0, sizeof(r));
+    if (strlen(req->params[0]) >= sizeof(r.name))
+        return ed_error_set(ED_EINVAL, "resource name is too long");
+    snprintf(r.name, sizeof(r.name), "%s", req->params[0]);
+    if ((err = gw_request_json(&body, req)) < 0)
+        return err;
+    r.cpus = r.memory_mb = -1;
+    r.price_mcoins_per_hour = -1;
+    r.configured_capacity = -2;
+#define GET_INT(field, key, lo, hi)                                                                           \
+    do {                                                                                                      \
+        v = -1;                                                                                               \
+        if ((err = ed_json_get_int(&v, body, key, false)) < 0)                                                \
+            return err;                                                                                       \
+        if (json_object_get(body, key) && !json_is_null(json_object_get(body, key))) {                        \
+            if (v < (lo) || v > (hi))                                                                         \
+                return ed_error_set(ED_EINVAL, "field '%s' must be %lld..%lld", key, (long long)(lo),         \
+                                    (long long)(hi));                                                         \
+            field = v;                                                                                        \
+        }                                                                                                     \
+    } while (0)
+    GET_INT(r.cpus, "cpus", 0, 1024);
+    GET_INT(r.memory_mb, "memory_mb", 0, 16 * 1024 * 1024);
+    GET_INT(r.price_mcoins_per_hour, "price_mcoins_per_hour", 0, 1000000000);
+    if ((cap = json_object_get(body, "capacity")) != NULL) {
+        if (json_is_null(cap))
+            r.configured_capacity = -1;
+        else if (json_is_integer(cap) && json_integer_value(cap) >= 0 && json_integer_value(cap) <= 100000)
+            r.configured_capacity = (int)json_integer_value(cap);
+        else
+            return ed_error_set(ED_EINVAL, "field 'capacity' must be 0..100000 or null (discover)");
+    }
+    v = -1;
+    if ((err = ed_json_get_int(&v, body, "gpus", false)) < 0)
+        return err;
+    if (v > 1)
+        return ed_error_set(ED_EINVAL, "field 'gpus' is GPUs per unit: 0 or 1");
+    r.gpu = v == 1;
+    if ((err = ed_json_get_bool(&b, body, "simulated", false)) < 0 ||
+        (err = ed_json_get_str(&model, body, "gpu_model", false)) < 0 ||
+        (err = ed_json_get_array(&tiers, body, "tiers", false)) < 0)
+        return err;
+    r.simulated = b;
+    if (model) {
+        if (strlen(model) >= sizeof(r.gpu_model))
+            return ed_error_set(ED_EINVAL, "field 'gpu_model' is too long");
+        snprintf(r.gpu_model, sizeof(r.gpu_model), "%s", model);
+    }
+    if (tiers) {
+        size_t len = 0;
+        for (size_t i = 0; i < json_array_size(tiers); i++) {
+            const char *t = json_string_value(json_array_get(tiers, i));
+            if (t == NULL || strchr(t, ',') || len + strlen(t) + 2 > sizeof(r.tiers))
+                return ed_error_set(ED_EINVAL, "field 'tiers' must be an array of tier names");
+            len += (size_t)snprintf(r.tiers + len, sizeof(r.tiers) - len, "%s%s", i ? "," : "", t);
+        }
+        if (json_array_size(tiers) == 0)
+            return ed_error_set(ED_EINVAL, "field 'tiers' must name at least one tier");
+    }
+#undef GET_INT
+    if ((err = sched_resource_put(&out, req->srv->sched, &r)) < 0)
+        return err;
+    snprintf(target, sizeof(target), "resource:%s", out.name);
+    json_t *detail = json_deep_copy(body);
+    gw__audit(req, "resource.update", target, detail);
+    json_decref(detail);
+    return gw_respond_json(res, 200, resource_json(&out));
+}
+
+/* PUT /api/v1/admin/tiers/{name} {max_kernels?, max_gpus_per_job?,
+ * max_session_ms?, idle_timeout_ms?, weight?, allow_egress?, overdraft_mcoins?,
+ * free_gpu_ms_per_day?, free_ms_per_day?: {class: ms | -1}} */
+static int put_tier(gw_request *req, gw_response *res)
+{
+    sched_tier_update u = {-1, -1, -1, -1, -1, -1, -1, -1};
+    json_t *body, *allow, *val;
+    const char *key;
+    int64_t v;
+    bool b;
+    quota_tier t;
+    sched_resource r;
+    char target[64];
+    int err;
+
+    if ((err = quota_tier_get(&t, req->srv->store, req->params[0])) < 0 ||
+        (err = gw_request_json(&body, req)) < 0)
+        return err;
+#define GET_INT(field, name)                                                                   \
+    do {                                                                                       \
+        v = -1;                                                                                \
+        if ((err = ed_json_get_int(&v, body, name, false)) < 0)                                \
+            return err;                                                                        \
+        if (json_object_get(body, name) && (v < 0 || v > INT64_C(1000000000000)))              \
+            return ed_error_set(ED_EINVAL, "field '%s' must be a non-negative integer", name); \
+        field = v;                                                                             \
+    } while (0)
+    GET_INT(u.max_kernels, "max_kernels");
+    GET_INT(u.max_gpus_per_job, "max_gpus_per_job");
+    GET_INT(u.weight, "weight");
+    GET_INT(u.max_session_ms, "max_session_ms");
+    GET_INT(u.idle_timeout_ms, "idle_timeout_ms");
+    GET_INT(u.overdraft_mcoins, "overdraft_mcoins");
+    GET_INT(u.free_gpu_ms_per_day, "free_gpu_ms_per_day");
+#undef GET_INT
+    if (json_object_get(body, "weight") && u.weight == 0)
+        return ed_error_set(ED_EINVAL, "field 'weight' must be 1..1000");
+    if (json_object_get(body, "allow_egress")) {
+        if ((err = ed_json_get_bool(&b, body, "allow_egress", true)) < 0)
+            return err;
+        u.allow_egress = b;
+    }
+    allow = json_object_get(body, "free_ms_per_day");
+    if (allow && !json_is_object(allow))
+        return ed_error_set(ED_EINVAL, "field 'free_ms_per_day' must be an object {class: ms or -1}");
+    /* check everything before changing anything */
+    json_object_foreach(allow, key, val) {
+        if (!json_is_integer(val) || json_integer_value(val) < -1 || json_integer_value(val) > 86400000)
+            return ed_error_set(ED_EINVAL, "free_ms_per_day.%s must be -1 (unlimited) to 86400000", key);
+        if ((err = sched_resource_get(&r, req->srv->sched, key)) < 0)
+            return err;
+    }
+    if ((err = sched_tier_put(req->srv->sched, t.name, &u)) < 0)
+        return err;
+    json_object_foreach(allow, key, val)
+        if ((err = sched_allowance_set(req->srv->sched, t.name, key, json_integer_value(val))) < 0)
+            return err;
+    snprintf(target, sizeof(target), "tier:%s", t.name);
+    json_t *detail = json_deep_copy(body);
+    gw__audit(req, "tier.update", target, detail);
+    json_decref(detail);
+    if ((err = quota_tier_get(&t, req->srv->store, t.name)) < 0)
+        return err;
+    return gw_respond_json(
+        res, 200,
+        json_pack("{s:s, s:i, s:i, s:I, s:I, s:i, s:b, s:I, s:I}", "name", t.name, "max_kernels", t.max_kernels,
+                  "max_gpus_per_job", t.max_gpus_per_job, "max_session_ms", (json_int_t)t.max_session_ms,
+                  "idle_timeout_ms", (json_int_t)t.idle_timeout_ms, "weight", t.weight, "allow_egress",
+                  t.allow_egress, "overdraft_mcoins", (json_int_t)t.overdraft_mcoins, "free_gpu_ms_per_day",
+                  (json_int_t)t.free_gpu_ms_per_day));
+}
+
+/* ---- jobs ------------------------------------------------------------------------ */
+
+typedef struct export_ctx {
+    proj_root  *root;
+    int64_t     user;
+    const char *project, *version, *entry;
+} export_ctx;
+
+static int mkdirs_for(const char *path)
+{
+    char tmp[PATH_MAX];
+
+    snprintf(tmp, sizeof(tmp), "%s", path);
+    for (char *p = strchr(tmp + 1, '/'); p; p = strchr(p + 1, '/')) {
+        *p = '\0';
+        if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
+            return ed_error_set(ED_EIO, "cannot create %s: %s", tmp, strerror(errno));
+        *p = '/';
+    }
+    return 0;
+}
+
+/* Write the project's files (at the version, or the working tree) under
+ * `work`; the entry must be among them. */
+static int export_tree(const char *work, void *payload)
+{
+    export_ctx *c = payload;
+    proj_version *v = NULL;
+    proj_file_list *l = NULL;
+    char **paths = NULL;
+    size_t n = 0;
+    bool have_entry = false;
+    int err = 0;
+
+    if (c->version) {
+        if ((err = proj_version_get(&v, c->root, c->user, c->project, c->version)) < 0)
+            return err;
+        paths = v->files;
+        n = v->nfiles;
+    } else {
+        if ((err = proj_files_list(&l, c->root, c->user, c->project)) < 0)
+            return err;
+        if ((paths = calloc(l->count + 1, sizeof(*paths))) == NULL) {
+            proj_file_list_free(l);
+            return ed_error_set(ED_ENOMEM, "file list");
+        }
+        for (size_t i = 0; i < l->count; i++)
+            paths[i] = l->items[i].path;
+        n = l->count;
+    }
+    for (size_t i = 0; i < n && err == 0; i++) {
+        char *buf = NULL, path[PATH_MAX];
+        size_t len = 0;
+        int fd;
+
+        if (strcmp(paths[i], c->entry) == 0)
+            have_entry = true;
+        if ((err = proj_file_read(&buf, &len, c->root, c->user, c->project, paths[i],
+                                  v ? v->id : NULL)) < 0)
+            break;
+        if (snprintf(path, sizeof(path), "%s/%s", work, paths[i]) >= (int)sizeof(path)) {
+            free(buf);
+            err = ed_error_set(ED_EINVAL, "path %s is too long", paths[i]);
+            break;
+        }
+        if ((err = mkdirs_for(path)) == 0) {
+            if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0 ||
+                write(fd, buf, len) != (ssize_t)len) {
+                err = ed_error_set(ED_EIO, "cannot write %s: %s", path, strerror(errno));
+            }
+            if (fd >= 0)
+                close(fd);
+        }
+        free(buf);
+    }
+    if (err == 0 && !have_entry)
+        err = ed_error_set(ED_EUNPROC, "entry '%s' is not a file of the project%s%s", c->entry,
+                           c->version ? " at version " : "'s working tree", c->version ? c->version : "");
+    if (v)
+        proj_version_free(v);
+    else
+        free(paths);
+    proj_file_list_free(l);
+    return err;
+}
+
+/* POST /api/v1/jobs {project_id, version?, entry, args?, resource, gpus?,
+ * max_runtime_s?, requeue?} (+ Idempotency-Key) */
+static int post_job(gw_request *req, gw_response *res)
+{
+    json_t *body, *args = NULL;
+    const char *project = NULL, *version = NULL, *entry = NULL, *resource = NULL;
+    int64_t gpus = 0, max_rt = 0;
+    bool requeue = false;
+    char *args_text = NULL;
+    proj *p = NULL;
+    sched_job_info j;
+    sched_job_spec sp;
+    export_ctx ec;
+    int err;
+
+    if ((err = gw_request_json(&body, req)) < 0 ||
+        (err = ed_json_get_str(&project, body, "project_id", true)) < 0 ||
+        (err = ed_json_get_str(&version, body, "version", false)) < 0 ||
+        (err = ed_json_get_str(&entry, body, "entry", true)) < 0 ||
+        (err = ed_json_get_str(&resource, body, "resource", true)) < 0 ||
+        (err = ed_json_get_array(&args, body, "args", false)) < 0 ||
+        (err = ed_json_get_int(&gpus, body, "gpus", false)) < 0 ||
+        (err = ed_json_get_int(&max_rt, body, "max_runtime_s", false)) < 0 ||
+        (err = ed_json_get_bool(&requeue, body, "requeue", false)) < 0)
+        return err;
+    if (gpus < 0 || gpus > 64)
+        return ed_error_set(ED_EINVAL, "field 'gpus' must be 0..64");
+    if (max_rt < 0 || max_rt > 30LL * 86400)
+        return ed_error_set(ED_EINVAL, "field 'max_runtime_s' must be 1..2592000");
+    if (args) {
+        for (size_t i = 0; i < json_array_size(args); i++)
+            if (!json_is_string(json_array_get(args, i)))
+                return ed_error_set(ED_EINVAL, "field 'args' must be an array of strings");
+        if ((args_text = ed_json_dumps(args)) == NULL)
+            return ed_error_set(ED_ENOMEM, "args");
+    }
+    if ((err = proj_get(&p, req->srv->projects, req->auth.user_id, project)) < 0)
+        goto out;
+    ec = (export_ctx){req->srv->projects, req->auth.user_id, p->id, version, entry};
+    memset(&sp, 0, sizeof(sp));
+    sp.user_id = req->auth.user_id;
+    sp.tier = req->auth.tier;
+    sp.project_id = p->id;
+    sp.version = version;
+    sp.entry = entry;
+    sp.args_json = args_text;
+    sp.resource = resource;
+    sp.gpus = (int)gpus;
+    sp.max_runtime_ms = max_rt * 1000;
+    sp.requeue = requeue;
+    sp.idem_key = gw_request_header(req, "Idempotency-Key");
+    sp.prepare = export_tree;
+    sp.payload = &ec;
+    if ((err = sched_job_submit(&j, req->srv->sched, &sp)) < 0)
+        goto out;
+    err = gw_respond_json(res, 201, job_json(req, &j));
+out:
+    proj_free(p);
+    free(args_text);
+    return err;
+}
+
+static int get_job(gw_request *req, gw_response *res)
+{
+    sched_job_info j;
+    int64_t id;
+    int err;
+
+    if ((err = parse_id(&id, req->params[0], "job")) < 0 ||
+        (err = sched_job_get(&j, req->srv->sched, visible_user(req), id)) < 0)
+        return err;
+    return gw_respond_json(res, 200, job_json(req, &j));
+}
+
+typedef struct job_page {
+    gw_request *req;
+    json_t     *items;
+} job_page;
+
+static int add_job(const sched_job_info *j, void *payload)
+{
+    job_page *p = payload;
+    return json_array_append_new(p->items, job_json(p->req, j)) == 0 ? 0 : ED_ENOMEM;
+}
+
+static int list_jobs(gw_request *req, gw_response *res)
+{
+    job_page page = {req, json_array()};
+    const char *cursor = NULL;
+    int64_t before = 0;
+    int limit, err;
+    char next[32];
+
+    if ((err = gw_request_page(&limit, &cursor, req)) < 0)
+        goto fail;
+    if (cursor && parse_id(&before, cursor, "cursor") < 0) {
+        err = ed_error_set(ED_EINVAL, "cursor '%s' is not one this API gave", cursor);
+        goto fail;
+    }
+    /* the list is the caller's own jobs, admins included */
+    if ((err = sched_job_each(req->srv->sched, req->auth.user_id, before, limit + 1, add_job, &page)) < 0)
+        goto fail;
+    if ((int)json_array_size(page.items) > limit) {
+        json_array_remove(page.items, (size_t)limit);
+        snprintf(next, sizeof(next), "%" PRId64,
+                 (int64_t)json_integer_value(json_object_get(json_array_get(page.items, (size_t)limit - 1), "id")));
+        return gw_respond_json(res, 200, json_pack("{s:o, s:s}", "items", page.items, "next_cursor", next));
+    }
+    return gw_respond_json(res, 200, json_pack("{s:o, s:n}", "items", page.items, "next_cursor"));
+fail:
+    json_decref(page.items);
+    return err;
+}
+
+static int delete_job(gw_request *req, gw_response *res)
+{
+    sched_job_info j;
+    int64_t id;
+    int err;
+
+    if ((err = parse_id(&id, req->params[0], "job")) < 0 ||
+        (err = sched_job_cancel(&j, req->srv->sched, visible_user(req), id)) < 0)
+        return err;
+    return gw_respond_json(res, 200, job_json(req, &j));
+}
+
+static bool job_finished(const sched_job_info *j)
+{
+    return strcmp(j->status, "queued") != 0 && strcmp(j->status, "running") != 0;
+}
+
+/* Read the log from `offset`, at most LOG_CHUNK_MAX bytes. */
+static int read_log(char **out, size_t *out_len, int64_t *out_size, sched *s, int64_t id, int64_t offset)
+{
+    char dir[700], path[760];
+    struct stat sb;
+    char *buf;
+    ssize_t n;
+    size_t want;
+    int fd, err;
+
+    *out = NULL;
+    *out_len = 0;
+    *out_size = 0;
+    if ((err = sched_job_dir(dir, sizeof(dir), s, id)) < 0)
+        return err;
+    snprintf(path, sizeof(path), "%s/log", dir);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
+        if (errno == ENOENT)
+            return (*out = calloc(1, 1)) ? 0 : ed_error_set(ED_ENOMEM, "log");
+        return ed_error_set(ED_EIO, "cannot open the job log: %s", strerror(errno));
+    }
+    if (fstat(fd, &sb) < 0) {
+        close(fd);
+        return ed_error_set(ED_EIO, "cannot stat the job log: %s", strerror(errno));
+    }
+    *out_size = sb.st_size;
+    want = offset < sb.st_size ? (size_t)(sb.st_size - offset) : 0;
+    if (want > LOG_CHUNK_MAX)
+        want = LOG_CHUNK_MAX;
+    if ((buf = malloc(want + 1)) == NULL) {
+        close(fd);
+        return ed_error_set(ED_ENOMEM, "log");
+    }
+    n = want ? pread(fd, buf, want, offset) : 0;
+    close(fd);
+    if (n < 0) {
+        free(buf);
+        return ed_error_set(ED_EIO, "cannot read the job log: %s", strerror(errno));
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *out_len = (size_t)n;
+    return 0;
+}
+
+static int get_logs(gw_request *req, gw_response *res)
+{
+    sched_job_info j;
+    int64_t id, offset = 0, size, waited = 0;
+    const char *q = gw_request_query(req, "offset"), *follow = gw_request_query(req, "follow"),
+               *accept = gw_request_header(req, "Accept"), *last = gw_request_header(req, "Last-Event-ID");
+    bool sse = (follow && strcmp(follow, "0") != 0) || (accept && strstr(accept, "text/event-stream"));
+    char *buf = NULL, hdr[32], *end;
+    size_t len;
+    int err;
+
+    if ((err = parse_id(&id, req->params[0], "job")) < 0 ||
+        (err = sched_job_get(&j, req->srv->sched, visible_user(req), id)) < 0)
+        return err;
+    if (sse && last)
+        q = last;
+    if (q) {
+        offset = strtoll(q, &end, 10);
+        if (*q == '\0' || *end || offset < 0)
+            return ed_error_set(ED_EINVAL, "offset '%s' must be a byte offset >= 0", q);
+    }
+    for (;;) {
+        if ((err = read_log(&buf, &len, &size, req->srv->sched, id, offset)) < 0)
+            return err;
+        if (!sse || len > 0 || job_finished(&j) || waited >= FOLLOW_WAIT_MS)
+            break;
+        free(buf);
+        usleep(100000);
+        waited += 100;
+        if ((err = sched_job_get(&j, req->srv->sched, visible_user(req), id)) < 0)
+            return err;
+    }
+    snprintf(hdr, sizeof(hdr), "%" PRId64, offset + (int64_t)len);
+    gw_response_header(res, "X-Log-Offset", hdr);
+    gw_response_header(res, "X-Job-Status", j.status);
+    if (!sse)
+        return gw_respond_bytes(res, 200, "text/plain; charset=utf-8", buf, len);
+
+    /* SSE: whole lines only (a partial last line waits for the next request) */
+    ed_buf b = {0};
+    size_t pos = 0;
+    int64_t at = offset;
+    bool oom = ed_buf_puts(&b, "retry: 500\n\n") < 0;
+    while (!oom && pos < len) {
+        char *nl = memchr(buf + pos, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - (buf + pos)) : len - pos;
+        if (!nl && !job_finished(&j))
+            break;
+        at += (int64_t)n + (nl ? 1 : 0);
+        oom = ed_buf_printf(&b, "id: %" PRId64 "\ndata: %.*s\n\n", at, (int)n, buf + pos) < 0;
+        pos += n + (nl ? 1 : 0);
+    }
+    if (!oom && job_finished(&j) && at >= size) {
+        json_t *jj = job_json(req, &j);
+        char *done = ed_json_dumps(jj);
+        oom = done == NULL || ed_buf_printf(&b, "event: end\ndata: %s\n\n", done) < 0;
+        free(done);
+        json_decref(jj);
+    }
+    free(buf);
+    if (oom) {
+        ed_buf_free(&b);
+        return ed_error_set(ED_ENOMEM, "log events");
+    }
+    gw_response_header(res, "Cache-Control", "no-cache");
+    len = b.len;
+    return gw_respond_bytes(res, 200, "text/event-stream", ed_buf_steal(&b), len);
+}
+
+/* The output directory of a job, resolved. */
+static int output_dir(char *out, size_t n, gw_request *req, int64_t *id)
+{
+    sched_job_info j;
+    char dir[700], tmp[760];
+    int err;
+
+    if ((err = parse_id(id, req->params[0], "job")) < 0 ||
+        (err = sched_job_get(&j, req->srv->sched, visible_user(req), *id)) < 0 ||
+        (err = sched_job_dir(dir, sizeof(dir), req->srv->sched, *id)) < 0)
+        return err;
+    snprintf(tmp, sizeof(tmp), "%s/output", dir);
+    if (realpath(tmp, out) == NULL || strlen(out) >= n)
+        return ed_error_set(ED_ENOTFOUND, "job %" PRId64 " has no artifacts", *id);
+    return 0;
+}
+
+static int list_dir(json_t *items, const char *root, const char *rel, int depth)
+{
+    char path[PATH_MAX], sub[PATH_MAX];
+    DIR *d;
+    struct dirent *e;
+    struct stat sb;
+
+    if (depth > 16 || json_array_size(items) >= 10000)
+        return 0;
+    snprintf(path, sizeof(path), "%s%s%s", root, rel[0] ? "/" : "", rel);
+    if ((d = opendir(path)) == NULL)
+        return 0;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", e->d_name) >= (int)sizeof(sub) / 2 ||
+            snprintf(path, sizeof(path), "%s/%.2000s", root, sub) >= (int)sizeof(path))
+            continue;
+        if (lstat(path, &sb) < 0)
+            continue;
+        if (S_ISDIR(sb.st_mode))
+            list_dir(items, root, sub, depth + 1);
+        else if (S_ISREG(sb.st_mode))
+            json_array_append_new(items, json_pack("{s:s, s:I}", "path", sub, "size", (json_int_t)sb.st_size));
+    }
+    closedir(d);
+    return 0;
+}
+
+static int list_artifacts(gw_request *req, gw_response *res)
+{
+    char root[PATH_MAX];
+    int64_t id;
+    json_t *items;
+    int err;
+
+    if ((err = output_dir(root, sizeof(root), req, &id)) < 0)
+        return err;
+    items = json_array();
+    list_dir(items, root, "", 0);
+    return gw_respond_json(res, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+}
+
+static int get_artifact(gw_request *req, gw_response *res)
+{
+    char root[PATH_MAX], path[PATH_MAX], real[PATH_MAX];
+    const char *rel = req->params[1];
+    struct stat sb;
+    int64_t id;
+    char *buf;
+    ssize_t n;
+    int fd, err;
+
+    if ((err = output_dir(root, sizeof(root), req, &id)) < 0)
+        return err;
+    if (rel[0] == '/' || strstr(rel, "..") || snprintf(path, sizeof(path), "%s/%s", root, rel) >= (int)sizeof(path))
+        return ed_error_set(ED_ENOTFOUND, "artifact %s not found", rel);
+    /* files were written by the job: refuse anything that leads outside */
+    if (realpath(path, real) == NULL || strncmp(real, root, strlen(root)) != 0 || real[strlen(root)] != '/')
+        return ed_error_set(ED_ENOTFOUND, "artifact %s not found", rel);
+    if ((fd = open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        return ed_error_set(ED_ENOTFOUND, "artifact %s not found", rel);
+    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return ed_error_set(ED_ENOTFOUND, "artifact %s not found", rel);
+    }
+    if (sb.st_size > (int64_t)1 << 30) {
+        close(fd);
+        return ed_error_set(ED_ETOOBIG, "artifact %s is over 1 GiB", rel);
+    }
+    if ((buf = malloc((size_t)sb.st_size + 1)) == NULL) {
+        close(fd);
+        return ed_error_set(ED_ENOMEM, "artifact");
+    }
+    n = sb.st_size ? pread(fd, buf, (size_t)sb.st_size, 0) : 0;
+    close(fd);
+    if (n != sb.st_size) {
+        free(buf);
+        return ed_error_set(ED_EIO, "cannot read artifact %s", rel);
+    }
+    return gw_respond_bytes(res, 200, "application/octet-stream", buf, (size_t)n);
+}
+
+/* ---- admin overview ---------------------------------------------------------- */
+
+typedef struct overview_ctx {
+    gw_request *req;
+    json_t     *running, *queue;
+} overview_ctx;
+
+static int add_overview_job(const sched_job_info *j, void *payload)
+{
+    overview_ctx *c = payload;
+    json_t *target = strcmp(j->status, "running") == 0 ? c->running : strcmp(j->status, "queued") == 0 ? c->queue : NULL;
+    if (target && json_array_size(target) < 200)
+        json_array_append_new(target, job_json(c->req, j));
+    return 0;
+}
+
+static int get_overview(gw_request *req, gw_response *res)
+{
+    sched_overview o;
+    overview_ctx c = {req, json_array(), json_array()};
+    json_t *classes = json_array();
+    int64_t cap = 0, used = 0;
+    int err;
+
+    if ((err = sched_overview_get(&o, req->srv->sched)) < 0 ||
+        (err = sched_job_each(req->srv->sched, 0, 0, 500, add_overview_job, &c)) < 0) {
+        json_decref(c.running);
+        json_decref(c.queue);
+        json_decref(classes);
+        return err;
+    }
+    for (int i = 0; i < o.nclasses; i++) {
+        const sched_resource *r = &o.classes[i];
+        json_t *cls = resource_json(r);
+        json_object_set_new(cls, "utilisation",
+                            json_real(r->capacity > 0 ? (double)r->in_use / r->capacity : 0.0));
+        json_array_append_new(classes, cls);
+        cap += r->capacity;
+        used += r->in_use;
+    }
+    return gw_respond_json(
+        res, 200,
+        json_pack("{s:I, s:{s:i, s:i}, s:o, s:o, s:o, s:{s:i, s:i}, s:f, s:I}", "users", (json_int_t)o.users,
+                  "jobs", "running", o.running_jobs, "queued", o.queued_jobs, "running", c.running, "queue", c.queue,
+                  "resources", classes, "devices", "gpus_found", o.gpus_found, "gpus_simulated", o.gpus_simulated,
+                  "utilisation",
+                  cap > 0 ? (double)used / (double)cap : 0.0, "charged_today_mcoins",
+                  (json_int_t)o.charged_today_mcoins));
+}
+
+const gw_route gw__routes_sched[] = {
+    {"GET", "/api/v1/resources", list_resources, GW_AUTH | GW_SCOPE_READ,
+     "Resource classes: prices, capacity, use and queue"},
+    {"PUT", "/api/v1/admin/resources/{name}", put_resource, GW_AUTH | GW_SCOPE_ADMIN,
+     "Create or change a resource class"},
+    {"PUT", "/api/v1/admin/tiers/{name}", put_tier, GW_AUTH | GW_SCOPE_ADMIN,
+     "Change a tier's limits and daily free allowances"},
+    {"GET", "/api/v1/admin/overview", get_overview, GW_AUTH | GW_SCOPE_ADMIN,
+     "Users, running work, queue, devices, utilisation, coins charged today"},
+    {"POST", "/api/v1/jobs", post_job, GW_AUTH | GW_SCOPE_RUN, "Submit a batch job (Idempotency-Key)"},
+    {"GET", "/api/v1/jobs", list_jobs, GW_AUTH | GW_SCOPE_READ, "The caller's jobs, newest first"},
+    {"GET", "/api/v1/jobs/{id}", get_job, GW_AUTH | GW_SCOPE_READ, "A job with queue position, ETA and outcome"},
+    {"DELETE", "/api/v1/jobs/{id}", delete_job, GW_AUTH | GW_SCOPE_RUN, "Cancel a job"},
+    {"GET", "/api/v1/jobs/{id}/logs", get_logs, GW_AUTH | GW_SCOPE_READ,
+     "A job's output from ?offset= (follow=1: Server-Sent Events)"},
+    {"GET", "/api/v1/jobs/{id}/artifacts", list_artifacts, GW_AUTH | GW_SCOPE_READ, "Files a job wrote to its output"},
+    {"GET", "/api/v1/jobs/{id}/artifacts/{path*}", get_artifact, GW_AUTH | GW_SCOPE_READ, "Download an artifact"},
+    {NULL, NULL, NULL, 0, NULL},
+};

@@ -1,0 +1,282 @@
+/*
+ * exec_local.c - the executor "local": each job runs in one sandbox
+ * (sandbox/) on this host, as an unprivileged uid slot, with the job's tree
+ * at /home/aistudio/work and its output directory at /home/aistudio/output.
+ *
+ * The program is `eddy-kernel run <entry> [args]` when eddy-kernel is
+ * configured (EDDY_KERNEL_BIN) or installed next to `eddy`; until then .py
+ * entries run with /usr/bin/python3 behind the same interface. A job with N
+ * GPUs starts N ranks inside its sandbox (so they share its loopback), each
+ * with PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS,
+ * PADDLE_CURRENT_ENDPOINT and FLAGS_selected_gpus, as
+ * `python -m paddle.distributed.launch` sets them.
+ */
+#include "sched.h"
+#include "sched_int.h"
+
+#include "ed_error.h"
+#include "ed_json.h"
+#include "sbx.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define RANK_BASE_PORT 6170
+#define MAX_ARGS 80
+
+static uid_t chown_uid;
+
+static int chown_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return lchown(path, chown_uid, chown_uid) == 0 ? 0 : -1;
+}
+
+/* eddy-kernel on the host, or "" when it is not there. */
+void sched__kernel_path(char *out, size_t n, const sched *s)
+{
+    char exe[400], dir[400];
+    ssize_t len;
+
+    out[0] = '\0';
+    if (s->cfg.kernel_bin[0]) {
+        if (access(s->cfg.kernel_bin, X_OK) == 0)
+            snprintf(out, n, "%s", s->cfg.kernel_bin);
+        return;
+    }
+    if ((len = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) <= 0)
+        return;
+    exe[len] = '\0';
+    snprintf(dir, sizeof(dir), "%s", dirname(exe));
+    snprintf(out, n, "%s/eddy-kernel", dir);
+    if (access(out, X_OK) == 0)
+        return;
+    snprintf(out, n, "%s/../kernel_runner/eddy-kernel", dir);
+    if (access(out, X_OK) == 0)
+        return;
+    out[0] = '\0';
+}
+
+/* The `paddle` package's folder on the host (EDDY_PADDLE_DIR, or the build
+ * tree's framework/python next to `eddy`), or "" when there is none. */
+static void find_paddle(char *out, size_t n)
+{
+    const char *env = getenv("EDDY_PADDLE_DIR");
+    char exe[400], dir[400];
+    struct stat sb;
+    ssize_t len;
+
+    out[0] = '\0';
+    if (env && env[0]) {
+        if (stat(env, &sb) == 0 && S_ISDIR(sb.st_mode))
+            snprintf(out, n, "%s", env);
+        return;
+    }
+    if ((len = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) <= 0)
+        return;
+    exe[len] = '\0';
+    snprintf(dir, sizeof(dir), "%s", dirname(exe));
+    snprintf(out, n, "%s/../framework/python", dir);
+    if (stat(out, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        out[0] = '\0';
+}
+
+static const char RANKS_SH[] =
+    "i=0; pids=\n"
+    "for dev in $EDDY_RANK_DEVICES; do\n"
+    "  PADDLE_TRAINER_ID=$i PADDLE_CURRENT_ENDPOINT=127.0.0.1:$((" "6170" " + i)) FLAGS_selected_gpus=$dev \"$@\" &\n"
+    "  pids=\"$pids $!\"; i=$((i + 1))\n"
+    "done\n"
+    "rc=0; for p in $pids; do wait $p || rc=$?; done; exit $rc\n";
+
+static int local_launch(sched *s, sched__running *r, const sched_job_info *j, const sched_resource *cls,
+                        bool egress, const char *job_dir)
+{
+    char kernel[512] = "", kdir[512], work[760], output[760], entry_in[300], nb_out[400], paddle[512];
+    char *argv[MAX_ARGS + 8], *env[24];
+    char envbuf[24][700];
+    json_t *args = NULL;
+    sbx_spec sp;
+    sbx_bind rw[2], ro[2];
+    size_t na = 0, ne = 0, nlen = strlen(j->entry);
+    bool notebook = nlen > 6 && strcmp(j->entry + nlen - 6, ".ipynb") == 0;
+    bool simulated = sched__simulated(s, cls);
+    int err;
+
+    sched__kernel_path(kernel, sizeof(kernel), s);
+    if (notebook && kernel[0] == '\0')
+        return ed_error_set(ED_EUNPROC, "notebook entries need eddy-kernel, which is not installed on this host");
+    snprintf(work, sizeof(work), "%s/work", job_dir);
+    snprintf(output, sizeof(output), "%s/output", job_dir);
+    snprintf(entry_in, sizeof(entry_in), "/home/aistudio/work/%s", j->entry);
+    if (ed_json_parse(&args, j->args_json, strlen(j->args_json), 2) < 0 || !json_is_array(args) ||
+        json_array_size(args) > MAX_ARGS - 8) {
+        json_decref(args);
+        return ed_error_set(ED_EINVAL, "job arguments are not an array of at most %d strings", MAX_ARGS - 8);
+    }
+    if (r->units > 1 && cls->gpu) {
+        argv[na++] = "/bin/sh";
+        argv[na++] = "-c";
+        argv[na++] = (char *)RANKS_SH;
+        argv[na++] = "eddy-ranks";
+    }
+    if (kernel[0]) {
+        argv[na++] = "/opt/eddy/bin/eddy-kernel";
+        argv[na++] = "run";
+    } else {
+        argv[na++] = "/usr/bin/python3";
+        argv[na++] = "-u";
+    }
+    argv[na++] = entry_in;
+    if (notebook) {
+        /* the executed notebook is an artifact */
+        const char *base = strrchr(j->entry, '/') ? strrchr(j->entry, '/') + 1 : j->entry;
+        snprintf(nb_out, sizeof(nb_out), "/home/aistudio/output/%s", base);
+        argv[na++] = "--out";
+        argv[na++] = nb_out;
+    }
+    for (size_t i = 0; i < json_array_size(args); i++)
+        argv[na++] = (char *)json_string_value(json_array_get(args, i));
+    argv[na] = NULL;
+
+#define ENV(...) (snprintf(envbuf[ne], sizeof(envbuf[ne]), __VA_ARGS__), env[ne] = envbuf[ne], ne++)
+    ENV("PATH=/usr/local/bin:/usr/bin:/bin");
+    ENV("HOME=/home/aistudio");
+    ENV("USER=aistudio");
+    ENV("LANG=C.UTF-8");
+    ENV("PYTHONUNBUFFERED=1");
+    ENV("EDDY_JOB_ID=%lld", (long long)j->id);
+    ENV("EDDY_OUTPUT_DIR=/home/aistudio/output");
+    ENV("EDDY_RUNNER=%s", kernel[0] ? "eddy-kernel" : "python3");
+    find_paddle(paddle, sizeof(paddle));
+    if (paddle[0]) {
+        /* `import paddle` from the read-only package folder */
+        ENV("EDDY_PYTHONPATH=/opt/eddy/python");
+        ENV("PYTHONPATH=/opt/eddy/python");
+    }
+    if (cls->gpu) {
+        char devs[128] = "", eps[400] = "";
+        for (int k = 0; k < r->units && k < 16; k++) {
+            snprintf(devs + strlen(devs), sizeof(devs) - strlen(devs), "%s%d", k ? " " : "", r->devices[k]);
+            snprintf(eps + strlen(eps), sizeof(eps) - strlen(eps), "%s127.0.0.1:%d", k ? "," : "",
+                     RANK_BASE_PORT + k);
+        }
+        ENV("PADDLE_TRAINERS_NUM=%d", r->units);
+        ENV("PADDLE_TRAINER_ENDPOINTS=%s", eps);
+        if (r->units > 1) {
+            ENV("EDDY_RANK_DEVICES=%s", devs);
+        } else {
+            ENV("PADDLE_TRAINER_ID=0");
+            ENV("PADDLE_CURRENT_ENDPOINT=127.0.0.1:%d", RANK_BASE_PORT);
+            ENV("FLAGS_selected_gpus=%d", r->devices[0]);
+        }
+        if (simulated)
+            ENV("EDDY_SIMULATED_GPUS=1");
+    }
+    env[ne] = NULL;
+#undef ENV
+
+    if ((err = sbx_slot_claim(&r->slot, s->cfg.slot_dir, s->cfg.slot_base, s->cfg.slot_count)) < 0)
+        goto out;
+    chown_uid = sbx_slot_uid(r->slot);
+    if (nftw(work, chown_one, 16, FTW_PHYS) != 0 || nftw(output, chown_one, 16, FTW_PHYS) != 0) {
+        err = ed_error_set(ED_EIO, "cannot hand the job's tree to its uid: %s", strerror(errno));
+        goto out;
+    }
+    sbx_spec_init(&sp);
+    sp.argv = argv;
+    sp.env = env;
+    sp.host_uid = sbx_slot_uid(r->slot);
+    sp.host_gid = sbx_slot_uid(r->slot);
+    rw[0] = (sbx_bind){work, "/home/aistudio/work"};
+    rw[1] = (sbx_bind){output, "/home/aistudio/output"};
+    sp.rw = rw;
+    sp.n_rw = 2;
+    sp.ro = ro;
+    if (paddle[0])
+        ro[sp.n_ro++] = (sbx_bind){paddle, "/opt/eddy/python"};
+    if (kernel[0]) {
+        snprintf(kdir, sizeof(kdir), "%s", kernel);
+        ro[sp.n_ro++] = (sbx_bind){dirname(kdir), "/opt/eddy/bin"};
+        /* the bound directory must hold it under this name */
+        if (strcmp(strrchr(kernel, '/') + 1, "eddy-kernel") != 0) {
+            err = ed_error_set(ED_EINVAL, "EDDY_KERNEL_BIN must be a file named eddy-kernel");
+            goto out;
+        }
+    }
+    sp.mem_bytes = (int64_t)(cls->memory_mb > 0 ? cls->memory_mb : 1024) * (r->units > 0 ? r->units : 1) << 20;
+    sp.cpu_millis = (cls->cpus > 0 ? cls->cpus : 1) * 1000 * (r->units > 0 ? r->units : 1);
+    sp.pids = 256 * (r->units > 0 ? r->units : 1);
+    sp.tmp_bytes = 256LL << 20;
+    sp.fsize_bytes = 4LL << 30;     /* no single file (the log included) past 4 GiB */
+    sp.wall_ms = (int)((r->end_by - r->started_at) + s->cfg.stop_grace_ms + 2000);
+    sp.net = egress ? SBX_NET_HOST : SBX_NET_LOOPBACK;
+    if (cls->gpu && !simulated) {
+        for (int k = 0; k < r->units && k < SBX_MAX_GPUS; k++)
+            sp.gpus[k] = r->devices[k];
+        sp.n_gpus = (size_t)(r->units < SBX_MAX_GPUS ? r->units : SBX_MAX_GPUS);
+    }
+    sp.stdio[0] = -1;
+    sp.stdio[1] = r->log_fd;
+    sp.stdio[2] = r->log_fd;
+    sp.allow_degraded = getenv("EDDY_SANDBOX_DEGRADED") && strcmp(getenv("EDDY_SANDBOX_DEGRADED"), "1") == 0;
+    err = sbx_launch(&r->job, &sp);
+out:
+    json_decref(args);
+    if (err < 0) {
+        sbx_slot_free(r->slot);
+        r->slot = NULL;
+        r->job = NULL;
+    }
+    return err;
+}
+
+static int local_poll(sched__running *r, sched__outcome *out)
+{
+    sbx_usage u;
+    int err;
+
+    memset(out, 0, sizeof(*out));
+    if (r->job == NULL)
+        return 1;
+    if ((err = sbx_job_wait(r->job, 0, &u)) == ED_EBUSY)
+        return 0;
+    if (err < 0) {
+        out->term_signal = SIGKILL;
+        return 1;
+    }
+    out->exited = u.exited != 0;
+    out->exit_code = u.exit_code;
+    out->term_signal = u.term_signal;
+    out->oom = u.limit == SBX_LIMIT_MEMORY;
+    out->wall = u.limit == SBX_LIMIT_WALL;
+    out->cpu_ms = u.cpu_ms;
+    out->peak_mem_bytes = u.peak_mem_bytes;
+    return 1;
+}
+
+static int local_signal(sched__running *r, int sig)
+{
+    if (r->job == NULL)
+        return 0;
+    return sig == SIGKILL ? sbx_job_kill(r->job) : sbx_job_signal(r->job, sig);
+}
+
+static void local_release(sched__running *r)
+{
+    sbx_job_free(r->job);
+    r->job = NULL;
+    sbx_slot_free(r->slot);
+    r->slot = NULL;
+}
+
+const sched__executor sched__exec_local = {"local", local_launch, local_poll, local_signal, local_release};

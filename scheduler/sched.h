@@ -1,0 +1,276 @@
+/*
+ * sched.h - the scheduler: who runs what, where, and in which order.
+ *
+ * Two layers:
+ *
+ *  1. The policy core (sched_plan, sched_eta): pure functions over arrays of
+ *     queued and running work and the capacity of each resource class. They
+ *     allocate only scratch memory, touch no store, and are what the unit
+ *     tests and the 10,000-item benchmark drive.
+ *
+ *  2. The service (sched_open ... sched_close): resource classes and jobs in
+ *     the store (tables sched_resources, sched_allowances, jobs; migration
+ *     0005), one scheduler thread that places queued work, starts it through
+ *     the local executor (sandbox/ + eddy-kernel), meters it (quota/meter.c),
+ *     enforces limits, and settles its hold; reconciliation of whatever a
+ *     crash left behind when it opens.
+ *
+ *     sched *s;
+ *     sched_config cfg;
+ *     sched_config_defaults(&cfg, "/var/lib/eddy");
+ *     if ((err = sched_open(&s, store, &cfg)) < 0) ...
+ *     sched_job_info j;
+ *     err = sched_job_submit(&j, s, &spec);    // queued; j.queue_position, j.eta_ms
+ *     ...
+ *     sched_close(s);
+ *
+ * Order of the queue: tier weight (higher first), then fair share (less
+ * recent usage first), then age (older first). Per-user concurrency caps come
+ * from the tier. A higher-tier item that waits for a GPU class may preempt
+ * lower-tier preemptible (batch) work; backfill lets a later item run now when
+ * it does not delay the reservation of the first blocked item of its class.
+ *
+ * Errors follow ed_error.h. Every function is safe from any thread.
+ */
+#ifndef SCHED_H
+#define SCHED_H
+
+#include "ed_store.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SCHED_MAX_CLASSES 64
+
+/* ---- the policy core ------------------------------------------------------ */
+
+/* A queued item, as the policy sees it. */
+typedef struct sched_item {
+    int64_t id;
+    int64_t user_id;
+    int     weight;        /* tier scheduling weight: higher goes first */
+    int     cls;           /* resource class index, 0..nclasses-1 */
+    int     units;         /* capacity units wanted: GPUs, or 1 slot */
+    int     user_cap;      /* the user's max concurrent work (tier); <= 0 unlimited */
+    int64_t usage_ms;      /* the user's recent usage (fair share): less goes first */
+    int64_t enqueued_at;   /* ms: older goes first */
+    int64_t est_ms;        /* expected run time (its max runtime), for ETA and backfill */
+} sched_item;
+
+/* Running work. */
+typedef struct sched_run {
+    int64_t id;
+    int64_t user_id;
+    int     weight;
+    int     cls;
+    int     units;
+    int64_t started_at;    /* ms */
+    int64_t end_by;        /* ms: started_at + max runtime */
+    bool    preemptible;   /* batch work that may be preempted */
+    bool    stopping;      /* already being stopped: counts as busy, never a victim */
+} sched_run;
+
+/* One resource class's capacity. */
+typedef struct sched_pool {
+    int  capacity;         /* units */
+    bool preemption;       /* higher-tier waiters may preempt here (GPU classes) */
+} sched_pool;
+
+/* What to do now. The arrays are caller-provided: start needs room for nq
+ * ids, preempt for nr. */
+typedef struct sched_decision {
+    int64_t *start;   size_t nstart;    /* queued ids to start, in priority order */
+    int64_t *preempt; size_t npreempt;  /* running ids to preempt */
+} sched_decision;
+
+/* Decide which queued items start now and which running items are preempted.
+ * Items are taken in queue order; an item whose user is at its cap is
+ * skipped; the first item of a class that does not fit gets a reservation at
+ * the time enough running work ends (by end_by), and may preempt lower-weight
+ * preemptible work of a class with preemption (lowest weight first, then the
+ * most recently started); later items of that class backfill only if they
+ * fit now and end before the reservation or use units it does not need.
+ * Items wanting more units than their class has never start.
+ * 0, ED_EINVAL (class index out of range), ED_ENOMEM (scratch). */
+int sched_plan(sched_decision *out, const sched_item *queue, size_t nq, const sched_run *running,
+               size_t nr, const sched_pool *pools, int nclasses, int64_t now_ms);
+
+/* For each queued item (indexed like `queue`): its 1-based position in its
+ * class's queue order and its estimated wait in ms, simulating the queue in
+ * order against the running work's end_by and each item's est_ms (-1: never,
+ * it wants more units than the class has). 0, ED_EINVAL, ED_ENOMEM. */
+int sched_eta(int *out_pos, int64_t *out_eta_ms, const sched_item *queue, size_t nq,
+              const sched_run *running, size_t nr, const sched_pool *pools, int nclasses,
+              int64_t now_ms);
+
+/* The comparison sched_plan orders the queue by (<0: a goes first). */
+int sched_item_cmp(const sched_item *a, const sched_item *b);
+
+/* ---- the service ------------------------------------------------------------ */
+
+typedef struct sched sched;
+
+typedef struct sched_config {
+    char     data_dir[512];       /* jobs live in DATA/jobs/<id>/ */
+    int64_t  meter_interval_ms;   /* EDDY_METER_INTERVAL_MS: 60000 by default, >= 1000 */
+    int64_t  oof_grace_ms;        /* EDDY_OOF_GRACE_MS: out of funds -> stop; 2 intervals */
+    int64_t  stop_grace_ms;       /* EDDY_STOP_GRACE_MS: SIGTERM -> SIGKILL; 10000 */
+    int      sim_gpus;            /* EDDY_SIM_GPUS: simulated devices per GPU class (tests) */
+    char     kernel_bin[512];     /* EDDY_KERNEL_BIN: eddy-kernel; "" = next to eddy, else python3 */
+    char     slot_dir[256];       /* sandbox uid slot locks: /run/eddy-sandbox */
+    unsigned slot_base, slot_count; /* host uids base..base+count-1 */
+    bool     start_thread;        /* false: no scheduler thread (unit tests drive sched_tick) */
+} sched_config;
+
+/* Defaults, then EDDY_* overrides from the environment. ED_EINVAL names a
+ * bad variable. */
+int sched_config_defaults(sched_config *c, const char *data_dir);
+
+/* Open the scheduler over `st` (borrowed; must outlive it): discover devices,
+ * reconcile what a crash left (running work fails with platform_error and is
+ * refunded; open holds of work that is not running are released; unfinished
+ * meter charges are finished), then start the scheduler thread. Caller
+ * closes with sched_close(). */
+int sched_open(sched **out, ed_store *st, const sched_config *cfg);
+
+/* Stop the thread; running work is stopped (SIGTERM, grace, kill), metered to
+ * the end and fails with platform_error, refunded. NULL-safe. */
+void sched_close(sched *s);
+
+/* Run one scheduling round now (what the thread does each tick): reap,
+ * meter, enforce limits, place and start. */
+int sched_tick(sched *s);
+
+/* ---- resource classes ---- */
+
+typedef struct sched_resource {
+    char    name[32];
+    int     cpus;
+    int     memory_mb;
+    bool    gpu;                     /* units are GPUs */
+    char    gpu_model[64];
+    int64_t price_mcoins_per_hour;   /* per unit */
+    int     configured_capacity;     /* -1: discover */
+    bool    simulated;               /* capacity without device nodes (tests) */
+    int     capacity;                /* effective units */
+    char    tiers[128];              /* "free,pro,premium" */
+    int     in_use;                  /* units taken by running work */
+    int     queued;                  /* queued items */
+} sched_resource;
+
+/* Every class, by name. *out is malloc'd (caller frees), *n its length. */
+int sched_resource_list(sched_resource **out, size_t *n, sched *s);
+/* One class. ED_ENOTFOUND. */
+int sched_resource_get(sched_resource *out, sched *s, const char *name);
+/* Create or change a class: fields of `r` with a negative value (-2 for
+ * configured_capacity, where -1 means "discover"; an empty string for tiers
+ * and gpu_model) keep the current value; simulated true marks the class
+ * simulated; gpu is taken only when the class is new; a new class needs cpus,
+ * memory_mb, price and tiers. ED_EINVAL for a bad name or value. */
+int sched_resource_put(sched_resource *out, sched *s, const sched_resource *r);
+/* A tier's daily free allowance on a class, ms (-1 unlimited). */
+int sched_allowance_get(int64_t *out_ms, sched *s, const char *tier, const char *resource);
+/* Set it (-1 unlimited). ED_ENOTFOUND for an unknown tier or class. */
+int sched_allowance_set(sched *s, const char *tier, const char *resource, int64_t free_ms_per_day);
+
+/* Change a tier's limits (tiers table): fields < 0 keep their value
+ * (allow_egress: -1 keep, 0 no, 1 yes). ED_ENOTFOUND for an unknown tier,
+ * ED_EINVAL for a value out of range (weight 1..1000, max_kernels 0..1000,
+ * max_gpus_per_job 0..64, times 1 s..30 days). */
+typedef struct sched_tier_update {
+    int     max_kernels, max_gpus_per_job, weight, allow_egress;
+    int64_t max_session_ms, idle_timeout_ms, overdraft_mcoins, free_gpu_ms_per_day;
+} sched_tier_update;
+int sched_tier_put(sched *s, const char *name, const sched_tier_update *u);
+
+/* ---- jobs ---- */
+
+#define SCHED_FAILURE_REASONS "user_error, timeout, out_of_memory, out_of_funds, preempted, cancelled, platform_error"
+
+typedef struct sched_job_spec {
+    int64_t     user_id;
+    const char *tier;            /* the user's tier */
+    const char *project_id;
+    const char *version;         /* NULL: the working tree */
+    const char *entry;           /* "train.py" | "nb.ipynb" */
+    const char *args_json;       /* JSON array of strings, or NULL */
+    const char *resource;        /* class name */
+    int         gpus;            /* GPU classes: >= 1 (default 1); CPU classes: 0 */
+    int64_t     max_runtime_ms;  /* 0: the tier's max session */
+    bool        requeue;         /* requeue when preempted */
+    const char *idem_key;        /* Idempotency-Key, or NULL */
+    /* Fill `work_dir` (exists, empty) with the project's tree; called once,
+     * before the job is queued. */
+    int       (*prepare)(const char *work_dir, void *payload);
+    void       *payload;
+} sched_job_spec;
+
+typedef struct sched_job_info {
+    int64_t id;
+    int64_t user_id;
+    char    status[16];          /* queued|running|succeeded|failed|cancelled|preempted */
+    char    project_id[64];
+    char    version[64];         /* "" when the working tree */
+    char    entry[256];
+    char    args_json[1024];
+    char    resource[32];
+    int     gpus;
+    int64_t max_runtime_ms;
+    int     queue_position;      /* queued: 1-based in its class; else 0 */
+    int64_t eta_ms;              /* queued: estimated wait; -1 never; else 0 */
+    bool    has_exit_code;
+    int     exit_code;
+    char    failure_reason[24];  /* "" unless failed/cancelled/preempted */
+    int64_t charged_mcoins;
+    int64_t created_at, started_at, ended_at;   /* ms; 0 when not yet */
+    int64_t cpu_ms, peak_mem_bytes;
+    int     attempt;
+} sched_job_info;
+
+/* Validate and queue a job: the class exists and the tier may use it, GPUs
+ * within the tier's max_gpus_per_job and the class's capacity, runtime within
+ * the tier's max session, the user can pay for a first interval (or has free
+ * allowance). The work tree is prepared in DATA/jobs/<id>/work. A repeated
+ * idem_key returns the first job. ED_EINVAL, ED_EPERM (class not in the
+ * tier), ED_EQUOTA (no funds), ED_ENOTFOUND (no such class). */
+int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *spec);
+/* One job. user_id 0 sees every job (admin); others only their own
+ * (ED_ENOTFOUND otherwise). */
+int sched_job_get(sched_job_info *out, sched *s, int64_t user_id, int64_t id);
+/* The user's jobs (0: all), newest first, id < before (0: from newest), at
+ * most `limit`. fn's non-zero return stops. */
+int sched_job_each(sched *s, int64_t user_id, int64_t before, int limit,
+                   int (*fn)(const sched_job_info *j, void *payload), void *payload);
+/* Cancel: a queued job ends at once, a running one is stopped (SIGTERM,
+ * grace, kill) and ends cancelled. A finished job is ED_ECONFLICT. */
+int sched_job_cancel(sched_job_info *out, sched *s, int64_t user_id, int64_t id);
+/* DATA/jobs/<id> into `out`. */
+int sched_job_dir(char *out, size_t outlen, sched *s, int64_t id);
+
+/* ---- overview ---- */
+
+typedef struct sched_overview {
+    int64_t users;
+    int     running_jobs, queued_jobs;
+    int64_t charged_today_mcoins;
+    int     gpus_found;          /* NVML / CUDA driver at start; 0 on CPU hosts */
+    int     gpus_simulated;      /* EDDY_SIM_GPUS */
+    int     nclasses;
+    sched_resource classes[SCHED_MAX_CLASSES];   /* capacity, in_use, queued */
+} sched_overview;
+int sched_overview_get(sched_overview *out, sched *s);
+
+/* Burn rate of a user's running work (mcoins/hour at current prices,
+ * ignoring free allowance). */
+int sched_burn_rate(int64_t *out_mcoins_per_hour, sched *s, int64_t user_id);
+
+/* What GET /api/v1/quota shows beyond the ledger's balances. */
+typedef struct sched_quota_view {
+    int64_t burn_mcoins_per_hour;  /* running work that is paying coins now */
+    int64_t free_ms_left_today;    /* on the entry GPU class; -1 unlimited */
+    int64_t ms_remaining;          /* spendable coins / burn; -1 when nothing burns */
+} sched_quota_view;
+int sched_quota_view_get(sched_quota_view *out, sched *s, int64_t user_id, const char *tier);
+
+#endif

@@ -1,0 +1,113 @@
+/* sched_int.h - private to scheduler/. */
+#ifndef SCHED_INT_H
+#define SCHED_INT_H
+
+#include "sched.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct sbx_job;
+struct sbx_slot;
+
+/* Running work, owned by the scheduler (under sched.mu). */
+typedef struct sched__running {
+    int64_t  id, user_id;
+    int      weight;
+    int      cls;                 /* index into the class snapshot of the tick */
+    char     resource[32];
+    char     tier[32];
+    int      units;
+    int      devices[16];         /* allocated device indices (GPU classes) */
+    int64_t  started_at, end_by;  /* ms */
+    bool     preemptible, requeue;
+    int64_t  price;               /* mcoins/hour for all its units */
+    int64_t  free_per_day;        /* the tier's allowance on the class, -1 unlimited */
+    int64_t  hold_id, hold_mcoins;
+    int64_t  seq_base, seq;       /* meter intervals before this attempt / so far */
+    int64_t  charged_base, unpaid_base; /* meter totals when this attempt began */
+    int64_t  prior_charged;       /* jobs.charged_mcoins when this attempt began */
+    int64_t  warned_at;           /* out-of-funds warning given (ms), 0 none */
+    char     stop_reason[24];     /* "" running; else cancelled|preempted|out_of_funds|timeout|platform_error */
+    int64_t  kill_at;             /* SIGKILL after this (ms) once stopping */
+    struct sbx_job  *job;
+    struct sbx_slot *slot;
+    int      log_fd;
+} sched__running;
+
+/* One execution backend (a table of functions, so a "slurm" one can join).
+ * launch() starts the job described by `r` and `j` with its tree in
+ * `job_dir`/work; poll() returns 1 and fills the outcome when it ended, 0
+ * while it runs; signal() delivers a signal; release() frees what launch
+ * took. */
+typedef struct sched__outcome {
+    bool    exited;
+    int     exit_code;
+    int     term_signal;
+    bool    oom, wall;            /* killed by the memory limit / wall time */
+    int64_t cpu_ms, peak_mem_bytes;
+} sched__outcome;
+
+typedef struct sched__executor {
+    const char *name;
+    int  (*launch)(sched *s, sched__running *r, const sched_job_info *j, const sched_resource *cls,
+                   bool egress, const char *job_dir);
+    int  (*poll)(sched__running *r, sched__outcome *out);
+    int  (*signal)(sched__running *r, int sig);
+    void (*release)(sched__running *r);
+} sched__executor;
+
+extern const sched__executor sched__exec_local;
+
+struct sched {
+    ed_store        *st;
+    sched_config     cfg;
+    pthread_mutex_t  mu;          /* guards everything below */
+    pthread_cond_t   cv;
+    pthread_t        thread;
+    bool             thread_started, stopping;
+    sched__running **run;
+    size_t           nrun, caprun;
+    int              discovered_gpus;   /* NVML / CUDA driver, 0 on CPU hosts */
+    const sched__executor *exec;
+};
+
+/* Discover GPUs at run time (dlopen of NVML, then libcuda); 0 when neither
+ * is present. Never links either library. */
+int sched__discover_gpus(void);
+
+/* Effective capacity of a class. */
+int sched__capacity(const sched *s, const sched_resource *r);
+/* GPUs of this class are simulated: counted, but no device nodes. */
+bool sched__simulated(const sched *s, const sched_resource *r);
+
+/* Append a line to a job's log (the scheduler's own notices). */
+void sched__log_notice(sched__running *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Read one job row. */
+int sched__job_read(sched_job_info *out, sched *s, int64_t id);
+
+/* The queue and running work as the policy sees them, from the store, with
+ * every class (pools[i] matches (*out_classes)[i]). Caller frees the three
+ * arrays. */
+int sched__queue_snapshot(sched *s, sched_item **out_q, size_t *out_nq, sched_run **out_r, size_t *out_nr,
+                          sched_pool *pools, sched_resource **out_classes, size_t *out_ncls);
+
+/* The hold a job needs at start: its units' price for two meter intervals
+ * and the out-of-funds grace period; at least 1 mcoin when it costs anything. */
+int64_t sched__hold_amount(const sched *s, int64_t price_all_units);
+
+/* eddy-kernel's path on the host (EDDY_KERNEL_BIN, or next to `eddy`, or in
+ * the build tree's kernel_runner/), or "" when there is none. */
+void sched__kernel_path(char *out, size_t n, const sched *s);
+
+/* sqlite3_step for a write outside an explicit transaction: a busy answer
+ * (another writer, or a WAL snapshot gone stale, which SQLite's busy handler
+ * does not wait for) resets and retries, up to about a second. */
+int sched__step(sqlite3_stmt *q);
+
+/* rm -rf, best effort. */
+void sched__rm_rf(const char *path);
+
+#endif
