@@ -1,0 +1,183 @@
+"""Normalisation layers: BatchNorm1D/2D/3D, BatchNorm, LayerNorm, GroupNorm."""
+import numbers
+
+from .. import functional as F
+from .. import initializer as I
+from .layers import Layer
+
+__all__ = ['BatchNorm', 'BatchNorm1D', 'BatchNorm2D', 'BatchNorm3D', 'LayerNorm', 'GroupNorm']
+
+
+class _BatchNormBase(Layer):
+    """weight (ones) and bias (zeros) are trainable; _mean and _variance are
+    non-trainable parameters (Paddle keeps them as such) updated in place in
+    training with running = momentum*running + (1-momentum)*batch."""
+
+    _expected_ndim = None
+
+    def __init__(self, num_features, momentum=0.9, epsilon=1e-05, weight_attr=None,
+                 bias_attr=None, data_format='NCHW', use_global_stats=None, name=None):
+        super().__init__()
+        import paddle
+        if isinstance(num_features, bool) or not isinstance(num_features, numbers.Integral) or \
+                num_features <= 0:
+            raise ValueError("{}: num_features must be a positive int, got {}".format(
+                self.__class__.__name__, num_features))
+        self._num_features = num_features
+        self._momentum = momentum
+        self._epsilon = epsilon
+        self._data_format = data_format
+        self._use_global_stats = use_global_stats
+        self._name = name
+        self._dtype = paddle.get_default_dtype()
+        if weight_attr is False:
+            self.weight = self.create_parameter([num_features],
+                                                attr=paddle.ParamAttr(trainable=False),
+                                                default_initializer=I.Constant(1.0))
+            self.weight.stop_gradient = True
+        else:
+            self.weight = self.create_parameter([num_features], attr=weight_attr,
+                                                default_initializer=I.Constant(1.0))
+        if bias_attr is False:
+            self.bias = self.create_parameter([num_features],
+                                              attr=paddle.ParamAttr(trainable=False),
+                                              default_initializer=I.Constant(0.0), is_bias=True)
+            self.bias.stop_gradient = True
+        else:
+            self.bias = self.create_parameter([num_features], attr=bias_attr, is_bias=True,
+                                              default_initializer=I.Constant(0.0))
+        self._mean = self.create_parameter([num_features],
+                                           attr=paddle.ParamAttr(
+                                               initializer=I.Constant(0.0), trainable=False))
+        self._mean.stop_gradient = True
+        self._variance = self.create_parameter([num_features],
+                                               attr=paddle.ParamAttr(
+                                                   initializer=I.Constant(1.0),
+                                                   trainable=False))
+        self._variance.stop_gradient = True
+
+    def _check_input_dim(self, x):
+        if self._expected_ndim is not None and x.ndim not in self._expected_ndim:
+            raise ValueError("{}: expected {}-D input, got {}-D with shape {}".format(
+                self.__class__.__name__, ' or '.join(str(n) for n in self._expected_ndim),
+                x.ndim, list(x.shape)))
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        return F.batch_norm(input, self._mean, self._variance, weight=self.weight,
+                            bias=self.bias, training=self.training, momentum=self._momentum,
+                            epsilon=self._epsilon, data_format=self._data_format,
+                            use_global_stats=self._use_global_stats)
+
+    def extra_repr(self):
+        s = 'num_features={}, momentum={}, epsilon={}'.format(self._num_features,
+                                                             self._momentum, self._epsilon)
+        if self._data_format != 'NCHW':
+            s += ', data_format={}'.format(self._data_format)
+        if self._name is not None:
+            s += ', name={}'.format(self._name)
+        return s
+
+
+class BatchNorm1D(_BatchNormBase):
+    _expected_ndim = (2, 3)
+
+    def __init__(self, num_features, momentum=0.9, epsilon=1e-05, weight_attr=None,
+                 bias_attr=None, data_format='NCL', use_global_stats=None, name=None):
+        super().__init__(num_features, momentum, epsilon, weight_attr, bias_attr,
+                         'NCHW' if data_format in ('NC', 'NCL') else 'NHWC',
+                         use_global_stats, name)
+
+
+class BatchNorm2D(_BatchNormBase):
+    _expected_ndim = (4,)
+
+
+class BatchNorm3D(_BatchNormBase):
+    _expected_ndim = (5,)
+
+    def __init__(self, num_features, momentum=0.9, epsilon=1e-05, weight_attr=None,
+                 bias_attr=None, data_format='NCDHW', use_global_stats=None, name=None):
+        super().__init__(num_features, momentum, epsilon, weight_attr, bias_attr,
+                         'NCHW' if data_format == 'NCDHW' else 'NHWC', use_global_stats, name)
+
+
+class BatchNorm(_BatchNormBase):
+    """Paddle 1.x style BatchNorm(num_channels, act=None, is_test=False, ...)."""
+
+    def __init__(self, num_channels, act=None, is_test=False, momentum=0.9, epsilon=1e-05,
+                 param_attr=None, bias_attr=None, dtype='float32', data_layout='NCHW',
+                 in_place=False, moving_mean_name=None, moving_variance_name=None,
+                 do_model_average_for_mean_and_var=True, use_global_stats=False,
+                 trainable_statistics=False):
+        super().__init__(num_channels, momentum, epsilon, param_attr, bias_attr,
+                         data_layout, use_global_stats if use_global_stats else None)
+        self._act = act
+
+    def forward(self, input):
+        out = super().forward(input)
+        if self._act:
+            out = getattr(F, self._act)(out)
+        return out
+
+
+class LayerNorm(Layer):
+    """Normalise over the trailing normalized_shape dims; weight ones, bias zeros."""
+
+    def __init__(self, normalized_shape, epsilon=1e-05, weight_attr=None, bias_attr=None,
+                 name=None):
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = [normalized_shape]
+        self._normalized_shape = list(normalized_shape)
+        self._epsilon = epsilon
+        n = 1
+        for s in self._normalized_shape:
+            n *= s
+        self.weight = self.create_parameter([n], attr=weight_attr,
+                                            default_initializer=I.Constant(1.0)) \
+            if weight_attr is not False else None
+        self.bias = self.create_parameter([n], attr=bias_attr, is_bias=True) \
+            if bias_attr is not False else None
+
+    def forward(self, input):
+        return F.layer_norm(input, self._normalized_shape, self.weight, self.bias,
+                            self._epsilon)
+
+    def extra_repr(self):
+        return 'normalized_shape={}, epsilon={}'.format(self._normalized_shape, self._epsilon)
+
+
+class GroupNorm(Layer):
+    def __init__(self, num_groups, num_channels, epsilon=1e-05, weight_attr=None,
+                 bias_attr=None, data_format='NCHW', name=None):
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError("num_channels ({}) must be divisible by num_groups ({})".format(
+                num_channels, num_groups))
+        self._num_groups = num_groups
+        self._num_channels = num_channels
+        self._epsilon = epsilon
+        self.weight = self.create_parameter([num_channels], attr=weight_attr,
+                                            default_initializer=I.Constant(1.0)) \
+            if weight_attr is not False else None
+        self.bias = self.create_parameter([num_channels], attr=bias_attr, is_bias=True) \
+            if bias_attr is not False else None
+
+    def forward(self, x):
+        import paddle
+        n = x.shape[0]
+        rest = list(x.shape[2:])
+        g = paddle.reshape(x, [n, self._num_groups, -1])
+        g = F.layer_norm(g, [g.shape[-1]], None, None, self._epsilon)
+        out = paddle.reshape(g, [n, self._num_channels] + rest)
+        shape = [1, self._num_channels] + [1] * len(rest)
+        if self.weight is not None:
+            out = out * paddle.reshape(self.weight, shape)
+        if self.bias is not None:
+            out = out + paddle.reshape(self.bias, shape)
+        return out
+
+    def extra_repr(self):
+        return 'num_groups={}, num_channels={}, epsilon={}'.format(
+            self._num_groups, self._num_channels, self._epsilon)

@@ -1,0 +1,119 @@
+"""Pooling layers."""
+from .. import functional as F
+from .layers import Layer
+
+__all__ = ['MaxPool1D', 'MaxPool2D', 'AvgPool1D', 'AvgPool2D', 'AdaptiveAvgPool1D',
+           'AdaptiveAvgPool2D', 'AdaptiveMaxPool2D']
+
+
+class MaxPool2D(Layer):
+    def __init__(self, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False,
+                 data_format='NCHW', name=None):
+        super().__init__()
+        self.ksize = kernel_size
+        self.stride = stride
+        self.padding = padding
+        self.return_mask = return_mask
+        self.ceil_mode = ceil_mode
+        self.data_format = data_format
+        self.name = name
+
+    def forward(self, x):
+        return F.max_pool2d(x, self.ksize, self.stride, self.padding, self.return_mask,
+                            self.ceil_mode, self.data_format)
+
+    def extra_repr(self):
+        return 'kernel_size={}, stride={}, padding={}'.format(self.ksize, self.stride,
+                                                               self.padding)
+
+
+class AvgPool2D(Layer):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True,
+                 divisor_override=None, data_format='NCHW', name=None):
+        super().__init__()
+        self.ksize = kernel_size
+        self.stride = stride
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.exclusive = exclusive
+        self.divisor = divisor_override
+        self.data_format = data_format
+        self.name = name
+
+    def forward(self, x):
+        return F.avg_pool2d(x, self.ksize, self.stride, self.padding, self.ceil_mode,
+                            self.exclusive, self.divisor, self.data_format)
+
+    def extra_repr(self):
+        return 'kernel_size={}, stride={}, padding={}'.format(self.ksize, self.stride,
+                                                               self.padding)
+
+
+class MaxPool1D(Layer):
+    def __init__(self, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False,
+                 name=None):
+        super().__init__()
+        self.ksize, self.stride, self.padding = kernel_size, stride, padding
+        self.return_mask, self.ceil_mode = return_mask, ceil_mode
+
+    def forward(self, x):
+        return F.max_pool1d(x, self.ksize, self.stride, self.padding, self.return_mask,
+                            self.ceil_mode)
+
+    def extra_repr(self):
+        return 'kernel_size={}, stride={}, padding={}'.format(self.ksize, self.stride,
+                                                               self.padding)
+
+
+class AvgPool1D(Layer):
+    def __init__(self, kernel_size, stride=None, padding=0, exclusive=True, ceil_mode=False,
+                 name=None):
+        super().__init__()
+        self.ksize, self.stride, self.padding = kernel_size, stride, padding
+        self.exclusive, self.ceil_mode = exclusive, ceil_mode
+
+    def forward(self, x):
+        return F.avg_pool1d(x, self.ksize, self.stride, self.padding, self.exclusive,
+                            self.ceil_mode)
+
+    def extra_repr(self):
+        return 'kernel_size={}, stride={}, padding={}'.format(self.ksize, self.stride,
+                                                               self.padding)
+
+
+class AdaptiveAvgPool2D(Layer):
+    def __init__(self, output_size, data_format='NCHW', name=None):
+        super().__init__()
+        self._output_size = output_size
+        self._data_format = data_format
+
+    def forward(self, x):
+        return F.adaptive_avg_pool2d(x, self._output_size, self._data_format)
+
+    def extra_repr(self):
+        return 'output_size={}'.format(self._output_size)
+
+
+class AdaptiveAvgPool1D(Layer):
+    def __init__(self, output_size, name=None):
+        super().__init__()
+        self._output_size = output_size
+
+    def forward(self, x):
+        return F.adaptive_avg_pool1d(x, self._output_size)
+
+    def extra_repr(self):
+        return 'output_size={}'.format(self._output_size)
+
+
+class AdaptiveMaxPool2D(Layer):
+    def __init__(self, output_size, return_mask=False, name=None):
+        super().__init__()
+        self._output_size = output_size
+        self._return_mask = return_mask
+
+    def forward(self, x):
+        return F.adaptive_max_pool2d(x, self._output_size, self._return_mask)
+
+    def extra_repr(self):
+        return 'output_size={}, return_mask={}'.format(self._output_size, self._return_mask)

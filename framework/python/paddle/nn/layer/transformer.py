@@ -1,0 +1,160 @@
+"""MultiHeadAttention and the Transformer encoder (Paddle's layouts:
+[batch, seq, embed]; attn_mask is bool (True = attend) or float (added)."""
+import copy
+
+
+from .. import functional as F
+from .common import Dropout, Linear
+from .container import LayerList
+from .layers import Layer
+from .norm import LayerNorm
+
+__all__ = ['MultiHeadAttention', 'TransformerEncoderLayer', 'TransformerEncoder']
+
+
+def _paddle():
+    import paddle
+    return paddle
+
+
+def _convert_attention_mask(mask, dtype):
+    """bool/int masks (nonzero = keep) -> additive float masks (-1e9 elsewhere)."""
+    paddle = _paddle()
+    if mask is None:
+        return None
+    if mask.dtype in (paddle.bool, paddle.int32, paddle.int64, paddle.uint8):
+        keep = paddle.cast(mask, dtype)
+        return (keep - 1.0) * 1e9
+    return paddle.cast(mask, dtype)
+
+
+class MultiHeadAttention(Layer):
+    """MultiHeadAttention(embed_dim, num_heads, dropout=0.0, kdim=None,
+    vdim=None, need_weights=False): forward(query, key=None, value=None,
+    attn_mask=None) -> out [B, Lq, embed_dim] (and the weights
+    [B, heads, Lq, Lk] when need_weights)."""
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, kdim=None, vdim=None,
+                 need_weights=False, weight_attr=None, bias_attr=None):
+        super().__init__()
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError("embed_dim and num_heads must be positive, got {} and {}".format(
+                embed_dim, num_heads))
+        if embed_dim % num_heads != 0:
+            raise ValueError("embed_dim ({}) must be divisible by num_heads ({})".format(
+                embed_dim, num_heads))
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.need_weights = need_weights
+        self.head_dim = embed_dim // num_heads
+        self.q_proj = Linear(embed_dim, embed_dim, weight_attr, bias_attr=bias_attr)
+        self.k_proj = Linear(self.kdim, embed_dim, weight_attr, bias_attr=bias_attr)
+        self.v_proj = Linear(self.vdim, embed_dim, weight_attr, bias_attr=bias_attr)
+        self.out_proj = Linear(embed_dim, embed_dim, weight_attr, bias_attr=bias_attr)
+
+    def _split_heads(self, x):
+        paddle = _paddle()
+        b, l = x.shape[0], x.shape[1]
+        x = paddle.reshape(x, [b, l, self.num_heads, self.head_dim])
+        return paddle.transpose(x, [0, 2, 1, 3])
+
+    def forward(self, query, key=None, value=None, attn_mask=None, cache=None):
+        paddle = _paddle()
+        if cache is not None:
+            raise NotImplementedError("MultiHeadAttention: cache is not supported")
+        key = query if key is None else key
+        value = query if value is None else value
+        q = self._split_heads(self.q_proj(query))
+        k = self._split_heads(self.k_proj(key))
+        v = self._split_heads(self.v_proj(value))
+        q = q * (self.head_dim ** -0.5)
+        product = paddle.matmul(q, k, transpose_y=True)
+        mask = _convert_attention_mask(attn_mask, product.dtype)
+        if mask is not None:
+            product = product + mask
+        weights = F.softmax(product)
+        if self.dropout:
+            weights = F.dropout(weights, self.dropout, training=self.training,
+                                mode='upscale_in_train')
+        out = paddle.matmul(weights, v)
+        out = paddle.transpose(out, [0, 2, 1, 3])
+        out = paddle.reshape(out, [out.shape[0], out.shape[1], self.embed_dim])
+        out = self.out_proj(out)
+        if self.need_weights:
+            return out, weights
+        return out
+
+
+class TransformerEncoderLayer(Layer):
+    """Post-norm (or pre-norm with normalize_before) self-attention + FFN."""
+
+    def __init__(self, d_model, nhead, dim_feedforward, dropout=0.1, activation='relu',
+                 attn_dropout=None, act_dropout=None, normalize_before=False,
+                 weight_attr=None, bias_attr=None, layer_norm_eps=1e-5):
+        self._config = dict(d_model=d_model, nhead=nhead, dim_feedforward=dim_feedforward,
+                            dropout=dropout, activation=activation, attn_dropout=attn_dropout,
+                            act_dropout=act_dropout, normalize_before=normalize_before,
+                            weight_attr=weight_attr, bias_attr=bias_attr,
+                            layer_norm_eps=layer_norm_eps)
+        super().__init__()
+        if not hasattr(F, activation):
+            raise ValueError("TransformerEncoderLayer: unknown activation {}".format(activation))
+        attn_dropout = dropout if attn_dropout is None else attn_dropout
+        act_dropout = dropout if act_dropout is None else act_dropout
+        self.normalize_before = normalize_before
+        self.self_attn = MultiHeadAttention(d_model, nhead, dropout=attn_dropout,
+                                            weight_attr=weight_attr, bias_attr=bias_attr)
+        self.linear1 = Linear(d_model, dim_feedforward, weight_attr, bias_attr=bias_attr)
+        self.dropout = Dropout(act_dropout, mode='upscale_in_train')
+        self.linear2 = Linear(dim_feedforward, d_model, weight_attr, bias_attr=bias_attr)
+        self.norm1 = LayerNorm(d_model, layer_norm_eps)
+        self.norm2 = LayerNorm(d_model, layer_norm_eps)
+        self.dropout1 = Dropout(dropout, mode='upscale_in_train')
+        self.dropout2 = Dropout(dropout, mode='upscale_in_train')
+        self.activation = getattr(F, activation)
+
+    def forward(self, src, src_mask=None, cache=None):
+        residual = src
+        if self.normalize_before:
+            src = self.norm1(src)
+        src = self.self_attn(src, src, src, src_mask)
+        src = residual + self.dropout1(src)
+        if not self.normalize_before:
+            src = self.norm1(src)
+        residual = src
+        if self.normalize_before:
+            src = self.norm2(src)
+        src = self.linear2(self.dropout(self.activation(self.linear1(src))))
+        src = residual + self.dropout2(src)
+        if not self.normalize_before:
+            src = self.norm2(src)
+        return src
+
+
+class TransformerEncoder(Layer):
+    """num_layers encoder layers (the first is encoder_layer, the others new
+    layers with its configuration), then an optional norm."""
+
+    def __init__(self, encoder_layer, num_layers, norm=None):
+        super().__init__()
+        layers = [encoder_layer]
+        for _ in range(1, num_layers):
+            cfg = getattr(encoder_layer, '_config', None)
+            layers.append(type(encoder_layer)(**cfg) if cfg is not None
+                          else copy.deepcopy(encoder_layer))
+        self.layers = LayerList(layers)
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, src, src_mask=None, cache=None):
+        out = src
+        for layer in self.layers:
+            out = layer(out, src_mask)
+        if self.norm is not None:
+            out = self.norm(out)
+        return out
+
+

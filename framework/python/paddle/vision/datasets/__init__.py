@@ -1,0 +1,4 @@
+from .cifar import Cifar10, Cifar100  # noqa: F401
+from .mnist import MNIST, FashionMNIST  # noqa: F401
+
+__all__ = ['MNIST', 'FashionMNIST', 'Cifar10', 'Cifar100']
