@@ -17,6 +17,10 @@
 #include <strings.h>
 #include <unistd.h>
 
+#ifndef EDDY_WEB_DIR
+#define EDDY_WEB_DIR "" /* the build defines it (gateway/CMakeLists.txt) */
+#endif
+
 typedef enum { F_STR, F_INT, F_I64, F_BOOL, F_SIZE } field_kind;
 
 static const struct field {
@@ -46,6 +50,7 @@ static const struct field {
     NUM(session_ttl_ms, F_I64, 60000, INT64_C(366) * 24 * 3600 * 1000),
     STR(env_name),
     STR(trusted_proxies),
+    STR(web_dir),
 #undef STR
 #undef NUM
 };
@@ -70,6 +75,7 @@ void gw_config_defaults(gw_config *c)
     c->default_key_rate_per_min = 600;
     c->session_ttl_ms = INT64_C(7) * 24 * 3600 * 1000;
     snprintf(c->env_name, sizeof(c->env_name), "prod");
+    snprintf(c->web_dir, sizeof(c->web_dir), "%s", EDDY_WEB_DIR);
 }
 
 static int parse_bool(bool *out, const char *v)

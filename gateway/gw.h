@@ -38,6 +38,7 @@ typedef struct gw_config {
     int64_t  session_ttl_ms;       /* session cookie lifetime */
     char     env_name[16];         /* "dev"|"test"|"prod": env of keys this server accepts */
     char     trusted_proxies[256]; /* comma-separated peer IPs whose X-Forwarded-For is believed */
+    char     web_dir[512];         /* the built web app (web/dist); default set at compile time */
 } gw_config;
 
 /* Fill `c` with the built-in defaults (listen 127.0.0.1:8080, data ./data, ...). */

@@ -1,0 +1,73 @@
+// Talking to Eddy's REST API (API.md). The session lives in an HttpOnly cookie;
+// the CSRF token is kept in memory only (from login or GET /api/v1/me) and sent
+// as X-CSRF-Token on every state-changing request. No token ever goes in a URL.
+
+let csrf = null;
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message || code || `HTTP ${status}`);
+    this.status = status;
+    this.code = code;
+  }
+  // A 404 from a route this server does not have yet (kernels, jobs, ...).
+  get missingRoute() { return this.status === 404; }
+}
+
+export function setCsrf(token) { csrf = token || null; }
+
+export async function request(method, path, { body, headers = {}, raw = false, query } = {}) {
+  const h = { ...headers };
+  if (method !== 'GET' && method !== 'HEAD' && csrf) h['X-CSRF-Token'] = csrf;
+  let payload = body;
+  if (body !== undefined && !(body instanceof Blob) && !(body instanceof ArrayBuffer) &&
+      typeof body !== 'string') {
+    h['Content-Type'] = 'application/json';
+    payload = JSON.stringify(body);
+  }
+  let url = path;
+  if (query) {
+    const q = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined && v !== null));
+    if ([...q].length) url += '?' + q;
+  }
+  const res = await fetch(url, { method, headers: h, body: payload, credentials: 'same-origin' });
+  if (!res.ok) {
+    let code = 'error', message = `${res.status} ${res.statusText}`;
+    try {
+      const j = await res.json();
+      if (j && j.error) { code = j.error.code; message = j.error.message; }
+    } catch { /* not JSON */ }
+    throw new ApiError(res.status, code, message);
+  }
+  if (raw) return res;
+  if (res.status === 204) return null;
+  const ct = res.headers.get('Content-Type') || '';
+  return ct.includes('json') ? res.json() : res.text();
+}
+
+export const api = {
+  get: (p, o) => request('GET', p, o),
+  post: (p, body, o = {}) => request('POST', p, { ...o, body }),
+  put: (p, body, o = {}) => request('PUT', p, { ...o, body }),
+  patch: (p, body, o = {}) => request('PATCH', p, { ...o, body }),
+  del: (p, o) => request('DELETE', p, o),
+};
+
+// Every item of a paginated list (API.md: {items, next_cursor}).
+export async function listAll(path, query = {}, max = 2000) {
+  const out = [];
+  let cursor = null;
+  do {
+    const r = await api.get(path, { query: { ...query, limit: 500, cursor } });
+    const items = Array.isArray(r) ? r : r.items || [];
+    out.push(...items);
+    cursor = Array.isArray(r) ? null : r.next_cursor;
+  } while (cursor && out.length < max);
+  return out;
+}
+
+// Path of a project file for the files API (each segment escaped, '/' kept).
+export function filePath(projectId, path) {
+  return `/api/v1/projects/${encodeURIComponent(projectId)}/files/` +
+    path.split('/').map(encodeURIComponent).join('/');
+}

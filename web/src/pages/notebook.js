@@ -1,0 +1,561 @@
+// The notebook IDE: nbformat v4 cells edited with CodeMirror 6, Jupyter's
+// command and edit modes and shortcuts, markdown rendered with math and
+// sanitised, autosave to the working tree (PUT files), save version, and
+// execution through the kernels API (API.md): a resource picker with prices,
+// queue position and ETA, streaming outputs over Server-Sent Events that
+// replay from the kernel's journal, so a reload loses nothing.
+import { EditorView, keymap, lineNumbers, drawSelection, highlightActiveLine } from '@codemirror/view';
+import { EditorState } from '@codemirror/state';
+import { defaultKeymap, history, historyKeymap, indentWithTab } from '@codemirror/commands';
+import { syntaxHighlighting, defaultHighlightStyle, indentOnInput, bracketMatching } from '@codemirror/language';
+import { python } from '@codemirror/lang-python';
+import { markdown } from '@codemirror/lang-markdown';
+import { api, filePath, request, ApiError } from '../api.js';
+import { h, clear, busy, toast, coins, duration, unavailable } from '../ui.js';
+import { onLeave } from '../main.js';
+import { renderMarkdown, sandboxedFrame } from '../markdown.js';
+import { resourcePicker } from './jobs.js';
+
+const enc = encodeURIComponent;
+const AUTOSAVE_MS = 1500;
+
+const src = (s) => (Array.isArray(s) ? s.join('') : s || '');
+const newId = () => crypto.randomUUID().replace(/-/g, '').slice(0, 12);
+const stripAnsi = (s) => s.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '');
+
+export async function notebookPage(projectId, path) {
+  const [project, text] = await Promise.all([
+    api.get(`/api/v1/projects/${enc(projectId)}`),
+    request('GET', filePath(projectId, path), { raw: true }).then((r) => r.text()),
+  ]);
+  let nb;
+  try { nb = JSON.parse(text); } catch { throw new Error(`${path} is not valid JSON`); }
+  const nbv = new Notebook(projectId, path, project, nb);
+  await nbv.mount();
+  return nbv.root;
+}
+
+class Notebook {
+  constructor(projectId, path, project, nb) {
+    this.projectId = projectId;
+    this.path = path;
+    this.project = project;
+    this.meta = nb.metadata || {};
+    this.nbformatMinor = Math.max(4, nb.nbformat_minor || 4);
+    this.cells = (nb.cells || []).map((c) => this.makeCell(c));
+    if (!this.cells.length) this.cells.push(this.makeCell({ cell_type: 'code', source: '' }));
+    this.sel = 0;
+    this.mode = 'command';
+    this.dirty = false;
+    this.saving = null;
+    this.lastKey = null;
+    this.clipboard = null;
+    this.kernel = null;          // {id, status, queue_position, eta_s}
+    this.kernelsMissing = false;
+    this.events = null;
+    this.parentCell = new Map(); // execute msg_id -> cell
+    this.seenParent = new Set(); // parents whose outputs were reset in this page load
+    this.lastSeq = 0;
+    this.pending = new Map();    // msg_id -> messages that arrived before its cell was known
+    this.pendingCount = 0;
+    this.stateKey = `eddy.nb.${projectId}.${path}`;
+  }
+
+  makeCell(c) {
+    const cell = {
+      id: c.id || newId(), type: c.cell_type === 'markdown' ? 'markdown' : c.cell_type === 'raw' ? 'raw' : 'code',
+      source: src(c.source), metadata: c.metadata || {}, outputs: c.outputs || [], count: c.execution_count ?? null,
+      attachments: c.attachments, editing: false,
+    };
+    cell.el = h('div', { class: 'cell', tabindex: '-1', 'data-cell-id': cell.id });
+    return cell;
+  }
+
+  // ---- layout ---------------------------------------------------------------
+  async mount() {
+    this.status = h('span', { class: 'save-status', 'aria-live': 'polite', 'data-testid': 'save-status' }, 'Saved');
+    this.kernelBox = h('span', { class: 'kernel-status', 'data-testid': 'kernel-status' }, 'No kernel');
+    this.quotaBox = h('span', { class: 'quota-live', 'data-testid': 'quota-live' });
+    this.banner = h('div');
+    this.modeBox = h('span', { class: 'mode', 'data-testid': 'mode' }, 'command');
+    // Filled in when the resource list arrives; the page does not wait for it.
+    this.resource = h('select', { 'aria-label': 'Resource for the kernel' }, h('option', { value: 'cpu-basic' }, 'cpu-basic'));
+    resourcePicker('Resource for the kernel').then((sel) => { this.resource.replaceWith(sel); this.resource = sel; }).catch(() => {});
+    this.list = h('div', { class: 'cells', role: 'list', 'aria-label': 'Cells' });
+    const b = (label, title, fn, testid) => {
+      const el = h('button', { class: 'small', title, 'data-testid': testid, onclick: () => busy(el, fn) }, label);
+      return el;
+    };
+    this.typeSel = h('select', { 'aria-label': 'Cell type' }, h('option', { value: 'code' }, 'Code'), h('option', { value: 'markdown' }, 'Markdown'), h('option', { value: 'raw' }, 'Raw'));
+    this.typeSel.addEventListener('change', () => this.setType(this.sel, this.typeSel.value));
+    const toolbar = h('div', { class: 'nb-toolbar', role: 'toolbar', 'aria-label': 'Notebook' },
+      b('Save', 'Save now (S, Ctrl-S)', () => this.save(), 'save'),
+      b('Save version', 'Commit the project', () => this.saveVersion(), 'save-version'),
+      h('span', { class: 'sep' }),
+      b('+ Cell', 'Insert below (B)', () => this.insert(this.sel + 1, 'code'), 'add-cell'),
+      this.typeSel,
+      h('span', { class: 'sep' }),
+      b('▶ Run', 'Run the cell and select the next (Shift-Enter)', () => this.runAndAdvance(), 'run'),
+      b('Run all', 'Run every code cell', () => this.runAll(), 'run-all'),
+      b('■ Interrupt', 'Interrupt the kernel (I, I)', () => this.interrupt(), 'interrupt'),
+      b('↻ Restart', 'Restart the kernel (0, 0)', () => this.restart(), 'restart'),
+      h('span', { class: 'sep' }),
+      this.resource, this.kernelBox,
+      h('span', { class: 'spacer' }), this.quotaBox, this.modeBox, this.status);
+    this.root = h('div', { class: 'page notebook' },
+      h('div', { class: 'page-head' }, h('h1', null, h('a', { href: `/projects/${enc(this.projectId)}` }, this.project.name), ' / ', this.path),
+        h('span', { class: 'muted small-text' }, 'Enter: edit · Esc: command · Shift-Enter: run · A/B: insert · DD: delete · M/Y: markdown/code · Z: undo delete')),
+      toolbar, this.banner, this.list);
+    this.renderAll();
+    this.select(0);
+    this.keyHandler = (ev) => this.onKey(ev);
+    document.addEventListener('keydown', this.keyHandler);
+    const beforeUnload = (ev) => { if (this.dirty) { this.save(); ev.preventDefault(); } };
+    window.addEventListener('beforeunload', beforeUnload);
+    this.quotaTimer = setInterval(() => this.loadQuota(), 10000);
+    onLeave(() => {
+      document.removeEventListener('keydown', this.keyHandler);
+      window.removeEventListener('beforeunload', beforeUnload);
+      clearInterval(this.quotaTimer);
+      clearTimeout(this.autosaveTimer);
+      clearTimeout(this.pollTimer);
+      clearTimeout(this.reconnectTimer);
+      if (this.events) { this.events.close(); this.events = null; }
+      if (this.dirty) this.save();
+    });
+    this.loadQuota();
+    this.probeKernels();
+  }
+
+  renderAll() {
+    clear(this.list, this.cells.map((c) => c.el));
+    this.cells.forEach((c) => this.renderCell(c));
+  }
+
+  renderCell(cell) {
+    const idx = () => this.cells.indexOf(cell);
+    const prompt = h('div', { class: 'prompt' }, cell.type === 'code' ? `[${cell.count === '*' ? '*' : cell.count ?? ' '}]` : '');
+    const body = h('div', { class: 'cell-body' });
+    if (cell.editor) { cell.editor.destroy(); cell.editor = null; }
+    cell.outEl = h('div', { class: 'outputs', 'data-testid': 'outputs', 'aria-live': 'polite' });
+    cell.promptEl = prompt;
+    if (cell.type === 'markdown' && !cell.editing) {
+      cell.editor = null;
+      const md = h('div', { class: 'markdown', 'data-testid': 'markdown' });
+      renderMarkdown(md, cell.source || '*Empty markdown cell: press Enter to edit*');
+      md.addEventListener('dblclick', () => this.edit(idx()));
+      body.append(md);
+    } else {
+      cell.editor = this.makeEditor(cell);
+      body.append(cell.editor.dom);
+      if (cell.type === 'code') body.append(cell.outEl);
+    }
+    clear(cell.el, prompt, body);
+    cell.el.className = `cell ${cell.type}`;
+    cell.el.setAttribute('role', 'listitem');
+    cell.el.setAttribute('data-type', cell.type);
+    cell.el.onclick = (ev) => { const i = idx(); if (i !== this.sel || this.mode === 'command') this.select(i, { keepMode: !!ev.target.closest('.cm-editor') }); if (ev.target.closest('.cm-editor')) this.setMode('edit'); };
+    if (cell.type === 'code') this.renderOutputs(cell);
+    if (this.cells[this.sel] === cell) cell.el.classList.add('selected');
+  }
+
+  makeEditor(cell) {
+    const self = this;
+    const keys = keymap.of([
+      { key: 'Shift-Enter', run: () => { self.runAndAdvance(); return true; } },
+      { key: 'Mod-Enter', run: () => { self.runCell(cell); return true; } },
+      { key: 'Alt-Enter', run: () => { self.runCell(cell); self.insert(self.cells.indexOf(cell) + 1, 'code', true); return true; } },
+      { key: 'Escape', run: () => { self.setMode('command'); return true; } },
+      { key: 'Mod-s', run: () => { self.save(); return true; } },
+    ]);
+    const view = new EditorView({
+      parent: undefined,
+      state: EditorState.create({
+        doc: cell.source,
+        extensions: [keys, lineNumbers(), history(), drawSelection(), indentOnInput(), bracketMatching(), highlightActiveLine(),
+          syntaxHighlighting(defaultHighlightStyle, { fallback: true }), keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
+          cell.type === 'code' ? python() : cell.type === 'markdown' ? markdown() : [],
+          EditorView.lineWrapping,
+          EditorView.contentAttributes.of({ 'aria-label': `${cell.type} cell` }),
+          EditorView.updateListener.of((u) => {
+            if (u.docChanged) { cell.source = u.state.doc.toString(); self.touch(); }
+            if (u.focusChanged && u.view.hasFocus) { const i = self.cells.indexOf(cell); if (i !== self.sel) self.select(i, { keepMode: true }); self.setMode('edit'); }
+          })],
+      }),
+    });
+    return view;
+  }
+
+  // ---- selection and modes ----------------------------------------------------
+  select(i, { keepMode = false, scroll = true } = {}) {
+    i = Math.max(0, Math.min(this.cells.length - 1, i));
+    this.cells.forEach((c, j) => c.el.classList.toggle('selected', j === i));
+    this.sel = i;
+    const cell = this.cells[i];
+    this.typeSel.value = cell.type;
+    if (!keepMode) this.setMode('command');
+    if (scroll) cell.el.scrollIntoView({ block: 'nearest' });
+  }
+
+  setMode(mode) {
+    this.mode = mode;
+    this.modeBox.textContent = mode;
+    this.root && this.root.classList.toggle('edit-mode', mode === 'edit');
+    const cell = this.cells[this.sel];
+    if (mode === 'command') {
+      if (cell.type === 'markdown' && cell.editing) { cell.editing = false; this.renderCell(cell); }
+      cell.el.focus({ preventScroll: true });
+    }
+  }
+
+  edit(i) {
+    this.select(i, { keepMode: true });
+    const cell = this.cells[this.sel];
+    if (cell.type === 'markdown' && !cell.editing) { cell.editing = true; this.renderCell(cell); }
+    this.setMode('edit');
+    cell.editor && cell.editor.focus();
+  }
+
+  // Command-mode shortcuts (Jupyter's); edit mode goes to CodeMirror.
+  onKey(ev) {
+    if (this.mode === 'edit' || ev.defaultPrevented) return;
+    const t = ev.target;
+    if (t && (t.closest?.('.cm-editor') || ['INPUT', 'SELECT', 'TEXTAREA', 'BUTTON'].includes(t.tagName))) return;
+    const k = ev.key, prev = this.lastKey;
+    this.lastKey = k;
+    const done = () => ev.preventDefault();
+    if (k === 'Enter' && ev.shiftKey) { done(); this.runAndAdvance(); return; }
+    if (k === 'Enter' && (ev.ctrlKey || ev.metaKey)) { done(); this.runCell(this.cells[this.sel]); return; }
+    if (k === 'Enter' && ev.altKey) { done(); this.runCell(this.cells[this.sel]); this.insert(this.sel + 1, 'code', true); return; }
+    if ((ev.ctrlKey || ev.metaKey) && k === 's') { done(); this.save(); return; }
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    switch (k) {
+      case 'Enter': done(); this.edit(this.sel); break;
+      case 'ArrowDown': case 'j': done(); this.select(this.sel + 1); break;
+      case 'ArrowUp': case 'k': done(); this.select(this.sel - 1); break;
+      case 'a': done(); this.insert(this.sel, 'code'); break;
+      case 'b': done(); this.insert(this.sel + 1, 'code'); break;
+      case 'd': if (prev === 'd') { done(); this.lastKey = null; this.remove(this.sel); } break;
+      case 'i': if (prev === 'i') { done(); this.lastKey = null; this.interrupt(); } break;
+      case '0': if (prev === '0') { done(); this.lastKey = null; this.restart(); } break;
+      case 'm': done(); this.setType(this.sel, 'markdown'); break;
+      case 'y': done(); this.setType(this.sel, 'code'); break;
+      case 'r': done(); this.setType(this.sel, 'raw'); break;
+      case 'z': done(); this.undoDelete(); break;
+      case 'c': done(); this.clipboard = this.snapshot(this.cells[this.sel]); toast('Cell copied'); break;
+      case 'x': done(); this.clipboard = this.snapshot(this.cells[this.sel]); this.remove(this.sel); break;
+      case 'v': if (this.clipboard) { done(); this.insertCell(this.sel + 1, { ...this.clipboard, id: newId() }); } break;
+      case 's': done(); this.save(); break;
+      default: break;
+    }
+  }
+
+  // ---- structure --------------------------------------------------------------
+  snapshot(c) {
+    return { cell_type: c.type, id: c.id, metadata: c.metadata, source: c.source, ...(c.type === 'code' ? { outputs: c.outputs, execution_count: c.count === '*' ? null : c.count } : {}) };
+  }
+
+  insertCell(i, json, edit = false) {
+    const cell = this.makeCell(json);
+    this.cells.splice(i, 0, cell);
+    if (i + 1 < this.cells.length) this.list.insertBefore(cell.el, this.cells[i + 1].el);
+    else this.list.append(cell.el);
+    this.renderCell(cell);
+    this.touch();
+    if (edit) this.edit(i); else this.select(i);
+    return cell;
+  }
+
+  insert(i, type, edit = false) { return this.insertCell(i, { cell_type: type, source: '' }, edit); }
+
+  remove(i) {
+    const [cell] = this.cells.splice(i, 1);
+    this.deleted = { cell: this.snapshot(cell), at: i };
+    cell.el.remove();
+    if (!this.cells.length) this.insert(0, 'code');
+    this.touch();
+    this.select(Math.min(i, this.cells.length - 1));
+  }
+
+  undoDelete() {
+    if (!this.deleted) return;
+    const { cell, at } = this.deleted;
+    this.deleted = null;
+    this.insertCell(Math.min(at, this.cells.length), cell);
+  }
+
+  setType(i, type) {
+    const cell = this.cells[i];
+    if (cell.type === type) return;
+    cell.type = type;
+    cell.editing = false;
+    if (type !== 'code') { cell.outputs = []; cell.count = null; }
+    this.renderCell(cell);
+    this.touch();
+    this.select(i);
+  }
+
+  // ---- saving -------------------------------------------------------------------
+  toJSON() {
+    return {
+      nbformat: 4, nbformat_minor: this.nbformatMinor, metadata: this.meta,
+      cells: this.cells.map((c) => {
+        const o = { cell_type: c.type, id: c.id, metadata: c.metadata, source: c.source };
+        if (c.type === 'code') { o.outputs = c.outputs; o.execution_count = typeof c.count === 'number' ? c.count : null; }
+        if (c.attachments && c.type !== 'code') o.attachments = c.attachments;
+        return o;
+      }),
+    };
+  }
+
+  touch() {
+    this.dirty = true;
+    this.status.textContent = 'Unsaved changes';
+    clearTimeout(this.autosaveTimer);
+    this.autosaveTimer = setTimeout(() => this.save().catch(() => {}), AUTOSAVE_MS);
+  }
+
+  async save() {
+    clearTimeout(this.autosaveTimer);
+    if (this.saving) { await this.saving.catch(() => {}); if (!this.dirty) return; }
+    this.dirty = false;
+    this.status.textContent = 'Saving…';
+    const body = JSON.stringify(this.toJSON(), null, 1);
+    this.saving = api.put(filePath(this.projectId, this.path), body);
+    try {
+      await this.saving;
+      this.status.textContent = this.dirty ? 'Unsaved changes' : `Saved ${new Date().toLocaleTimeString()}`;
+    } catch (e) {
+      this.dirty = true;
+      this.status.textContent = 'Not saved';
+      toast(`Autosave failed: ${e.message}`, 'error');
+      throw e;
+    } finally { this.saving = null; }
+  }
+
+  async saveVersion() {
+    await this.save();
+    const msg = prompt('Describe this version', `Update ${this.path}`);
+    if (msg === null) return;
+    const v = await api.post(`/api/v1/projects/${enc(this.projectId)}/versions`, { message: msg || `Update ${this.path}` });
+    toast(`Saved version ${String(v.id).slice(0, 10)}`);
+  }
+
+  // ---- quota ------------------------------------------------------------------------
+  async loadQuota() {
+    try {
+      const q = await api.get('/api/v1/quota');
+      this.quotaBox.textContent = `${coins(q.balance_mcoins)} · free ${duration(q.free_ms_left_today)}${q.ms_remaining !== null && q.ms_remaining !== undefined ? ` · ${duration(q.ms_remaining)} left` : ''}`;
+    } catch { /* keep the last value */ }
+  }
+
+  // ---- kernels ------------------------------------------------------------------------
+  async probeKernels() {
+    try { await api.get('/api/v1/kernels'); }
+    catch (e) {
+      if (e instanceof ApiError && e.status === 404) {
+        this.kernelsMissing = true;
+        clear(this.banner, h('div', { 'data-testid': 'kernel-unavailable' }, unavailable('Running code (kernels)')));
+        this.kernelBox.textContent = 'Kernels unavailable';
+        return;
+      }
+    }
+    // Reattach to the kernel this notebook had before a reload.
+    const saved = JSON.parse(sessionStorage.getItem(this.stateKey) || 'null');
+    if (saved && saved.kernel) {
+      for (const [m, cid] of Object.entries(saved.parents || {})) {
+        const cell = this.cells.find((c) => c.id === cid);
+        if (cell) this.parentCell.set(m, cell);
+      }
+      try {
+        this.kernel = await api.get(`/api/v1/kernels/${enc(saved.kernel)}`);
+        if (this.kernel.status !== 'dead') { this.showKernel(); this.follow(0); } else this.kernel = null;
+      } catch { this.kernel = null; }
+    }
+  }
+
+  remember() {
+    const parents = {};
+    for (const [m, c] of this.parentCell) parents[m] = c.id;
+    sessionStorage.setItem(this.stateKey, JSON.stringify({ kernel: this.kernel && this.kernel.id, parents }));
+  }
+
+  showKernel() {
+    const k = this.kernel;
+    if (!k) { this.kernelBox.textContent = 'No kernel'; return; }
+    let s = `Kernel ${k.status}`;
+    if (k.status === 'queued') s += ` · position ${k.queue_position ?? '?'}${k.eta_s >= 0 ? ` · ETA ${duration(k.eta_s * 1000)}` : ''}`;
+    this.kernelBox.textContent = s;
+    this.kernelBox.dataset.status = k.status;
+  }
+
+  async ensureKernel() {
+    if (this.kernelsMissing) throw new Error('Running code is not available on this server (no kernels API)');
+    if (this.kernel && this.kernel.status !== 'dead') return this.kernel;
+    this.kernel = await api.post('/api/v1/kernels', { project_id: this.projectId, resource: this.resource.value }, { headers: { 'Idempotency-Key': crypto.randomUUID() } });
+    this.showKernel();
+    this.remember();
+    this.follow(0);
+    this.pollKernel();
+    return this.kernel;
+  }
+
+  // While queued or starting, show position and ETA.
+  pollKernel() {
+    clearTimeout(this.pollTimer);
+    if (!this.kernel || !['queued', 'starting'].includes(this.kernel.status)) return;
+    this.pollTimer = setTimeout(async () => {
+      try { this.kernel = await api.get(`/api/v1/kernels/${enc(this.kernel.id)}`); this.showKernel(); } catch { /* retry */ }
+      this.pollKernel();
+    }, 1500);
+  }
+
+  // Subscribe to the kernel's messages from `after`: the server replays its
+  // journal, then follows. EventSource reconnects by itself with Last-Event-ID.
+  follow(after) {
+    if (this.events) this.events.close();
+    const url = `/api/v1/kernels/${enc(this.kernel.id)}/events?after=${after}`;
+    const es = new EventSource(url, { withCredentials: true });
+    this.events = es;
+    es.onmessage = (ev) => {
+      let m;
+      try { m = JSON.parse(ev.data); } catch { return; }   // a comment or keep-alive
+      // A message comes bare (with `seq`) or wrapped as {seq, msg}; the SSE id is the seq too.
+      const seq = typeof m.seq === 'number' ? m.seq : Number(ev.lastEventId) || 0;
+      if (seq) { if (seq <= this.lastSeq) return; this.lastSeq = seq; }
+      this.onMessage(m.msg && typeof m.msg === 'object' ? m.msg : m);
+    };
+    es.onerror = () => {
+      // Reconnect from the last message seen, whatever the browser would resend.
+      es.close();
+      if (this.events !== es || !this.kernel) return;
+      this.kernelBox.textContent = 'Kernel reconnecting…';
+      clearTimeout(this.reconnectTimer);
+      this.reconnectTimer = setTimeout(() => { if (this.events === es) this.follow(this.lastSeq); }, 1000);
+    };
+  }
+
+  onMessage(msg) {
+    const type = msg.msg_type || msg.header?.msg_type;
+    const content = msg.content || {};
+    const parent = msg.parent_header?.msg_id;
+    if (type === 'status' && this.kernel) {
+      this.kernel.status = content.execution_state === 'busy' ? 'busy' : content.execution_state === 'idle' ? 'idle' : content.execution_state || this.kernel.status;
+      this.showKernel();
+    }
+    if (type === 'kernel_status' && this.kernel) { Object.assign(this.kernel, content); this.showKernel(); return; }
+    let cell = parent && this.parentCell.get(parent);
+    const cid = msg.cell_id || msg.metadata?.cell_id || msg.parent_header?.cell_id;
+    if (!cell && cid) cell = this.cells.find((c) => c.id === cid);
+    if (!cell) {
+      // Messages can outrun the execute reply that tells us their msg_id:
+      // keep them until runCell() learns which cell they belong to.
+      if (parent && this.pendingCount < 5000) {
+        if (!this.pending.has(parent)) this.pending.set(parent, []);
+        this.pending.get(parent).push(msg);
+        this.pendingCount++;
+      }
+      return;
+    }
+    if (parent && !this.seenParent.has(parent)) {
+      // First message of this execution in this page load: the journal
+      // replays the whole execution, so start its outputs afresh.
+      this.seenParent.add(parent);
+      this.parentCell.set(parent, cell);
+      cell.outputs = [];
+    }
+    switch (type) {
+      case 'execute_input': cell.count = content.execution_count ?? cell.count; break;
+      case 'stream': {
+        const last = cell.outputs[cell.outputs.length - 1];
+        if (last && last.output_type === 'stream' && last.name === content.name) last.text = src(last.text) + content.text;
+        else cell.outputs.push({ output_type: 'stream', name: content.name, text: content.text });
+        break;
+      }
+      case 'execute_result': cell.outputs.push({ output_type: 'execute_result', data: content.data, metadata: content.metadata || {}, execution_count: content.execution_count }); cell.count = content.execution_count ?? cell.count; break;
+      case 'display_data': cell.outputs.push({ output_type: 'display_data', data: content.data, metadata: content.metadata || {} }); break;
+      case 'error': cell.outputs.push({ output_type: 'error', ename: content.ename, evalue: content.evalue, traceback: content.traceback || [] }); break;
+      case 'clear_output': cell.outputs = []; break;
+      case 'execute_reply': if (cell.count === '*') cell.count = content.execution_count ?? null; break;
+      case 'status': if (content.execution_state === 'idle' && cell.count === '*') cell.count = null; break;
+      default: return;
+    }
+    cell.promptEl.textContent = `[${cell.count ?? ' '}]`;
+    this.renderOutputs(cell);
+    this.touch();
+  }
+
+  renderOutputs(cell) {
+    if (!cell.outEl) return;
+    clear(cell.outEl, cell.outputs.map((o) => renderOutput(o)));
+  }
+
+  async runCell(cell) {
+    if (cell.type === 'markdown') { cell.editing = false; this.renderCell(cell); return; }
+    if (cell.type !== 'code' || !cell.source.trim()) return;
+    try {
+      const k = await this.ensureKernel();
+      cell.outputs = [];
+      cell.count = '*';
+      cell.promptEl.textContent = '[*]';
+      this.renderOutputs(cell);
+      const r = await api.post(`/api/v1/kernels/${enc(k.id)}/execute`, { code: cell.source, cell_id: cell.id, notebook_path: this.path });
+      this.parentCell.set(r.msg_id, cell);
+      this.remember();
+      const early = this.pending.get(r.msg_id);
+      if (early) { this.pending.delete(r.msg_id); this.pendingCount -= early.length; early.forEach((m) => this.onMessage(m)); }
+    } catch (e) {
+      cell.count = null;
+      cell.promptEl.textContent = '[ ]';
+      toast(e.message, 'error');
+    }
+  }
+
+  async runAndAdvance() {
+    const cell = this.cells[this.sel];
+    const run = this.runCell(cell);
+    if (this.sel === this.cells.length - 1) this.insert(this.cells.length, 'code', true);
+    else this.select(this.sel + 1);
+    await run;
+  }
+
+  async runAll() { for (const c of this.cells) if (c.type === 'code') await this.runCell(c); }
+
+  async interrupt() {
+    if (!this.kernel) return;
+    await api.post(`/api/v1/kernels/${enc(this.kernel.id)}/interrupt`);
+    toast('Interrupt sent');
+  }
+
+  async restart() {
+    if (!this.kernel) return;
+    if (!confirm('Restart the kernel? Its variables are lost.')) return;
+    this.kernel = await api.post(`/api/v1/kernels/${enc(this.kernel.id)}/restart`) || this.kernel;
+    this.showKernel();
+    toast('Kernel restarted');
+  }
+}
+
+// One nbformat output as DOM. Images come as data: URLs (allowed by the CSP);
+// HTML goes into a sandboxed iframe without same-origin.
+export function renderOutput(o) {
+  switch (o.output_type) {
+    case 'stream':
+      return h('pre', { class: `out stream ${o.name === 'stderr' ? 'stderr' : ''}` }, stripAnsi(src(o.text)));
+    case 'error':
+      return h('pre', { class: 'out error', role: 'alert' }, stripAnsi((o.traceback || []).join('\n')) || `${o.ename}: ${o.evalue}`);
+    case 'execute_result':
+    case 'display_data': {
+      const d = o.data || {};
+      if (d['image/png']) return h('img', { class: 'out image', alt: 'plot output', src: `data:image/png;base64,${src(d['image/png']).replace(/\s/g, '')}` });
+      if (d['image/jpeg']) return h('img', { class: 'out image', alt: 'image output', src: `data:image/jpeg;base64,${src(d['image/jpeg']).replace(/\s/g, '')}` });
+      if (d['image/svg+xml']) return h('img', { class: 'out image', alt: 'SVG output', src: `data:image/svg+xml;charset=utf-8,${encodeURIComponent(src(d['image/svg+xml']))}` });
+      if (d['text/html']) return h('div', { class: 'out html' }, sandboxedFrame(src(d['text/html']), 'HTML output'));
+      if (d['text/markdown']) { const el = h('div', { class: 'out markdown' }); renderMarkdown(el, src(d['text/markdown'])); return el; }
+      if (d['text/plain'] !== undefined) return h('pre', { class: 'out result' }, stripAnsi(src(d['text/plain'])));
+      return h('pre', { class: 'out result muted' }, `[${Object.keys(d).join(', ')}]`);
+    }
+    default:
+      return h('pre', { class: 'out muted' }, JSON.stringify(o));
+  }
+}
