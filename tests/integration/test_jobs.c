@@ -5,8 +5,8 @@
  * kill -9 of `eddy serve` during metering, then restart and reconcile:
  * nothing lost, nothing doubled, no hold left open.
  *
- * The issue's round trip imports paddle; the paddle package is not built
- * yet, so the script is plain Python + numpy and says which it used. */
+ * The training script is Paddle code: nn.Linear, SGD and paddle.save, run
+ * by eddy-kernel inside the sandbox with the build's paddle package. */
 #include "harness.h"
 
 #include <check.h>
@@ -29,27 +29,31 @@ static const char *const env[] = {"EDDY_METER_INTERVAL_MS=1000", "EDDY_OOF_GRACE
 
 static const char TRAIN_PY[] =
     "import os, sys, time\n"
-    "print('runner:', os.environ['EDDY_RUNNER'], flush=True)\n"
-    "try:\n"
-    "    import paddle\n"
-    "    print('framework: paddle', flush=True)\n"
-    "except ImportError:\n"
-    "    print('framework: numpy (paddle not installed yet)', flush=True)\n"
     "import numpy as np\n"
+    "import paddle\n"
+    "print('runner:', os.environ['EDDY_RUNNER'], flush=True)\n"
+    "print('framework: paddle', paddle.__version__, flush=True)\n"
     "epochs = int(sys.argv[sys.argv.index('--epochs') + 1])\n"
+    "paddle.seed(0)\n"
     "rng = np.random.default_rng(0)\n"
-    "x = rng.normal(size=(256, 4)); w_true = np.array([1.0, -2.0, 0.5, 3.0])\n"
-    "y = x @ w_true + 0.01 * rng.normal(size=256)\n"
-    "w = np.zeros(4)\n"
+    "x = rng.normal(size=(256, 4)).astype('float32')\n"
+    "y = (x @ np.array([1.0, -2.0, 0.5, 3.0], dtype='float32') + 0.01 * rng.normal(size=256)).astype('float32')\n"
+    "xt, yt = paddle.to_tensor(x), paddle.to_tensor(y.reshape(-1, 1))\n"
+    "model = paddle.nn.Linear(4, 1)\n"
+    "opt = paddle.optimizer.SGD(learning_rate=0.05, parameters=model.parameters())\n"
+    "loss_fn = paddle.nn.MSELoss()\n"
     "for epoch in range(1, epochs + 1):\n"
     "    for _ in range(50):\n"
-    "        grad = 2 * x.T @ (x @ w - y) / len(y)\n"
-    "        w -= 0.05 * grad\n"
-    "    loss = float(np.mean((x @ w - y) ** 2))\n"
-    "    print(f'epoch {epoch} loss {loss:.6f}', flush=True)\n"
+    "        loss = loss_fn(model(xt), yt)\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+    "        opt.clear_grad()\n"
+    "    print(f'epoch {epoch} loss {float(loss):.6f}', flush=True)\n"
     "    time.sleep(0.8)\n"
     "out = os.environ['EDDY_OUTPUT_DIR']\n"
     "os.makedirs(out + '/ckpt', exist_ok=True)\n"
+    "paddle.save(model.state_dict(), out + '/ckpt/model.pdparams')\n"
+    "w = model.weight.numpy().reshape(-1)\n"
     "open(out + '/ckpt/model.txt', 'w').write(' '.join(f'{v:.1f}' for v in w))\n"
     "print('saved', flush=True)\n";
 
@@ -239,7 +243,7 @@ START_TEST(training_job_round_trip_logs_artifact_charge_and_verify)
         it_resp_free(&r);
     }
     ck_assert_msg(ended, "logs never ended: %s", logs);
-    ck_assert_ptr_nonnull(strstr(logs, "framework: "));
+    ck_assert_ptr_nonnull(strstr(logs, "framework: paddle"));
     ck_assert_ptr_nonnull(strstr(logs, "runner: "));
     ck_assert_ptr_nonnull(strstr(logs, "epoch 1 loss"));
     ck_assert_ptr_nonnull(strstr(logs, "epoch 3 loss"));
@@ -265,9 +269,16 @@ START_TEST(training_job_round_trip_logs_artifact_charge_and_verify)
     /* the artifact */
     snprintf(path, sizeof(path), "/api/v1/jobs/%lld/artifacts", (long long)id);
     j = get_json(&u, path);
-    ck_assert_int_eq(json_array_size(json_object_get(j, "items")), 1);
-    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(j, "items"), 0), "path")),
-                     "ckpt/model.txt");
+    ck_assert_int_eq(json_array_size(json_object_get(j, "items")), 2);
+    {
+        bool have_txt = false, have_params = false;
+        for (size_t i = 0; i < 2; i++) {
+            const char *p = json_string_value(json_object_get(json_array_get(json_object_get(j, "items"), i), "path"));
+            have_txt |= p && strcmp(p, "ckpt/model.txt") == 0;
+            have_params |= p && strcmp(p, "ckpt/model.pdparams") == 0;
+        }
+        ck_assert_msg(have_txt && have_params, "artifacts: %s", json_dumps(j, 0));
+    }
     json_decref(j);
     snprintf(path, sizeof(path), "/api/v1/jobs/%lld/artifacts/ckpt/model.txt", (long long)id);
     it_request(&r, &srv, "GET", path, NULL, u.hdrs);
