@@ -27,7 +27,7 @@ int ed_buf_reserve(ed_buf *b, size_t extra);
 int ed_buf_append(ed_buf *b, const void *p, size_t n);
 int ed_buf_puts(ed_buf *b, const char *s);
 int ed_buf_printf(ed_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int ed_buf_vprintf(ed_buf *b, const char *fmt, va_list ap);
+int ed_buf_vprintf(ed_buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* Empty the buffer, keeping its memory. */
 void ed_buf_reset(ed_buf *b);
 /* Hand the bytes to the caller (who frees them with free()); the buffer is left
