@@ -1,0 +1,1016 @@
+/*
+ * jupyter_routes.c - Jupyter Server's REST API and kernel channels, so stock
+ * Jupyter clients (@jupyterlab/services, jupyter-server --gateway-url, ...)
+ * drive Eddy's kernels (API.md "Jupyter Server compatibility").
+ *
+ *   /api, /api/status, /api/kernelspecs[/{name}]
+ *   /api/kernels ...          over kernel_hub.h: one kernel, one id (the same
+ *                             kernel as /api/v1/kernels/{id})
+ *   /api/kernels/{id}/channels  a WebSocket (ws.c): Jupyter's default JSON
+ *                             framing, or v1.kernel.websocket.jupyter.org when
+ *                             the client offers it
+ *   /api/sessions             {id, path, name, type, kernel}, kept in memory
+ *                             (kernels die with the server, so do sessions)
+ *   /api/contents             over the working tree of the caller's default
+ *                             project (contents.c)
+ *
+ * Auth is the gateway's: an API key as "Authorization: token <key>" (what
+ * Jupyter clients send) or "Bearer <key>", or the session cookie with the CSRF
+ * token as X-CSRF-Token or X-XSRFToken. The channels upgrade alone also takes
+ * ?token=<key>, because browsers cannot set headers on a WebSocket.
+ *
+ * A channels connection: the ws.c reader thread turns client frames into
+ * kh_send calls; a pump thread per connection follows the kernel's output
+ * (kh_subscribe from the kernel's last sequence number at connect, or
+ * ?after=<seq> to resume) and writes frames. Messages sent while the kernel
+ * is still queued or starting are held and delivered once it runs.
+ */
+#include "gw_int.h"
+#include "jupyter_int.h"
+#include "kernel_hub.h"
+#include "proj.h"
+#include "sched.h"
+
+#include "ed_crypto.h"
+#include "ed_error.h"
+#include "ed_log.h"
+#include "ed_time.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define JUP_SUBPROTOCOL "v1.kernel.websocket.jupyter.org"
+#define JUP_PENDING_MAX 256   /* client messages held while a kernel starts */
+
+static int respond(gw_response *res, int status, json_t *body)
+{
+    if (body == NULL)
+        return ed_error_set(ED_ENOMEM, "response body");
+    return gw_respond_json(res, status, body);
+}
+
+/* ---- meta ------------------------------------------------------------------- */
+
+static _Atomic int64_t started_ms;   /* first request served: Jupyter's "started" */
+
+static int get_api(gw_request *req, gw_response *res)
+{
+    (void)req;
+    return respond(res, 200, json_pack("{s:s}", "version", JUP_SERVER_VERSION));
+}
+
+typedef struct status_acc {
+    int     kernels, connections;
+    int64_t last_activity;   /* ms */
+} status_acc;
+
+static int count_kernel(const kh_kernel *k, void *payload)
+{
+    status_acc *a = payload;
+    a->kernels++;
+    a->connections += k->connections;
+    if (k->last_activity_at > a->last_activity)
+        a->last_activity = k->last_activity_at;
+    return 0;
+}
+
+static int get_status(gw_request *req, gw_response *res)
+{
+    status_acc a = {0};
+    int err;
+
+    if (started_ms == 0)
+        started_ms = ed_now_ms();
+    if ((err = kh_kernel_each(req->srv, req->auth.user_id, false, count_kernel, &a)) < 0)
+        return err;
+    if (a.last_activity == 0)
+        a.last_activity = started_ms;
+    return respond(res, 200,
+                   json_pack("{s:s, s:s, s:i, s:i}", "started", gw__time(req, started_ms),
+                             "last_activity", gw__time(req, a.last_activity), "connections",
+                             a.connections, "kernels", a.kernels));
+}
+
+/* Jupyter Server 2's identity endpoint (JupyterLab 4 asks for it). */
+static int get_me_jupyter(gw_request *req, gw_response *res)
+{
+    const char *u = req->auth.username ? req->auth.username : "";
+    char initials[3] = {u[0] ? (char)(u[0] >= 'a' && u[0] <= 'z' ? u[0] - 32 : u[0]) : '?', 0, 0};
+
+    return respond(res, 200,
+                   json_pack("{s:{s:s, s:s, s:s, s:s, s:n, s:n}, s:{}}", "identity", "username", u,
+                             "name", u, "display_name", u, "initials", initials, "avatar_url",
+                             "color", "permissions"));
+}
+
+/* ---- kernelspecs ------------------------------------------------------------- */
+
+static json_t *kernelspec_json(void)
+{
+    return json_pack("{s:s, s:{s:[s,s,s,s,s], s:{}, s:s, s:s, s:s, s:{}}, s:{}}", "name", "python3",
+                     "spec", "argv", "eddy-kernel", "serve", "--fd", "N", "{connection_file}",
+                     "env", "display_name", "Python 3 (Eddy)", "language", "python",
+                     "interrupt_mode", "message", "metadata", "resources");
+}
+
+static int get_kernelspecs(gw_request *req, gw_response *res)
+{
+    json_t *spec = kernelspec_json();
+    (void)req;
+    if (spec == NULL)
+        return ed_error_set(ED_ENOMEM, "kernelspec");
+    return respond(res, 200,
+                   json_pack("{s:s, s:{s:o}}", "default", "python3", "kernelspecs", "python3", spec));
+}
+
+static int get_kernelspec(gw_request *req, gw_response *res)
+{
+    if (strcmp(req->params[0], "python3") != 0)
+        return ed_error_set(ED_ENOTFOUND, "no kernelspec named '%s' (Eddy has python3)",
+                            req->params[0]);
+    return respond(res, 200, kernelspec_json());
+}
+
+/* ---- kernels ------------------------------------------------------------------ */
+
+json_t *jup__kernel_model(gw_request *req, const kh_kernel *k)
+{
+    const char *state = strcmp(k->status, "queued") == 0 ? "starting" : k->status;
+    int64_t last = k->last_activity_at ? k->last_activity_at : k->created_at;
+
+    return json_pack("{s:s, s:s, s:s, s:s, s:i, s:{s:s, s:s, s:s, s:i, s:s?}}", "id", k->id, "name",
+                     "python3", "last_activity", gw__time(req, last), "execution_state", state,
+                     "connections", k->connections, "eddy", "status", k->status, "project_id",
+                     k->project_id, "resource", k->resource, "queue_position", k->queue_position,
+                     "stop_reason", k->stop_reason[0] ? k->stop_reason : NULL);
+}
+
+static int list_one_kernel(const kh_kernel *k, void *payload)
+{
+    void **ctx = payload;
+    json_t *m = jup__kernel_model(ctx[0], k);
+    if (m == NULL || json_array_append_new(ctx[1], m) < 0)
+        return ed_error_set(ED_ENOMEM, "kernel list");
+    return 0;
+}
+
+static int list_kernels(gw_request *req, gw_response *res)
+{
+    json_t *arr = json_array();
+    void *ctx[2] = {req, arr};
+    int err;
+
+    if (arr == NULL)
+        return ed_error_set(ED_ENOMEM, "kernel list");
+    if ((err = kh_kernel_each(req->srv, req->auth.user_id, false, list_one_kernel, ctx)) < 0) {
+        json_decref(arr);
+        return err;
+    }
+    return respond(res, 200, arr);
+}
+
+/* The tier's default class: the cheapest CPU class the tier may use. */
+static int default_resource(char out[32], gw_request *req)
+{
+    sched_resource *rs = NULL;
+    size_t n = 0;
+    int best = -1, err;
+
+    if ((err = sched_resource_list(&rs, &n, req->srv->sched)) < 0)
+        return err;
+    for (size_t i = 0; i < n; i++) {
+        char tiers[160];
+        snprintf(tiers, sizeof(tiers), ",%s,", rs[i].tiers);
+        char want[48];
+        snprintf(want, sizeof(want), ",%s,", req->auth.tier ? req->auth.tier : "free");
+        if (rs[i].gpu || strstr(tiers, want) == NULL)
+            continue;
+        if (best < 0 || rs[i].price_mcoins_per_hour < rs[best].price_mcoins_per_hour)
+            best = (int)i;
+    }
+    if (best < 0) {
+        free(rs);
+        return ed_error_set(ED_ENOTFOUND, "no CPU resource class is open to tier %s",
+                            req->auth.tier ? req->auth.tier : "free");
+    }
+    snprintf(out, 32, "%s", rs[best].name);
+    free(rs);
+    return 0;
+}
+
+int jup__kernel_start(kh_kernel *out, gw_request *req, const json_t *body)
+{
+    const char *name = json_string_value(json_object_get(body, "name"));
+    const json_t *env = json_object_get(body, "env");
+    const char *project = NULL, *resource = NULL;
+    char proj_id[PROJ_ID_LEN + 1], res_name[32];
+    int err;
+
+    if (name != NULL && name[0] != '\0' && strcmp(name, "python3") != 0)
+        return ed_error_set(ED_ENOTFOUND, "no kernelspec named '%s' (Eddy has python3)", name);
+    if (env != NULL && !json_is_object(env))
+        return ed_error_set(ED_EINVAL, "env must be an object");
+    if (env) {
+        project = json_string_value(json_object_get(env, "EDDY_PROJECT_ID"));
+        resource = json_string_value(json_object_get(env, "EDDY_RESOURCE"));
+    }
+    if (project == NULL || project[0] == '\0')
+        project = json_string_value(json_object_get(body, "project_id"));
+    if (project == NULL || project[0] == '\0') {
+        if ((err = jup__default_project(proj_id, req)) < 0)
+            return err;
+        project = proj_id;
+    }
+    if (resource == NULL || resource[0] == '\0') {
+        if ((err = default_resource(res_name, req)) < 0)
+            return err;
+        resource = res_name;
+    }
+    return kh_kernel_start(out, req->srv, req->auth.user_id, req->auth.tier, project, resource);
+}
+
+static int start_kernel(gw_request *req, gw_response *res)
+{
+    json_t *body = NULL;
+    kh_kernel k;
+    int err;
+
+    if (req->body != NULL && req->body_len > 0 && (err = gw_request_json(&body, req)) < 0)
+        return err;
+    if ((err = jup__kernel_start(&k, req, body)) < 0)
+        return err;
+    gw_response_header(res, "Location", ed_arena_printf(req->arena, "/api/kernels/%s", k.id));
+    return respond(res, 201, jup__kernel_model(req, &k));
+}
+
+static int get_kernel(gw_request *req, gw_response *res)
+{
+    kh_kernel k;
+    int err;
+
+    if ((err = kh_kernel_get(&k, req->srv, req->auth.user_id, req->params[0])) < 0)
+        return err;
+    return respond(res, 200, jup__kernel_model(req, &k));
+}
+
+static int delete_kernel(gw_request *req, gw_response *res)
+{
+    kh_kernel k;
+    int err;
+
+    if ((err = kh_kernel_get(&k, req->srv, req->auth.user_id, req->params[0])) < 0 ||
+        (err = kh_kernel_shutdown(req->srv, req->auth.user_id, req->params[0], NULL)) < 0)
+        return err;
+    jup__sessions_forget_kernel(req->auth.user_id, req->params[0]);
+    return gw_respond_empty(res, 204);
+}
+
+static int interrupt_kernel(gw_request *req, gw_response *res)
+{
+    int err;
+
+    if ((err = kh_kernel_interrupt(req->srv, req->auth.user_id, req->params[0])) < 0)
+        return err;
+    return gw_respond_empty(res, 204);
+}
+
+static int restart_kernel(gw_request *req, gw_response *res)
+{
+    kh_kernel k;
+    int err;
+
+    if ((err = kh_kernel_restart(&k, req->srv, req->auth.user_id, req->params[0])) < 0)
+        return err;
+    return respond(res, 200, jup__kernel_model(req, &k));
+}
+
+/* ---- channels ------------------------------------------------------------------- */
+
+typedef struct chan {
+    gw_server      *srv;
+    int64_t         user_id;
+    char            kid[KH_ID_LEN];
+    int64_t         after;          /* subscribe after this sequence number */
+    bool            v1;             /* v1.kernel.websocket.jupyter.org framing */
+    gw_ws          *ws;
+    kh_sub         *sub;
+    pthread_t       pump;
+    bool            pump_started;
+    atomic_bool     stop;
+    pthread_mutex_t lock;           /* pending */
+    json_t         *pending;        /* array of messages held while the kernel starts */
+} chan;
+
+/* v1 framing (jupyter_server's serialize_msg_to_ws_v1): u64le count of
+ * offsets, the offsets (u64le), then channel, header, parent_header,
+ * metadata, content and any buffers; each offset is where a part starts and
+ * the last is where the final part ends. */
+static int v1_encode(uint8_t **out, size_t *out_len, const json_t *msg)
+{
+    static const char *const parts[] = {"header", "parent_header", "metadata", "content"};
+    const char *channel = json_string_value(json_object_get(msg, "channel"));
+    const json_t *bufs = json_object_get(msg, "buffers");
+    size_t nbufs = json_is_array(bufs) ? json_array_size(bufs) : 0;
+    size_t nparts = 1 + 4 + nbufs, noff = nparts + 1, total, pos;
+    char *text[4] = {0};
+    uint8_t *b = NULL;
+    size_t lens[4];
+    int err = 0;
+
+    *out = NULL;
+    *out_len = 0;
+    if (channel == NULL)
+        channel = "iopub";
+    total = 8 * (1 + noff) + strlen(channel);
+    for (int i = 0; i < 4; i++) {
+        const json_t *v = json_object_get(msg, parts[i]);
+        json_t *empty = NULL;
+        if (v == NULL)
+            v = empty = json_object();
+        text[i] = v ? json_dumps(v, JSON_COMPACT) : NULL;
+        json_decref(empty);
+        if (text[i] == NULL) {
+            err = ed_error_set(ED_ENOMEM, "v1 frame");
+            goto out;
+        }
+        lens[i] = strlen(text[i]);
+        total += lens[i];
+    }
+    for (size_t i = 0; i < nbufs; i++) {
+        const char *s = json_string_value(json_array_get(bufs, i));
+        total += s ? strlen(s) : 0;   /* decoded is shorter */
+    }
+    if ((b = malloc(total)) == NULL) {
+        err = ed_error_set(ED_ENOMEM, "v1 frame");
+        goto out;
+    }
+    pos = 8 * (1 + noff);
+#define PUT64(at, v) do { uint64_t _v = (uint64_t)(v); for (int _i = 0; _i < 8; _i++) b[(at) + (size_t)_i] = (uint8_t)(_v >> (8 * _i)); } while (0)
+    PUT64(0, noff);
+    PUT64(8, pos);
+    memcpy(b + pos, channel, strlen(channel));
+    pos += strlen(channel);
+    for (int i = 0; i < 4; i++) {
+        PUT64(8 * (2 + (size_t)i), pos);
+        memcpy(b + pos, text[i], lens[i]);
+        pos += lens[i];
+    }
+    for (size_t i = 0; i < nbufs; i++) {
+        const char *s = json_string_value(json_array_get(bufs, i));
+        size_t bin = 0;
+        PUT64(8 * (6 + i), pos);
+        if (s && sodium_base642bin(b + pos, total - pos, s, strlen(s), NULL, &bin, NULL,
+                                   sodium_base64_VARIANT_ORIGINAL) != 0)
+            bin = 0;
+        pos += bin;
+    }
+    PUT64(8 * noff, pos);
+#undef PUT64
+    *out = b;
+    *out_len = pos;
+    b = NULL;
+out:
+    for (int i = 0; i < 4; i++)
+        free(text[i]);
+    free(b);
+    return err;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* The inverse: a v1 binary frame into a message object (new reference). */
+int jup__v1_decode(json_t **out, const uint8_t *b, size_t len)
+{
+    static const char *const parts[] = {"header", "parent_header", "metadata", "content"};
+    uint64_t noff, off[64];
+    json_t *msg = NULL, *bufs = NULL;
+    int err;
+
+    *out = NULL;
+    if (len < 8 || (noff = get64(b)) < 6 || noff > 64 || len < 8 * (1 + noff))
+        return ed_error_set(ED_EINVAL, "v1 frame: bad offset table");
+    for (uint64_t i = 0; i < noff; i++) {
+        off[i] = get64(b + 8 * (1 + i));
+        if (off[i] > len || (i > 0 && off[i] < off[i - 1]) || off[i] < 8 * (1 + noff))
+            return ed_error_set(ED_EINVAL, "v1 frame: offset %llu out of order or range",
+                                (unsigned long long)i);
+    }
+    if ((msg = json_object()) == NULL || (bufs = json_array()) == NULL) {
+        err = ed_error_set(ED_ENOMEM, "v1 frame");
+        goto fail;
+    }
+    if (json_object_set_new(msg, "channel",
+                            json_stringn((const char *)b + off[0], (size_t)(off[1] - off[0]))) < 0) {
+        err = ed_error_set(ED_EINVAL, "v1 frame: channel is not UTF-8");
+        goto fail;
+    }
+    for (int i = 0; i < 4; i++) {
+        json_error_t je;
+        json_t *v = json_loadb((const char *)b + off[1 + i], (size_t)(off[2 + i] - off[1 + i]),
+                               JSON_REJECT_DUPLICATES, &je);
+        if (v == NULL) {
+            err = ed_error_set(ED_EINVAL, "v1 frame: %s is not JSON: %s", parts[i], je.text);
+            goto fail;
+        }
+        json_object_set_new(msg, parts[i], v);
+    }
+    for (uint64_t i = 5; i + 1 < noff; i++) {
+        size_t n = (size_t)(off[i + 1] - off[i]);
+        char *enc = malloc(sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL));
+        if (enc == NULL) {
+            err = ed_error_set(ED_ENOMEM, "v1 frame");
+            goto fail;
+        }
+        sodium_bin2base64(enc, sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL),
+                          b + off[i], n, sodium_base64_VARIANT_ORIGINAL);
+        json_array_append_new(bufs, json_string(enc));
+        free(enc);
+    }
+    json_object_set_new(msg, "buffers", bufs);
+    *out = msg;
+    return 0;
+fail:
+    json_decref(bufs);
+    json_decref(msg);
+    return err;
+}
+
+static int chan_send_msg(chan *c, json_t *msg)
+{
+    int err;
+
+    if (c->v1) {
+        uint8_t *b;
+        size_t n;
+        if ((err = v1_encode(&b, &n, msg)) < 0)
+            return err;
+        err = gw_ws_send(c->ws, GW_WS_BINARY, b, n);
+        free(b);
+    } else {
+        char *s;
+        json_object_del(msg, "seq");
+        if ((s = json_dumps(msg, JSON_COMPACT)) == NULL)
+            return ed_error_set(ED_ENOMEM, "message");
+        err = gw_ws_send(c->ws, GW_WS_TEXT, s, strlen(s));
+        free(s);
+    }
+    return err;
+}
+
+/* Deliver held client messages once the kernel runs; drop them if it died. */
+static void flush_pending(chan *c)
+{
+    pthread_mutex_lock(&c->lock);
+    while (json_array_size(c->pending) > 0) {
+        json_t *m = json_incref(json_array_get(c->pending, 0));
+        int err = kh_send(c->srv, c->user_id, c->kid, m);
+        json_decref(m);
+        if (err == ED_ECONFLICT) {
+            kh_kernel k;
+            if (kh_kernel_get(&k, c->srv, c->user_id, c->kid) == 0 &&
+                (strcmp(k.status, "queued") == 0 || strcmp(k.status, "starting") == 0))
+                break;   /* still starting: keep it */
+        }
+        if (err < 0)
+            ed_log_warn("jupyter.channels", "kernel %s: message dropped: %s", c->kid,
+                        ed_error_last());
+        json_array_remove(c->pending, 0);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void *pump_main(void *arg)
+{
+    chan *c = arg;
+
+    while (!atomic_load(&c->stop)) {
+        json_t *m = NULL;
+        int64_t seq = 0;
+        bool waiting;
+        int rc;
+
+        pthread_mutex_lock(&c->lock);
+        waiting = json_array_size(c->pending) > 0;
+        pthread_mutex_unlock(&c->lock);
+        if (waiting)
+            flush_pending(c);
+        rc = kh_sub_next(&m, &seq, c->sub, waiting ? 50 : 250);
+        if (rc == 1) {
+            c->after = seq;
+            if (chan_send_msg(c, m) < 0) {
+                json_decref(m);
+                break;
+            }
+            json_decref(m);
+        } else if (rc == ED_ENOTFOUND) {
+            /* The process ended: a restart goes on under the same id, so
+             * follow the new one from where we are; a dead kernel ends us. */
+            kh_kernel k;
+            kh_sub *ns = NULL;
+            if (kh_kernel_get(&k, c->srv, c->user_id, c->kid) == 0 && strcmp(k.status, "dead") != 0 &&
+                kh_subscribe(&ns, c->srv, c->user_id, c->kid, c->after, NULL, NULL) == 0) {
+                kh_unsubscribe(c->sub);
+                c->sub = ns;
+                usleep(50000);
+                continue;
+            }
+            gw_ws_close(c->ws, 1000, "kernel ended");
+            break;
+        } else if (rc < 0) {
+            ed_log_warn("jupyter.channels", "kernel %s: %s", c->kid, ed_error_last());
+            gw_ws_close(c->ws, 1011, "kernel output unavailable");
+            break;
+        }
+    }
+    return NULL;
+}
+
+static int chan_open(gw_ws *ws, void *payload)
+{
+    chan *c = payload;
+    int err;
+
+    c->ws = ws;
+    if ((err = kh_subscribe(&c->sub, c->srv, c->user_id, c->kid, c->after, NULL, NULL)) < 0)
+        return err;
+    if (pthread_create(&c->pump, NULL, pump_main, c) != 0)
+        return ed_error_set(ED_ENOMEM, "channels thread");
+    c->pump_started = true;
+    return 0;
+}
+
+static int chan_message(gw_ws *ws, int opcode, const uint8_t *data, size_t len, void *payload)
+{
+    chan *c = payload;
+    json_t *msg = NULL;
+    json_error_t je;
+    int err;
+
+    (void)ws;
+    if (opcode == GW_WS_BINARY) {
+        if ((err = jup__v1_decode(&msg, data, len)) < 0)
+            return err;
+    } else if ((msg = json_loadb((const char *)data, len, JSON_REJECT_DUPLICATES, &je)) == NULL ||
+               !json_is_object(msg)) {
+        json_decref(msg);
+        return ed_error_set(ED_EINVAL, "channels: a message must be a JSON object");
+    }
+    if (json_object_get(msg, "channel") == NULL) {
+        json_decref(msg);
+        return ed_error_set(ED_EINVAL, "channels: message without a channel");
+    }
+    pthread_mutex_lock(&c->lock);
+    if (json_array_size(c->pending) > 0) {
+        /* Keep the order: behind what is already held. */
+        err = json_array_size(c->pending) < JUP_PENDING_MAX ? json_array_append(c->pending, msg)
+                                                            : ed_error_set(ED_ELIMIT, "too many held messages");
+        pthread_mutex_unlock(&c->lock);
+        json_decref(msg);
+        return err < 0 ? ED_ELIMIT : 0;
+    }
+    pthread_mutex_unlock(&c->lock);
+    err = kh_send(c->srv, c->user_id, c->kid, msg);
+    if (err == ED_ECONFLICT) {
+        kh_kernel k;
+        if (kh_kernel_get(&k, c->srv, c->user_id, c->kid) == 0 &&
+            (strcmp(k.status, "queued") == 0 || strcmp(k.status, "starting") == 0)) {
+            pthread_mutex_lock(&c->lock);
+            json_array_append(c->pending, msg);
+            pthread_mutex_unlock(&c->lock);
+            err = 0;
+        }
+    }
+    json_decref(msg);
+    if (err == ED_EINVAL) {
+        ed_log_warn("jupyter.channels", "kernel %s: refused a message: %s", c->kid, ed_error_last());
+        return 0;   /* one bad message does not end the connection */
+    }
+    if (err == ED_ECONFLICT) {
+        ed_log_warn("jupyter.channels", "kernel %s is not running: %s", c->kid, ed_error_last());
+        return 0;
+    }
+    return err;
+}
+
+static void chan_close(gw_ws *ws, void *payload)
+{
+    chan *c = payload;
+
+    (void)ws;
+    atomic_store(&c->stop, true);
+    if (c->pump_started)
+        pthread_join(c->pump, NULL);
+    kh_unsubscribe(c->sub);
+    json_decref(c->pending);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+static const gw_ws_handler chan_handler = {chan_open, chan_message, chan_close};
+
+static int kernel_channels(gw_request *req, gw_response *res)
+{
+    static const char *const protos[] = {JUP_SUBPROTOCOL, NULL};
+    const char *after = gw_request_query(req, "after");
+    const char *chosen;
+    kh_kernel k;
+    chan *c;
+    int err;
+
+    if ((err = kh_kernel_get(&k, req->srv, req->auth.user_id, req->params[0])) < 0)
+        return err;
+    if ((c = calloc(1, sizeof(*c))) == NULL || (c->pending = json_array()) == NULL) {
+        free(c);
+        return ed_error_set(ED_ENOMEM, "channels");
+    }
+    c->srv = req->srv;
+    c->user_id = req->auth.user_id;
+    snprintf(c->kid, sizeof(c->kid), "%s", k.id);
+    c->after = k.last_seq;
+    if (after != NULL) {
+        char *end;
+        long long v;
+        errno = 0;
+        v = strtoll(after, &end, 10);
+        if (*after == '\0' || *end != '\0' || errno || v < 0) {
+            json_decref(c->pending);
+            free(c);
+            return ed_error_set(ED_EINVAL, "after must be a sequence number");
+        }
+        c->after = v;
+    }
+    pthread_mutex_init(&c->lock, NULL);
+    atomic_init(&c->stop, false);
+    if ((err = gw_ws_accept(&chosen, req, res, protos, &chan_handler, c)) < 0) {
+        pthread_mutex_destroy(&c->lock);
+        json_decref(c->pending);
+        free(c);
+        return err;
+    }
+    c->v1 = chosen != NULL;
+    return 0;
+}
+
+/* ---- sessions ------------------------------------------------------------------ */
+
+/* Sessions live in memory: they name a kernel, and kernels die with the
+ * server. One list for the process, guarded by sess_lock. */
+typedef struct jsession {
+    struct jsession *next;
+    char             id[KH_ID_LEN];
+    int64_t          user_id;
+    char            *path, *name, *type;
+    char             kernel_id[KH_ID_LEN];
+} jsession;
+
+static pthread_mutex_t sess_lock = PTHREAD_MUTEX_INITIALIZER;
+static jsession       *sessions;
+
+static void uuid4(char out[KH_ID_LEN])
+{
+    uint8_t b[16];
+
+    ed_random_bytes(b, sizeof(b));
+    b[6] = (uint8_t)((b[6] & 0x0F) | 0x40);
+    b[8] = (uint8_t)((b[8] & 0x3F) | 0x80);
+    snprintf(out, KH_ID_LEN, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
+}
+
+static void jsession_free(jsession *s)
+{
+    if (s == NULL)
+        return;
+    free(s->path);
+    free(s->name);
+    free(s->type);
+    free(s);
+}
+
+/* A copy of the session's fields, taken under the lock. */
+typedef struct sess_view {
+    char id[KH_ID_LEN], kernel_id[KH_ID_LEN];
+    const char *path, *name, *type;   /* in the request arena */
+} sess_view;
+
+static void view_of(sess_view *v, gw_request *req, const jsession *s)
+{
+    snprintf(v->id, sizeof(v->id), "%s", s->id);
+    snprintf(v->kernel_id, sizeof(v->kernel_id), "%s", s->kernel_id);
+    v->path = ed_arena_strdup(req->arena, s->path);
+    v->name = ed_arena_strdup(req->arena, s->name);
+    v->type = ed_arena_strdup(req->arena, s->type);
+}
+
+static json_t *session_model(gw_request *req, const sess_view *v)
+{
+    kh_kernel k;
+    json_t *km = NULL;
+
+    if (kh_kernel_get(&k, req->srv, req->auth.user_id, v->kernel_id) == 0)
+        km = jup__kernel_model(req, &k);
+    else
+        ed_error_clear();
+    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:{s:s, s:s}}", "id", v->id, "path",
+                     v->path ? v->path : "", "name", v->name ? v->name : "", "type",
+                     v->type ? v->type : "notebook", "kernel", km ? km : json_null(), "notebook",
+                     "path", v->path ? v->path : "", "name", v->name ? v->name : "");
+}
+
+/* Find the caller's session `id` and copy it. ED_ENOTFOUND. */
+static int session_find(sess_view *v, gw_request *req, const char *id)
+{
+    int err = ed_error_set(ED_ENOTFOUND, "no session %s", id);
+
+    pthread_mutex_lock(&sess_lock);
+    for (jsession *s = sessions; s; s = s->next)
+        if (s->user_id == req->auth.user_id && strcmp(s->id, id) == 0) {
+            view_of(v, req, s);
+            ed_error_clear();
+            err = 0;
+            break;
+        }
+    pthread_mutex_unlock(&sess_lock);
+    return err;
+}
+
+void jup__sessions_forget_kernel(int64_t user_id, const char *kernel_id)
+{
+    pthread_mutex_lock(&sess_lock);
+    for (jsession **pp = &sessions; *pp;) {
+        jsession *s = *pp;
+        if (s->user_id == user_id && strcmp(s->kernel_id, kernel_id) == 0) {
+            *pp = s->next;
+            jsession_free(s);
+        } else {
+            pp = &s->next;
+        }
+    }
+    pthread_mutex_unlock(&sess_lock);
+}
+
+int jup__list_sessions(gw_request *req, gw_response *res)
+{
+    json_t *arr = json_array();
+    sess_view *vs = NULL;
+    size_t n = 0, cap = 0;
+
+    if (arr == NULL)
+        return ed_error_set(ED_ENOMEM, "sessions");
+    pthread_mutex_lock(&sess_lock);
+    for (jsession *s = sessions; s; s = s->next) {
+        if (s->user_id != req->auth.user_id)
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 8;
+            sess_view *nv = ed_arena_alloc(req->arena, nc * sizeof(*nv));
+            if (nv == NULL)
+                break;
+            if (n)
+                memcpy(nv, vs, n * sizeof(*nv));
+            vs = nv;
+            cap = nc;
+        }
+        view_of(&vs[n++], req, s);
+    }
+    pthread_mutex_unlock(&sess_lock);
+    for (size_t i = 0; i < n; i++) {
+        json_t *m = session_model(req, &vs[i]);
+        if (m == NULL || json_array_append_new(arr, m) < 0) {
+            json_decref(arr);
+            return ed_error_set(ED_ENOMEM, "sessions");
+        }
+    }
+    return respond(res, 200, arr);
+}
+
+static int opt_string(const char **out, const json_t *body, const char *key)
+{
+    const json_t *v = json_object_get(body, key);
+
+    *out = NULL;
+    if (v == NULL || json_is_null(v))
+        return 0;
+    if (!json_is_string(v))
+        return ed_error_set(ED_EINVAL, "%s must be a string", key);
+    *out = json_string_value(v);
+    return 0;
+}
+
+/* The kernel a session body names: kernel.id (must be the caller's), else a
+ * new kernel from kernel.name. */
+static int session_kernel(char out[KH_ID_LEN], gw_request *req, const json_t *body)
+{
+    const json_t *kobj = json_object_get(body, "kernel");
+    const char *kid = NULL;
+    kh_kernel k;
+    int err;
+
+    if (kobj != NULL && !json_is_null(kobj) && !json_is_object(kobj))
+        return ed_error_set(ED_EINVAL, "kernel must be an object {id} or {name}");
+    if (kobj && (err = opt_string(&kid, kobj, "id")) < 0)
+        return err;
+    if (kid != NULL) {
+        if ((err = kh_kernel_get(&k, req->srv, req->auth.user_id, kid)) < 0)
+            return err;
+    } else {
+        json_t *start = json_is_object(kobj) ? json_deep_copy(kobj) : json_object();
+        if (start == NULL)
+            return ed_error_set(ED_ENOMEM, "session");
+        if (json_object_get(start, "project_id") == NULL && json_object_get(body, "project_id"))
+            json_object_set(start, "project_id", json_object_get(body, "project_id"));
+        err = jup__kernel_start(&k, req, start);
+        json_decref(start);
+        if (err < 0)
+            return err;
+    }
+    snprintf(out, KH_ID_LEN, "%s", k.id);
+    return 0;
+}
+
+int jup__create_session(gw_request *req, gw_response *res)
+{
+    json_t *body;
+    const char *path, *name, *type;
+    jsession *s;
+    sess_view v;
+    char kid[KH_ID_LEN];
+    int err;
+
+    if ((err = gw_request_json(&body, req)) < 0)
+        return err;
+    if ((err = opt_string(&path, body, "path")) < 0 || (err = opt_string(&name, body, "name")) < 0 ||
+        (err = opt_string(&type, body, "type")) < 0)
+        return err;
+    if (path == NULL) {
+        const json_t *nb = json_object_get(body, "notebook");   /* Jupyter's older shape */
+        if (json_is_object(nb) && (err = opt_string(&path, nb, "path")) < 0)
+            return err;
+    }
+    if (path == NULL)
+        return ed_error_set(ED_EINVAL, "a session needs a path");
+    /* Jupyter answers an existing session for the same path. */
+    pthread_mutex_lock(&sess_lock);
+    for (jsession *e = sessions; e; e = e->next)
+        if (e->user_id == req->auth.user_id && strcmp(e->path, path) == 0) {
+            view_of(&v, req, e);
+            pthread_mutex_unlock(&sess_lock);
+            return respond(res, 201, session_model(req, &v));
+        }
+    pthread_mutex_unlock(&sess_lock);
+    if ((err = session_kernel(kid, req, body)) < 0)
+        return err;
+    if ((s = calloc(1, sizeof(*s))) == NULL || (s->path = strdup(path)) == NULL ||
+        (s->name = strdup(name ? name : "")) == NULL ||
+        (s->type = strdup(type ? type : "notebook")) == NULL) {
+        jsession_free(s);
+        return ed_error_set(ED_ENOMEM, "session");
+    }
+    uuid4(s->id);
+    s->user_id = req->auth.user_id;
+    snprintf(s->kernel_id, sizeof(s->kernel_id), "%s", kid);
+    view_of(&v, req, s);
+    pthread_mutex_lock(&sess_lock);
+    s->next = sessions;
+    sessions = s;
+    pthread_mutex_unlock(&sess_lock);
+    gw_response_header(res, "Location", ed_arena_printf(req->arena, "/api/sessions/%s", v.id));
+    return respond(res, 201, session_model(req, &v));
+}
+
+int jup__get_session(gw_request *req, gw_response *res)
+{
+    sess_view v;
+    int err;
+
+    if ((err = session_find(&v, req, req->params[0])) < 0)
+        return err;
+    return respond(res, 200, session_model(req, &v));
+}
+
+int jup__update_session(gw_request *req, gw_response *res)
+{
+    json_t *body;
+    const char *path, *name, *type;
+    char kid[KH_ID_LEN] = "", old_kid[KH_ID_LEN] = "";
+    sess_view v;
+    bool found = false;
+    int err;
+
+    if ((err = gw_request_json(&body, req)) < 0)
+        return err;
+    if ((err = opt_string(&path, body, "path")) < 0 || (err = opt_string(&name, body, "name")) < 0 ||
+        (err = opt_string(&type, body, "type")) < 0)
+        return err;
+    if ((err = session_find(&v, req, req->params[0])) < 0)
+        return err;
+    if (json_object_get(body, "kernel") != NULL && (err = session_kernel(kid, req, body)) < 0)
+        return err;
+    pthread_mutex_lock(&sess_lock);
+    for (jsession *s = sessions; s; s = s->next) {
+        char *np = NULL, *nn = NULL, *nt = NULL;
+        if (s->user_id != req->auth.user_id || strcmp(s->id, req->params[0]) != 0)
+            continue;
+        if ((path && (np = strdup(path)) == NULL) || (name && (nn = strdup(name)) == NULL) ||
+            (type && (nt = strdup(type)) == NULL)) {
+            free(np);
+            free(nn);
+            free(nt);
+            pthread_mutex_unlock(&sess_lock);
+            return ed_error_set(ED_ENOMEM, "session");
+        }
+        if (np) { free(s->path); s->path = np; }
+        if (nn) { free(s->name); s->name = nn; }
+        if (nt) { free(s->type); s->type = nt; }
+        if (kid[0] && strcmp(kid, s->kernel_id) != 0) {
+            snprintf(old_kid, sizeof(old_kid), "%s", s->kernel_id);
+            snprintf(s->kernel_id, sizeof(s->kernel_id), "%s", kid);
+        }
+        view_of(&v, req, s);
+        found = true;
+        break;
+    }
+    pthread_mutex_unlock(&sess_lock);
+    if (!found)
+        return ed_error_set(ED_ENOTFOUND, "no session %s", req->params[0]);
+    /* A kernel replaced by a new one started by name is shut down, as Jupyter does. */
+    if (old_kid[0] && json_object_get(json_object_get(body, "kernel"), "id") == NULL)
+        if (kh_kernel_shutdown(req->srv, req->auth.user_id, old_kid, NULL) < 0)
+            ed_error_clear();
+    return respond(res, 200, session_model(req, &v));
+}
+
+int jup__delete_session(gw_request *req, gw_response *res)
+{
+    jsession *gone = NULL;
+    int err;
+
+    pthread_mutex_lock(&sess_lock);
+    for (jsession **pp = &sessions; *pp; pp = &(*pp)->next)
+        if ((*pp)->user_id == req->auth.user_id && strcmp((*pp)->id, req->params[0]) == 0) {
+            gone = *pp;
+            *pp = gone->next;
+            break;
+        }
+    pthread_mutex_unlock(&sess_lock);
+    if (gone == NULL)
+        return ed_error_set(ED_ENOTFOUND, "no session %s", req->params[0]);
+    err = kh_kernel_shutdown(req->srv, req->auth.user_id, gone->kernel_id, NULL);
+    jsession_free(gone);
+    if (err < 0 && err != ED_ENOTFOUND)
+        return err;
+    ed_error_clear();
+    return gw_respond_empty(res, 204);
+}
+
+/* ---- routes -------------------------------------------------------------------- */
+
+#define R  (GW_AUTH | GW_SCOPE_READ | GW_JUPYTER_XSRF)
+#define W  (GW_AUTH | GW_SCOPE_WRITE | GW_JUPYTER_XSRF)
+#define X  (GW_AUTH | GW_SCOPE_RUN | GW_JUPYTER_XSRF)
+
+const gw_route gw__routes_jupyter[] = {
+    {"GET", "/api", get_api, GW_PUBLIC, "Jupyter Server API version"},
+    {"GET", "/api/status", get_status, R, "Jupyter: server status for the caller"},
+    {"GET", "/api/me", get_me_jupyter, R, "Jupyter: the caller's identity"},
+    {"GET", "/api/kernelspecs", get_kernelspecs, R, "Jupyter: kernel specs (python3)"},
+    {"GET", "/api/kernelspecs/{name}", get_kernelspec, R, "Jupyter: one kernel spec"},
+    {"GET", "/api/kernels", list_kernels, R, "Jupyter: my running kernels"},
+    {"POST", "/api/kernels", start_kernel, X,
+     "Jupyter: start a kernel {name, path?, env?: {EDDY_PROJECT_ID, EDDY_RESOURCE}}"},
+    {"GET", "/api/kernels/{id}", get_kernel, R, "Jupyter: one kernel"},
+    {"DELETE", "/api/kernels/{id}", delete_kernel, X, "Jupyter: shut a kernel down"},
+    {"POST", "/api/kernels/{id}/interrupt", interrupt_kernel, X, "Jupyter: interrupt a kernel"},
+    {"POST", "/api/kernels/{id}/restart", restart_kernel, X, "Jupyter: restart (same id)"},
+    {"GET", "/api/kernels/{id}/channels", kernel_channels, X | GW_AUTH_QUERY_TOKEN,
+     "Jupyter: the kernel's channels as a WebSocket (JSON or v1.kernel.websocket.jupyter.org)"},
+    {"GET", "/api/sessions", jup__list_sessions, R, "Jupyter: my sessions"},
+    {"POST", "/api/sessions", jup__create_session, X, "Jupyter: create a session {path, name, type, kernel}"},
+    {"GET", "/api/sessions/{id}", jup__get_session, R, "Jupyter: one session"},
+    {"PATCH", "/api/sessions/{id}", jup__update_session, X, "Jupyter: rename or change a session's kernel"},
+    {"DELETE", "/api/sessions/{id}", jup__delete_session, X, "Jupyter: delete a session and its kernel"},
+    {"GET", "/api/contents", jup__contents_get, R, "Jupyter: the default project's root directory"},
+    {"GET", "/api/contents/{path*}", jup__contents_get, R,
+     "Jupyter: a file, notebook or directory model (or .../checkpoints)"},
+    {"PUT", "/api/contents/{path*}", jup__contents_put, W, "Jupyter: save a model"},
+    {"POST", "/api/contents", jup__contents_post, W, "Jupyter: new untitled file, notebook or folder"},
+    {"POST", "/api/contents/{path*}", jup__contents_post, W,
+     "Jupyter: new untitled in a folder, copy, or checkpoint (.../checkpoints[/{id}])"},
+    {"PATCH", "/api/contents/{path*}", jup__contents_patch, W, "Jupyter: rename {path}"},
+    {"DELETE", "/api/contents/{path*}", jup__contents_delete, W,
+     "Jupyter: delete a file or directory (checkpoints are versions and stay)"},
+    {NULL, NULL, NULL, 0, NULL},
+};
