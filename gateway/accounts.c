@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <sodium.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 _Static_assert(GW_PWHASH_STRBYTES == crypto_pwhash_STRBYTES, "password hash buffer size");
@@ -173,9 +174,65 @@ static int user_query(gw__user *out, ed_store *st, const char *sql, int64_t id, 
     return err;
 }
 
+/* The by-id lookup runs on every GET /api/v1/me: its statement is prepared
+ * once per thread and connection, like the key lookup in keys.c (the cached
+ * statement keeps its connection from being freed, so a new connection
+ * cannot reuse the address; the thread-exit destructor finalizes it). */
+typedef struct user_stmt_cache {
+    sqlite3      *db;
+    sqlite3_stmt *stmt;
+} user_stmt_cache;
+
+static pthread_key_t user_stmt_key;
+static pthread_once_t user_stmt_once = PTHREAD_ONCE_INIT;
+
+static void user_stmt_free(void *p)
+{
+    user_stmt_cache *c = p;
+
+    if (c) {
+        sqlite3_finalize(c->stmt);
+        free(c);
+    }
+}
+
+static void user_stmt_init(void) { pthread_key_create(&user_stmt_key, user_stmt_free); }
+
 int gw__user_get(gw__user *out, ed_store *st, int64_t id)
 {
-    return user_query(out, st, "SELECT " USER_COLS " FROM users WHERE id = ?", id, NULL);
+    sqlite3 *db = ed_store_db(st);
+    user_stmt_cache *c;
+    int err = 0, rc;
+
+    if (db == NULL)
+        return ed_error_code();
+    pthread_once(&user_stmt_once, user_stmt_init);
+    if ((c = pthread_getspecific(user_stmt_key)) == NULL) {
+        if ((c = calloc(1, sizeof(*c))) == NULL)
+            return ed_error_set(ED_ENOMEM, "statement cache");
+        pthread_setspecific(user_stmt_key, c);
+    }
+    if (c->db != db || c->stmt == NULL) {
+        sqlite3_finalize(c->stmt);
+        c->stmt = NULL;
+        c->db = NULL;
+        rc = sqlite3_prepare_v3(db, "SELECT " USER_COLS " FROM users WHERE id = ?", -1,
+                                SQLITE_PREPARE_PERSISTENT, &c->stmt, NULL);
+        if (rc != SQLITE_OK)
+            return ed_store_error(db, rc, "prepare user lookup");
+        c->db = db;
+    }
+    sqlite3_bind_int64(c->stmt, 1, id);
+    rc = sqlite3_step(c->stmt);
+    if (rc == SQLITE_ROW)
+        read_user(out, c->stmt);
+    else if (rc == SQLITE_DONE)
+        err = ed_error_set(ED_ENOTFOUND, "no user %lld", (long long)id);
+    else
+        err = ed_store_error(db, rc, "read user");
+    sqlite3_reset(c->stmt);
+    sqlite3_clear_bindings(c->stmt);
+    return err;
 }
 
 int gw__user_by_name(gw__user *out, ed_store *st, const char *username)
@@ -183,37 +240,33 @@ int gw__user_by_name(gw__user *out, ed_store *st, const char *username)
     return user_query(out, st, "SELECT " USER_COLS " FROM users WHERE username = ?", 0, username);
 }
 
-int gw__users_list(json_t **items, int64_t *next_cursor, ed_store *st, int limit, int64_t after_id)
+int gw__page_rows(json_t **items, int64_t *next_cursor, sqlite3_stmt *s, int limit,
+                  gw__row_json_fn row, void *payload, const char *what, const char *action)
 {
-    sqlite3_stmt *s = NULL;
     json_t *arr;
-    gw__user u;
+    int64_t id = 0;
     int err, rc, n = 0;
 
     *items = NULL;
     *next_cursor = 0;
-    if ((arr = json_array()) == NULL)
-        return ed_error_set(ED_ENOMEM, "user list");
-    if ((err = ed_store_prepare(&s, st, "SELECT " USER_COLS " FROM users WHERE id > ?"
-                                        " ORDER BY id LIMIT ?")) < 0)
+    if ((arr = json_array()) == NULL) {
+        err = ed_error_set(ED_ENOMEM, "%s", what);
         goto fail;
-    sqlite3_bind_int64(s, 1, after_id);
-    sqlite3_bind_int(s, 2, limit + 1);
+    }
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         json_t *j;
         if (n == limit) {
-            *next_cursor = u.id;   /* the last one returned */
+            *next_cursor = id;   /* the last one returned */
             break;
         }
-        read_user(&u, s);
-        if ((j = gw__user_json(&u, true)) == NULL || json_array_append_new(arr, j) < 0) {
-            err = ed_error_set(ED_ENOMEM, "user list");
+        if ((j = row(&id, s, payload)) == NULL || json_array_append_new(arr, j) < 0) {
+            err = ed_error_set(ED_ENOMEM, "%s", what);
             goto fail;
         }
         n++;
     }
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        err = ed_store_error(ed_store_db(st), rc, "list users");
+        err = ed_store_error(sqlite3_db_handle(s), rc, action);
         goto fail;
     }
     sqlite3_finalize(s);
@@ -223,6 +276,32 @@ fail:
     sqlite3_finalize(s);
     json_decref(arr);
     return err;
+}
+
+static json_t *user_row_json(int64_t *id, sqlite3_stmt *s, void *payload)
+{
+    gw__user u;
+
+    (void)payload;
+    read_user(&u, s);
+    *id = u.id;
+    return gw__user_json(&u, true);
+}
+
+int gw__users_list(json_t **items, int64_t *next_cursor, ed_store *st, int limit, int64_t after_id)
+{
+    sqlite3_stmt *s = NULL;
+    int err;
+
+    *items = NULL;
+    *next_cursor = 0;
+    if ((err = ed_store_prepare(&s, st, "SELECT " USER_COLS " FROM users WHERE id > ?"
+                                        " ORDER BY id LIMIT ?")) < 0)
+        return err;
+    sqlite3_bind_int64(s, 1, after_id);
+    sqlite3_bind_int(s, 2, limit + 1);
+    return gw__page_rows(items, next_cursor, s, limit, user_row_json, NULL, "user list",
+                         "list users");
 }
 
 /* ED_EEXISTS naming what is taken, 0 when neither is. */

@@ -121,6 +121,9 @@ static int auth_session(gw_request *req, unsigned flags, const char *token)
         return err;
     if (changes_state(req->method)) {
         const char *sent = gw_request_header(req, GW_CSRF_HEADER);
+        /* Jupyter's clients send the same token as X-XSRFToken (jupyter_routes.c). */
+        if (sent == NULL && (flags & GW_JUPYTER_XSRF))
+            sent = gw_request_header(req, "X-XSRFToken");
         if (sent == NULL || sent[0] == '\0')
             return ed_error_set(ED_EPERM, "missing X-CSRF-Token header (returned by login)");
         if (strlen(sent) != strlen(s.csrf) || !ed_ct_equal(sent, s.csrf, strlen(s.csrf)))
@@ -164,6 +167,15 @@ int gw__auth_authenticate(gw_request *req, unsigned flags)
     int err;
 
     memset(&req->auth, 0, sizeof(req->auth));
+    /* Browsers cannot set headers on a WebSocket upgrade: routes flagged
+     * GW_AUTH_QUERY_TOKEN (only /api/kernels/{id}/channels) also take ?token=<key>. */
+    if (authz == NULL && (flags & GW_AUTH_QUERY_TOKEN)) {
+        const char *qt = gw_request_query(req, "token");
+        if (qt != NULL && qt[0] != '\0') {
+            err = auth_key(req, flags, qt);
+            goto done;
+        }
+    }
     if (authz) {
         const char *key = authorization_key(authz);
         if (key == NULL)
@@ -183,6 +195,7 @@ int gw__auth_authenticate(gw_request *req, unsigned flags)
     } else {
         return 0;   /* GW_AUTH_OPTIONAL and no credentials: anonymous */
     }
+done:
     if (err < 0) {
         int retry = req->retry_after_s;
         memset(&req->auth, 0, sizeof(req->auth));

@@ -80,6 +80,21 @@ int gw__user_by_name(gw__user *out, ed_store *st, const char *username);
  * objects. *next_cursor: the last id returned when more follow, else 0. */
 int gw__users_list(json_t **items, int64_t *next_cursor, ed_store *st, int limit, int64_t after_id);
 
+/* ---- keyset pages (accounts.c) --------------------------------------------- */
+
+/* Builds the JSON of the row `s` stands on and sets *id to the row's id;
+ * NULL when out of memory. */
+typedef json_t *(*gw__row_json_fn)(int64_t *id, sqlite3_stmt *s, void *payload);
+
+/* One page of a listing: steps `s` (prepared and bound by the caller to
+ * return at most limit + 1 rows in cursor order) and appends row()'s JSON
+ * for the first `limit` rows to a new array in *items (caller owns it).
+ * *next_cursor: the id of the last row returned when another row follows,
+ * else 0. Finalizes s in every case. ED_ENOMEM ("<what>"), or ED_EIO
+ * ("<action>: <sqlite message>"); *items stays NULL on failure. */
+int gw__page_rows(json_t **items, int64_t *next_cursor, sqlite3_stmt *s, int limit,
+                  gw__row_json_fn row, void *payload, const char *what, const char *action);
+
 /* Validate, hash and insert a user plus an audit row `action` ("auth.signup",
  * "user.create") in one transaction. ED_EINVAL for a bad field, ED_EEXISTS
  * when the name or email is taken; nothing is written on failure. */

@@ -393,66 +393,52 @@ static int patch_admin_user(gw_request *req, gw_response *res)
     return respond(res, 200, gw__user_json(&u, true));
 }
 
+/* An audit row as JSON; payload is the request (for its time format). */
+static json_t *audit_row_json(int64_t *id, sqlite3_stmt *s, void *payload)
+{
+    gw_request *req = payload;
+    const char *detail = (const char *)sqlite3_column_text(s, 7);
+    json_t *d = NULL;
+
+    *id = sqlite3_column_int64(s, 0);
+    if (detail)
+        d = json_loads(detail, 0, NULL);
+    return json_pack("{s:I, s:s, s:o, s:s, s:o, s:o, s:o, s:o}", "id", (json_int_t)*id, "at",
+                     gw__time(req, sqlite3_column_int64(s, 1)), "actor_id",
+                     sqlite3_column_type(s, 2) == SQLITE_NULL
+                         ? json_null()
+                         : json_integer(sqlite3_column_int64(s, 2)),
+                     "action", (const char *)sqlite3_column_text(s, 3), "target",
+                     sqlite3_column_text(s, 4) ? json_string((const char *)sqlite3_column_text(s, 4))
+                                               : json_null(),
+                     "ip",
+                     sqlite3_column_text(s, 5) ? json_string((const char *)sqlite3_column_text(s, 5))
+                                               : json_null(),
+                     "request_id",
+                     sqlite3_column_text(s, 6) ? json_string((const char *)sqlite3_column_text(s, 6))
+                                               : json_null(),
+                     "detail", d ? d : json_null());
+}
+
 static int get_admin_audit(gw_request *req, gw_response *res)
 {
-    ed_store *st = req->srv->store;
     sqlite3_stmt *s = NULL;
     json_t *items = NULL;
     int64_t cursor, next = 0;
-    int limit, err, rc, n = 0;
+    int limit, err;
 
     if ((err = page_args(&limit, &cursor, req)) < 0)
         return err;
-    if ((items = json_array()) == NULL)
-        return ed_error_set(ED_ENOMEM, "audit list");
-    if ((err = ed_store_prepare(&s, st,
+    if ((err = ed_store_prepare(&s, req->srv->store,
                                 "SELECT id, at, actor_id, action, target, ip, request_id, detail"
                                 " FROM audit WHERE id < ? ORDER BY id DESC LIMIT ?")) < 0)
-        goto done;
+        return err;
     sqlite3_bind_int64(s, 1, cursor > 0 ? cursor : INT64_MAX);
     sqlite3_bind_int(s, 2, limit + 1);
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *detail = (const char *)sqlite3_column_text(s, 7);
-        json_t *j, *d = NULL;
-        int64_t id = sqlite3_column_int64(s, 0);
-        if (n == limit)
-            break;
-        if (detail)
-            d = json_loads(detail, 0, NULL);
-        j = json_pack("{s:I, s:s, s:o, s:s, s:o, s:o, s:o, s:o}", "id", (json_int_t)id, "at",
-                      gw__time(req, sqlite3_column_int64(s, 1)), "actor_id",
-                      sqlite3_column_type(s, 2) == SQLITE_NULL
-                          ? json_null()
-                          : json_integer(sqlite3_column_int64(s, 2)),
-                      "action", (const char *)sqlite3_column_text(s, 3), "target",
-                      sqlite3_column_text(s, 4) ? json_string((const char *)sqlite3_column_text(s, 4))
-                                                : json_null(),
-                      "ip",
-                      sqlite3_column_text(s, 5) ? json_string((const char *)sqlite3_column_text(s, 5))
-                                                : json_null(),
-                      "request_id",
-                      sqlite3_column_text(s, 6) ? json_string((const char *)sqlite3_column_text(s, 6))
-                                                : json_null(),
-                      "detail", d ? d : json_null());
-        if (j == NULL || json_array_append_new(items, j) < 0) {
-            err = ed_error_set(ED_ENOMEM, "audit list");
-            goto done;
-        }
-        next = id;
-        n++;
-    }
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        err = ed_store_error(ed_store_db(st), rc, "list audit");
-        goto done;
-    }
-    if (rc == SQLITE_DONE)
-        next = 0;
-    sqlite3_finalize(s);
+    if ((err = gw__page_rows(&items, &next, s, limit, audit_row_json, req, "audit list",
+                             "list audit")) < 0)
+        return err;
     return respond(res, 200, page_json(items, next));
-done:
-    sqlite3_finalize(s);
-    json_decref(items);
-    return err;
 }
 
 static int settings_json(gw_request *req, gw_response *res)

@@ -42,6 +42,8 @@ enum {
     GW_PUBLIC       = 0,        /* no authentication (healthz, login, signup) */
     GW_AUTH         = 1u << 0,  /* a session cookie or an API key is required */
     GW_AUTH_OPTIONAL = 1u << 1, /* authenticate if credentials are given */
+    GW_AUTH_QUERY_TOKEN = 1u << 2, /* also ?token=<api key> (WebSocket upgrades only: browsers cannot set headers) */
+    GW_JUPYTER_XSRF = 1u << 3,  /* cookie callers may send the CSRF token as X-XSRFToken (Jupyter's clients) */
     GW_SCOPE_READ   = 1u << 8,  /* API keys need this scope */
     GW_SCOPE_WRITE  = 1u << 9,
     GW_SCOPE_RUN    = 1u << 10,
@@ -93,6 +95,8 @@ typedef struct gw_response {
     size_t       body_len;
     gw_header   *headers;
     ed_arena    *arena;          /* the request's */
+    void        *upgrade;        /* ws.c: set by gw_ws_accept, the core answers 101 and hands over the socket */
+    struct gw_stream *stream;    /* stream.c: set by gw_respond_stream, the body is produced as it comes */
 } gw_response;
 
 typedef int (*gw_handler)(gw_request *req, gw_response *res);
@@ -117,6 +121,7 @@ struct gw_server {
     struct gw_metrics *metrics;
     struct gw_ratelimit *ratelimit;  /* login and per-key limiters (auth.c) */
     struct sched       *sched;       /* scheduler (sched_routes.c: gw__sched_start/stop) */
+    struct kh_hub      *kernels;     /* interactive kernels (kernel_hub.c: kh_hub_start/stop) */
 };
 
 /* ---- request accessors (all strings borrowed for the request) ---------- */
@@ -202,5 +207,122 @@ int gw__respond_error(gw_response *res, gw_request *req, int ed_code, const char
 /* config.c: one "key = value" setting (also used for EDDY_* variables).
  * ED_EINVAL naming the key for an unknown key or a bad value. */
 int gw__config_set(gw_config *c, const char *key, const char *value);
+
+/* ---- WebSocket (ws.c) ----------------------------------------------------- */
+/* RFC 6455 over libmicrohttpd's upgrade. A handler that accepts a WebSocket
+ * calls gw_ws_accept(); the core answers 101 with MHD_create_response_for_upgrade
+ * (res->upgrade) and hands the socket to ws.c, which runs one thread per
+ * connection (reads frames, answers pings, calls the gw_ws_handler). Sends are
+ * thread-safe. */
+typedef struct gw_ws gw_ws;
+
+enum {
+    GW_WS_CONT = 0x0, GW_WS_TEXT = 0x1, GW_WS_BINARY = 0x2,
+    GW_WS_CLOSE = 0x8, GW_WS_PING = 0x9, GW_WS_PONG = 0xA,
+};
+
+typedef struct gw_ws_handler {
+    /* On the connection's thread, once, before the first message. Non-zero: close 1011. */
+    int  (*on_open)(gw_ws *ws, void *payload);
+    /* One whole message (GW_WS_TEXT or GW_WS_BINARY), borrowed for the call.
+     * Non-zero: close (1008 for ED_EINVAL, else 1011). */
+    int  (*on_message)(gw_ws *ws, int opcode, const uint8_t *data, size_t len, void *payload);
+    /* Exactly once, last, whether or not the connection ever opened (ws is
+     * then NULL); frees payload. No gw_ws_send on this ws after it returns. */
+    void (*on_close)(gw_ws *ws, void *payload);
+} gw_ws_handler;
+
+/* Check `req` is a WebSocket handshake (GET, Upgrade: websocket, Connection:
+ * upgrade, Sec-WebSocket-Version 13, a 16-byte base64 Sec-WebSocket-Key) and
+ * fill `res` with the 101 answer. `subprotocols` (NULL-terminated, may be NULL)
+ * are ours in order of preference; the first one the client offers is chosen
+ * and put in *chosen (NULL when none: the answer has no Sec-WebSocket-Protocol).
+ * On success the connection owns `payload` and h->on_close will be called; on
+ * error (ED_EINVAL: not a valid handshake; ED_ENOMEM) the caller keeps it. */
+int gw_ws_accept(const char **chosen, gw_request *req, gw_response *res,
+                 const char *const *subprotocols, const gw_ws_handler *h, void *payload);
+/* Send one whole message or a control frame. Thread-safe; blocks until written
+ * (a peer that reads nothing for 10 s is dropped). ED_EIO when the connection is gone. */
+int gw_ws_send(gw_ws *ws, int opcode, const void *data, size_t len);
+/* Start the close handshake with `code` and a short `reason` (may be NULL);
+ * the reader ends once the peer answers or goes away. Thread-safe, idempotent. */
+int gw_ws_close(gw_ws *ws, int code, const char *reason);
+/* The subprotocol chosen at the handshake, or NULL. */
+const char *gw_ws_protocol(const gw_ws *ws);
+/* Close every open WebSocket (1001 going away) and wait up to `timeout_ms`
+ * for their threads to end; gw_server_stop calls it before the daemon stops. */
+void gw__ws_stop_all(int timeout_ms);
+/* server.c: answer a request whose res->upgrade is set (101 + hand-over). */
+struct MHD_Response *gw__ws_mhd_response(gw_response *res);
+
+/* The codec, exposed for the unit tests. */
+#define GW_WS_MAX_MESSAGE (16u << 20)   /* bytes; larger frames or messages close 1009 */
+typedef struct gw_ws_parser {
+    size_t   max_message;   /* bytes; 0 means GW_WS_MAX_MESSAGE */
+    bool     require_mask;  /* server side: an unmasked client frame is 1002 */
+    int      msg_opcode;    /* opcode of a fragmented message in progress, 0 if none */
+    uint8_t *msg;           /* its bytes so far (malloc'd) */
+    size_t   msg_len, msg_cap;
+} gw_ws_parser;
+
+typedef struct gw_ws_event {
+    int            opcode;      /* GW_WS_TEXT|BINARY (a whole message), CLOSE, PING, PONG */
+    const uint8_t *data;        /* borrowed until the next parse or gw__ws_parser_free */
+    size_t         len;
+    int            close_code;  /* CLOSE: the peer's code (1005 if none); on error: the code to send */
+} gw_ws_event;
+
+/* Parse at most one frame from buf[0..len) (unmasked in place). *consumed is
+ * what was used (0 when the frame is incomplete). 1: *ev holds an event; 0:
+ * nothing yet (incomplete, or a non-final fragment was absorbed); ED_EINVAL
+ * (ev->close_code 1002 protocol error or 1007 bad UTF-8) or ED_ETOOBIG (1009). */
+int gw__ws_parse(gw_ws_event *ev, gw_ws_parser *p, uint8_t *buf, size_t len, size_t *consumed);
+void gw__ws_parser_free(gw_ws_parser *p);
+/* Write a frame header for `len` payload bytes into out (2..14 bytes); mask
+ * NULL for a server frame, else the 4 masking bytes. Returns its length. */
+size_t gw__ws_frame_header(uint8_t out[14], int opcode, bool fin, uint64_t len, const uint8_t *mask);
+/* Sec-WebSocket-Accept for a client key: base64(SHA-1(key + GUID)).
+ * ED_EINVAL unless the key is base64 of 16 bytes. */
+int gw__ws_accept_key(char out[29], const char *client_key);
+/* SHA-1 (for the handshake only). */
+void gw__sha1(uint8_t out[20], const void *data, size_t n);
+/* True when s[0..n) is valid UTF-8. */
+bool gw__utf8_valid(const uint8_t *s, size_t n);
+
+/* ---- streaming responses (stream.c) ------------------------------------------- */
+/* A response whose body is produced as it comes (Server-Sent Events): the
+ * core answers with MHD_create_response_from_callback; when the producer has
+ * nothing, the connection is suspended (no thread is held) until
+ * gw_stream_wake() or the next heartbeat (an SSE comment ": hb" every
+ * `heartbeat_ms`, 15 s when 0), which is also how a client that went away is
+ * noticed. */
+typedef struct gw_stream gw_stream;
+/* Write at most `max` bytes of body into `buf`: > 0 bytes written, 0 nothing
+ * now (suspend until woken), < 0 the end of the body. On an MHD thread, one
+ * call at a time per stream. */
+typedef long (*gw_stream_fill)(void *payload, char *buf, size_t max);
+/* Make `res` a streaming response. `release(payload)` is called exactly
+ * once, when the response is done (the client went away or the body ended);
+ * after it returns no wake may reach the stream. *out (may be NULL) gets the
+ * stream for gw_stream_wake. On error the caller keeps payload. */
+int gw_respond_stream(gw_stream **out, gw_response *res, gw_request *req, int status,
+                      const char *content_type, int heartbeat_ms, gw_stream_fill fill,
+                      void (*release)(void *payload), void *payload);
+/* New data for the stream: resume it if suspended. Thread-safe. */
+void gw_stream_wake(gw_stream *st);
+/* For producers that cannot signal new data (a growing file): ask again
+ * every `poll_ms` while there is nothing (0: only on wakes). Thread-safe. */
+void gw_stream_set_poll(gw_stream *st, int poll_ms);
+/* server.c: the MHD response for res->stream. */
+struct MHD_Response *gw__stream_mhd_response(gw_response *res);
+/* End every open stream (their producers are released); gw_server_stop
+ * calls it before the daemon stops. */
+void gw__stream_stop_all(void);
+
+/* kernels_routes.c: /api/v1/kernels (kernel_hub.c does the work). */
+extern const gw_route gw__routes_kernels[];
+
+/* jupyter_routes.c: Jupyter Server's REST API and kernel channels. */
+extern const gw_route gw__routes_jupyter[];
 
 #endif

@@ -484,47 +484,32 @@ json_t *gw__key_json(const gw__key_info *k)
     return j;
 }
 
+static json_t *key_row_json(int64_t *id, sqlite3_stmt *s, void *payload)
+{
+    gw__key_info k;
+
+    (void)payload;
+    read_key(&k, s);
+    *id = k.id;
+    return gw__key_json(&k);
+}
+
 int gw__keys_list(json_t **items, int64_t *next_cursor, ed_store *st, int64_t user_id, int limit,
                   int64_t before_id)
 {
     sqlite3_stmt *s = NULL;
-    json_t *arr;
-    gw__key_info k;
-    int err, rc, n = 0;
+    int err;
 
     *items = NULL;
     *next_cursor = 0;
-    if ((arr = json_array()) == NULL)
-        return ed_error_set(ED_ENOMEM, "key list");
     if ((err = ed_store_prepare(&s, st,
                                 "SELECT " KEY_COLS " FROM api_keys k WHERE k.user_id = ?"
                                 " AND k.revoked_at IS NULL AND k.id < ? ORDER BY k.id DESC LIMIT ?")) < 0)
-        goto fail;
+        return err;
     sqlite3_bind_int64(s, 1, user_id);
     sqlite3_bind_int64(s, 2, before_id > 0 ? before_id : INT64_MAX);
     sqlite3_bind_int(s, 3, limit + 1);
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        json_t *j;
-        if (n == limit) {
-            *next_cursor = k.id;   /* the last one returned: rows with id < it follow */
-            break;
-        }
-        read_key(&k, s);
-        if ((j = gw__key_json(&k)) == NULL || json_array_append_new(arr, j) < 0) {
-            err = ed_error_set(ED_ENOMEM, "key list");
-            goto fail;
-        }
-        n++;
-    }
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        err = ed_store_error(ed_store_db(st), rc, "list API keys");
-        goto fail;
-    }
-    sqlite3_finalize(s);
-    *items = arr;
-    return 0;
-fail:
-    sqlite3_finalize(s);
-    json_decref(arr);
-    return err;
+    /* *next_cursor: rows with id < it follow */
+    return gw__page_rows(items, next_cursor, s, limit, key_row_json, NULL, "key list",
+                         "list API keys");
 }

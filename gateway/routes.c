@@ -8,6 +8,8 @@ const gw_route *const gw__route_tables[] = {
     gw__routes_projects,
     gw__routes_quota,
     gw__routes_sched,
+    gw__routes_kernels,
+    gw__routes_jupyter,
     gw__routes_static,
     NULL,
 };

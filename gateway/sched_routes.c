@@ -6,12 +6,11 @@
  *
  * Logs: GET /api/v1/jobs/{id}/logs?offset=N answers the bytes from N (plain
  * text, X-Log-Offset = the next offset, X-Job-Status). With ?follow=1 (or
- * Accept: text/event-stream) the answer is Server-Sent Events: one event per
- * line with `id:` the byte offset after it, waiting up to a second for new
- * output, then the response ends with `retry:` so an EventSource reconnects
- * with Last-Event-ID and resumes where it left off; `event: end` once the
- * job has finished and everything was sent. (The core has no streaming
- * response yet; this needs none.)
+ * Accept: text/event-stream) the answer is a stream of Server-Sent Events
+ * (stream.c): one event per line as it is written, `id:` the byte offset
+ * after it (an EventSource that reconnects resumes with Last-Event-ID), and
+ * `event: end` with the job's id, status, exit_code, failure_reason and
+ * charged_mcoins once it has finished and everything was sent.
  */
 #include "gw_int.h"
 #include "proj.h"
@@ -448,7 +447,7 @@ out:
 static int get_job(gw_request *req, gw_response *res)
 {
     sched_job_info j;
-    int64_t id;
+    int64_t id = 0;
     int err;
 
     if ((err = parse_id(&id, req->params[0], "job")) < 0 ||
@@ -500,7 +499,7 @@ fail:
 static int delete_job(gw_request *req, gw_response *res)
 {
     sched_job_info j;
-    int64_t id;
+    int64_t id = 0;
     int err;
 
     if ((err = parse_id(&id, req->params[0], "job")) < 0 ||
@@ -559,10 +558,103 @@ static int read_log(char **out, size_t *out_len, int64_t *out_size, sched *s, in
     return 0;
 }
 
+/* ?follow=1 as a real stream (stream.c): whole lines as they are written,
+ * polled every FOLLOW_POLL_MS, then `event: end` with the job once it has
+ * finished and everything was sent. */
+#define FOLLOW_POLL_MS 200
+
+typedef struct log_follow {
+    gw_server *srv;
+    int64_t    id, user, at;
+    ed_buf     out;              /* formatted, not yet sent */
+    size_t     sent;
+    bool       ended;
+} log_follow;
+
+static void follow_release(void *p)
+{
+    log_follow *f = p;
+    ed_buf_free(&f->out);
+    free(f);
+}
+
+/* Format what is new into f->out: 1 something, 0 nothing now, -1 the end. */
+static int follow_more(log_follow *f)
+{
+    sched_job_info j;
+    char *buf = NULL;
+    size_t len = 0, pos = 0;
+    int64_t size = 0;
+    bool finished;
+
+    if (f->ended)
+        return -1;
+    if (sched_job_get(&j, f->srv->sched, f->user, f->id) < 0 ||
+        read_log(&buf, &len, &size, f->srv->sched, f->id, f->at) < 0) {
+        free(buf);
+        return -1;
+    }
+    finished = job_finished(&j);
+    ed_buf_reset(&f->out);
+    f->sent = 0;
+    while (pos < len) {
+        char *nl = memchr(buf + pos, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - (buf + pos)) : len - pos;
+        if (!nl && !finished)
+            break;
+        f->at += (int64_t)n + (nl ? 1 : 0);
+        if (ed_buf_printf(&f->out, "id: %" PRId64 "\ndata: %.*s\n\n", f->at, (int)n, buf + pos) < 0) {
+            free(buf);
+            return -1;
+        }
+        pos += n + (nl ? 1 : 0);
+    }
+    free(buf);
+    if (finished && f->at >= size) {
+        /* the end event carries the job as GET /jobs/{id} shows it */
+        json_t *jj = json_pack("{s:I, s:s, s:o, s:I}", "id", (json_int_t)j.id, "status", j.status,
+                               "failure_reason", j.failure_reason[0] ? json_string(j.failure_reason) : json_null(),
+                               "charged_mcoins", (json_int_t)j.charged_mcoins);
+        if (jj)
+            json_object_set_new(jj, "exit_code", j.has_exit_code ? json_integer(j.exit_code) : json_null());
+        char *done = jj ? ed_json_dumps(jj) : NULL;
+        json_decref(jj);
+        if (done == NULL || ed_buf_printf(&f->out, "event: end\ndata: %s\n\n", done) < 0) {
+            free(done);
+            return -1;
+        }
+        free(done);
+        f->ended = true;
+    }
+    return f->out.len > 0 ? 1 : 0;
+}
+
+static long follow_fill(void *p, char *dst, size_t max)
+{
+    log_follow *f = p;
+    size_t n = 0;
+
+    while (n < max) {
+        if (f->sent < f->out.len) {
+            size_t k = f->out.len - f->sent < max - n ? f->out.len - f->sent : max - n;
+            memcpy(dst + n, f->out.data + f->sent, k);
+            f->sent += k;
+            n += k;
+            continue;
+        }
+        int r = follow_more(f);
+        if (r == 0)
+            break;
+        if (r < 0)
+            return n > 0 ? (long)n : -1;
+    }
+    return (long)n;
+}
+
 static int get_logs(gw_request *req, gw_response *res)
 {
     sched_job_info j;
-    int64_t id, offset = 0, size, waited = 0;
+    int64_t id = 0, offset = 0, size, waited = 0;
     const char *q = gw_request_query(req, "offset"), *follow = gw_request_query(req, "follow"),
                *accept = gw_request_header(req, "Accept"), *last = gw_request_header(req, "Last-Event-ID");
     bool sse = (follow && strcmp(follow, "0") != 0) || (accept && strstr(accept, "text/event-stream"));
@@ -579,6 +671,24 @@ static int get_logs(gw_request *req, gw_response *res)
         offset = strtoll(q, &end, 10);
         if (*q == '\0' || *end || offset < 0)
             return ed_error_set(ED_EINVAL, "offset '%s' must be a byte offset >= 0", q);
+    }
+    if (sse) {
+        log_follow *f = calloc(1, sizeof(*f));
+        gw_stream *st = NULL;
+        if (f == NULL)
+            return ed_error_set(ED_ENOMEM, "log events");
+        *f = (log_follow){.srv = req->srv, .id = id, .user = visible_user(req), .at = offset};
+        if (ed_buf_puts(&f->out, "retry: 500\n\n") < 0 ||
+            (err = gw_respond_stream(&st, res, req, 200, "text/event-stream", 0, follow_fill, follow_release, f)) < 0) {
+            follow_release(f);
+            return err < 0 ? err : ed_error_set(ED_ENOMEM, "log events");
+        }
+        gw_stream_set_poll(st, FOLLOW_POLL_MS);
+        snprintf(hdr, sizeof(hdr), "%" PRId64, offset);
+        gw_response_header(res, "X-Log-Offset", hdr);
+        gw_response_header(res, "X-Job-Status", j.status);
+        gw_response_header(res, "Cache-Control", "no-cache");
+        return 0;
     }
     for (;;) {
         if ((err = read_log(&buf, &len, &size, req->srv->sched, id, offset)) < 0)
@@ -677,7 +787,7 @@ static int list_dir(json_t *items, const char *root, const char *rel, int depth)
 static int list_artifacts(gw_request *req, gw_response *res)
 {
     char root[PATH_MAX];
-    int64_t id;
+    int64_t id = 0;
     json_t *items;
     int err;
 
@@ -693,7 +803,7 @@ static int get_artifact(gw_request *req, gw_response *res)
     char root[PATH_MAX], path[PATH_MAX], real[PATH_MAX];
     const char *rel = req->params[1];
     struct stat sb;
-    int64_t id;
+    int64_t id = 0;
     char *buf;
     ssize_t n;
     int fd, err;

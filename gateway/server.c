@@ -14,6 +14,7 @@
  */
 #include "gw_int.h"
 #include "metrics.h"
+#include "kernel_hub.h"
 
 #include "ed_buf.h"
 #include "ed_crypto.h"
@@ -97,7 +98,11 @@ static enum MHD_Result queue(gw_rq *r)
         ed_log_error("http.bad_status", "handler set status %d; answering 500", res->status);
         gw__respond_error(res, &r->req, ED_EINTERNAL, "handler set no valid status");
     }
-    if (res->body != NULL)
+    if (res->upgrade != NULL)
+        mr = gw__ws_mhd_response(res);  /* ws.c: 101 + socket hand-over */
+    else if (res->stream != NULL)
+        mr = gw__stream_mhd_response(res);  /* stream.c: body produced as it comes */
+    else if (res->body != NULL)
         mr = MHD_create_response_from_buffer_with_free_callback(res->body_len, res->body, free);
     else
         mr = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
@@ -642,6 +647,7 @@ static void srv_free(gw_srv *s)
         return;
     if (s->listen_fd >= 0)
         close(s->listen_fd);
+    kh_hub_stop(&s->pub);         /* kernels: before the scheduler */
     gw__sched_stop(&s->pub);      /* before the store it uses closes */
     proj_root_free(s->pub.projects);
     gw__ratelimit_free(s->pub.ratelimit);
@@ -657,7 +663,7 @@ int gw_server_start(gw_server **out, const gw_config *cfg)
     gw_srv *s;
     char path[600];
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG;
+                     MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE | MHD_ALLOW_SUSPEND_RESUME;
     struct MHD_Daemon *d;
     int err;
 
@@ -684,7 +690,7 @@ int gw_server_start(gw_server **out, const gw_config *cfg)
     snprintf(path, sizeof(path), "%s/projects", cfg->data_dir);
     if ((err = proj_root_open(&s->pub.projects, s->pub.store, path, cfg->user_storage_bytes)) < 0)
         goto fail;
-    if ((err = gw__sched_start(&s->pub)) < 0)
+    if ((err = gw__sched_start(&s->pub)) < 0 || (err = kh_hub_start(&s->pub)) < 0)
         goto fail;
     if ((err = gw__ratelimit_new(&s->pub.ratelimit)) < 0 ||
         (err = gw__metrics_new(&s->pub.metrics)) < 0)
@@ -757,6 +763,8 @@ void gw_server_stop(gw_server *srv)
         } else {
             s->listen_fd = -1;   /* libmicrohttpd keeps and closes it */
         }
+        gw__ws_stop_all(5000);   /* WebSockets hold their requests open */
+        gw__stream_stop_all();   /* so do event streams */
         deadline = ed_mono_ns() + (int64_t)GW_DRAIN_TIMEOUT_MS * 1000000;
         while (atomic_load(&s->inflight) > 0 && ed_mono_ns() < deadline)
             usleep(10000);

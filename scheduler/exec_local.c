@@ -9,7 +9,10 @@
  * GPUs starts N ranks inside its sandbox (so they share its loopback), each
  * with PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS,
  * PADDLE_CURRENT_ENDPOINT and FLAGS_selected_gpus, as
- * `python -m paddle.distributed.launch` sets them.
+ * `python -m paddle.distributed.launch` sets them. An interactive kernel
+ * (entry SCHED_KERNEL_ENTRY) runs `eddy-kernel serve --fd N` on one end of
+ * a socketpair (kept open in the sandbox at the same number); the other end
+ * goes to the kernel hook (kernels.c), or is closed when there is none.
  */
 #include "sched.h"
 #include "sched_int.h"
@@ -25,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -110,11 +114,16 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
     size_t na = 0, ne = 0, nlen = strlen(j->entry);
     bool notebook = nlen > 6 && strcmp(j->entry + nlen - 6, ".ipynb") == 0;
     bool simulated = sched__simulated(s, cls);
+    bool kmode = strcmp(j->entry, SCHED_KERNEL_ENTRY) == 0;   /* an interactive kernel */
+    int ksock[2] = {-1, -1};
+    char kfd[16];
     int err;
 
     sched__kernel_path(kernel, sizeof(kernel), s);
     if (notebook && kernel[0] == '\0')
         return ed_error_set(ED_EUNPROC, "notebook entries need eddy-kernel, which is not installed on this host");
+    if (kmode && kernel[0] == '\0')
+        return ed_error_set(ED_EUNPROC, "interactive kernels need eddy-kernel, which is not installed on this host");
     snprintf(work, sizeof(work), "%s/work", job_dir);
     snprintf(output, sizeof(output), "%s/output", job_dir);
     snprintf(entry_in, sizeof(entry_in), "/home/aistudio/work/%s", j->entry);
@@ -129,22 +138,34 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
         argv[na++] = (char *)RANKS_SH;
         argv[na++] = "eddy-ranks";
     }
-    if (kernel[0]) {
+    if (kmode) {
+        /* serve over one end of a socketpair; the hook gets the other */
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ksock) < 0) {
+            json_decref(args);
+            return ed_error_set(ED_EIO, "kernel socket: %s", strerror(errno));
+        }
+        snprintf(kfd, sizeof(kfd), "%d", ksock[1]);
+        argv[na++] = "/opt/eddy/bin/eddy-kernel";
+        argv[na++] = "serve";
+        argv[na++] = "--fd";
+        argv[na++] = kfd;
+    } else if (kernel[0]) {
         argv[na++] = "/opt/eddy/bin/eddy-kernel";
         argv[na++] = "run";
     } else {
         argv[na++] = "/usr/bin/python3";
         argv[na++] = "-u";
     }
-    argv[na++] = entry_in;
-    if (notebook) {
+    if (!kmode)
+        argv[na++] = entry_in;
+    if (notebook && !kmode) {
         /* the executed notebook is an artifact */
         const char *base = strrchr(j->entry, '/') ? strrchr(j->entry, '/') + 1 : j->entry;
         snprintf(nb_out, sizeof(nb_out), "/home/aistudio/output/%s", base);
         argv[na++] = "--out";
         argv[na++] = nb_out;
     }
-    for (size_t i = 0; i < json_array_size(args); i++)
+    for (size_t i = 0; i < json_array_size(args) && !kmode; i++)
         argv[na++] = (char *)json_string_value(json_array_get(args, i));
     argv[na] = NULL;
 
@@ -229,9 +250,26 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
     sp.stdio[1] = r->log_fd;
     sp.stdio[2] = r->log_fd;
     sp.allow_degraded = getenv("EDDY_SANDBOX_DEGRADED") && strcmp(getenv("EDDY_SANDBOX_DEGRADED"), "1") == 0;
+    if (kmode) {
+        sp.pass_fds = &ksock[1];
+        sp.n_pass_fds = 1;
+    }
     err = sbx_launch(&r->job, &sp);
+    if (err == 0 && kmode) {
+        close(ksock[1]);
+        ksock[1] = -1;
+        if (s->kernel_hook)
+            s->kernel_hook(s->kernel_hook_arg, j->id, ksock[0]);   /* takes the fd */
+        else
+            close(ksock[0]);
+        ksock[0] = -1;
+    }
 out:
     json_decref(args);
+    if (ksock[0] >= 0)
+        close(ksock[0]);
+    if (ksock[1] >= 0)
+        close(ksock[1]);
     if (err < 0) {
         sbx_slot_free(r->slot);
         r->slot = NULL;

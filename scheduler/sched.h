@@ -248,6 +248,30 @@ int sched_job_cancel(sched_job_info *out, sched *s, int64_t user_id, int64_t id)
 /* DATA/jobs/<id> into `out`. */
 int sched_job_dir(char *out, size_t outlen, sched *s, int64_t id);
 
+/* ---- interactive kernels (kernels.c) ---- */
+
+/* A kernel is a job (kind 'kernel') whose entry is SCHED_KERNEL_ENTRY: the
+ * executor runs `eddy-kernel serve --fd N` in the sandbox with one end of a
+ * socketpair and hands the other end to the kernel hook. Queue, placement,
+ * tier limits, holds and metering are the jobs'. It ends like a job: a
+ * shutdown exits 0 (succeeded), sched_job_cancel stops it (cancelled), its
+ * max runtime (the tier's max session) stops it (timeout). */
+#define SCHED_KERNEL_ENTRY "@kernel"
+
+/* Called on the scheduler thread when a kernel's process has started, with
+ * its job id and the gateway's end of the socket (the hook owns it: close it
+ * when done). Must not block nor call into the scheduler. */
+typedef void (*sched_kernel_fn)(void *arg, int64_t job_id, int fd);
+/* Set (or clear, fn NULL) the hook. Without one a kernel's socket is closed
+ * at start, which ends the kernel. */
+void sched_kernel_hook_set(sched *s, sched_kernel_fn fn, void *arg);
+
+/* Queue a kernel: as sched_job_submit with entry SCHED_KERNEL_ENTRY (spec's
+ * entry, args and version are ignored; max_runtime_ms 0 is the tier's max
+ * session; requeue is off).
+ * Errors as sched_job_submit, plus ED_EUNPROC when eddy-kernel is missing. */
+int sched_kernel_submit(sched_job_info *out, sched *s, const sched_job_spec *spec);
+
 /* ---- overview ---- */
 
 typedef struct sched_overview {

@@ -71,6 +71,8 @@ struct sched {
     size_t           nrun, caprun;
     int              discovered_gpus;   /* NVML / CUDA driver, 0 on CPU hosts */
     const sched__executor *exec;
+    sched_kernel_fn  kernel_hook;       /* kernels.c: receives kernels' sockets */
+    void            *kernel_hook_arg;
 };
 
 /* Discover GPUs at run time (dlopen of NVML, then libcuda); 0 when neither
@@ -106,6 +108,11 @@ void sched__kernel_path(char *out, size_t n, const sched *s);
  * (another writer, or a WAL snapshot gone stale, which SQLite's busy handler
  * does not wait for) resets and retries, up to about a second. */
 int sched__step(sqlite3_stmt *q);
+
+/* kernels.c: true on the thread while sched_kernel_submit queues a kernel
+ * (jobs.c then accepts the entry SCHED_KERNEL_ENTRY, which callers of
+ * sched_job_submit cannot use). */
+extern _Thread_local bool sched__submitting_kernel;
 
 /* rm -rf, best effort. */
 void sched__rm_rf(const char *path);
