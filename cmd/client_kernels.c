@@ -53,6 +53,8 @@ typedef struct exec_state {
     char        after[64];   /* the last seq seen, for a reconnect */
     bool        done, failed;
     const cli_globals *g;
+    bool died;              /* the events stream said `event: end` */
+    char stop_reason[64];
 } exec_state;
 
 static const char *str_at(const json_t *o, const char *a, const char *b)
@@ -79,6 +81,16 @@ static int on_kernel_event(const char *event, const char *id, const char *data, 
 
     if (id && *id)
         snprintf(x->after, sizeof(x->after), "%s", id);
+    if (event && strcmp(event, "end") == 0) {
+        /* the kernel is dead ({"status":"dead","stop_reason":...}): no reply will come */
+        json_t *end = json_loads(data, 0, &e);
+        const char *why = end ? json_string_value(json_object_get(end, "stop_reason")) : NULL;
+        x->died = true;
+        snprintf(x->stop_reason, sizeof(x->stop_reason), "%s", why ? why : "unknown");
+        json_decref(end);
+        x->done = true;
+        return 1;
+    }
     if ((m = json_loads(data, 0, &e)) == NULL)
         return 0;   /* not a message (a comment or keep-alive) */
     seq = json_object_get(m, "seq");
@@ -170,7 +182,9 @@ static int exec_code(cli *c, const char *kid, const char *code, const cli_global
             usleep(500000);   /* the stream ended with nothing new: do not hammer the server */
     }
     json_decref(reply);
-    if (err == 0 && x.failed)
+    if (err == 0 && x.died)
+        err = ed_error_set(ED_EUNPROC, "the kernel stopped before the code finished (%s)", x.stop_reason);
+    else if (err == 0 && x.failed)
         err = ed_error_set(ED_EUNPROC, "the code raised an error");
     return err;
 }

@@ -277,7 +277,7 @@ static int get_events(gw_request *req, gw_response *res)
     if ((err = parse_seq(&after, gw_request_query(req, "after"))) < 0)
         return err;
     if (last && *last) {
-        int64_t l;
+        int64_t l = 0;
         if (parse_seq(&l, last) == 0 && l > after)
             after = l;
     }

@@ -188,6 +188,22 @@ START_TEST(cli_starts_a_kernel_runs_code_and_stops_it)
 }
 END_TEST
 
+/* A kernel that dies in the middle of a cell ends the stream with
+ * `event: end`: exec stops at once with the reason instead of waiting for a
+ * reply that will never come. */
+START_TEST(cli_exec_stops_when_the_kernel_dies)
+{
+    run_out o;
+    char kid[64];
+
+    start(kid, sizeof(kid));
+    wait_idle(kid);
+    EDDY(&o, "kernels", "exec", kid, "import os\nprint('going', flush=True)\nos._exit(3)");
+    expect(&o, 1, "kernels exec of a dying cell");
+    ck_assert_msg(strstr(o.err, "kernel stopped") != NULL, "stderr: %s", o.err);
+}
+END_TEST
+
 START_TEST(cli_kernel_errors_are_clear)
 {
     run_out o;
@@ -208,6 +224,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, cli_starts_a_kernel_runs_code_and_stops_it);
+    tcase_add_test(tc, cli_exec_stops_when_the_kernel_dies);
     tcase_add_test(tc, cli_kernel_errors_are_clear);
     suite_add_tcase(s, tc);
     return s;
