@@ -730,7 +730,8 @@ static int parse_header(fw_safetensors *f, const uint8_t *buf, size_t len)
                            (unsigned long long)e->begin, (unsigned long long)e->end, f->data_len);
     }
     /* contiguous cover of the data section */
-    qsort(f->e, f->n, sizeof(*f->e), cmp_begin);
+    if (f->n > 1) /* f->e is NULL for a file without tensors */
+        qsort(f->e, f->n, sizeof(*f->e), cmp_begin);
     uint64_t at = 0;
     for (size_t i = 0; i < f->n; i++) {
         st_entry *e = &f->e[i];
