@@ -88,48 +88,55 @@ static PyObject *PyInit__eddy_kernel(void)
     return m;
 }
 
+/* The pending Python exception, taken (none is left set): the name of its
+ * type (or the default given) and str() of its value (NULL when that
+ * fails). The strings live until exc_release(). */
+typedef struct py_exc {
+    PyObject *type, *value, *tb, *str;
+    const char *name, *msg;
+} py_exc;
+
+static void exc_fetch(py_exc *e, const char *default_name)
+{
+    e->str = NULL;
+    e->name = default_name;
+    e->msg = NULL;
+    PyErr_Fetch(&e->type, &e->value, &e->tb);
+    PyErr_NormalizeException(&e->type, &e->value, &e->tb);
+    if (e->type)
+        e->name = ((PyTypeObject *)e->type)->tp_name;
+    if (e->value && (e->str = PyObject_Str(e->value)) != NULL)
+        e->msg = PyUnicode_AsUTF8(e->str);
+    PyErr_Clear();
+}
+
+static void exc_release(py_exc *e)
+{
+    Py_XDECREF(e->str);
+    Py_XDECREF(e->type);
+    Py_XDECREF(e->value);
+    Py_XDECREF(e->tb);
+}
+
 int kr__py_error(int code, const char *what)
 {
-    PyObject *type, *value, *tb, *s = NULL;
-    const char *name = "?", *msg = "";
+    py_exc e;
 
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (type)
-        name = ((PyTypeObject *)type)->tp_name;
-    if (value && (s = PyObject_Str(value)) != NULL)
-        msg = PyUnicode_AsUTF8(s);
-    if (msg == NULL) {
-        PyErr_Clear();
-        msg = "";
-    }
-    ed_error_set(code, "%s: %s: %s", what, name, msg);
-    Py_XDECREF(s);
-    Py_XDECREF(type);
-    Py_XDECREF(value);
-    Py_XDECREF(tb);
+    exc_fetch(&e, "?");
+    ed_error_set(code, "%s: %s: %s", what, e.name, e.msg ? e.msg : "");
+    exc_release(&e);
     return code;
 }
 
 json_t *kr__py_error_json(void)
 {
-    PyObject *type, *value, *tb, *s = NULL;
-    const char *name = "Exception", *msg = NULL;
+    py_exc e;
     json_t *j;
 
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (type)
-        name = ((PyTypeObject *)type)->tp_name;
-    if (value && (s = PyObject_Str(value)) != NULL)
-        msg = PyUnicode_AsUTF8(s);
-    PyErr_Clear();
-    j = json_pack("{s:s, s:s, s:[s]}", "ename", name, "evalue", msg ? msg : "", "traceback",
-                  msg ? msg : name);
-    Py_XDECREF(s);
-    Py_XDECREF(type);
-    Py_XDECREF(value);
-    Py_XDECREF(tb);
+    exc_fetch(&e, "Exception");
+    j = json_pack("{s:s, s:s, s:[s]}", "ename", e.name, "evalue", e.msg ? e.msg : "",
+                  "traceback", e.msg ? e.msg : e.name);
+    exc_release(&e);
     return j;
 }
 

@@ -382,30 +382,34 @@ static int read_fd(char **out_buf, size_t *out_len, int fd, const char *path)
     return 0;
 }
 
+/* 0 when `name` in dir is a regular file (not followed if a link):
+ * ED_ENOTFOUND when missing or a directory, ED_EINVAL for a symbolic link. */
+static int check_regular(int dir, const char *name, const char *path)
+{
+    struct stat sb;
+
+    if (fstatat(dir, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? ed_error_set(ED_ENOTFOUND, "no file %s", path)
+                               : ed_error_set(ED_EIO, "stat %s: %s", path, strerror(errno));
+    if (S_ISLNK(sb.st_mode))
+        return ed_error_set(ED_EINVAL, "%s is a symbolic link; links are not followed", path);
+    if (!S_ISREG(sb.st_mode))
+        return ed_error_set(ED_ENOTFOUND, "no file %s (it is a directory)", path);
+    return 0;
+}
+
 static int read_worktree(char **out_buf, size_t *out_len, proj_root *r, const char *id,
                          const char *path)
 {
     const char *name;
     int base = -1, dir = -1, fd = -1, err;
-    struct stat sb;
 
     if ((err = proj__open_dir(&base, r, id)) < 0)
         return err;
     if ((err = open_parent(&dir, &name, NULL, base, path, false)) < 0)
         goto done;
-    if (fstatat(dir, name, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
-        err = errno == ENOENT ? ed_error_set(ED_ENOTFOUND, "no file %s", path)
-                              : ed_error_set(ED_EIO, "stat %s: %s", path, strerror(errno));
+    if ((err = check_regular(dir, name, path)) < 0)
         goto done;
-    }
-    if (S_ISLNK(sb.st_mode)) {
-        err = ed_error_set(ED_EINVAL, "%s is a symbolic link; links are not followed", path);
-        goto done;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        err = ed_error_set(ED_ENOTFOUND, "no file %s (it is a directory)", path);
-        goto done;
-    }
     if ((fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
         err = errno == ELOOP ? ed_error_set(ED_EINVAL, "%s is a symbolic link", path)
                              : ed_error_set(ED_EIO, "open %s: %s", path, strerror(errno));
@@ -659,7 +663,6 @@ int proj_file_delete(proj_root *r, int64_t user_id, const char *id, const char *
 {
     proj *p = NULL;
     const char *name;
-    struct stat sb;
     int base = -1, dir = -1, err;
 
     if ((err = check_path(path)) < 0)
@@ -669,19 +672,8 @@ int proj_file_delete(proj_root *r, int64_t user_id, const char *id, const char *
         (err = proj__open_dir(&base, r, id)) < 0 ||
         (err = open_parent(&dir, &name, NULL, base, path, false)) < 0)
         goto done;
-    if (fstatat(dir, name, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
-        err = errno == ENOENT ? ed_error_set(ED_ENOTFOUND, "no file %s", path)
-                              : ed_error_set(ED_EIO, "stat %s: %s", path, strerror(errno));
+    if ((err = check_regular(dir, name, path)) < 0)
         goto done;
-    }
-    if (S_ISLNK(sb.st_mode)) {
-        err = ed_error_set(ED_EINVAL, "%s is a symbolic link; links are not followed", path);
-        goto done;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        err = ed_error_set(ED_ENOTFOUND, "no file %s (it is a directory)", path);
-        goto done;
-    }
     if (unlinkat(dir, name, 0) < 0) {
         err = ed_error_set(ED_EIO, "delete %s: %s", path, strerror(errno));
         goto done;

@@ -433,6 +433,13 @@ static int limit_err(const char *what, int rc)
     return ed_error_set(ED_EIO, "sandbox step 'cgroup %s': %s", what, strerror(-rc));
 }
 
+/* write_file() of one limit; ED_EIO naming the file when it fails. */
+static int write_limit(const char *dir, const char *file, const char *val)
+{
+    int rc = write_file(dir, file, val);
+    return rc < 0 ? limit_err(file, rc) : 0;
+}
+
 int sbx__cgroup_create(sbx_cgroup *cg, const char *name, const sbx_spec *spec,
                        const dev_t *gpu_devs, size_t n_gpu_devs)
 {
@@ -457,29 +464,21 @@ int sbx__cgroup_create(sbx_cgroup *cg, const char *name, const sbx_spec *spec,
                 goto fail;
             if (spec->mem_bytes > 0) {
                 snprintf(val, sizeof(val), "%lld", (long long)spec->mem_bytes);
-                if ((rc = write_file(cg->v2, "memory.max", val)) < 0) {
-                    err = limit_err("memory.max", rc);
+                if ((err = write_limit(cg->v2, "memory.max", val)) < 0)
                     goto fail;
-                }
                 if (exists(cg->v2, "memory.swap.max") &&
-                    (rc = write_file(cg->v2, "memory.swap.max", "0")) < 0) {
-                    err = limit_err("memory.swap.max", rc);
+                    (err = write_limit(cg->v2, "memory.swap.max", "0")) < 0)
                     goto fail;
-                }
             }
             if (spec->pids > 0) {
                 snprintf(val, sizeof(val), "%d", spec->pids);
-                if ((rc = write_file(cg->v2, "pids.max", val)) < 0) {
-                    err = limit_err("pids.max", rc);
+                if ((err = write_limit(cg->v2, "pids.max", val)) < 0)
                     goto fail;
-                }
             }
             if (spec->cpu_millis > 0) {
                 snprintf(val, sizeof(val), "%lld 100000", (long long)spec->cpu_millis * 100);
-                if ((rc = write_file(cg->v2, "cpu.max", val)) < 0) {
-                    err = limit_err("cpu.max", rc);
+                if ((err = write_limit(cg->v2, "cpu.max", val)) < 0)
                     goto fail;
-                }
             }
             return 0;
         }
@@ -503,24 +502,18 @@ degraded:
     cg->version = 1;
     if (spec->mem_bytes > 0) {
         snprintf(val, sizeof(val), "%lld", (long long)spec->mem_bytes);
-        if ((rc = write_file(cg->mem, "memory.limit_in_bytes", val)) < 0) {
-            err = limit_err("memory.limit_in_bytes", rc);
+        if ((err = write_limit(cg->mem, "memory.limit_in_bytes", val)) < 0)
             goto fail;
-        }
         /* memsw exists only with swap accounting; without it there is no swap to limit. */
         if (exists(cg->mem, "memory.memsw.limit_in_bytes") &&
-            (rc = write_file(cg->mem, "memory.memsw.limit_in_bytes", val)) < 0) {
-            err = limit_err("memory.memsw.limit_in_bytes", rc);
+            (err = write_limit(cg->mem, "memory.memsw.limit_in_bytes", val)) < 0)
             goto fail;
-        }
         write_file(cg->mem, "memory.swappiness", "0");
     }
     if (spec->pids > 0) {
         snprintf(val, sizeof(val), "%d", spec->pids);
-        if ((rc = write_file(cg->pids, "pids.max", val)) < 0) {
-            err = limit_err("pids.max", rc);
+        if ((err = write_limit(cg->pids, "pids.max", val)) < 0)
             goto fail;
-        }
     }
     if (spec->cpu_millis > 0) {
         snprintf(val, sizeof(val), "%lld", (long long)spec->cpu_millis * 100);
@@ -531,23 +524,17 @@ degraded:
         }
     }
     if (cg->dev[0]) {
-        if ((rc = write_file(cg->dev, "devices.deny", "a")) < 0) {
-            err = limit_err("devices.deny", rc);
+        if ((err = write_limit(cg->dev, "devices.deny", "a")) < 0)
             goto fail;
-        }
         for (size_t i = 0; i < N_BASE_DEVS; i++) {
             snprintf(val, sizeof(val), "c %u:%u rwm", base_devs[i][0], base_devs[i][1]);
-            if ((rc = write_file(cg->dev, "devices.allow", val)) < 0) {
-                err = limit_err("devices.allow", rc);
+            if ((err = write_limit(cg->dev, "devices.allow", val)) < 0)
                 goto fail;
-            }
         }
         for (size_t i = 0; i < n_gpu_devs; i++) {
             snprintf(val, sizeof(val), "c %u:%u rwm", major(gpu_devs[i]), minor(gpu_devs[i]));
-            if ((rc = write_file(cg->dev, "devices.allow", val)) < 0) {
-                err = limit_err("devices.allow", rc);
+            if ((err = write_limit(cg->dev, "devices.allow", val)) < 0)
                 goto fail;
-            }
         }
     } else if (n_gpu_devs) {
         err = ed_error_set(ED_EPERM, "sandbox step 'cgroup devices': no devices controller "

@@ -50,6 +50,38 @@ static inline void *fw__ptr(const fw_tensor *t)
     return (char *)t->storage->data + t->offset * (int64_t)sizes[t->dtype];
 }
 
+/* Saturating double -> int64 (a plain cast of an out-of-range value is
+ * undefined); NaN gives 0. */
+static inline int64_t fw__sat_i64(double v)
+{
+    if (v != v)
+        return 0;
+    if (v >= 9223372036854775807.0)
+        return INT64_MAX;
+    if (v <= -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)v;
+}
+
+/* Store v as one element of dtype dt at p. Float -> int truncates toward
+ * zero; out-of-range values saturate and NaN becomes 0; uint8 wraps like
+ * NumPy. Shared by the core's constructors and the CPU cast-copy. */
+static inline void fw__store_double(void *p, fw_dtype dt, double v)
+{
+    switch (dt) {
+    case FW_FLOAT32: *(float *)p = (float)v; break;
+    case FW_FLOAT64: *(double *)p = v; break;
+    case FW_FLOAT16: *(uint16_t *)p = fw_float_to_half((float)v); break;
+    case FW_BFLOAT16: *(uint16_t *)p = fw_float_to_bf16((float)v); break;
+    case FW_INT32: *(int32_t *)p = v != v ? 0 : v >= 2147483647.0 ? INT32_MAX
+                                 : v <= -2147483648.0 ? INT32_MIN : (int32_t)v; break;
+    case FW_INT64: *(int64_t *)p = fw__sat_i64(v); break;
+    case FW_BOOL: *(uint8_t *)p = v != 0; break;
+    case FW_UINT8: *(uint8_t *)p = (uint8_t)fw__sat_i64(v); break;
+    default: break;
+    }
+}
+
 /* Whether t requires grad under the current grad mode. */
 static inline bool fw__requires_grad(const fw_tensor *t)
 {

@@ -257,38 +257,7 @@ int fw_tensor_from_data(fw_tensor **out, const void *data, fw_dtype dt,
     return 0;
 }
 
-/* Saturating double -> int64 (a plain cast of an out-of-range value is
- * undefined); NaN gives 0. */
-static int64_t sat_i64(double v)
-{
-    if (v != v)
-        return 0;
-    if (v >= 9223372036854775807.0)
-        return INT64_MAX;
-    if (v <= -9223372036854775808.0)
-        return INT64_MIN;
-    return (int64_t)v;
-}
-
 /* Store one double into element i of a contiguous buffer of dtype dt. */
-static void put_double(void *p, int64_t i, fw_dtype dt, double v)
-{
-    switch (dt) {
-    case FW_FLOAT32: ((float *)p)[i] = (float)v; break;
-    case FW_FLOAT64: ((double *)p)[i] = v; break;
-    case FW_FLOAT16: ((uint16_t *)p)[i] = fw_float_to_half((float)v); break;
-    case FW_BFLOAT16: ((uint16_t *)p)[i] = fw_float_to_bf16((float)v); break;
-    case FW_INT32:
-        ((int32_t *)p)[i] = v != v ? 0 : v >= 2147483647.0 ? INT32_MAX
-                          : v <= -2147483648.0 ? INT32_MIN : (int32_t)v;
-        break;
-    case FW_INT64: ((int64_t *)p)[i] = sat_i64(v); break;
-    case FW_BOOL: ((uint8_t *)p)[i] = v != 0; break;
-    case FW_UINT8: ((uint8_t *)p)[i] = (uint8_t)sat_i64(v); break;
-    default: break;
-    }
-}
-
 int fw_tensor_from_doubles(fw_tensor **out, const double *data, fw_dtype dt,
                            const int64_t *shape, int ndim)
 {
@@ -302,9 +271,10 @@ int fw_tensor_from_doubles(fw_tensor **out, const double *data, fw_dtype dt,
         fw_tensor_unref(t);
         return fw_error_set(FW_EINVAL, "from_doubles: data is NULL");
     }
-    void *p = fw__ptr(t);
+    char *p = fw__ptr(t);
+    int64_t esz = (int64_t)fw_dtype_size(dt);
     for (int64_t i = 0; i < t->numel; i++)
-        put_double(p, i, dt, data[i]);
+        fw__store_double(p + i * esz, dt, data[i]);
     *out = t;
     return 0;
 }
@@ -400,9 +370,10 @@ int fw_arange(fw_tensor **out, double start, double end, double step, fw_dtype d
     n = count > 0 ? (int64_t)count : 0;
     if ((err = fw_tensor_empty(&t, dt, &n, 1)) < 0)
         return err;
-    void *p = fw__ptr(t);
+    char *p = fw__ptr(t);
+    int64_t esz = (int64_t)fw_dtype_size(dt);
     for (int64_t i = 0; i < n; i++)
-        put_double(p, i, dt, start + (double)i * step);
+        fw__store_double(p + i * esz, dt, start + (double)i * step);
     *out = t;
     return 0;
 }
@@ -417,10 +388,12 @@ int fw_linspace(fw_tensor **out, double start, double stop, int64_t num, fw_dtyp
         return fw_error_set(FW_EINVAL, "linspace: num %lld is negative", (long long)num);
     if ((err = fw_tensor_empty(&t, dt, &num, 1)) < 0)
         return err;
-    void *p = fw__ptr(t);
+    char *p = fw__ptr(t);
+    int64_t esz = (int64_t)fw_dtype_size(dt);
     double step = num > 1 ? (stop - start) / (double)(num - 1) : 0.0;
     for (int64_t i = 0; i < num; i++)
-        put_double(p, i, dt, i == num - 1 && num > 1 ? stop : start + (double)i * step);
+        fw__store_double(p + i * esz, dt,
+                         i == num - 1 && num > 1 ? stop : start + (double)i * step);
     *out = t;
     return 0;
 }
@@ -439,9 +412,10 @@ int fw_eye(fw_tensor **out, int64_t n, int64_t m, fw_dtype dt)
     shape[1] = m;
     if ((err = fw_zeros(out, dt, shape, 2)) < 0)
         return err;
-    void *p = fw__ptr(*out);
+    char *p = fw__ptr(*out);
+    int64_t esz = (int64_t)fw_dtype_size(dt);
     for (int64_t i = 0; i < n && i < m; i++)
-        put_double(p, i * m + i, dt, 1.0);
+        fw__store_double(p + (i * m + i) * esz, dt, 1.0);
     return 0;
 }
 

@@ -96,35 +96,6 @@ static inline int64_t load_i(const char *p, fw_dtype dt)
     }
 }
 
-static inline int64_t sat_i64(double v)
-{
-    if (v != v)
-        return 0;
-    if (v >= 9223372036854775807.0)
-        return INT64_MAX;
-    if (v <= -9223372036854775808.0)
-        return INT64_MIN;
-    return (int64_t)v;
-}
-
-static inline void store_d(char *p, fw_dtype dt, double v)
-{
-    switch (dt) {
-    case FW_FLOAT32: *(float *)p = (float)v; break;
-    case FW_FLOAT64: *(double *)p = v; break;
-    case FW_FLOAT16: *(uint16_t *)p = fw_float_to_half((float)v); break;
-    case FW_BFLOAT16: *(uint16_t *)p = fw_float_to_bf16((float)v); break;
-    /* float -> int truncates toward zero; out-of-range values saturate
-     * (a plain C cast would be undefined) and NaN becomes 0 */
-    case FW_INT32: *(int32_t *)p = v != v ? 0 : v >= 2147483647.0 ? INT32_MAX
-                                 : v <= -2147483648.0 ? INT32_MIN : (int32_t)v; break;
-    case FW_INT64: *(int64_t *)p = sat_i64(v); break;
-    case FW_BOOL: *(uint8_t *)p = v != 0; break;
-    case FW_UINT8: *(uint8_t *)p = (uint8_t)sat_i64(v); break;   /* wraps like NumPy */
-    default: break;
-    }
-}
-
 static inline void store_i(char *p, fw_dtype dt, int64_t v)
 {
     switch (dt) {
@@ -145,6 +116,22 @@ typedef struct copy_job {
     size_t dsz, ssz;
 } copy_job;
 
+/* Destination and source of outer index `rem` over dims [0, last] of j
+ * (the dims inside `last` are walked by the caller). */
+static inline void job_at(char **dp, const char **sp, const copy_job *j, int64_t rem, int last)
+{
+    int64_t doff = 0, soff = 0;
+
+    for (int d = last; d >= 0; d--) {
+        int64_t i = rem % j->shape[d];
+        rem /= j->shape[d];
+        doff += i * j->st[0][d];
+        soff += i * j->st[1][d];
+    }
+    *dp = j->d + doff * (int64_t)j->dsz;
+    *sp = j->s + soff * (int64_t)j->ssz;
+}
+
 static void copy_rows(void *ctx, int64_t r0, int64_t r1)
 {
     const copy_job *j = ctx;
@@ -153,15 +140,9 @@ static void copy_rows(void *ctx, int64_t r0, int64_t r1)
     int64_t ds = j->st[0][nd - 1], ss = j->st[1][nd - 1];
 
     for (int64_t r = r0; r < r1; r++) {
-        int64_t rem = r, doff = 0, soff = 0;
-        for (int d = nd - 2; d >= 0; d--) {
-            int64_t i = rem % j->shape[d];
-            rem /= j->shape[d];
-            doff += i * j->st[0][d];
-            soff += i * j->st[1][d];
-        }
-        char *dp = j->d + doff * (int64_t)j->dsz;
-        const char *sp = j->s + soff * (int64_t)j->ssz;
+        char *dp;
+        const char *sp;
+        job_at(&dp, &sp, j, r, nd - 2);
         if (j->dt == j->sdt) {
             if (ds == 1 && ss == 1) {
                 memcpy(dp, sp, (size_t)inner * j->dsz);
@@ -190,7 +171,7 @@ static void copy_rows(void *ctx, int64_t r0, int64_t r1)
                 store_i(dp + i * ds * (int64_t)j->dsz, j->dt, load_i(sp + i * ss * (int64_t)j->ssz, j->sdt));
         } else {
             for (int64_t i = 0; i < inner; i++)
-                store_d(dp + i * ds * (int64_t)j->dsz, j->dt, load_d(sp + i * ss * (int64_t)j->ssz, j->sdt));
+                fw__store_double(dp + i * ds * (int64_t)j->dsz, j->dt, load_d(sp + i * ss * (int64_t)j->ssz, j->sdt));
         }
     }
 }
@@ -229,16 +210,10 @@ static void tr_rows(void *ctx, int64_t b0, int64_t b1)
     int64_t ds0 = j->st[0][nd - 2], ss1 = j->st[1][nd - 1];
 
     for (int64_t b = b0; b < b1; b++) {
-        int64_t o = b / t->tiles_r, tr = b % t->tiles_r;
-        int64_t rem = o, doff = 0, soff = 0;
-        for (int d = nd - 3; d >= 0; d--) {
-            int64_t i = rem % j->shape[d];
-            rem /= j->shape[d];
-            doff += i * j->st[0][d];
-            soff += i * j->st[1][d];
-        }
-        char *dp = j->d + doff * (int64_t)j->dsz;
-        const char *sp = j->s + soff * (int64_t)j->ssz;
+        int64_t tr = b % t->tiles_r;
+        char *dp;
+        const char *sp;
+        job_at(&dp, &sp, j, b / t->tiles_r, nd - 3);
         int64_t r0 = tr * TILE, r1 = r0 + TILE < t->rows ? r0 + TILE : t->rows;
         switch (j->dsz) {
         case 1: TR_TILE(uint8_t) break;
@@ -294,7 +269,7 @@ int fw__cpu_fill(const fw_kview *dst, double value)
     fw_kview s = *dst;
 
     memset(one, 0, sizeof(one));
-    store_d(one, dst->dtype, value);
+    fw__store_double(one, dst->dtype, value);
     if ((dst->dtype == FW_INT32 || dst->dtype == FW_INT64) && value == value)
         store_i(one, dst->dtype, (int64_t)value);
     s.data = one;

@@ -54,6 +54,14 @@ int fw__nn_num_threads(void);
 void fw__nn_parallel(int64_t n, int64_t grain,
                      void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx);
 
+/* For a kernel whose copy/zero loops run over short rows: GCC would turn
+ * them into memcpy/memset calls that cost more than the work. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define NN_NO_LIBCALLS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define NN_NO_LIBCALLS
+#endif
+
 /* ---- op-layer helpers (ops/nn_common.c), shared by ops/nn_*.c ---- */
 struct fw_tensor;
 struct fw_node;
@@ -78,6 +86,29 @@ int fw__nn_reduce(struct fw_tensor **out, struct fw_tensor *loss, int reduction,
                   const char *op);
 /* A new uninitialised tensor shaped like input i of node n. */
 int fw__nn_grad_like(struct fw_tensor **out, struct fw_node *n, int input);
+/* The start of a one-input backward: *g a dense copy of the output's
+ * gradient gout and *dx a new buffer shaped like input 0 (always needed:
+ * a node whose one input needs no gradient is never recorded). On failure
+ * neither is left. */
+int fw__nn_grad1_begin(struct fw_tensor **g, struct fw_tensor **dx, struct fw_node *n,
+                       struct fw_tensor *gout);
+/* For each of node n's first `count` inputs that needs a gradient, a new
+ * uninitialised tensor shaped like it in d[i]; the others get NULL. On
+ * failure nothing is left allocated (d[] is all NULL) and the error is
+ * returned. Shared by the backward functions with several inputs. */
+int fw__nn_grads_new(struct fw_tensor **d, struct fw_node *n, int count);
+/* fw_node_record() of an op with inputs ins[0..n_in) and the one output y,
+ * then, when a node was recorded, attr (attr_size bytes) copied into it and
+ * saved[i] kept in slot i for i < n_saved (NULL entries stay empty). The
+ * shared tail of the nn ops' forward functions. 0 or FW_ENOMEM. */
+int fw__nn_record(const char *op,
+                  int (*backward)(struct fw_node *, struct fw_tensor **,
+                                  struct fw_tensor *const *),
+                  int n_in, struct fw_tensor *const *ins, struct fw_tensor *y,
+                  const void *attr, size_t attr_size, int n_saved,
+                  struct fw_tensor *const *saved);
+/* Unref d[0..count) and set them NULL. */
+void fw__nn_grads_drop(struct fw_tensor **d, int count);
 /* fw__ptr(t), or NULL for a NULL tensor. */
 void *fw__nn_ptr(const struct fw_tensor *t);
 

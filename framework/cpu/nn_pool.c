@@ -12,13 +12,8 @@
 
 #include "nn_kernels.h"
 
-/* Output rows are short (LeNet: 14 and 5 columns); GCC would turn their
- * copy loops into memcpy calls that cost more than the copies. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define NN_NO_LIBCALLS __attribute__((optimize("no-tree-loop-distribute-patterns")))
-#else
-#define NN_NO_LIBCALLS
-#endif
+/* Output rows are short (LeNet: 14 and 5 columns): NN_NO_LIBCALLS keeps
+ * their copy loops from becoming memcpy calls. */
 
 #define NN_T float
 #define NN_UT uint32_t

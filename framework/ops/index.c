@@ -8,9 +8,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    int axis;
-} axis_attr;
+typedef fw__idx_axis_attr axis_attr;
+
+/* Records backward `bw` of a gather-like op with inputs ins[0..n_in) and
+ * output y: the axis in the attr, the resolved indices (idx in `shape`) in
+ * saved slot 0. */
+static int record_axis_index(const char *op, fw_backward_fn bw, int n_in, fw_tensor *const *ins,
+                             fw_tensor *y, int ax, const int64_t *idx, const int64_t *shape,
+                             int ndim)
+{
+    fw_node *node;
+    int err;
+
+    if ((err = fw_node_record(&node, op, bw, n_in, ins, 1, &y, 1, sizeof(axis_attr))) < 0)
+        return err;
+    if (node == NULL)
+        return 0;
+    ((axis_attr *)fw_node_attr(node))->axis = ax;
+    return fw__idx_save_index(node, 0, idx, shape, ndim);
+}
 
 /* ---- gather / index_select ---------------------------------------------------- */
 
@@ -43,10 +59,9 @@ done:
 static int gather_impl(fw_tensor **out, const char *op, fw_tensor *x, fw_tensor *index,
                        int axis, bool allow_0d)
 {
-    fw_tensor *xd = NULL, *y = NULL, *it = NULL;
+    fw_tensor *xd = NULL, *y = NULL;
     int64_t *idx = NULL, nidx, shape[FW_MAX_DIMS];
     int ax, nd, err;
-    fw_node *node;
     char b[96];
 
     *out = NULL;
@@ -77,22 +92,13 @@ static int gather_impl(fw_tensor **out, const char *op, fw_tensor *x, fw_tensor 
     fw__cpu_gather(fw__ptr(y), fw__ptr(xd), idx, nidx, fw__idx_prod(x->shape, 0, ax),
                    x->shape[ax], fw__idx_prod(x->shape, ax + 1, x->ndim),
                    fw_dtype_size(x->dtype));
-    if (fw_dtype_is_float(x->dtype)) {
-        if ((err = fw_node_record(&node, op, gather_backward, 1, &x, 1, &y, 1,
-                                  sizeof(axis_attr))) < 0)
-            goto done;
-        if (node) {
-            ((axis_attr *)fw_node_attr(node))->axis = ax;
-            if ((err = fw__idx_index_tensor(&it, idx, &nidx, 1)) < 0 ||
-                (err = fw_node_save(node, 0, it)) < 0)
-                goto done;
-        }
-    }
+    if (fw_dtype_is_float(x->dtype) &&
+        (err = record_axis_index(op, gather_backward, 1, &x, y, ax, idx, &nidx, 1)) < 0)
+        goto done;
     *out = y;
     y = NULL;
 done:
     free(idx);
-    fw_tensor_unref(it);
     fw_tensor_unref(xd);
     fw_tensor_unref(y);
     return err;
@@ -110,37 +116,11 @@ int fw_index_select(fw_tensor **out, fw_tensor *x, fw_tensor *index, int axis)
 
 /* ---- take_along_axis -------------------------------------------------------------- */
 
-static int take_along_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *gout)
-{
-    int axis = ((axis_attr *)fw_node_attr(node))->axis, nd, err;
-    const int64_t *xs = fw_node_input_shape(node, 0, &nd);
-    fw_tensor *idx = fw_node_saved(node, 0), *g = NULL, *gx = NULL;
-    int64_t outer = fw__idx_prod(xs, 0, axis), inner = fw__idx_prod(xs, axis + 1, nd);
-
-    if ((err = fw__idx_grad_dense(&g, gout[0])) < 0)
-        return err;
-    if ((err = fw_op_zeros(&gx, FW_CPU, g->dtype, xs, nd)) < 0)
-        goto done;
-    if (g->dtype == FW_FLOAT64)
-        fw__cpu_scatter_add_along_f64(fw__ptr(gx), fw__ptr(g), fw__ptr(idx), outer,
-                                      xs[axis], idx->shape[axis], inner);
-    else
-        fw__cpu_scatter_add_along_f32(fw__ptr(gx), fw__ptr(g), fw__ptr(idx), outer,
-                                      xs[axis], idx->shape[axis], inner);
-    err = fw__idx_grad_finish(&gin[0], gx, fw_node_input_dtype(node, 0));
-    gx = NULL;
-done:
-    fw_tensor_unref(g);
-    fw_tensor_unref(gx);
-    return err;
-}
-
 int fw_take_along_axis(fw_tensor **out, fw_tensor *arr, fw_tensor *indices, int axis)
 {
-    fw_tensor *ae = NULL, *ie = NULL, *ad = NULL, *y = NULL, *it = NULL;
+    fw_tensor *ae = NULL, *ie = NULL, *ad = NULL, *y = NULL;
     int64_t *idx = NULL, nidx, ashape[FW_MAX_DIMS], ishape[FW_MAX_DIMS];
     int ax, nd, err;
-    fw_node *node;
     char b1[96], b2[96];
 
     *out = NULL;
@@ -189,17 +169,10 @@ int fw_take_along_axis(fw_tensor **out, fw_tensor *arr, fw_tensor *indices, int 
     fw__cpu_take_along(fw__ptr(y), fw__ptr(ad), idx, fw__idx_prod(ishape, 0, ax),
                        ashape[ax], ishape[ax], fw__idx_prod(ishape, ax + 1, nd),
                        fw_dtype_size(arr->dtype));
-    if (fw_dtype_is_float(arr->dtype)) {
-        if ((err = fw_node_record(&node, "take_along_axis", take_along_backward, 1, &ae, 1,
-                                  &y, 1, sizeof(axis_attr))) < 0)
-            goto done;
-        if (node) {
-            ((axis_attr *)fw_node_attr(node))->axis = ax;
-            if ((err = fw__idx_index_tensor(&it, idx, ishape, nd)) < 0 ||
-                (err = fw_node_save(node, 0, it)) < 0)
-                goto done;
-        }
-    }
+    if (fw_dtype_is_float(arr->dtype) &&
+        (err = record_axis_index("take_along_axis", fw__idx_along_backward, 1, &ae, y, ax, idx,
+                                 ishape, nd)) < 0)
+        goto done;
     *out = y;
     y = NULL;
 done:
@@ -207,7 +180,6 @@ done:
     fw_tensor_unref(ae);
     fw_tensor_unref(ie);
     fw_tensor_unref(ad);
-    fw_tensor_unref(it);
     fw_tensor_unref(y);
     return err;
 }
@@ -284,10 +256,9 @@ static int index_add_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *
 int fw_index_add(fw_tensor **out, fw_tensor *x, fw_tensor *index, int axis,
                  fw_tensor *value)
 {
-    fw_tensor *y = NULL, *vd = NULL, *it = NULL, *in[2];
+    fw_tensor *y = NULL, *vd = NULL, *in[2];
     int64_t *idx = NULL, nidx;
     int ax, err;
-    fw_node *node;
 
     *out = NULL;
     if ((err = index_add_check(&ax, &idx, &nidx, "index_add", x, index, axis, value)) < 0)
@@ -315,22 +286,13 @@ int fw_index_add(fw_tensor **out, fw_tensor *x, fw_tensor *index, int axis,
     index_add_kernel(y, vd, idx, nidx, ax);
     in[0] = x;
     in[1] = value;
-    if (fw_dtype_is_float(x->dtype)) {
-        if ((err = fw_node_record(&node, "index_add", index_add_backward, 2, in, 1, &y, 1,
-                                  sizeof(axis_attr))) < 0)
-            goto done;
-        if (node) {
-            ((axis_attr *)fw_node_attr(node))->axis = ax;
-            if ((err = fw__idx_index_tensor(&it, idx, &nidx, 1)) < 0 ||
-                (err = fw_node_save(node, 0, it)) < 0)
-                goto done;
-        }
-    }
+    if (fw_dtype_is_float(x->dtype) &&
+        (err = record_axis_index("index_add", index_add_backward, 2, in, y, ax, idx, &nidx, 1)) < 0)
+        goto done;
     *out = y;
     y = NULL;
 done:
     free(idx);
-    fw_tensor_unref(it);
     fw_tensor_unref(vd);
     fw_tensor_unref(y);
     return err;

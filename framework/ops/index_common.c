@@ -97,6 +97,44 @@ int fw__idx_index_tensor(fw_tensor **out, const int64_t *idx, const int64_t *sha
     return 0;
 }
 
+int fw__idx_save_index(fw_node *node, int slot, const int64_t *idx, const int64_t *shape,
+                       int ndim)
+{
+    fw_tensor *it = NULL;
+    int err;
+
+    if ((err = fw__idx_index_tensor(&it, idx, shape, ndim)) == 0)
+        err = fw_node_save(node, slot, it);
+    fw_tensor_unref(it);
+    return err;
+}
+
+int fw__idx_along_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *gout)
+{
+    int axis = ((fw__idx_axis_attr *)fw_node_attr(node))->axis, nd, err;
+    const int64_t *xs = fw_node_input_shape(node, 0, &nd);
+    fw_tensor *idx = fw_node_saved(node, 0), *g = NULL, *gx = NULL;
+    int64_t len = nd ? xs[axis] : 1, k = idx->ndim ? idx->shape[axis] : 1;
+    int64_t outer = fw__idx_prod(xs, 0, axis), inner = nd ? fw__idx_prod(xs, axis + 1, nd) : 1;
+
+    if ((err = fw__idx_grad_dense(&g, gout[0])) < 0)
+        return err;
+    if ((err = fw_op_zeros(&gx, FW_CPU, g->dtype, xs, nd)) < 0)
+        goto done;
+    if (g->dtype == FW_FLOAT64)
+        fw__cpu_scatter_add_along_f64(fw__ptr(gx), fw__ptr(g), fw__ptr(idx), outer, len, k,
+                                      inner);
+    else
+        fw__cpu_scatter_add_along_f32(fw__ptr(gx), fw__ptr(g), fw__ptr(idx), outer, len, k,
+                                      inner);
+    err = fw__idx_grad_finish(&gin[0], gx, fw_node_input_dtype(node, 0));
+    gx = NULL;
+done:
+    fw_tensor_unref(g);
+    fw_tensor_unref(gx);
+    return err;
+}
+
 int fw__idx_grad_dense(fw_tensor **out, fw_tensor *g)
 {
     fw_tensor *c = NULL;

@@ -51,6 +51,21 @@ void fw__idx_scalar_bytes(void *buf, fw_dtype dt, double v);
 int fw__idx_index_tensor(fw_tensor **out, const int64_t *idx, const int64_t *shape,
                          int ndim);
 
+/* The attr of the ops whose backward needs only their axis. */
+typedef struct fw__idx_axis_attr {
+    int axis;
+} fw__idx_axis_attr;
+
+/* Backward of the ops that pick elements of input 0 along an axis
+ * (take_along_axis, sort, topk): gx = zeros(x), then g scattered-added at
+ * the int64 indices in saved slot 0, which have g's shape. */
+int fw__idx_along_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *gout);
+
+/* fw__idx_index_tensor(idx, shape, ndim) kept in the node's saved slot:
+ * how gather-like ops hand their resolved indices to backward. */
+int fw__idx_save_index(fw_node *node, int slot, const int64_t *idx, const int64_t *shape,
+                       int ndim);
+
 /* In backward: g in float32/float64 (a dense copy, upcast from
  * float16/bfloat16 when needed). */
 int fw__idx_grad_dense(fw_tensor **out, fw_tensor *g);

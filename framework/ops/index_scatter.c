@@ -40,7 +40,7 @@ static int scatter_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *go
 int fw_scatter(fw_tensor **out, fw_tensor *x, fw_tensor *index, fw_tensor *updates,
                bool overwrite)
 {
-    fw_tensor *y = NULL, *ud = NULL, *it = NULL, *in[2];
+    fw_tensor *y = NULL, *ud = NULL, *in[2];
     int64_t *idx = NULL, nidx, inner;
     fw_node *node;
     int err;
@@ -118,8 +118,7 @@ int fw_scatter(fw_tensor **out, fw_tensor *x, fw_tensor *index, fw_tensor *updat
             goto done;
         if (node) {
             ((scatter_attr *)fw_node_attr(node))->mode = overwrite;
-            if ((err = fw__idx_index_tensor(&it, idx, &nidx, 1)) < 0 ||
-                (err = fw_node_save(node, 0, it)) < 0)
+            if ((err = fw__idx_save_index(node, 0, idx, &nidx, 1)) < 0)
                 goto done;
         }
     }
@@ -128,7 +127,6 @@ int fw_scatter(fw_tensor **out, fw_tensor *x, fw_tensor *index, fw_tensor *updat
     err = 0;
 done:
     free(idx);
-    fw_tensor_unref(it);
     fw_tensor_unref(ud);
     fw_tensor_unref(y);
     return err;
@@ -184,7 +182,7 @@ fail:
 int fw_put_along_axis(fw_tensor **out, fw_tensor *arr, fw_tensor *indices, fw_tensor *values,
                       int axis, fw_put_mode reduce)
 {
-    fw_tensor *ie = NULL, *vc = NULL, *ve = NULL, *vd = NULL, *y = NULL, *it = NULL, *in[2];
+    fw_tensor *ie = NULL, *vc = NULL, *ve = NULL, *vd = NULL, *y = NULL, *in[2];
     int64_t *idx = NULL, nidx, ishape[FW_MAX_DIMS], outer, inner, len;
     int ax, nd, err;
     fw_node *node;
@@ -276,8 +274,7 @@ int fw_put_along_axis(fw_tensor **out, fw_tensor *arr, fw_tensor *indices, fw_te
             scatter_attr *a = fw_node_attr(node);
             a->axis = ax;
             a->mode = reduce;
-            if ((err = fw__idx_index_tensor(&it, idx, ishape, nd)) < 0 ||
-                (err = fw_node_save(node, 0, it)) < 0)
+            if ((err = fw__idx_save_index(node, 0, idx, ishape, nd)) < 0)
                 goto done;
         }
     }
@@ -290,7 +287,6 @@ done:
     fw_tensor_unref(vc);
     fw_tensor_unref(ve);
     fw_tensor_unref(vd);
-    fw_tensor_unref(it);
     fw_tensor_unref(y);
     return err;
 }

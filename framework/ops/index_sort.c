@@ -8,35 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    int axis;
-} axis_attr;
-
-static int sort_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *gout)
-{
-    int axis = ((axis_attr *)fw_node_attr(node))->axis, nd, err;
-    const int64_t *xs = fw_node_input_shape(node, 0, &nd);
-    fw_tensor *idx = fw_node_saved(node, 0), *g = NULL, *gx = NULL;
-    int64_t len = nd ? xs[axis] : 1, k = idx->ndim ? idx->shape[axis] : 1;
-    int64_t outer = fw__idx_prod(xs, 0, axis), inner = nd ? fw__idx_prod(xs, axis + 1, nd) : 1;
-
-    if ((err = fw__idx_grad_dense(&g, gout[0])) < 0)
-        return err;
-    if ((err = fw_op_zeros(&gx, FW_CPU, g->dtype, xs, nd)) < 0)
-        goto done;
-    if (g->dtype == FW_FLOAT64)
-        fw__cpu_scatter_add_along_f64(fw__ptr(gx), fw__ptr(g), fw__ptr(idx), outer, len, k,
-                                      inner);
-    else
-        fw__cpu_scatter_add_along_f32(fw__ptr(gx), fw__ptr(g), fw__ptr(idx), outer, len, k,
-                                      inner);
-    err = fw__idx_grad_finish(&gin[0], gx, fw_node_input_dtype(node, 0));
-    gx = NULL;
-done:
-    fw_tensor_unref(g);
-    fw_tensor_unref(gx);
-    return err;
-}
+typedef fw__idx_axis_attr axis_attr;
 
 /* One parallel job: sort lanes [begin, end) with scratch of its own. */
 typedef struct {
@@ -141,7 +113,7 @@ static int sort_impl(fw_tensor **values, fw_tensor **indices, const char *op, fw
         }
     }
     if (v && fw_dtype_is_float(x->dtype)) {
-        if ((err = fw_node_record(&node, op, sort_backward, 1, &x, 1, &v, 1,
+        if ((err = fw_node_record(&node, op, fw__idx_along_backward, 1, &x, 1, &v, 1,
                                   sizeof(axis_attr))) < 0)
             goto done;
         if (node) {

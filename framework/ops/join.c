@@ -8,9 +8,7 @@
 
 /* ---- concat / stack ------------------------------------------------------ */
 
-typedef struct {
-    int axis;
-} axis_attr;
+typedef fw__idx_axis_attr axis_attr;
 
 static int concat_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *gout)
 {

@@ -1,7 +1,8 @@
 /*
- * nn_common.c - validation and reduction helpers shared by the nn ops.
+ * nn_common.c - validation, reduction and autograd helpers shared by the nn ops.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "../core/fw_op.h"
 #include "../cpu/nn_kernels.h"
@@ -114,6 +115,59 @@ int fw__nn_grad_like(fw_tensor **out, fw_node *n, int input)
     int ndim;
     const int64_t *shape = fw_node_input_shape(n, input, &ndim);
     return fw_op_output(out, FW_CPU, fw_node_input_dtype(n, input), shape, ndim);
+}
+
+int fw__nn_grad1_begin(fw_tensor **g, fw_tensor **dx, fw_node *n, fw_tensor *gout)
+{
+    int err;
+
+    if ((err = fw_op_dense(g, gout)) < 0)
+        return err;
+    if ((err = fw__nn_grad_like(dx, n, 0)) < 0) {
+        fw_tensor_unref(*g);
+        *g = NULL;
+    }
+    return err;
+}
+
+int fw__nn_grads_new(fw_tensor **d, fw_node *n, int count)
+{
+    int err = 0;
+
+    for (int i = 0; i < count; i++)
+        d[i] = NULL;
+    for (int i = 0; i < count && err == 0; i++)
+        if (fw_node_needs_grad(n, i))
+            err = fw__nn_grad_like(&d[i], n, i);
+    if (err < 0)
+        fw__nn_grads_drop(d, count);
+    return err;
+}
+
+int fw__nn_record(const char *op, fw_backward_fn backward, int n_in, fw_tensor *const *ins,
+                  fw_tensor *y, const void *attr, size_t attr_size, int n_saved,
+                  fw_tensor *const *saved)
+{
+    fw_node *node;
+    int err;
+
+    if ((err = fw_node_record(&node, op, backward, n_in, ins, 1, &y, n_saved, attr_size)) < 0)
+        return err;
+    if (node == NULL)
+        return 0;
+    memcpy(fw_node_attr(node), attr, attr_size);
+    for (int i = 0; i < n_saved; i++)
+        if (saved[i] != NULL && (err = fw_node_save(node, i, saved[i])) < 0)
+            return err;
+    return 0;
+}
+
+void fw__nn_grads_drop(fw_tensor **d, int count)
+{
+    for (int i = 0; i < count; i++) {
+        fw_tensor_unref(d[i]);
+        d[i] = NULL;
+    }
 }
 
 void *fw__nn_ptr(const fw_tensor *t)

@@ -17,29 +17,15 @@ static int linear_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 {
     const linear_attr *a = fw_node_attr(n);
     fw_tensor *x = fw_node_saved(n, 0), *w = fw_node_saved(n, 1), *g = NULL;
-    fw_tensor *dx = NULL, *dw = NULL, *db = NULL;
     int err;
 
     if ((err = fw_op_dense(&g, gout[0])) < 0)
         return err;
-    if (fw_node_needs_grad(n, 0) && (err = fw__nn_grad_like(&dx, n, 0)) < 0)
-        goto fail;
-    if (fw_node_needs_grad(n, 1) && (err = fw__nn_grad_like(&dw, n, 1)) < 0)
-        goto fail;
-    if (fw_node_needs_grad(n, 2) && (err = fw__nn_grad_like(&db, n, 2)) < 0)
-        goto fail;
-    FW__NN_CALL(g->dtype, fw__nn_linear_bwd, fw__nn_ptr(dx), fw__nn_ptr(dw), fw__nn_ptr(db),
-                fw__ptr(x), fw__ptr(w), fw__ptr(g), a->M, a->K, a->N);
-    gin[0] = dx;
-    gin[1] = dw;
-    gin[2] = db;
+    /* gin: dx, dw, db */
+    if ((err = fw__nn_grads_new(gin, n, 3)) == 0)
+        FW__NN_CALL(g->dtype, fw__nn_linear_bwd, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]),
+                    fw__nn_ptr(gin[2]), fw__ptr(x), fw__ptr(w), fw__ptr(g), a->M, a->K, a->N);
     fw_tensor_unref(g);
-    return 0;
-fail:
-    fw_tensor_unref(g);
-    fw_tensor_unref(dx);
-    fw_tensor_unref(dw);
-    fw_tensor_unref(db);
     return err;
 }
 
@@ -49,7 +35,6 @@ int fw_linear(fw_tensor **out, fw_tensor *x, fw_tensor *w, fw_tensor *b)
     fw_tensor *ins[3] = {x, w, b};
     int64_t shape[FW_MAX_DIMS];
     linear_attr a;
-    fw_node *node;
     char s1[128], s2[128];
     int err;
 
@@ -94,14 +79,9 @@ int fw_linear(fw_tensor **out, fw_tensor *x, fw_tensor *w, fw_tensor *b)
         goto fail;
     FW__NN_CALL(x->dtype, fw__nn_linear_fwd, fw__ptr(y), fw__ptr(xd), fw__ptr(wd),
                 fw__nn_ptr(bd), a.M, a.K, a.N);
-    if ((err = fw_node_record(&node, "linear", linear_backward, 3, ins, 1, &y, 2, sizeof(a))) <
-        0)
+    if ((err = fw__nn_record("linear", linear_backward, 3, ins, y, &a, sizeof(a), 2,
+                             (fw_tensor *[]){xd, wd})) < 0)
         goto fail;
-    if (node != NULL) {
-        *(linear_attr *)fw_node_attr(node) = a;
-        fw_node_save(node, 0, xd);
-        fw_node_save(node, 1, wd);
-    }
     *out = y;
     y = NULL;
 fail:
@@ -118,33 +98,19 @@ static int conv_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 {
     const fw_nn_conv_geom *geo = fw_node_attr(n);
     fw_tensor *x = fw_node_saved(n, 0), *w = fw_node_saved(n, 1), *g = NULL;
-    fw_tensor *dx = NULL, *dw = NULL, *db = NULL;
     int err;
 
     if ((err = fw_op_dense(&g, gout[0])) < 0)
         return err;
-    if (fw_node_needs_grad(n, 0) && (err = fw__nn_grad_like(&dx, n, 0)) < 0)
-        goto fail;
-    if (fw_node_needs_grad(n, 1) && (err = fw__nn_grad_like(&dw, n, 1)) < 0)
-        goto fail;
-    if (fw_node_needs_grad(n, 2) && (err = fw__nn_grad_like(&db, n, 2)) < 0)
-        goto fail;
-    if (FW__NN_CALL(g->dtype, fw__nn_conv2d_bwd, fw__nn_ptr(dx), fw__nn_ptr(dw),
-                    fw__nn_ptr(db), fw__ptr(x), fw__ptr(w), fw__ptr(g), geo) < 0) {
+    /* gin: dx, dw, db */
+    if ((err = fw__nn_grads_new(gin, n, 3)) == 0 &&
+        FW__NN_CALL(g->dtype, fw__nn_conv2d_bwd, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]),
+                    fw__nn_ptr(gin[2]), fw__ptr(x), fw__ptr(w), fw__ptr(g), geo) < 0) {
         err = fw_error_set(FW_ENOMEM, "%s backward: out of memory for im2col buffers",
                            fw_node_name(n));
-        goto fail;
+        fw__nn_grads_drop(gin, 3);
     }
-    gin[0] = dx;
-    gin[1] = dw;
-    gin[2] = db;
     fw_tensor_unref(g);
-    return 0;
-fail:
-    fw_tensor_unref(g);
-    fw_tensor_unref(dx);
-    fw_tensor_unref(dw);
-    fw_tensor_unref(db);
     return err;
 }
 
@@ -156,7 +122,6 @@ static int conv_run(fw_tensor **out, const char *op, fw_tensor *x, fw_tensor *w,
 {
     fw_tensor *xd = NULL, *wd = NULL, *bd = NULL, *y = NULL;
     fw_tensor *ins[3] = {x, w, b};
-    fw_node *node;
     int err;
 
     /* gemm sizes are ints: the im2col panel is [C/groups*KH*KW, OH*OW] */
@@ -172,13 +137,9 @@ static int conv_run(fw_tensor **out, const char *op, fw_tensor *x, fw_tensor *w,
         err = fw_error_set(FW_ENOMEM, "%s: out of memory for im2col buffers", op);
         goto fail;
     }
-    if ((err = fw_node_record(&node, op, conv_backward, 3, ins, 1, &y, 2, sizeof(*g))) < 0)
+    if ((err = fw__nn_record(op, conv_backward, 3, ins, y, g, sizeof(*g), 2,
+                             (fw_tensor *[]){xd, wd})) < 0)
         goto fail;
-    if (node != NULL) {
-        *(fw_nn_conv_geom *)fw_node_attr(node) = *g;
-        fw_node_save(node, 0, xd);
-        fw_node_save(node, 1, wd);
-    }
     *out = y;
     y = NULL;
 fail:

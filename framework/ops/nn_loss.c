@@ -31,12 +31,8 @@ static int cls_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
     fw_tensor *g = NULL, *dx = NULL;
     int err;
 
-    if ((err = fw_op_dense(&g, gout[0])) < 0)
+    if ((err = fw__nn_grad1_begin(&g, &dx, n, gout[0])) < 0)
         return err;
-    if ((err = fw__nn_grad_like(&dx, n, 0)) < 0) {
-        fw_tensor_unref(g);
-        return err;
-    }
     if (a->kind == CLS_CE_HARD)
         FW__NN_CALL(g->dtype, fw__nn_ce_hard_bwd, fw__ptr(dx), a->use_softmax ? fw__ptr(xs) : NULL,
                     a->use_softmax ? NULL : fw__ptr(xs), fw__ptr(lab), fw__nn_ptr(w),
@@ -61,7 +57,6 @@ static int cls_loss(fw_tensor **out, const char *op, fw_tensor *x, fw_tensor *xd
                     int loss_ndim)
 {
     fw_tensor *loss = NULL, *lsm = NULL;
-    fw_node *node;
     int err;
 
     if ((err = fw_op_output(&loss, FW_CPU, x->dtype, loss_shape, loss_ndim)) < 0)
@@ -79,15 +74,9 @@ static int cls_loss(fw_tensor **out, const char *op, fw_tensor *x, fw_tensor *xd
     else
         FW__NN_CALL(x->dtype, fw__nn_nll_fwd, fw__ptr(loss), fw__ptr(xd), fw__ptr(lab),
                     fw__nn_ptr(w), a->outer, a->C, a->inner, a->ignore_index);
-    if ((err = fw_node_record(&node, op, cls_backward, 1, &x, 1, &loss, 3, sizeof(*a))) < 0)
+    if ((err = fw__nn_record(op, cls_backward, 1, &x, loss, a, sizeof(*a), 3,
+                             (fw_tensor *[]){lab, lsm != NULL ? lsm : xd, w})) < 0)
         goto fail;
-    if (node != NULL) {
-        *(cls_attr *)fw_node_attr(node) = *a;
-        fw_node_save(node, 0, lab);
-        fw_node_save(node, 1, lsm != NULL ? lsm : xd);
-        if (w != NULL)
-            fw_node_save(node, 2, w);
-    }
     fw_tensor_unref(lsm);
     *out = loss;
     return 0;
@@ -399,25 +388,17 @@ static int pw_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
     const pw_attr *a = fw_node_attr(n);
     fw_tensor *x = fw_node_saved(n, 0), *y = fw_node_saved(n, 1);
     fw_tensor *w = fw_node_saved(n, 2), *pw = fw_node_saved(n, 3);
-    fw_tensor *g = NULL, *dx = NULL, *dy = NULL;
+    fw_tensor *g = NULL;
     int err;
 
     if ((err = fw_op_dense(&g, gout[0])) < 0)
         return err;
-    if (fw_node_needs_grad(n, 0) && (err = fw__nn_grad_like(&dx, n, 0)) < 0)
-        goto fail;
-    if (fw_node_needs_grad(n, 1) && (err = fw__nn_grad_like(&dy, n, 1)) < 0)
-        goto fail;
-    FW__NN_CALL(g->dtype, fw__nn_pointwise_loss_bwd, fw__nn_ptr(dx), fw__nn_ptr(dy), a->kind,
-                fw__ptr(x), fw__ptr(y), fw__nn_ptr(w), fw__nn_ptr(pw), fw__ptr(g), 1, g->numel);
-    gin[0] = dx;
-    gin[1] = dy;
+    /* gin: dx, dy */
+    if ((err = fw__nn_grads_new(gin, n, 2)) == 0)
+        FW__NN_CALL(g->dtype, fw__nn_pointwise_loss_bwd, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]),
+                    a->kind, fw__ptr(x), fw__ptr(y), fw__nn_ptr(w), fw__nn_ptr(pw), fw__ptr(g), 1,
+                    g->numel);
     fw_tensor_unref(g);
-    return 0;
-fail:
-    fw_tensor_unref(g);
-    fw_tensor_unref(dx);
-    fw_tensor_unref(dy);
     return err;
 }
 
@@ -449,7 +430,6 @@ static int pointwise_loss(fw_tensor **out, const char *op, int kind, fw_tensor *
     fw_tensor *xd = NULL, *yd = NULL, *wd = NULL, *pwd = NULL, *loss = NULL;
     fw_tensor *ins[2] = {x, y};
     pw_attr a = {kind};
-    fw_node *node;
     int err;
 
     *out = NULL;
@@ -471,17 +451,9 @@ static int pointwise_loss(fw_tensor **out, const char *op, int kind, fw_tensor *
         goto fail;
     FW__NN_CALL(x->dtype, fw__nn_pointwise_loss_fwd, fw__ptr(loss), kind, fw__ptr(xd),
                 fw__ptr(yd), fw__nn_ptr(wd), fw__nn_ptr(pwd), x->numel);
-    if ((err = fw_node_record(&node, op, pw_backward, 2, ins, 1, &loss, 4, sizeof(a))) < 0)
+    if ((err = fw__nn_record(op, pw_backward, 2, ins, loss, &a, sizeof(a), 4,
+                             (fw_tensor *[]){xd, yd, wd, pwd})) < 0)
         goto fail;
-    if (node != NULL) {
-        *(pw_attr *)fw_node_attr(node) = a;
-        fw_node_save(node, 0, xd);
-        fw_node_save(node, 1, yd);
-        if (wd != NULL)
-            fw_node_save(node, 2, wd);
-        if (pwd != NULL)
-            fw_node_save(node, 3, pwd);
-    }
     err = fw__nn_reduce(out, loss, reduction, op);
 fail:
     fw_tensor_unref(xd);

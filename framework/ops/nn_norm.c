@@ -21,30 +21,17 @@ static int bn_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
     const bn_attr *a = fw_node_attr(n);
     fw_tensor *x = fw_node_saved(n, 0), *mean = fw_node_saved(n, 1);
     fw_tensor *invstd = fw_node_saved(n, 2), *w = fw_node_saved(n, 3);
-    fw_tensor *g = NULL, *dx = NULL, *dw = NULL, *db = NULL;
+    fw_tensor *g = NULL;
     int err;
 
     if ((err = fw_op_dense(&g, gout[0])) < 0)
         return err;
-    if (fw_node_needs_grad(n, 0) && (err = fw__nn_grad_like(&dx, n, 0)) < 0)
-        goto fail;
-    if (fw_node_needs_grad(n, 1) && (err = fw__nn_grad_like(&dw, n, 1)) < 0)
-        goto fail;
-    if (fw_node_needs_grad(n, 2) && (err = fw__nn_grad_like(&db, n, 2)) < 0)
-        goto fail;
-    FW__NN_CALL(g->dtype, fw__nn_batch_norm_bwd, fw__nn_ptr(dx), fw__nn_ptr(dw), fw__nn_ptr(db),
-                fw__ptr(x), fw__ptr(g), fw__ptr(mean), fw__ptr(invstd), fw__nn_ptr(w), a->N,
-                a->C, a->L, a->training);
-    gin[0] = dx;
-    gin[1] = dw;
-    gin[2] = db;
+    /* gin: dx, dw, db */
+    if ((err = fw__nn_grads_new(gin, n, 3)) == 0)
+        FW__NN_CALL(g->dtype, fw__nn_batch_norm_bwd, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]),
+                    fw__nn_ptr(gin[2]), fw__ptr(x), fw__ptr(g), fw__ptr(mean), fw__ptr(invstd),
+                    fw__nn_ptr(w), a->N, a->C, a->L, a->training);
     fw_tensor_unref(g);
-    return 0;
-fail:
-    fw_tensor_unref(g);
-    fw_tensor_unref(dx);
-    fw_tensor_unref(dw);
-    fw_tensor_unref(db);
     return err;
 }
 
@@ -75,7 +62,6 @@ int fw_batch_norm(fw_tensor **out, fw_tensor *x, fw_tensor *running_mean,
     fw_tensor *rmd = NULL, *rvd = NULL;
     fw_tensor *ins[3] = {x, weight, bias};
     bn_attr a = {0};
-    fw_node *node;
     char buf[128];
     int64_t cshape[1];
     int err;
@@ -128,17 +114,9 @@ int fw_batch_norm(fw_tensor **out, fw_tensor *x, fw_tensor *running_mean,
                     fw__ptr(xd), fw__ptr(rmd), fw__ptr(rvd), fw__nn_ptr(wd), fw__nn_ptr(bd),
                     a.N, a.C, a.L, epsilon);
     }
-    if ((err = fw_node_record(&node, "batch_norm", bn_backward, 3, ins, 1, &y, 4, sizeof(a))) <
-        0)
+    if ((err = fw__nn_record("batch_norm", bn_backward, 3, ins, y, &a, sizeof(a), 4,
+                             (fw_tensor *[]){xd, mean, invstd, wd})) < 0)
         goto fail;
-    if (node != NULL) {
-        *(bn_attr *)fw_node_attr(node) = a;
-        fw_node_save(node, 0, xd);
-        fw_node_save(node, 1, mean);
-        fw_node_save(node, 2, invstd);
-        if (wd != NULL)
-            fw_node_save(node, 3, wd);
-    }
     *out = y;
     y = NULL;
 fail:
@@ -164,30 +142,17 @@ static int ln_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
     const ln_attr *a = fw_node_attr(n);
     fw_tensor *x = fw_node_saved(n, 0), *mean = fw_node_saved(n, 1);
     fw_tensor *rstd = fw_node_saved(n, 2), *w = fw_node_saved(n, 3);
-    fw_tensor *g = NULL, *dx = NULL, *dw = NULL, *db = NULL;
+    fw_tensor *g = NULL;
     int err;
 
     if ((err = fw_op_dense(&g, gout[0])) < 0)
         return err;
-    if (fw_node_needs_grad(n, 0) && (err = fw__nn_grad_like(&dx, n, 0)) < 0)
-        goto fail;
-    if (fw_node_needs_grad(n, 1) && (err = fw__nn_grad_like(&dw, n, 1)) < 0)
-        goto fail;
-    if (fw_node_needs_grad(n, 2) && (err = fw__nn_grad_like(&db, n, 2)) < 0)
-        goto fail;
-    FW__NN_CALL(g->dtype, fw__nn_layer_norm_bwd, fw__nn_ptr(dx), fw__nn_ptr(dw), fw__nn_ptr(db),
-                fw__ptr(x), fw__ptr(g), fw__ptr(mean), fw__ptr(rstd), fw__nn_ptr(w), a->M,
-                a->D);
-    gin[0] = dx;
-    gin[1] = dw;
-    gin[2] = db;
+    /* gin: dx, dw, db */
+    if ((err = fw__nn_grads_new(gin, n, 3)) == 0)
+        FW__NN_CALL(g->dtype, fw__nn_layer_norm_bwd, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]),
+                    fw__nn_ptr(gin[2]), fw__ptr(x), fw__ptr(g), fw__ptr(mean), fw__ptr(rstd),
+                    fw__nn_ptr(w), a->M, a->D);
     fw_tensor_unref(g);
-    return 0;
-fail:
-    fw_tensor_unref(g);
-    fw_tensor_unref(dx);
-    fw_tensor_unref(dw);
-    fw_tensor_unref(db);
     return err;
 }
 
@@ -197,7 +162,6 @@ int fw_layer_norm(fw_tensor **out, fw_tensor *x, const int64_t *normalized_shape
     fw_tensor *xd = NULL, *wd = NULL, *bd = NULL, *y = NULL, *mean = NULL, *rstd = NULL;
     fw_tensor *ins[3] = {x, weight, bias};
     ln_attr a = {1, 1};
-    fw_node *node;
     char s1[128], s2[128];
     int64_t mshape[1];
     int err;
@@ -236,17 +200,9 @@ int fw_layer_norm(fw_tensor **out, fw_tensor *x, const int64_t *normalized_shape
         goto fail;
     FW__NN_CALL(x->dtype, fw__nn_layer_norm_fwd, fw__ptr(y), fw__ptr(mean), fw__ptr(rstd),
                 fw__ptr(xd), fw__nn_ptr(wd), fw__nn_ptr(bd), a.M, a.D, epsilon);
-    if ((err = fw_node_record(&node, "layer_norm", ln_backward, 3, ins, 1, &y, 4, sizeof(a))) <
-        0)
+    if ((err = fw__nn_record("layer_norm", ln_backward, 3, ins, y, &a, sizeof(a), 4,
+                             (fw_tensor *[]){xd, mean, rstd, wd})) < 0)
         goto fail;
-    if (node != NULL) {
-        *(ln_attr *)fw_node_attr(node) = a;
-        fw_node_save(node, 0, xd);
-        fw_node_save(node, 1, mean);
-        fw_node_save(node, 2, rstd);
-        if (wd != NULL)
-            fw_node_save(node, 3, wd);
-    }
     *out = y;
     y = NULL;
 fail:
@@ -271,12 +227,8 @@ static int dropout_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
     fw_tensor *mask = fw_node_saved(n, 0), *g = NULL, *dx = NULL;
     int err;
 
-    if ((err = fw_op_dense(&g, gout[0])) < 0)
+    if ((err = fw__nn_grad1_begin(&g, &dx, n, gout[0])) < 0)
         return err;
-    if ((err = fw__nn_grad_like(&dx, n, 0)) < 0) {
-        fw_tensor_unref(g);
-        return err;
-    }
     FW__NN_CALL(g->dtype, fw__nn_dropout_apply, fw__ptr(dx), fw__ptr(g), fw__ptr(mask),
                 g->numel, a->scale);
     gin[0] = dx;
@@ -289,7 +241,6 @@ int fw_dropout(fw_tensor **out, fw_tensor *x, double p, bool training, fw_dropou
 {
     fw_tensor *xd = NULL, *y = NULL, *mask = NULL;
     dropout_attr a;
-    fw_node *node;
     int err;
 
     *out = NULL;
@@ -320,13 +271,9 @@ int fw_dropout(fw_tensor **out, fw_tensor *x, double p, bool training, fw_dropou
         goto fail;
     FW__NN_CALL(x->dtype, fw__nn_dropout_apply, fw__ptr(y), fw__ptr(xd), fw__ptr(mask),
                 x->numel, a.scale);
-    if ((err = fw_node_record(&node, "dropout", dropout_backward, 1, &x, 1, &y, 1, sizeof(a))) <
-        0)
+    if ((err = fw__nn_record("dropout", dropout_backward, 1, &x, y, &a, sizeof(a), 1,
+                             (fw_tensor *[]){mask})) < 0)
         goto fail;
-    if (node != NULL) {
-        *(dropout_attr *)fw_node_attr(node) = a;
-        fw_node_save(node, 0, mask);
-    }
     *out = y;
     y = NULL;
 fail:
@@ -348,12 +295,8 @@ static int embedding_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gou
     fw_tensor *ids = fw_node_saved(n, 0), *g = NULL, *dw = NULL;
     int err;
 
-    if ((err = fw_op_dense(&g, gout[0])) < 0)
+    if ((err = fw__nn_grad1_begin(&g, &dw, n, gout[0])) < 0)
         return err;
-    if ((err = fw__nn_grad_like(&dw, n, 0)) < 0) {
-        fw_tensor_unref(g);
-        return err;
-    }
     FW__NN_CALL(g->dtype, fw__nn_embedding_bwd, fw__ptr(dw), fw__ptr(g), fw__ptr(ids), a->n,
                 a->V, a->D, a->padding_idx);
     gin[0] = dw;

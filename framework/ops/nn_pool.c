@@ -19,12 +19,8 @@ static int pool_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
     fw_tensor *g = NULL, *dx = NULL;
     int err;
 
-    if ((err = fw_op_dense(&g, gout[0])) < 0)
+    if ((err = fw__nn_grad1_begin(&g, &dx, n, gout[0])) < 0)
         return err;
-    if ((err = fw__nn_grad_like(&dx, n, 0)) < 0) {
-        fw_tensor_unref(g);
-        return err;
-    }
     if (a->kind == POOL_MAX)
         FW__NN_CALL(g->dtype, fw__nn_maxpool2d_bwd, fw__ptr(dx), fw__ptr(fw_node_saved(n, 0)),
                     fw__ptr(g), &a->g);
@@ -62,7 +58,6 @@ static int pool_run(fw_tensor **out, fw_tensor **mask, const char *op, fw_tensor
                     pool_attr *a, const int64_t *out_shape, int ndim)
 {
     fw_tensor *xd = NULL, *y = NULL, *idx = NULL;
-    fw_node *node;
     int err;
 
     if ((err = fw_op_dense(&xd, x)) < 0)
@@ -80,13 +75,9 @@ static int pool_run(fw_tensor **out, fw_tensor **mask, const char *op, fw_tensor
         FW__NN_CALL(x->dtype, fw__nn_adaptive_avgpool2d_fwd, fw__ptr(y), fw__ptr(xd), a->g.P,
                     a->g.H, a->g.W, a->g.OH, a->g.OW);
     }
-    if ((err = fw_node_record(&node, op, pool_backward, 1, &x, 1, &y, 1, sizeof(*a))) < 0)
+    if ((err = fw__nn_record(op, pool_backward, 1, &x, y, a, sizeof(*a), 1,
+                             (fw_tensor *[]){idx})) < 0)
         goto fail;
-    if (node != NULL) {
-        *(pool_attr *)fw_node_attr(node) = *a;
-        if (idx != NULL)
-            fw_node_save(node, 0, idx);
-    }
     fw_tensor_unref(xd);
     if (mask != NULL)
         *mask = idx;

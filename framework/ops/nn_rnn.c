@@ -22,28 +22,17 @@ typedef struct rnn_attr {
 static int lstm_gates_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 {
     const rnn_attr *a = fw_node_attr(n);
-    fw_tensor *dh = NULL, *dc = NULL, *dG = NULL, *dcp = NULL;
+    fw_tensor *dh = NULL, *dc = NULL;
     int err;
 
-    if ((err = fw_op_dense(&dh, gout[0])) < 0 || (err = fw_op_dense(&dc, gout[1])) < 0)
-        goto fail;
-    if (fw_node_needs_grad(n, 0) && (err = fw__nn_grad_like(&dG, n, 0)) < 0)
-        goto fail;
-    if (fw_node_needs_grad(n, 1) && (err = fw__nn_grad_like(&dcp, n, 1)) < 0)
-        goto fail;
-    FW__NN_CALL(dh->dtype, fw__nn_lstm_gates_bwd, fw__nn_ptr(dG), fw__nn_ptr(dcp),
-                fw__ptr(fw_node_saved(n, 0)), fw__ptr(fw_node_saved(n, 1)),
-                fw__ptr(fw_node_saved(n, 2)), fw__ptr(dh), fw__ptr(dc), a->B, a->H);
-    gin[0] = dG;
-    gin[1] = dcp;
+    /* gin: dG, dc_prev */
+    if ((err = fw_op_dense(&dh, gout[0])) == 0 && (err = fw_op_dense(&dc, gout[1])) == 0 &&
+        (err = fw__nn_grads_new(gin, n, 2)) == 0)
+        FW__NN_CALL(dh->dtype, fw__nn_lstm_gates_bwd, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]),
+                    fw__ptr(fw_node_saved(n, 0)), fw__ptr(fw_node_saved(n, 1)),
+                    fw__ptr(fw_node_saved(n, 2)), fw__ptr(dh), fw__ptr(dc), a->B, a->H);
     fw_tensor_unref(dh);
     fw_tensor_unref(dc);
-    return 0;
-fail:
-    fw_tensor_unref(dh);
-    fw_tensor_unref(dc);
-    fw_tensor_unref(dG);
-    fw_tensor_unref(dcp);
     return err;
 }
 
@@ -93,30 +82,18 @@ fail:
 static int gru_gates_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 {
     const rnn_attr *a = fw_node_attr(n);
-    fw_tensor *dh = NULL, *dxg = NULL, *dhg = NULL, *dhp = NULL;
+    fw_tensor *dh = NULL;
     int err;
 
     if ((err = fw_op_dense(&dh, gout[0])) < 0)
         return err;
-    if (fw_node_needs_grad(n, 0) && (err = fw__nn_grad_like(&dxg, n, 0)) < 0)
-        goto fail;
-    if (fw_node_needs_grad(n, 1) && (err = fw__nn_grad_like(&dhg, n, 1)) < 0)
-        goto fail;
-    if (fw_node_needs_grad(n, 2) && (err = fw__nn_grad_like(&dhp, n, 2)) < 0)
-        goto fail;
-    FW__NN_CALL(dh->dtype, fw__nn_gru_gates_bwd, fw__nn_ptr(dxg), fw__nn_ptr(dhg),
-                fw__nn_ptr(dhp), fw__ptr(fw_node_saved(n, 0)), fw__ptr(fw_node_saved(n, 1)),
-                fw__ptr(fw_node_saved(n, 2)), fw__ptr(dh), a->B, a->H);
-    gin[0] = dxg;
-    gin[1] = dhg;
-    gin[2] = dhp;
+    /* gin: dxg, dhg, dh_prev */
+    if ((err = fw__nn_grads_new(gin, n, 3)) == 0)
+        FW__NN_CALL(dh->dtype, fw__nn_gru_gates_bwd, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]),
+                    fw__nn_ptr(gin[2]), fw__ptr(fw_node_saved(n, 0)),
+                    fw__ptr(fw_node_saved(n, 1)), fw__ptr(fw_node_saved(n, 2)), fw__ptr(dh),
+                    a->B, a->H);
     fw_tensor_unref(dh);
-    return 0;
-fail:
-    fw_tensor_unref(dh);
-    fw_tensor_unref(dxg);
-    fw_tensor_unref(dhg);
-    fw_tensor_unref(dhp);
     return err;
 }
 
@@ -127,7 +104,6 @@ static int gru_gates(fw_tensor **h_out, fw_tensor *xg, fw_tensor *hg, fw_tensor 
     fw_tensor *ins[3] = {xg, hg, h_prev};
     int64_t shape[2] = {B, H}, ashape[2] = {B, 3 * H};
     rnn_attr a = {B, H};
-    fw_node *node;
     int err;
 
     if ((err = fw_op_dense(&xgd, xg)) < 0 || (err = fw_op_dense(&hgd, hg)) < 0 ||
@@ -137,15 +113,9 @@ static int gru_gates(fw_tensor **h_out, fw_tensor *xg, fw_tensor *hg, fw_tensor 
         goto fail;
     FW__NN_CALL(xg->dtype, fw__nn_gru_gates_fwd, fw__ptr(h), fw__ptr(act), fw__ptr(xgd),
                 fw__ptr(hgd), fw__ptr(hpd), B, H);
-    if ((err = fw_node_record(&node, "gru_cell", gru_gates_backward, 3, ins, 1, &h, 3,
-                              sizeof(a))) < 0)
+    if ((err = fw__nn_record("gru_cell", gru_gates_backward, 3, ins, h, &a, sizeof(a), 3,
+                             (fw_tensor *[]){act, hgd, hpd})) < 0)
         goto fail;
-    if (node != NULL) {
-        *(rnn_attr *)fw_node_attr(node) = a;
-        fw_node_save(node, 0, act);
-        fw_node_save(node, 1, hgd);
-        fw_node_save(node, 2, hpd);
-    }
     *h_out = h;
     h = NULL;
 fail:

@@ -16,10 +16,8 @@ static int softmax_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
     fw_tensor *y = fw_node_saved(n, 0), *g = NULL, *dx = NULL;
     int err;
 
-    if ((err = fw_op_dense(&g, gout[0])) < 0)
+    if ((err = fw__nn_grad1_begin(&g, &dx, n, gout[0])) < 0)
         return err;
-    if ((err = fw__nn_grad_like(&dx, n, 0)) < 0)
-        goto done;
     if (a->log_form)
         FW__NN_CALL(y->dtype, fw__nn_log_softmax_bwd, fw__ptr(dx), fw__ptr(y), fw__ptr(g),
                     a->outer, a->C, a->inner);
@@ -27,16 +25,14 @@ static int softmax_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
         FW__NN_CALL(y->dtype, fw__nn_softmax_bwd, fw__ptr(dx), fw__ptr(y), fw__ptr(g),
                     a->outer, a->C, a->inner);
     gin[0] = dx;
-done:
     fw_tensor_unref(g);
-    return err;
+    return 0;
 }
 
 static int softmax_common(fw_tensor **out, fw_tensor *x, int axis, int log_form)
 {
     const char *op = log_form ? "log_softmax" : "softmax";
     fw_tensor *xd = NULL, *y = NULL;
-    fw_node *node;
     sm_attr a = {1, 1, 1, log_form};
     int ax, err;
 
@@ -63,13 +59,9 @@ static int softmax_common(fw_tensor **out, fw_tensor *x, int axis, int log_form)
     else
         FW__NN_CALL(x->dtype, fw__nn_softmax_fwd, fw__ptr(y), fw__ptr(xd), a.outer, a.C,
                     a.inner);
-    if ((err = fw_node_record(&node, op, softmax_backward, 1, &x, 1, &y, 1, sizeof(a))) < 0)
+    if ((err = fw__nn_record(op, softmax_backward, 1, &x, y, &a, sizeof(a), 1,
+                             (fw_tensor *[]){y})) < 0)
         goto fail;
-    if (node != NULL) {
-        *(sm_attr *)fw_node_attr(node) = a;
-        if ((err = fw_node_save(node, 0, y)) < 0)
-            goto fail;
-    }
     fw_tensor_unref(xd);
     *out = y;
     return 0;

@@ -2,6 +2,7 @@
  * routes and the audit trail, over the real `eddy serve`. What the server
  * persisted is checked in its SQLite file. */
 #include "harness.h"
+#include "it_db.h"
 
 #include <check.h>
 #include <sodium.h>
@@ -28,41 +29,9 @@ static void stop(void)
     ck_assert_int_eq(it_server_stop(&S), 0);
 }
 
-static sqlite3 *db_open(void)
-{
-    char path[400];
-    sqlite3 *db = NULL;
-
-    snprintf(path, sizeof(path), "%s/eddy.db", S.data_dir);
-    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    sqlite3_busy_timeout(db, 5000);
-    return db;
-}
-
-/* The first column of the first row of a query, as an integer. */
-static long long db_int(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static long long db_int(const char *fmt, ...)
-{
-    char sql[1024];
-    sqlite3 *db = db_open();
-    sqlite3_stmt *s = NULL;
-    long long v = -1;
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof(sql), fmt, ap);
-    va_end(ap);
-    ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
-    if (sqlite3_step(s) == SQLITE_ROW)
-        v = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    sqlite3_close(db);
-    return v;
-}
-
 static void db_exec(const char *sql)
 {
-    sqlite3 *db = db_open();
+    sqlite3 *db = it_db_open(&S);
 
     ck_assert_int_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
@@ -220,19 +189,19 @@ START_TEST(signup_login_me_logout_and_cookie_is_dead_after_logout)
     ck_assert_str_eq(json_string_value(json_object_get(r.json, "csrf_token")), a.csrf);
     it_resp_free(&r);
     /* the stored hash is Argon2id; the cookie value itself is nowhere in the DB */
-    ck_assert_int_eq(db_int("SELECT count(*) FROM users WHERE password_hash LIKE '$argon2id$%%'"), 1);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM sessions WHERE token_sha256 = '%s'",
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM users WHERE password_hash LIKE '$argon2id$%%'"), 1);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM sessions WHERE token_sha256 = '%s'",
                             strchr(a.cookie, '=') + 1), 0);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM audit WHERE action = 'auth.signup'"), 1);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM audit WHERE action = 'auth.login' AND ip IS NOT NULL"
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM audit WHERE action = 'auth.signup'"), 1);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM audit WHERE action = 'auth.login' AND ip IS NOT NULL"
                             " AND request_id IS NOT NULL"), 1);
 
     it_request(&r, &S, "POST", "/api/v1/auth/logout", NULL, a.hdrs);
     ck_assert_int_eq(r.status, 204);
     ck_assert(strstr(it_resp_header(&r, "Set-Cookie"), "Max-Age=0") != NULL);
     it_resp_free(&r);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM sessions"), 0);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM audit WHERE action = 'auth.logout'"), 1);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM sessions"), 0);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM audit WHERE action = 'auth.logout'"), 1);
     it_request(&r, &S, "GET", "/api/v1/me", NULL, a.hdrs_nocsrf);
     ck_assert_int_eq(r.status, 401);
     ck_assert_str_eq(it_resp_error_code(&r), "unauthorized");
@@ -265,7 +234,7 @@ START_TEST(login_sets_a_httponly_samesite_cookie_and_rotates_the_session)
     ck_assert_str_ne(a.cookie, b.cookie);
     ck_assert_int_eq(req_status("GET", "/api/v1/me", NULL, a.hdrs_nocsrf), 401);
     ck_assert_int_eq(req_status("GET", "/api/v1/me", NULL, b.hdrs_nocsrf), 200);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM sessions"), 1);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM sessions"), 1);
     sess_free(&a);
     sess_free(&b);
     stop();
@@ -286,8 +255,8 @@ START_TEST(wrong_password_and_unknown_user_are_401_alike_and_audited)
     ck_assert_ptr_null(it_resp_header(&r1, "Set-Cookie"));
     it_resp_free(&r1);
     it_resp_free(&r2);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM audit WHERE action = 'auth.login_failed'"), 2);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM sessions"), 1);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM audit WHERE action = 'auth.login_failed'"), 2);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM sessions"), 1);
     sess_free(&a);
     stop();
 }
@@ -306,7 +275,7 @@ START_TEST(login_upgrades_a_hash_made_with_weaker_parameters)
     snprintf(sql, sizeof(sql), "UPDATE users SET password_hash = '%s' WHERE username = 'lena'", weak);
     db_exec(sql);
     ck_assert_int_eq(login(&b, "lena", "password-123", NULL, NULL), 200);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM users WHERE username = 'lena'"
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM users WHERE username = 'lena'"
                             " AND password_hash LIKE '$argon2id$v=19$m=19456,t=2,p=1$%%'"), 1);
     sess_free(&b);
     ck_assert_int_eq(login(&b, "lena", "password-123", NULL, NULL), 200);
@@ -364,9 +333,9 @@ START_TEST(cookie_post_needs_the_right_csrf_token)
     it_resp_free(&r);
     ck_assert_int_eq(req_status("POST", "/api/v1/keys", body, wrong), 403);
     ck_assert_int_eq(req_status("POST", "/api/v1/auth/logout", NULL, a.hdrs_nocsrf), 403);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM api_keys"), 0);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM api_keys"), 0);
     ck_assert_int_eq(req_status("POST", "/api/v1/keys", body, a.hdrs), 201);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM api_keys"), 1);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM api_keys"), 1);
     /* GET needs no token */
     ck_assert_int_eq(req_status("GET", "/api/v1/keys", NULL, a.hdrs_nocsrf), 200);
     sess_free(&a);
@@ -392,8 +361,8 @@ START_TEST(key_works_with_bearer_and_token_is_listed_without_secret_and_revoked_
                      "\"expires_in_days\":30,\"daily_budget_mcoins\":1000,\"rate_limit_per_min\":100}");
     ck_assert_int_eq(st, 201);
     ck_assert(strncmp(key, "eddy_prod_", 10) == 0);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM api_keys WHERE key_sha256 = '%s'", key), 0);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM audit WHERE action = 'key.create'"), 1);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM api_keys WHERE key_sha256 = '%s'", key), 0);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM audit WHERE action = 'key.create'"), 1);
 
     it_request(&r, &S, "GET", "/api/v1/me", NULL, key_headers(&kh, "Bearer", key));
     ck_assert_int_eq(r.status, 200);
@@ -403,7 +372,7 @@ START_TEST(key_works_with_bearer_and_token_is_listed_without_secret_and_revoked_
     it_request(&r, &S, "GET", "/api/v1/me", NULL, key_headers(&kh, "Bearer", key));
     ck_assert_ptr_null(json_object_get(r.json, "csrf_token"));
     it_resp_free(&r);
-    ck_assert_int_ge(db_int("SELECT last_used_at FROM api_keys WHERE id = %lld", id), 1);
+    ck_assert_int_ge(it_db_int(&S, "SELECT last_used_at FROM api_keys WHERE id = %lld", id), 1);
 
     it_request(&r, &S, "GET", "/api/v1/keys", NULL, key_headers(&kh, "Bearer", key));
     ck_assert_int_eq(r.status, 200);
@@ -422,7 +391,7 @@ START_TEST(key_works_with_bearer_and_token_is_listed_without_secret_and_revoked_
     ck_assert_int_eq(req_status("DELETE", path, NULL, key_headers(&kh, "Bearer", key)), 204);
     ck_assert_int_eq(req_status("GET", "/api/v1/me", NULL, key_headers(&kh, "Bearer", key)), 401);
     ck_assert_int_eq(req_status("DELETE", path, NULL, a.hdrs), 404);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM audit WHERE action = 'key.revoke'"), 1);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM audit WHERE action = 'key.revoke'"), 1);
     free(key);
     sess_free(&a);
     stop();
@@ -491,7 +460,7 @@ START_TEST(tampered_expired_wrong_env_and_wrong_scope_keys_are_refused)
     /* a non-admin may not mint an admin key */
     create_key(&st, NULL, &a, "{\"name\":\"adm\",\"env\":\"dev\",\"scopes\":[\"admin\"]}");
     ck_assert_int_eq(st, 403);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM api_keys"), 3);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM api_keys"), 3);
     free(ro);
     free(rw);
     free(prod);
@@ -568,8 +537,8 @@ START_TEST(malformed_wrong_type_and_missing_fields_are_400_and_write_nothing)
         it_resp_free(&r);
     }
     ck_assert_int_eq(req_status("POST", "/api/v1/auth/signup", NULL, NULL), 400);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM users"), 0);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM audit"), 0);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM users"), 0);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM audit"), 0);
     ck_assert_int_eq(req_status("POST", "/api/v1/auth/login", "{\"username\":1}", NULL), 400);
     ck_assert_int_eq(req_status("POST", "/api/v1/auth/login", "{\"username\":\"a\"}", NULL), 400);
 
@@ -581,14 +550,14 @@ START_TEST(malformed_wrong_type_and_missing_fields_are_400_and_write_nothing)
     ck_assert_int_eq(req_status("POST", "/api/v1/auth/signup",
                                 "{\"username\":\"zed2\",\"email\":\"ZED@example.com\",\"password\":\"password-123\"}",
                                 NULL), 409);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM users"), 1);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM users"), 1);
     for (int i = 0; key_bodies[i]; i++) {
         it_request(&r, &S, "POST", "/api/v1/keys", key_bodies[i], a.hdrs);
         ck_assert_msg(r.status == 400, "key body %d: %ld %s", i, r.status, r.body);
         it_resp_free(&r);
     }
-    ck_assert_int_eq(db_int("SELECT count(*) FROM api_keys"), 0);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM audit WHERE action LIKE 'key.%%'"), 0);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM api_keys"), 0);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM audit WHERE action LIKE 'key.%%'"), 0);
     ck_assert_int_eq(req_status("DELETE", "/api/v1/keys/abc", NULL, a.hdrs), 404);
     sess_free(&a);
     stop();
@@ -615,7 +584,7 @@ START_TEST(non_admin_gets_403_on_admin_routes)
     ck_assert_int_eq(st, 201);
     ck_assert_int_eq(req_status("GET", "/api/v1/admin/users", NULL, key_headers(&kh, "Bearer", key)), 403);
     ck_assert_int_eq(req_status("GET", "/api/v1/admin/users", NULL, NULL), 401);
-    ck_assert_int_eq(db_int("SELECT tier = 'free' FROM users WHERE username = 'judy'"), 1);
+    ck_assert_int_eq(it_db_int(&S, "SELECT tier = 'free' FROM users WHERE username = 'judy'"), 1);
     free(key);
     sess_free(&a);
     stop();
@@ -634,7 +603,7 @@ START_TEST(admin_lists_users_changes_tier_and_suspends_a_user)
     start_with_admin(NULL);
     ck_assert_int_eq(login(&adm, "root", "password-123", NULL, NULL), 200);
     signup_login(&u, "kate");
-    uid = db_int("SELECT id FROM users WHERE username = 'kate'");
+    uid = it_db_int(&S, "SELECT id FROM users WHERE username = 'kate'");
     ukey = create_key(&st, NULL, &u, "{\"name\":\"k\",\"env\":\"prod\",\"scopes\":[\"read\"]}");
     ck_assert_int_eq(st, 201);
 
@@ -664,13 +633,13 @@ START_TEST(admin_lists_users_changes_tier_and_suspends_a_user)
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(json_string_value(json_object_get(r.json, "tier")), "premium");
     it_resp_free(&r);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM audit WHERE action = 'user.set_tier' AND target = 'user:%lld'"
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM audit WHERE action = 'user.set_tier' AND target = 'user:%lld'"
                             " AND actor_id = (SELECT id FROM users WHERE username = 'root')"
                             " AND ip IS NOT NULL AND request_id IS NOT NULL", uid), 1);
     ck_assert_int_eq(req_status("PATCH", path, "{\"tier\":\"gold\"}", adm.hdrs), 400);
     ck_assert_int_eq(req_status("PATCH", path, "{\"suspended\":\"yes\"}", adm.hdrs), 400);
     ck_assert_int_eq(req_status("PATCH", "/api/v1/admin/users/9999", "{\"tier\":\"pro\"}", adm.hdrs), 404);
-    ck_assert_int_eq(db_int("SELECT tier = 'premium' FROM users WHERE id = %lld", uid), 1);
+    ck_assert_int_eq(it_db_int(&S, "SELECT tier = 'premium' FROM users WHERE id = %lld", uid), 1);
 
     /* suspension: key and session stop working, login refused */
     ck_assert_int_eq(req_status("GET", "/api/v1/me", NULL, key_headers(&kh, "Bearer", ukey)), 200);
@@ -678,13 +647,13 @@ START_TEST(admin_lists_users_changes_tier_and_suspends_a_user)
     ck_assert_int_eq(req_status("GET", "/api/v1/me", NULL, key_headers(&kh, "Bearer", ukey)), 401);
     ck_assert_int_eq(req_status("GET", "/api/v1/me", NULL, u.hdrs_nocsrf), 401);
     ck_assert_int_eq(login(&x, "kate", "password-123", NULL, NULL), 403);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM audit WHERE action = 'user.suspend'"), 1);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM audit WHERE action = 'user.suspend'"), 1);
     ck_assert_int_eq(req_status("PATCH", path, "{\"suspended\":false}", adm.hdrs), 200);
     ck_assert_int_eq(req_status("GET", "/api/v1/me", NULL, key_headers(&kh, "Bearer", ukey)), 200);
 
     /* role: kate becomes admin, then can use admin routes */
     ck_assert_int_eq(req_status("PATCH", path, "{\"role\":\"admin\"}", adm.hdrs), 200);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM audit WHERE action = 'user.set_role'"), 1);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM audit WHERE action = 'user.set_role'"), 1);
 
     /* an admin key works on admin routes; the audit list is newest first */
     akey = create_key(&st, NULL, &adm, "{\"name\":\"ops\",\"env\":\"prod\",\"scopes\":[\"admin\",\"read\"]}");
@@ -729,8 +698,8 @@ START_TEST(signup_closed_by_admin_is_403_and_audited)
     ck_assert_int_eq(r.status, 403);
     ck_assert_str_eq(it_resp_error_code(&r), "forbidden");
     it_resp_free(&r);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM users"), 1);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM audit WHERE action = 'settings.set'"), 1);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM users"), 1);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM audit WHERE action = 'settings.set'"), 1);
     ck_assert_int_eq(req_status("PATCH", "/api/v1/admin/settings", "{\"signup_open\":true}", adm.hdrs), 200);
     ck_assert_int_eq(req_status("POST", "/api/v1/auth/signup", body, NULL), 201);
     sess_free(&adm);
@@ -746,7 +715,7 @@ START_TEST(signup_closed_by_config_is_403)
     ck_assert_int_eq(req_status("POST", "/api/v1/auth/signup",
                                 "{\"username\":\"late\",\"email\":\"late@example.com\",\"password\":\"password-123\"}",
                                 NULL), 403);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM users"), 0);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM users"), 0);
     stop();
 }
 END_TEST
@@ -772,8 +741,8 @@ START_TEST(admin_cli_refuses_bad_usage_and_values)
     ck_assert_int_eq(eddy_admin("set-role --username nobody --role admin"), 1);
     ck_assert_int_eq(eddy_admin("set-role --username abc"), 2);
     ck_assert_int_eq(eddy_admin("frobnicate"), 2);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM users WHERE tier = 'pro' AND role = 'user'"), 1);
-    ck_assert_int_eq(db_int("SELECT count(*) FROM audit WHERE action IN ('user.create', 'user.set_tier')"
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM users WHERE tier = 'pro' AND role = 'user'"), 1);
+    ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM audit WHERE action IN ('user.create', 'user.set_tier')"
                             " AND actor_id IS NULL"), 2);
     {
         char cmd[300];

@@ -4,6 +4,7 @@
  * projects, non-owners of public ones, malformed bodies, the storage limit.
  * What the server persisted is checked on disk with libgit2 and SQLite. */
 #include "harness.h"
+#include "it_db.h"
 
 #include <check.h>
 #include <git2.h>
@@ -122,29 +123,6 @@ static void disk_head(char out[41], const char *id)
     git_libgit2_shutdown();
 }
 
-/* A column of the project's row in the server's database. */
-static long long db_value(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static long long db_value(const char *fmt, ...)
-{
-    char path[512], sql[256];
-    sqlite3 *db = NULL;
-    sqlite3_stmt *s = NULL;
-    long long v = -1;
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof(sql), fmt, ap);
-    va_end(ap);
-    snprintf(path, sizeof(path), "%s/eddy.db", srv.data_dir);
-    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
-    if (sqlite3_step(s) == SQLITE_ROW)
-        v = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    sqlite3_close(db);
-    return v;
-}
-
 START_TEST(notebook_flow_save_version_change_read_old_restore_fork)
 {
     user alice, bob;
@@ -259,8 +237,8 @@ START_TEST(notebook_flow_save_version_change_read_old_restore_fork)
     ck_assert_int_eq(status_of(&alice, "GET", NULL, "/api/v1/projects/%s", fork_id), 404);
 
     /* the rows: sizes tracked, the fork recorded */
-    ck_assert_int_gt(db_value("SELECT size_bytes FROM projects WHERE id = '%s'", id), 0);
-    ck_assert_int_eq(db_value("SELECT count(*) FROM projects WHERE forked_from = '%s'", id), 1);
+    ck_assert_int_gt(it_db_int(&srv, "SELECT size_bytes FROM projects WHERE id = '%s'", id), 0);
+    ck_assert_int_eq(it_db_int(&srv, "SELECT count(*) FROM projects WHERE forked_from = '%s'", id), 1);
 
     /* list: bob sees his fork and alice's public project */
     call(&r, &bob, "GET", NULL, 0, "/api/v1/projects");
@@ -278,7 +256,7 @@ START_TEST(notebook_flow_save_version_change_read_old_restore_fork)
         snprintf(path, sizeof(path), "%s/projects/%s", srv.data_dir, fork_id);
         ck_assert_int_ne(stat(path, &sb), 0);
     }
-    ck_assert_int_eq(db_value("SELECT count(*) FROM projects WHERE id = '%s'", fork_id), 0);
+    ck_assert_int_eq(it_db_int(&srv, "SELECT count(*) FROM projects WHERE id = '%s'", fork_id), 0);
 }
 END_TEST
 
@@ -472,7 +450,7 @@ START_TEST(missing_and_wrong_typed_fields_are_400)
         ck_assert_str_eq(it_resp_error_code(&r), "bad_request");
         it_resp_free(&r);
     }
-    ck_assert_int_eq(db_value("SELECT count(*) FROM projects"), 0);
+    ck_assert_int_eq(it_db_int(&srv, "SELECT count(*) FROM projects"), 0);
     create(id, &alice, "ok", "private");
     ck_assert_int_eq(status_of(&alice, "PATCH", "{\"name\":5}", "/api/v1/projects/%s", id), 400);
     ck_assert_int_eq(status_of(&alice, "PATCH", "{\"visibility\":\"everyone\"}", "/api/v1/projects/%s", id), 400);
@@ -514,8 +492,8 @@ START_TEST(storage_limit_answers_402_and_writes_nothing)
     call(&r, &alice, "PUT", big, 4000, "/api/v1/projects/%s/files/small.bin", other);
     ck_assert_int_eq(r.status, 201);
     it_resp_free(&r);
-    ck_assert_int_eq(db_value("SELECT size_bytes FROM projects WHERE id = '%s'", id), 15000);
-    ck_assert_int_eq(db_value("SELECT size_bytes FROM projects WHERE id = '%s'", other), 4000);
+    ck_assert_int_eq(it_db_int(&srv, "SELECT size_bytes FROM projects WHERE id = '%s'", id), 15000);
+    ck_assert_int_eq(it_db_int(&srv, "SELECT size_bytes FROM projects WHERE id = '%s'", other), 4000);
     free(big);
 }
 END_TEST

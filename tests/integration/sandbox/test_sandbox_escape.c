@@ -107,6 +107,17 @@ static void assert_all_denied(const result *r)
                   r->u.exit_code, r->u.term_signal, r->out);
 }
 
+/* Runs argv under the base spec; every attempt must be denied. */
+static void run_denied(result *r, char **argv)
+{
+    sbx_spec s;
+    sbx_bind ro[2], rw[1];
+
+    base_spec(&s, argv, ro, rw);
+    run(r, &s);
+    assert_all_denied(r);
+}
+
 /* Processes on the host whose real uid is `uid`. */
 static int procs_of_uid(unsigned uid)
 {
@@ -142,12 +153,8 @@ static int procs_of_uid(unsigned uid)
 START_TEST(denied_syscalls_including_int80_and_x32)
 {
     char *argv[] = {HOSTILE, "syscalls", NULL};
-    sbx_spec s;
-    sbx_bind ro[2], rw[1];
     static result r;
-    base_spec(&s, argv, ro, rw);
-    run(&r, &s);
-    assert_all_denied(&r);
+    run_denied(&r, argv);
     ck_assert_ptr_nonnull(strstr(r.out, "DENIED int 0x80 getpid"));
     ck_assert_ptr_nonnull(strstr(r.out, "DENIED x32 getpid"));
     ck_assert_ptr_nonnull(strstr(r.out, "DENIED clone3"));
@@ -169,12 +176,8 @@ START_TEST(host_files_outside_mounts_unreadable)
                     "/root/.ssh/id_rsa", a, b, d, "/work/main/README.md",
                     "/proc/1/root/etc/shadow", "/proc/kcore", "/sys/kernel/notes",
                     "/dev/vda", "/dev/mem", "/var/log/syslog", NULL};
-    sbx_spec s;
-    sbx_bind ro[2], rw[1];
     static result r;
-    base_spec(&s, argv, ro, rw);
-    run(&r, &s);
-    assert_all_denied(&r);
+    run_denied(&r, argv);
     (void)c;
 }
 END_TEST
@@ -192,12 +195,8 @@ START_TEST(inherited_descriptors_are_closed)
     snprintf(b, sizeof(b), "/proc/self/fd/%d", dir);
     snprintf(c, sizeof(c), "/proc/self/fd/%d/etc/shadow", dir);
     char *argv[] = {HOSTILE, "read", a, b, c, NULL};
-    sbx_spec s;
-    sbx_bind ro[2], rw[1];
     static result r;
-    base_spec(&s, argv, ro, rw);
-    run(&r, &s);
-    assert_all_denied(&r);
+    run_denied(&r, argv);
     close(secret);
     close(dir);
 }
@@ -209,13 +208,9 @@ START_TEST(read_only_mounts_refuse_writes)
                     "/home/aistudio/data/ds1/new.txt", "/usr/bin/evil", "/usr/lib/evil.so",
                     "/etc/passwd", "/etc/ld.so.cache", "/etc/evil", "/evil", HOSTILE,
                     "/proc/sys/kernel/hostname", "/proc/sysrq-trigger", "/dev/evil", NULL};
-    sbx_spec s;
-    sbx_bind ro[2], rw[1];
     static result r;
     char path[400], buf[64] = "";
-    base_spec(&s, argv, ro, rw);
-    run(&r, &s);
-    assert_all_denied(&r);
+    run_denied(&r, argv);
     snprintf(path, sizeof(path), "%s/file.txt", data);
     int fd = open(path, O_RDONLY);
     ck_assert_int_ge(fd, 0);
@@ -228,12 +223,8 @@ END_TEST
 START_TEST(symlink_hardlink_and_dotdot_tricks)
 {
     char *argv[] = {HOSTILE, "tricks", WORK, NULL};
-    sbx_spec s;
-    sbx_bind ro[2], rw[1];
     static result r;
-    base_spec(&s, argv, ro, rw);
-    run(&r, &s);
-    assert_all_denied(&r);
+    run_denied(&r, argv);
 }
 END_TEST
 
@@ -263,12 +254,8 @@ END_TEST
 START_TEST(mknod_refused)
 {
     char *argv[] = {HOSTILE, "mknod", "/tmp", NULL};
-    sbx_spec s;
-    sbx_bind ro[2], rw[1];
     static result r;
-    base_spec(&s, argv, ro, rw);
-    run(&r, &s);
-    assert_all_denied(&r);
+    run_denied(&r, argv);
 }
 END_TEST
 
@@ -295,13 +282,9 @@ END_TEST
 START_TEST(signals_and_ptrace_to_host_processes_refused)
 {
     char pid[32], *argv[] = {HOSTILE, "signal", pid, NULL};
-    sbx_spec s;
-    sbx_bind ro[2], rw[1];
     static result r;
     snprintf(pid, sizeof(pid), "%d", (int)getpid());
-    base_spec(&s, argv, ro, rw);
-    run(&r, &s);
-    assert_all_denied(&r);
+    run_denied(&r, argv);
 }
 END_TEST
 

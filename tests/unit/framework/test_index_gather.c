@@ -6,10 +6,6 @@
  */
 #include "test_index_util.h"
 
-#define EPS 1e-6
-#define ATOL 1e-6
-#define RTOL 1e-5
-
 static fw_tensor *index_tensor(const int64_t *v, int64_t n, fw_dtype dt, int nd)
 {
     double d[64];
@@ -103,7 +99,7 @@ START_TEST(gather_and_index_select_backward_accumulates_repeats)
         for (int axis = -3; axis < 3; axis++) {
             fw_tensor *x = fw_test_rand(FW_FLOAT64, s, 3, 10, true);
             idx_ctx ctx = {axis, which, index_tensor(iv, 4, FW_INT64, 1)};
-            ck_assert_msg(fw_gradcheck(gather_fn, &ctx, 1, &x, EPS, ATOL, RTOL) == 0,
+            ck_assert_msg(fw_gradcheck(gather_fn, &ctx, 1, &x, TU_EPS, TU_ATOL, TU_RTOL) == 0,
                           "axis %d: %s", axis, fw_error_last());
             fw_tensor_unref(ctx.index);
             fw_tensor_unref(x);
@@ -205,9 +201,9 @@ START_TEST(take_along_axis_backward_matches_finite_differences)
     fw_tensor *x = fw_test_rand(FW_FLOAT64, s, 2, 11, true);
     idx_ctx c1 = {-1, 0, tu_tensor(iv, FW_INT64, is, 2)};
     idx_ctx c2 = {0, 0, tu_tensor(ivb, FW_INT64, s_b, 2)};
-    ck_assert_msg(fw_gradcheck(take_fn, &c1, 1, &x, EPS, ATOL, RTOL) == 0, "%s",
+    ck_assert_msg(fw_gradcheck(take_fn, &c1, 1, &x, TU_EPS, TU_ATOL, TU_RTOL) == 0, "%s",
                   fw_error_last());
-    ck_assert_msg(fw_gradcheck(take_fn, &c2, 1, &x, EPS, ATOL, RTOL) == 0, "%s",
+    ck_assert_msg(fw_gradcheck(take_fn, &c2, 1, &x, TU_EPS, TU_ATOL, TU_RTOL) == 0, "%s",
                   fw_error_last());
     fw_tensor_unref(c1.index);
     fw_tensor_unref(c2.index);
@@ -292,7 +288,7 @@ START_TEST(index_add_backward_reaches_x_and_value)
     fw_tensor *in[2] = {fw_test_rand(FW_FLOAT64, xs, 2, 12, true),
                         fw_test_rand(FW_FLOAT64, vs, 2, 13, true)};
     idx_ctx ctx = {1, 0, index_tensor(iv, 3, FW_INT32, 1)};
-    ck_assert_msg(fw_gradcheck(index_add_fn, &ctx, 2, in, EPS, ATOL, RTOL) == 0, "%s",
+    ck_assert_msg(fw_gradcheck(index_add_fn, &ctx, 2, in, TU_EPS, TU_ATOL, TU_RTOL) == 0, "%s",
                   fw_error_last());
     fw_tensor_unref(ctx.index);
     tu_free(in, 2);
@@ -426,7 +422,7 @@ START_TEST(where_backward_splits_and_reduces_broadcast_gradients)
     fw_tensor *in[2] = {fw_test_rand(FW_FLOAT64, xs, 2, 15, true),
                         fw_test_rand(FW_FLOAT64, ys, 1, 16, true)};
     fw_tensor *cond = tu_tensor(cv, FW_BOOL, cs, 2);
-    ck_assert_msg(fw_gradcheck(where_fn, cond, 2, in, EPS, ATOL, RTOL) == 0, "%s",
+    ck_assert_msg(fw_gradcheck(where_fn, cond, 2, in, TU_EPS, TU_ATOL, TU_RTOL) == 0, "%s",
                   fw_error_last());
     fw_tensor_unref(cond);
     tu_free(in, 2);
@@ -526,10 +522,7 @@ static int clip_fn(fw_tensor **out, fw_tensor *const *in, void *ctx)
 START_TEST(clip_backward_matches_finite_differences)
 {
     int64_t s[] = {4, 5};
-    fw_tensor *x = fw_test_rand(FW_FLOAT64, s, 2, 17, true);
-    ck_assert_msg(fw_gradcheck(clip_fn, NULL, 1, &x, EPS, ATOL, RTOL) == 0, "%s",
-                  fw_error_last());
-    fw_tensor_unref(x);
+    tu_gradcheck1(clip_fn, NULL, s, 2, 17);
 }
 END_TEST
 
@@ -692,7 +685,7 @@ START_TEST(cumsum_backward_is_reverse_cumsum)
     for (int axis = -3; axis <= 3; axis++) {
         fw_tensor *x = fw_test_rand(FW_FLOAT64, s, 3, 18, true);
         cum_ctx ctx = {axis, axis == 3};
-        ck_assert_msg(fw_gradcheck(cumsum_fn, &ctx, 1, &x, EPS, ATOL, RTOL) == 0,
+        ck_assert_msg(fw_gradcheck(cumsum_fn, &ctx, 1, &x, TU_EPS, TU_ATOL, TU_RTOL) == 0,
                       "axis %d: %s", axis, fw_error_last());
         fw_tensor_unref(x);
     }

@@ -6,10 +6,6 @@
  */
 #include "test_index_util.h"
 
-#define EPS 1e-6
-#define ATOL 1e-6
-#define RTOL 1e-5
-
 /* ---- concat ---------------------------------------------------------------- */
 
 START_TEST(concat_matches_reference_for_every_dtype_axis_and_view)
@@ -88,7 +84,7 @@ START_TEST(concat_backward_matches_finite_differences)
     in[1] = fw_test_rand(FW_FLOAT64, b, 3, 2, false); /* unused slot (see concat_fn) */
     in[2] = fw_test_rand(FW_FLOAT64, c, 3, 3, true);
     in[3] = fw_test_rand(FW_FLOAT64, bt, 3, 4, true);  /* swapped -> [2, 3, 2] */
-    ck_assert_msg(fw_gradcheck(concat_fn, &ctx, 4, in, EPS, ATOL, RTOL) == 0, "%s",
+    ck_assert_msg(fw_gradcheck(concat_fn, &ctx, 4, in, TU_EPS, TU_ATOL, TU_RTOL) == 0, "%s",
                   fw_error_last());
     tu_free(in, 4);
 }
@@ -184,7 +180,7 @@ START_TEST(stack_backward_matches_finite_differences)
         fw_tensor *in[2] = {fw_test_rand(FW_FLOAT64, a, 2, 5, true),
                             fw_test_rand(FW_FLOAT64, b, 2, 6, true)};
         axis_ctx ctx = {axis};
-        ck_assert_msg(fw_gradcheck(stack_fn, &ctx, 2, in, EPS, ATOL, RTOL) == 0,
+        ck_assert_msg(fw_gradcheck(stack_fn, &ctx, 2, in, TU_EPS, TU_ATOL, TU_RTOL) == 0,
                       "axis %d: %s", axis, fw_error_last());
         tu_free(in, 2);
     }
@@ -299,10 +295,7 @@ static int split_fn(fw_tensor **out, fw_tensor *const *in, void *ctx)
 START_TEST(split_backward_matches_finite_differences_with_unused_part)
 {
     int64_t s[] = {2, 5};
-    fw_tensor *x = fw_test_rand(FW_FLOAT64, s, 2, 7, true);
-    ck_assert_msg(fw_gradcheck(split_fn, NULL, 1, &x, EPS, ATOL, RTOL) == 0, "%s",
-                  fw_error_last());
-    fw_tensor_unref(x);
+    tu_gradcheck1(split_fn, NULL, s, 2, 7);
 }
 END_TEST
 
@@ -387,10 +380,7 @@ static int tile_fn(fw_tensor **out, fw_tensor *const *in, void *ctx)
 START_TEST(tile_backward_sums_the_copies)
 {
     int64_t s[] = {3, 2};
-    fw_tensor *x = fw_test_rand(FW_FLOAT64, s, 2, 8, true);
-    ck_assert_msg(fw_gradcheck(tile_fn, NULL, 1, &x, EPS, ATOL, RTOL) == 0, "%s",
-                  fw_error_last());
-    fw_tensor_unref(x);
+    tu_gradcheck1(tile_fn, NULL, s, 2, 8);
 }
 END_TEST
 
@@ -551,8 +541,8 @@ START_TEST(pad_backward_matches_finite_differences_for_each_mode)
     for (int m = 0; m < 4; m++) {
         fw_tensor *x = fw_test_rand(FW_FLOAT64, s, 3, 9, true);
         pad_ctx ctx = {m};
-        ck_assert_msg(fw_gradcheck(pad_fn, &ctx, 1, &x, EPS, ATOL, RTOL) == 0, "mode %d: %s",
-                      m, fw_error_last());
+        ck_assert_msg(fw_gradcheck(pad_fn, &ctx, 1, &x, TU_EPS, TU_ATOL, TU_RTOL) == 0,
+                      "mode %d: %s", m, fw_error_last());
         fw_tensor_unref(x);
     }
 }

@@ -225,7 +225,7 @@ START_TEST(set_value_out_of_place_matches_reference_and_finite_differences)
     free(vv);
     fw_tensor_unref(t);
     fw_tensor_unref(y);
-    ck_assert_msg(fw_gradcheck(set_value_fn, NULL, 2, in, 1e-6, 1e-6, 1e-5) == 0, "%s",
+    ck_assert_msg(fw_gradcheck(set_value_fn, NULL, 2, in, TU_EPS, TU_ATOL, TU_RTOL) == 0, "%s",
                   fw_error_last());
     tu_free(in, 2);
 }

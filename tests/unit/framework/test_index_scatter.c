@@ -6,10 +6,6 @@
  */
 #include "test_index_util.h"
 
-#define EPS 1e-6
-#define ATOL 1e-6
-#define RTOL 1e-5
-
 START_TEST(scatter_matches_reference_for_overwrite_and_accumulate)
 {
     uint64_t st = 71;
@@ -78,7 +74,7 @@ START_TEST(scatter_backward_zeroes_x_rows_and_gathers_updates)
                             fw_test_rand(FW_FLOAT64, usb, 2, 23, true)};
         /* overwrite with repeats has an ill-defined gradient (Paddle gathers) */
         sc_ctx ctx = {tu_tensor(mode ? distinct : repeats, FW_INT64, &three, 1), mode, 0};
-        ck_assert_msg(fw_gradcheck(scatter_fn, &ctx, 2, in, EPS, ATOL, RTOL) == 0,
+        ck_assert_msg(fw_gradcheck(scatter_fn, &ctx, 2, in, TU_EPS, TU_ATOL, TU_RTOL) == 0,
                       "overwrite %d: %s", mode, fw_error_last());
         fw_tensor_unref(ctx.index);
         tu_free(in, 2);
@@ -175,8 +171,8 @@ START_TEST(put_along_axis_backward_matches_finite_differences)
                             fw_test_rand(FW_FLOAT64, vs, 2, 25, true)}; /* broadcast rows */
         sc_ctx ctx = {tu_tensor(mode == FW_PUT_ADD ? repeats : distinct, FW_INT64, is, 2),
                       mode, -1};
-        ck_assert_msg(fw_gradcheck(put_fn, &ctx, 2, in, EPS, ATOL, RTOL) == 0, "mode %d: %s",
-                      mode, fw_error_last());
+        ck_assert_msg(fw_gradcheck(put_fn, &ctx, 2, in, TU_EPS, TU_ATOL, TU_RTOL) == 0,
+                      "mode %d: %s", mode, fw_error_last());
         fw_tensor_unref(ctx.index);
         tu_free(in, 2);
     }

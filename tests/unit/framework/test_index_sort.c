@@ -5,10 +5,6 @@
  */
 #include "test_index_util.h"
 
-#define EPS 1e-6
-#define ATOL 1e-6
-#define RTOL 1e-5
-
 typedef struct {
     double v;
     int64_t i;
@@ -179,7 +175,7 @@ START_TEST(sort_and_topk_backward_scatter_into_the_positions)
         for (int axis = -3; axis < 3; axis++) {
             fw_tensor *x = fw_test_rand(FW_FLOAT64, s, 3, 19 + (uint64_t)axis, true);
             sort_ctx ctx = {op, axis, 2, axis % 2 == 0};
-            ck_assert_msg(fw_gradcheck(sort_fn, &ctx, 1, &x, EPS, ATOL, RTOL) == 0,
+            ck_assert_msg(fw_gradcheck(sort_fn, &ctx, 1, &x, TU_EPS, TU_ATOL, TU_RTOL) == 0,
                           "op %d axis %d: %s", op, axis, fw_error_last());
             fw_tensor_unref(x);
         }

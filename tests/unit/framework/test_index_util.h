@@ -17,6 +17,23 @@
 #include "fw/tensor.h"
 #include "gradcheck.h"
 
+/* Finite-difference step and tolerances of the suites' float64 gradient
+ * checks (fw_gradcheck). */
+#define TU_EPS  1e-6
+#define TU_ATOL 1e-6
+#define TU_RTOL 1e-5
+
+/* fn's backward (one input, with ctx) matches finite differences at a
+ * random float64 x of `shape`, drawn from `seed`. */
+static inline void tu_gradcheck1(fw_gradcheck_fn fn, void *ctx, const int64_t *shape, int nd,
+                                 uint64_t seed)
+{
+    fw_tensor *x = fw_test_rand(FW_FLOAT64, shape, nd, seed, true);
+    ck_assert_msg(fw_gradcheck(fn, ctx, 1, &x, TU_EPS, TU_ATOL, TU_RTOL) == 0, "%s",
+                  fw_error_last());
+    fw_tensor_unref(x);
+}
+
 #define CK_OK(expr)                                                             \
     do {                                                                        \
         int rc_ = (expr);                                                       \

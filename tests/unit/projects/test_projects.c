@@ -134,6 +134,18 @@ static char *q(const char *s)
     return out;
 }
 
+/* How many files proj_files_list() gives `user` in project `id`. */
+static size_t files_listed(int64_t user, const char *id)
+{
+    proj_file_list *l = NULL;
+    size_t n;
+
+    ck_assert_int_eq(proj_files_list(&l, root, user, id), 0);
+    n = l->count;
+    proj_file_list_free(l);
+    return n;
+}
+
 static int count_root_entries(void)
 {
     int n = 0;
@@ -391,12 +403,7 @@ START_TEST(path_safety_refuses_every_bad_form)
     /* nothing escaped into the root or the repository */
     ck_assert_int_eq(count_root_entries(), 1);
     ck_assert(!exists_in(p->id, ".git/config.lock"));
-    {
-        proj_file_list *l = NULL;
-        ck_assert_int_eq(proj_files_list(&l, root, alice, p->id), 0);
-        ck_assert_uint_eq(l->count, 0);
-        proj_file_list_free(l);
-    }
+    ck_assert_uint_eq(files_listed(alice, p->id), 0);
     proj_free(p);
 }
 END_TEST
@@ -456,12 +463,7 @@ START_TEST(symlinks_in_the_tree_are_never_followed)
         ck_assert_str_eq(got, "untouched");
     }
     /* links are not listed as files */
-    {
-        proj_file_list *l = NULL;
-        ck_assert_int_eq(proj_files_list(&l, root, alice, p->id), 0);
-        ck_assert_uint_eq(l->count, 0);
-        proj_file_list_free(l);
-    }
+    ck_assert_uint_eq(files_listed(alice, p->id), 0);
     proj_free(p);
 }
 END_TEST

@@ -35,6 +35,18 @@ static void spec(sbx_spec *s, char **argv)
     s->pids = 64;
 }
 
+/* Launch, wait for the end and free; the usage it ended with. */
+static sbx_usage run_to_end(sbx_spec *s)
+{
+    sbx_job *j = NULL;
+    sbx_usage u;
+
+    ck_assert_int_eq(sbx_launch(&j, s), 0);
+    ck_assert_int_eq(sbx_job_wait(j, -1, &u), 0);
+    sbx_job_free(j);
+    return u;
+}
+
 static int launch_err(sbx_spec *s)
 {
     sbx_job *j = (sbx_job *)0x1;
@@ -161,11 +173,7 @@ START_TEST(failing_step_inside_is_named_and_nothing_runs)
     ck_assert_int_eq(access(ran, F_OK), -1);
     /* The same spec with a good cwd runs: the test can fail. */
     s.cwd = NULL;
-    sbx_job *j;
-    sbx_usage u;
-    ck_assert_int_eq(sbx_launch(&j, &s), 0);
-    ck_assert_int_eq(sbx_job_wait(j, -1, &u), 0);
-    sbx_job_free(j);
+    run_to_end(&s);
     ck_assert_int_eq(access(ran, F_OK), 0);
     unlink(ran);
     rmdir(dir);
@@ -201,14 +209,11 @@ START_TEST(program_killed_by_signal_reports_signal)
 {
     char *argv[] = {"/bin/sh", "-c", "kill -SEGV $$", NULL};
     sbx_spec s;
-    sbx_job *j;
     sbx_usage u;
     spec(&s, argv);
-    ck_assert_int_eq(sbx_launch(&j, &s), 0);
-    ck_assert_int_eq(sbx_job_wait(j, -1, &u), 0);
+    u = run_to_end(&s);
     ck_assert_int_eq(u.exited, 0);
     ck_assert_int_eq(u.term_signal, SIGSEGV);
-    sbx_job_free(j);
 }
 END_TEST
 
@@ -253,14 +258,11 @@ START_TEST(wall_time_ends_the_job)
 {
     char *argv[] = {"/bin/sleep", "30", NULL};
     sbx_spec s;
-    sbx_job *j;
     sbx_usage u;
     spec(&s, argv);
     s.wall_ms = 300;
-    ck_assert_int_eq(sbx_launch(&j, &s), 0);
-    ck_assert_int_eq(sbx_job_wait(j, -1, &u), 0);
+    u = run_to_end(&s);
     ck_assert_int_eq(u.limit, SBX_LIMIT_WALL);
-    sbx_job_free(j);
 }
 END_TEST
 
@@ -310,17 +312,13 @@ START_TEST(environment_is_only_what_the_spec_gives)
     char *argv[] = {"/bin/sh", "-c", "env | sort", NULL};
     char *env[] = {"PATH=/usr/bin:/bin", "EDDY_X=1", NULL};
     sbx_spec s;
-    sbx_job *j;
-    sbx_usage u;
     char buf[512];
     int out = memfd_create("o", MFD_CLOEXEC);
     setenv("EDDY_SECRET_HOST_VAR", "leak", 1);
     spec(&s, argv);
     s.env = env;
     s.stdio[1] = out;
-    ck_assert_int_eq(sbx_launch(&j, &s), 0);
-    ck_assert_int_eq(sbx_job_wait(j, -1, &u), 0);
-    sbx_job_free(j);
+    run_to_end(&s);
     ssize_t n = pread(out, buf, sizeof(buf) - 1, 0);
     buf[n > 0 ? n : 0] = '\0';
     ck_assert_ptr_nonnull(strstr(buf, "EDDY_X=1"));
@@ -438,23 +436,18 @@ START_TEST(launch_survives_callers_signal_state)
     char *argv2[] = {"/bin/sleep", "30", NULL};
     sigset_t all;
     sbx_spec s;
-    sbx_job *j;
     sbx_usage u;
     sigfillset(&all);
     sigprocmask(SIG_BLOCK, &all, NULL);
     signal(SIGCHLD, SIG_IGN);
     spec(&s, argv);
-    ck_assert_int_eq(sbx_launch(&j, &s), 0);
-    ck_assert_int_eq(sbx_job_wait(j, -1, &u), 0);
+    u = run_to_end(&s);
     ck_assert_int_eq(u.exited, 1);
     ck_assert_int_eq(u.exit_code, 3);
-    sbx_job_free(j);
     spec(&s, argv2);
     s.wall_ms = 300;
-    ck_assert_int_eq(sbx_launch(&j, &s), 0);
-    ck_assert_int_eq(sbx_job_wait(j, -1, &u), 0);
+    u = run_to_end(&s);
     ck_assert_int_eq(u.limit, SBX_LIMIT_WALL);
-    sbx_job_free(j);
 }
 END_TEST
 
@@ -499,12 +492,8 @@ START_TEST(job_dies_with_launcher_and_its_cgroup_is_swept)
     ck_assert_int_eq(access(path, F_OK), 0);       /* left behind */
     char *argv[] = {"/bin/true", NULL};
     sbx_spec s;
-    sbx_job *j;
-    sbx_usage u;
     spec(&s, argv);
-    ck_assert_int_eq(sbx_launch(&j, &s), 0);
-    ck_assert_int_eq(sbx_job_wait(j, -1, &u), 0);
-    sbx_job_free(j);
+    run_to_end(&s);
     ck_assert_int_eq(access(path, F_OK), -1);      /* swept */
 }
 END_TEST
