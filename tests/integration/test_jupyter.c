@@ -857,7 +857,8 @@ START_TEST(kernel_interrupt_and_restart_keep_the_id)
             char *data;
             size_t len;
             if (ws_recv(c, &op, &data, &len, 1000) == 1) {
-                started = strstr(data, "start") != NULL;
+                /* the stream text "start\n", not execute_input's code */
+                started = strstr(data, "\"start\\n\"") != NULL;
                 free(data);
             }
         }
