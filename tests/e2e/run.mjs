@@ -4,8 +4,9 @@
 //
 //   node tests/e2e/run.mjs --eddy build/cmd/eddy [--out DIR] [--web web/dist]
 //
-// Tests that need kernels (print + matplotlib, reload while printing) skip
-// with a printed reason while GET /api/v1/kernels answers 404.
+// Tests that need kernels (print + matplotlib, reload while printing, a kernel
+// stopped elsewhere) skip with a printed reason while GET /api/v1/kernels
+// answers 404. A failing test leaves FAIL-<name>.png of the page.
 import { spawn, execFile, execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
@@ -70,6 +71,7 @@ console.log(`e2e: server ${base}, data ${data}, artifacts ${out}`);
 // ---- a tiny runner --------------------------------------------------------------
 const results = [];
 let browser;
+let failPage = null;   // the page screenshotted when a test fails
 async function test(name, fn) {
   const t0 = Date.now();
   try {
@@ -79,6 +81,8 @@ async function test(name, fn) {
   } catch (e) {
     results.push({ name, status: 'fail' });
     console.log(`FAIL ${name}: ${e.stack || e}`);
+    // What the page showed when the test failed.
+    if (failPage) await shot(failPage, `FAIL-${name}`).catch(() => {});
   }
 }
 function assert(cond, msg) { if (!cond) throw new Error(`assertion failed: ${msg}`); }
@@ -94,6 +98,7 @@ try {
   browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
   const ctx = await browser.newContext({ viewport: { width: 1366, height: 820 } });
   const page = await ctx.newPage();
+  failPage = page;
   page.setDefaultTimeout(10000);
   page.on('dialog', (d) => d.accept(d.type() === 'prompt' ? 'first version' : undefined));
   const consoleErrors = [];
@@ -385,9 +390,19 @@ try {
     await page.keyboard.type('print("hello from eddy")');
     await page.keyboard.press('Shift+Enter');
     await page.waitForSelector('.outputs pre.stream:has-text("hello from eddy")', { timeout: 60000 });
+    // Shift-Enter selected the next (markdown) cell in command mode, as in
+    // Jupyter: A inserts a code cell above it, Enter edits it.
+    assert((await page.textContent('[data-testid=mode]')) === 'command', 'Shift-Enter on a cell with one below leaves command mode');
+    await page.keyboard.press('a');
+    await page.keyboard.press('Enter');
     await page.keyboard.type('import matplotlib\nmatplotlib.use("agg")\nimport matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.show()');
     await page.keyboard.press('Shift+Enter');
     await page.waitForSelector('.outputs img.out.image', { timeout: 60000 });
+    // the figure decodes to a real PNG (matplotlib's default is 640x480)
+    await page.waitForFunction(() => [...document.querySelectorAll('.outputs img.out.image')].some((i) => i.complete && i.naturalWidth > 100));
+    const cells = await page.$$eval('.cell', (els) => els.map((e) => e.dataset.type));
+    assert(cells[0] === 'code' && cells[1] === 'code', `the plot went into a new code cell below: ${cells}`);
+    assert(await page.isVisible('.cell >> nth=0 >> .outputs pre.stream:has-text("hello from eddy")'), 'the print output stays');
     await shot(page, '13-notebook-outputs');
   });
 
@@ -405,6 +420,32 @@ try {
     const text = await page.textContent('.cell .outputs pre.stream');
     for (let i = 0; i < 30; i++) assert(text.includes(`line ${i}\n`), `line ${i} missing after reload`);
     assert(text.split('line 0\n').length === 2, 'no line repeated');
+  });
+
+  await test('kernel_stopped_elsewhere_shows_dead_and_the_next_run_starts_a_new_one', async () => {
+    if (noKernels) return { skip: noKernels };
+    await page.goto(state.notebookUrl);
+    await page.waitForSelector('[data-testid=kernel-status][data-status=idle]', { timeout: 60000 });
+    // Stop the page's kernel through the API, as another tab or the CLI would.
+    const old = await page.evaluate(async () => {
+      const csrf = (await (await fetch('/api/v1/me')).json()).csrf_token;
+      const live = (await (await fetch('/api/v1/kernels')).json()).items.filter((k) => k.status !== 'dead');
+      for (const k of live) await fetch(`/api/v1/kernels/${k.id}`, { method: 'DELETE', headers: { 'X-CSRF-Token': csrf } });
+      return live.map((k) => k.id);
+    });
+    assert(old.length === 1, `one live kernel before: ${old}`);
+    // The event stream's `event: end` tells the page, with the reason.
+    await page.waitForSelector('[data-testid=kernel-status][data-status=dead]:has-text("shutdown")', { timeout: 30000 });
+    await page.click('.cell .cm-content');
+    await page.keyboard.press('Control+a');
+    await page.keyboard.type('print("from a new kernel")');
+    await page.keyboard.press('Control+Enter');
+    // The new kernel's journal starts again at seq 1: its output must show.
+    await page.waitForSelector('.cell >> nth=0 >> .outputs pre.stream:has-text("from a new kernel")', { timeout: 60000 });
+    const now = await fetchJson(page, '/api/v1/kernels');
+    const live = JSON.parse(now.body).items.filter((k) => k.status !== 'dead').map((k) => k.id);
+    assert(live.length === 1 && live[0] !== old[0], `a new kernel runs: ${live} (old ${old})`);
+    await shot(page, '14-notebook-new-kernel');
   });
 
   await test('no_console_errors_on_the_pages', async () => {

@@ -58,6 +58,8 @@ class Notebook {
     this.lastSeq = 0;
     this.pending = new Map();    // msg_id -> messages that arrived before its cell was known
     this.pendingCount = 0;
+    this.readyWaiters = new Set(); // wake-ups for cells waiting for the kernel to be up
+    this.execChain = Promise.resolve(); // execute requests go out in the order cells were run
     this.stateKey = `eddy.nb.${projectId}.${path}`;
   }
 
@@ -114,6 +116,7 @@ class Notebook {
     window.addEventListener('beforeunload', beforeUnload);
     this.quotaTimer = setInterval(() => this.loadQuota(), 10000);
     onLeave(() => {
+      this.left = true;
       document.removeEventListener('keydown', this.keyHandler);
       window.removeEventListener('beforeunload', beforeUnload);
       clearInterval(this.quotaTimer);
@@ -369,7 +372,7 @@ class Notebook {
       }
       try {
         this.kernel = await api.get(`/api/v1/kernels/${enc(saved.kernel)}`);
-        if (this.kernel.status !== 'dead') { this.showKernel(); this.follow(0); } else this.kernel = null;
+        if (this.kernel.status !== 'dead') { this.showKernel(); this.follow(0); this.pollKernel(); } else this.kernel = null;
       } catch { this.kernel = null; }
     }
   }
@@ -382,17 +385,46 @@ class Notebook {
 
   showKernel() {
     const k = this.kernel;
-    if (!k) { this.kernelBox.textContent = 'No kernel'; return; }
+    this.wakeWaiters();
+    if (!k) { this.kernelBox.textContent = 'No kernel'; delete this.kernelBox.dataset.status; return; }
     let s = `Kernel ${k.status}`;
     if (k.status === 'queued') s += ` · position ${k.queue_position ?? '?'}${k.eta_s >= 0 ? ` · ETA ${duration(k.eta_s * 1000)}` : ''}`;
+    if (k.status === 'dead' && k.stop_reason) s += ` (${k.stop_reason})`;
     this.kernelBox.textContent = s;
     this.kernelBox.dataset.status = k.status;
+  }
+
+  wakeWaiters() {
+    const ws = [...this.readyWaiters];
+    this.readyWaiters.clear();
+    ws.forEach((w) => w());
+  }
+
+  // The server takes code only once the kernel process is up (queued or
+  // starting answers 409), so a cell run on a new kernel waits here until the
+  // kernel says idle or busy (over SSE, or seen by pollKernel), and fails if
+  // it dies first.
+  async waitReady(k) {
+    for (;;) {
+      if (this.left) throw new Error('Left the notebook');
+      if (this.kernel !== k && !(this.kernel && this.kernel.id === k.id)) throw new Error('The kernel was replaced');
+      const cur = this.kernel;
+      if (cur.status === 'idle' || cur.status === 'busy') return cur;
+      if (cur.status === 'dead') throw new Error(`The kernel stopped before it was ready${cur.stop_reason ? ` (${cur.stop_reason})` : ''}`);
+      if (!this.pollTimer) this.pollKernel();
+      await new Promise((res) => {
+        const t = setTimeout(() => { this.readyWaiters.delete(wake); res(); }, 2000);
+        const wake = () => { clearTimeout(t); res(); };
+        this.readyWaiters.add(wake);
+      });
+    }
   }
 
   async ensureKernel() {
     if (this.kernelsMissing) throw new Error('Running code is not available on this server (no kernels API)');
     if (this.kernel && this.kernel.status !== 'dead') return this.kernel;
     this.kernel = await api.post('/api/v1/kernels', { project_id: this.projectId, resource: this.resource.value }, { headers: { 'Idempotency-Key': crypto.randomUUID() } });
+    this.lastSeq = 0;   // a new kernel's journal starts again at 1
     this.showKernel();
     this.remember();
     this.follow(0);
@@ -403,11 +435,21 @@ class Notebook {
   // While queued or starting, show position and ETA.
   pollKernel() {
     clearTimeout(this.pollTimer);
-    if (!this.kernel || !['queued', 'starting'].includes(this.kernel.status)) return;
+    this.pollTimer = null;
+    if (this.left || !this.kernel || !['queued', 'starting', 'restarting'].includes(this.kernel.status)) return;
+    const k = this.kernel;
     this.pollTimer = setTimeout(async () => {
-      try { this.kernel = await api.get(`/api/v1/kernels/${enc(this.kernel.id)}`); this.showKernel(); } catch { /* retry */ }
-      this.pollKernel();
-    }, 1500);
+      try {
+        const fresh = await api.get(`/api/v1/kernels/${enc(k.id)}`);
+        // Keep whatever newer state the event stream gave meanwhile.
+        if (this.kernel && this.kernel.id === fresh.id && (['queued', 'starting', 'restarting'].includes(this.kernel.status) || fresh.status === 'dead')) {
+          Object.assign(this.kernel, fresh);
+          this.showKernel();
+        }
+      } catch { /* retry */ }
+      this.pollTimer = null;
+      if (this.kernel === k) this.pollKernel();
+    }, 1000);
   }
 
   // Subscribe to the kernel's messages from `after`: the server replays its
@@ -425,6 +467,21 @@ class Notebook {
       if (seq) { if (seq <= this.lastSeq) return; this.lastSeq = seq; }
       this.onMessage(m.msg && typeof m.msg === 'object' ? m.msg : m);
     };
+    // The kernel is dead and the journal was sent: the stream ends for good.
+    es.addEventListener('end', (ev) => {
+      es.close();
+      if (this.events !== es) return;
+      this.events = null;
+      let info = {};
+      try { info = JSON.parse(ev.data) || {}; } catch { /* keep {} */ }
+      if (this.kernel) {
+        this.kernel.status = 'dead';
+        if (info.stop_reason) this.kernel.stop_reason = info.stop_reason;
+        this.showKernel();
+      }
+      for (const c of this.cells) if (c.count === '*') { c.count = null; if (c.promptEl) c.promptEl.textContent = '[ ]'; }
+      this.remember();
+    });
     es.onerror = () => {
       // Reconnect from the last message seen, whatever the browser would resend.
       es.close();
@@ -493,13 +550,23 @@ class Notebook {
   async runCell(cell) {
     if (cell.type === 'markdown') { cell.editing = false; this.renderCell(cell); return; }
     if (cell.type !== 'code' || !cell.source.trim()) return;
+    if (this.kernelsMissing) { toast('Running code is not available on this server (no kernels API)', 'error'); return; }
+    const code = cell.source;
+    cell.outputs = [];
+    cell.count = '*';
+    cell.promptEl.textContent = '[*]';
+    this.renderOutputs(cell);
+    // Cells run while the kernel starts go out in the order they were run.
+    const prev = this.execChain;
+    let done;
+    this.execChain = new Promise((r) => { done = r; });
     try {
-      const k = await this.ensureKernel();
-      cell.outputs = [];
-      cell.count = '*';
-      cell.promptEl.textContent = '[*]';
-      this.renderOutputs(cell);
-      const r = await api.post(`/api/v1/kernels/${enc(k.id)}/execute`, { code: cell.source, cell_id: cell.id, notebook_path: this.path });
+      await prev;
+      const k = await this.waitReady(await this.ensureKernel());
+      // The server checks the cell against the working-tree notebook (and
+      // folds the outputs into it), so a new or changed cell is saved first.
+      if (this.dirty || this.saving) await this.save();
+      const r = await api.post(`/api/v1/kernels/${enc(k.id)}/execute`, { code, cell_id: cell.id, notebook_path: this.path });
       this.parentCell.set(r.msg_id, cell);
       this.remember();
       const early = this.pending.get(r.msg_id);
@@ -508,7 +575,7 @@ class Notebook {
       cell.count = null;
       cell.promptEl.textContent = '[ ]';
       toast(e.message, 'error');
-    }
+    } finally { done(); }
   }
 
   async runAndAdvance() {
@@ -532,6 +599,7 @@ class Notebook {
     if (!confirm('Restart the kernel? Its variables are lost.')) return;
     this.kernel = await api.post(`/api/v1/kernels/${enc(this.kernel.id)}/restart`) || this.kernel;
     this.showKernel();
+    this.pollKernel();
     toast('Kernel restarted');
   }
 }
