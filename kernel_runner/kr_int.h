@@ -29,8 +29,10 @@ enum kr__mode { KR__SCRIPT, KR__NOTEBOOK, KR__SERVE };
 
 /* Start CPython for `mode` with sys.argv = argv[0..argc) (bytes, decoded
  * like python does). For KR__SCRIPT, `run_file` or `run_module` is what
- * kr__py_run_main will run. Puts EDDY_PYTHONPATH (or the build's framework
- * Python folders) in front of sys.path. 0 or ED_EINTERNAL with a message. */
+ * kr__py_run_main will run. Registers the built-in paddle._C (when linked
+ * in) and a finder that resolves it, and puts EDDY_PYTHONPATH (or the
+ * package beside the binary, then the build's framework Python folders) in
+ * front of sys.path. 0 or ED_EINTERNAL with a message. */
 int kr__py_init(enum kr__mode mode, int argc, char **argv, const char *run_file,
                 const char *run_module);
 

@@ -5,6 +5,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,6 +18,11 @@
 #endif
 #ifndef KR_PYTHON_EXE
 #define KR_PYTHON_EXE "/usr/bin/python3"
+#endif
+
+#ifdef KR_BUILTIN_PADDLE
+/* framework/python/src/module.c, linked in from paddle_C_static */
+PyMODINIT_FUNC PyInit__C(void);
 #endif
 
 static kr__io g_io;
@@ -147,8 +153,9 @@ static int status_fail(PyStatus st, PyConfig *c, const char *what)
                         st.err_msg ? st.err_msg : "failed");
 }
 
-/* Insert the ':'-separated entries of `list` at sys.path[at...]. */
-static int path_insert(const char *list, Py_ssize_t at)
+/* Insert the ':'-separated entries of `list` at sys.path[*at...], advancing
+ * *at. With `dedupe`, an entry already on sys.path is left out. */
+static int path_insert(const char *list, Py_ssize_t *at, int dedupe)
 {
     PyObject *path = PySys_GetObject("path");   /* borrowed */
     const char *p = list;
@@ -160,7 +167,8 @@ static int path_insert(const char *list, Py_ssize_t at)
         size_t n = e ? (size_t)(e - p) : strlen(p);
         if (n > 0) {
             PyObject *s = PyUnicode_DecodeFSDefaultAndSize(p, (Py_ssize_t)n);
-            if (s == NULL || PyList_Insert(path, at++, s) < 0) {
+            int have = s && dedupe ? PySequence_Contains(path, s) : 0;
+            if (s == NULL || have < 0 || (!have && PyList_Insert(path, (*at)++, s) < 0)) {
                 Py_XDECREF(s);
                 return kr__py_error(ED_EINTERNAL, "sys.path");
             }
@@ -173,16 +181,80 @@ static int path_insert(const char *list, Py_ssize_t at)
     return 0;
 }
 
+/* Append to `buf` (':'-separated) the canonical form of <exe dir>/`rel` when
+ * that folder holds paddle/__init__.py. Nothing is appended when the binary's
+ * path cannot be read, the folder is absent, its name holds ':' or it does
+ * not fit. */
+static void exe_relative_dir(char *buf, size_t cap, const char *rel)
+{
+    char exe[PATH_MAX], want[PATH_MAX + 64], canon[PATH_MAX], probe[PATH_MAX + 32];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    char *slash;
+    size_t used = strlen(buf);
+
+    if (n <= 0)
+        return;
+    exe[n] = '\0';
+    if ((slash = strrchr(exe, '/')) == NULL)
+        return;
+    *slash = '\0';
+    snprintf(want, sizeof(want), "%s/%s", exe, rel);
+    if (realpath(want, canon) == NULL || strchr(canon, ':') != NULL)
+        return;   /* absent, or a name the ':'-separated list cannot carry */
+    snprintf(probe, sizeof(probe), "%s/paddle/__init__.py", canon);
+    if (access(probe, R_OK) != 0)
+        return;
+    if (used + strlen(canon) + 2 > cap)
+        return;
+    snprintf(buf + used, cap - used, "%s%s", used ? ":" : "", canon);
+}
+
+/* Make built-in modules with dotted names importable. CPython 3.11's
+ * BuiltinImporter answers only top-level names (it returns None when a parent
+ * package's __path__ is given), so without this `from . import _C` inside
+ * paddle/__init__.py would fall through to the path finder and load
+ * paddle/_C*.so from disk: a second copy of the extension in this process. */
+static const char builtin_finder_py[] =
+    "__name__ = '_eddy_kernel'\n"
+    "import sys, _imp\n"
+    "from _frozen_importlib import BuiltinImporter, ModuleSpec\n"
+    "class EddyBuiltinSubmodules:\n"
+    "    @staticmethod\n"
+    "    def find_spec(name, path=None, target=None):\n"
+    "        if '.' in name and _imp.is_builtin(name):\n"
+    "            return ModuleSpec(name, BuiltinImporter, origin='built-in')\n"
+    "        return None\n"
+    "sys.meta_path.insert(0, EddyBuiltinSubmodules)\n";
+
+static int install_builtin_finder(void)
+{
+    PyObject *g = PyDict_New(), *r = NULL;
+    int err = 0;
+
+    if (g == NULL || PyDict_SetItemString(g, "__builtins__", PyEval_GetBuiltins()) < 0 ||
+        (r = PyRun_String(builtin_finder_py, Py_file_input, g, g)) == NULL)
+        err = kr__py_error(ED_EINTERNAL, "installing the built-in module finder");
+    Py_XDECREF(r);
+    Py_XDECREF(g);
+    return err;
+}
+
 int kr__py_init(enum kr__mode mode, int argc, char **argv, const char *run_file,
                 const char *run_module)
 {
     PyConfig c;
     PyStatus st;
     const char *extra = getenv("EDDY_PYTHONPATH");
+    Py_ssize_t at = 0;
     int err;
 
     if (PyImport_AppendInittab("_eddy_kernel", PyInit__eddy_kernel) < 0)
         return ed_error_set(ED_EINTERNAL, "registering _eddy_kernel");
+#ifdef KR_BUILTIN_PADDLE
+    /* Built in, not loaded from paddle/_C*.so: see install_builtin_finder. */
+    if (PyImport_AppendInittab("paddle._C", PyInit__C) < 0)
+        return ed_error_set(ED_EINTERNAL, "registering paddle._C");
+#endif
     PyConfig_InitPythonConfig(&c);
     /* Isolated-ish: no PYTHON* variables, no ~/.local site-packages; the
      * system site (Debian's dist-packages: numpy, matplotlib) stays. */
@@ -210,12 +282,28 @@ int kr__py_init(enum kr__mode mode, int argc, char **argv, const char *run_file,
         return ed_error_set(ED_EINTERNAL, "starting Python: %s",
                             st.err_msg ? st.err_msg : "failed");
 
-    /* Where `import paddle` comes from: the build's framework/python folders,
-     * or EDDY_PYTHONPATH when set. Script mode's sys.path[0] (the script's
-     * folder) is put in front later by Py_RunMain. */
-    if ((err = path_insert(extra ? extra : KR_DEFAULT_PYTHONPATH, 0)) < 0)
+    if ((err = install_builtin_finder()) < 0)
         return err;
-    if (mode != KR__SCRIPT && (err = path_insert(".", 0)) < 0)
+    /* Where `import paddle` comes from (README.md, "Python environment"):
+     * EDDY_PYTHONPATH when set; otherwise the package beside the binary
+     * (<exe>/../framework/python in the build tree, <exe>/../python when
+     * installed), then the compiled-in build and source folders. Script
+     * mode's sys.path[0] (the script's folder) is put in front later by
+     * Py_RunMain. */
+    if (extra) {
+        if ((err = path_insert(extra, &at, 0)) < 0)
+            return err;
+    } else {
+        char near[2 * PATH_MAX + 2] = "";
+
+        exe_relative_dir(near, sizeof(near), "../framework/python");
+        exe_relative_dir(near, sizeof(near), "../python");
+        if ((err = path_insert(near, &at, 1)) < 0 ||
+            (err = path_insert(KR_DEFAULT_PYTHONPATH, &at, 1)) < 0)
+            return err;
+    }
+    at = 0;
+    if (mode != KR__SCRIPT && (err = path_insert(".", &at, 0)) < 0)
         return err;
     /* sys.executable would be eddy-kernel, which cannot stand in for python
      * (subprocess, multiprocessing spawn); point it at Debian's python. */

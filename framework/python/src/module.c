@@ -11,10 +11,53 @@ static struct PyModuleDef pyc_module = {
     "Eddy's paddle C extension over the framework (fw_*): see BINDINGS.md", -1,
     pyc_module_methods, NULL, NULL, NULL, NULL};
 
+/*
+ * The same sources are linked two ways: as the extension file paddle/_C*.so
+ * (Debian's python3) and into eddy-kernel as the built-in "paddle._C". Each
+ * copy has its own statics (the Tensor type, the default dtype), and an
+ * extension file loaded into eddy-kernel could bind its eddy_framework calls
+ * to the executable's exported ones, so two copies must never both run in a
+ * process. The first copy to initialise records the address of its marker
+ * in the main interpreter's dict; any other copy then fails with ImportError.
+ * eddy-kernel never gets there (its import finder resolves "paddle._C" to
+ * the built-in); this turns a mistake into a clear error instead of two
+ * diverging Tensor types.
+ */
+static const char pyc_copy_marker = 0;
+
+static int claim_process(void)
+{
+    PyObject *d = PyInterpreterState_GetDict(PyInterpreterState_Main());
+    PyObject *mine, *owner;
+    int rc = 0;
+
+    if (d == NULL) {
+        PyErr_SetString(PyExc_ImportError, "paddle._C: no interpreter dict to register in");
+        return -1;
+    }
+    if ((mine = PyLong_FromVoidPtr((void *)&pyc_copy_marker)) == NULL)
+        return -1;
+    owner = PyDict_GetItemString(d, "paddle._C.copy");   /* borrowed */
+    if (owner == NULL) {
+        rc = PyDict_SetItemString(d, "paddle._C.copy", mine);
+    } else if (PyObject_RichCompareBool(owner, mine, Py_EQ) != 1) {
+        PyErr_SetString(PyExc_ImportError,
+                        "paddle._C: another copy of the extension is already initialised in "
+                        "this process (eddy-kernel has it built in); not loading a second one");
+        rc = -1;
+    }
+    Py_DECREF(mine);
+    return rc;
+}
+
 PyMODINIT_FUNC PyInit__C(void);
 PyMODINIT_FUNC PyInit__C(void)
 {
-    PyObject *m = PyModule_Create(&pyc_module);
+    PyObject *m;
+
+    if (claim_process() < 0)
+        return NULL;
+    m = PyModule_Create(&pyc_module);
     if (!m)
         return NULL;
     if (PyModule_AddFunctions(m, pyc_nn_methods) < 0 || pyc_tensor_type_init(m) < 0 ||
