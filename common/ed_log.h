@@ -6,7 +6,9 @@
  *
  * `event` is a stable dotted name to filter on; `msg` is for people. The
  * thread's current request id (set by the gateway for the request it is
- * serving) is added when present. Thread-safe: each line is one write().
+ * serving) is added when present. Thread-safe, one order for all threads:
+ * info/debug lines are batched (written within ~5 ms, and at exit()),
+ * warn/error lines are written at once, after any batched ones.
  */
 #ifndef ED_LOG_H
 #define ED_LOG_H

@@ -132,6 +132,28 @@ static inline void job_at(char **dp, const char **sp, const copy_job *j, int64_t
     *sp = j->s + soff * (int64_t)j->ssz;
 }
 
+/* dp[0..n) = the one element at sp (`sz` bytes each). */
+static void fill_row(char *dp, const char *sp, int64_t n, size_t sz)
+{
+    bool same_bytes = true;
+
+    for (size_t b = 1; b < sz; b++)
+        same_bytes = same_bytes && sp[b] == sp[0];
+    if (same_bytes) {   /* 0.0f, 0, -1, ...: memset writes the same bits */
+        memset(dp, (unsigned char)sp[0], (size_t)n * sz);
+        return;
+    }
+    switch (sz) {
+    case 2: { uint16_t v; memcpy(&v, sp, 2); for (int64_t i = 0; i < n; i++) ((uint16_t *)dp)[i] = v; break; }
+    case 4: { uint32_t v; memcpy(&v, sp, 4); for (int64_t i = 0; i < n; i++) ((uint32_t *)dp)[i] = v; break; }
+    case 8: { uint64_t v; memcpy(&v, sp, 8); for (int64_t i = 0; i < n; i++) ((uint64_t *)dp)[i] = v; break; }
+    default:
+        for (int64_t i = 0; i < n; i++)
+            memcpy(dp + i * (int64_t)sz, sp, sz);
+        break;
+    }
+}
+
 static void copy_rows(void *ctx, int64_t r0, int64_t r1)
 {
     const copy_job *j = ctx;
@@ -146,6 +168,10 @@ static void copy_rows(void *ctx, int64_t r0, int64_t r1)
         if (j->dt == j->sdt) {
             if (ds == 1 && ss == 1) {
                 memcpy(dp, sp, (size_t)inner * j->dsz);
+                continue;
+            }
+            if (ds == 1 && ss == 0) {   /* a fill (zero_grad): contiguous, vectorisable */
+                fill_row(dp, sp, inner, j->dsz);
                 continue;
             }
             switch (j->dsz) {

@@ -84,7 +84,7 @@ void NN_S(fw__nn_linear_bwd)(NN_T *dx, NN_T *dw, NN_T *db, const NN_T *x, const 
 
 /* One sample's channels [Cg, H, W] -> col [Cg*KH*KW, OH*OW], rows ldc
  * apart (ldc > OH*OW when several samples share one wide panel). */
-NN_NO_LIBCALLS static void NN_S(im2col)(NN_T *restrict col, int64_t ldc, const NN_T *restrict x, int64_t Cg,
+NN_CLONES NN_NO_LIBCALLS static void NN_S(im2col)(NN_T *restrict col, int64_t ldc, const NN_T *restrict x, int64_t Cg,
                          const fw_nn_conv_geom *g)
 {
     const int64_t H = g->H, W = g->W, OH = g->OH, OW = g->OW, sw = g->sw;
@@ -165,7 +165,7 @@ NN_NO_LIBCALLS static void NN_S(im2col)(NN_T *restrict col, int64_t ldc, const N
 
 /* col [Cg*KH*KW, OH*OW] (rows ldc apart) accumulated into dx [Cg, H, W]
  * (dx zeroed by the caller). */
-static void NN_S(col2im)(NN_T *restrict dx, const NN_T *restrict col, int64_t ldc, int64_t Cg,
+NN_CLONES static void NN_S(col2im)(NN_T *restrict dx, const NN_T *restrict col, int64_t ldc, int64_t Cg,
                          const fw_nn_conv_geom *g)
 {
     const int64_t H = g->H, W = g->W, OH = g->OH, OW = g->OW;

@@ -62,6 +62,16 @@ void fw__nn_parallel(int64_t n, int64_t grain,
 #define NN_NO_LIBCALLS
 #endif
 
+/* Hot copy/select loops also get an AVX2 clone picked at load time (ifunc);
+ * no FMA, so results are the same bits as the default clone. Not under
+ * sanitizers: their resolvers would run before the sanitizer runtime. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#define NN_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define NN_CLONES
+#endif
+
 /* ---- op-layer helpers (ops/nn_common.c), shared by ops/nn_*.c ---- */
 struct fw_tensor;
 struct fw_node;

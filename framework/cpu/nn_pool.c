@@ -75,11 +75,61 @@ static void NN_S(max_window)(NN_T *out, int64_t *out_idx, const NN_T *x, int64_t
     *out_idx = mi;
 }
 
-NN_NO_LIBCALLS static void NN_S(maxpool_fwd_range)(void *vctx, int64_t p0, int64_t p1)
+/* One running-max step: take v at flat index vi when it beats m (NaN wins
+ * and sticks), with bit masks rather than branches (see below). */
+#define NN_MAX_STEP(m, mi, v, vi)                                                  \
+    do {                                                                           \
+        union { NN_T f; NN_UT u; } a_ = {(v)}, m_ = {(m)};                         \
+        int take_ = (a_.f > m_.f) | ((a_.f != a_.f) & (m_.f == m_.f));             \
+        NN_UT fm_ = (NN_UT)0 - (NN_UT)take_;                                       \
+        int64_t im_ = -(int64_t)take_;                                             \
+        m_.u = (m_.u & ~fm_) | (a_.u & fm_);                                       \
+        (m) = m_.f;                                                                \
+        (mi) = ((mi) & ~im_) | ((vi) & im_);                                       \
+    } while (0)
+
+/* 2x2 windows, stride 2, no padding, every window inside the plane (LeNet's
+ * pools): the four cells in the generic order (row by row), kept in
+ * registers. Same values and indices as the generic path. */
+NN_CLONES static void NN_S(maxpool_fwd_2x2)(const struct NN_S(pool_ctx) *c, int64_t p0, int64_t p1)
+{
+    const fw_nn_pool_geom *g = c->g;
+    const int64_t W = g->W, OH = g->OH, OW = g->OW;
+
+    for (int64_t p = p0; p < p1; p++) {
+        const NN_T *x = c->in + p * g->H * W;
+        NN_T *y = c->out + p * OH * OW;
+        int64_t *id = c->idx_out + p * OH * OW;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            const int64_t base = 2 * oh * W;
+            const NN_T *r0 = x + base, *r1 = r0 + W;
+            NN_T *yr = y + oh * OW;
+            int64_t *ir = id + oh * OW;
+            for (int64_t ow = 0; ow < OW; ow++) {
+                const int64_t col = 2 * ow;
+                NN_T m = r0[col];
+                int64_t mi = base + col;
+                NN_MAX_STEP(m, mi, r0[col + 1], base + col + 1);
+                NN_MAX_STEP(m, mi, r1[col], base + W + col);
+                NN_MAX_STEP(m, mi, r1[col + 1], base + W + col + 1);
+                yr[ow] = m;
+                ir[ow] = mi;
+            }
+        }
+    }
+}
+#undef NN_MAX_STEP
+
+NN_CLONES NN_NO_LIBCALLS static void NN_S(maxpool_fwd_range)(void *vctx, int64_t p0, int64_t p1)
 {
     struct NN_S(pool_ctx) *c = vctx;
     const fw_nn_pool_geom *g = c->g;
     const int64_t W = g->W, OW = g->OW, sw = g->sw;
+    if (g->KH == 2 && g->KW == 2 && g->sh == 2 && g->sw == 2 && g->ph == 0 && g->pw == 0 &&
+        2 * g->OH <= g->H && 2 * g->OW <= g->W) {
+        NN_S(maxpool_fwd_2x2)(c, p0, p1);
+        return;
+    }
     /* output columns whose window lies inside [0, W): ow*sw - pw >= 0 and
      * ow*sw - pw + KW <= W */
     int64_t lo = (g->pw + sw - 1) / sw, hi = W - g->KW + g->pw >= 0 ? (W - g->KW + g->pw) / sw + 1 : 0;

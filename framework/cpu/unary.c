@@ -9,9 +9,18 @@
 #define INV_SQRT2 0.7071067811865476
 #define INV_SQRT_2PI 0.3989422804014327
 
+/* An AVX2 clone picked at load time (ifunc) for the cheap loops (relu and
+ * friends); no FMA and no fast-math, so both clones give the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#define UN_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define UN_CLONES
+#endif
+
 /* y = f(x), templated over T (float/double) with math functions F##suffix. */
 #define UNARY_FWD(T, SFX, EXP, LOG, SQRT, TANH, ERF, POW, SIN, COS, FABS, FLOOR, CEIL, ROUND, LOG1P, EXPM1, LOG2, LOG10)                 \
-    static void unary_##SFX(fw_unop op, T *restrict y, const T *restrict x, int64_t n,  \
+    UN_CLONES static void unary_##SFX(fw_unop op, T *restrict y, const T *restrict x, int64_t n,  \
                             double alpha)                                               \
     {                                                                                   \
         T al = (T)alpha;                                                                \
@@ -76,7 +85,7 @@
 
 /* gx = gy * f'(x) (y = f(x) available). */
 #define UNARY_BWD(T, SFX, EXP, LOG, SQRT, TANH, ERF, POW, SIN, COS)                         \
-    static void unary_grad_##SFX(fw_unop op, T *restrict gx, const T *restrict gy,        \
+    UN_CLONES static void unary_grad_##SFX(fw_unop op, T *restrict gx, const T *restrict gy,        \
                                  const T *restrict x, const T *restrict y, int64_t n,     \
                                  double alpha)                                            \
     {                                                                                     \

@@ -4,12 +4,14 @@
 #include "ed_crypto.h"
 #include "ed_error.h"
 #include "ed_json.h"
+#include "ed_log.h"
 #include "ed_store.h"
 #include "ed_time.h"
 
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 START_TEST(buf_grows_and_stays_terminated)
@@ -166,6 +168,59 @@ START_TEST(store_refuses_a_newer_schema)
 }
 END_TEST
 
+/* Lines are JSON objects, one per line, in the order they were logged
+ * (batched info lines before a later warning), and a process that exits
+ * with lines still batched loses none of them. */
+START_TEST(log_lines_are_json_in_order_and_survive_exit)
+{
+    char path[] = "/tmp/eddy-log-XXXXXX";
+    int fd = mkstemp(path), status;
+    pid_t pid;
+
+    ck_assert_int_ge(fd, 0);
+    pid = fork();
+    if (pid == 0) {
+        ed_log_init(fd);
+        ed_log_set_request_id("req-\"7\"");
+        for (int i = 0; i < 200; i++)
+            ed_log_info("test.line", "line %d with \"quotes\" and\na newline", i);
+        ed_log_set_request_id(NULL);
+        ed_log_warn("test.warn", "after the batch");
+        ed_log_info("test.last", "batched at exit");
+        exit(0);   /* atexit flushes what is still batched */
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    int n = 0;
+    ck_assert_ptr_nonnull(f);
+    while (fgets(line, sizeof(line), f)) {
+        json_t *v = NULL;
+        ck_assert_msg(ed_json_parse_object(&v, line, strlen(line)) == 0, "not JSON: %s", line);
+        ck_assert_ptr_nonnull(json_string_value(json_object_get(v, "ts")));
+        if (n < 200) {
+            char want[64];
+            snprintf(want, sizeof(want), "line %d with \"quotes\" and\na newline", n);
+            ck_assert_str_eq(json_string_value(json_object_get(v, "msg")), want);
+            ck_assert_str_eq(json_string_value(json_object_get(v, "level")), "info");
+            ck_assert_str_eq(json_string_value(json_object_get(v, "request_id")), "req-\"7\"");
+        } else if (n == 200) {
+            ck_assert_str_eq(json_string_value(json_object_get(v, "event")), "test.warn");
+            ck_assert_ptr_null(json_object_get(v, "request_id"));
+        } else {
+            ck_assert_str_eq(json_string_value(json_object_get(v, "event")), "test.last");
+        }
+        json_decref(v);
+        n++;
+    }
+    fclose(f);
+    unlink(path);
+    ck_assert_int_eq(n, 202);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("common");
@@ -180,6 +235,7 @@ int main(void)
     tcase_add_test(tc, crypto_tokens_and_hashes);
     tcase_add_test(tc, store_migrates_once_and_sets_pragmas);
     tcase_add_test(tc, store_refuses_a_newer_schema);
+    tcase_add_test(tc, log_lines_are_json_in_order_and_survive_exit);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
