@@ -9,7 +9,7 @@
  *   on_request end the handler runs; its result or error becomes the response
  *   on_completed   access log line, metrics, the arena is freed
  *
- * Threads: libmicrohttpd's pool (cfg.threads, epoll); a connection stays on
+ * Threads: libmicrohttpd's pool (cfg.threads, poll); a connection stays on
  * one worker, so a request's callbacks never run concurrently.
  */
 #include "gw_int.h"
@@ -662,7 +662,12 @@ int gw_server_start(gw_server **out, const gw_config *cfg)
 {
     gw_srv *s;
     char path[600];
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+    /* poll, not epoll: with epoll, MHD_quiesce_daemon (gw_server_stop) and a
+     * worker's MHD_epoll both remove the listening socket from the worker's
+     * epoll set without a lock; the loser gets ENOENT and libmicrohttpd
+     * (0.9.75) aborts the process ("Failed to remove listen FD from epoll
+     * set"). With poll, quiescing only wakes the workers through the ITC. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
                      MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE | MHD_ALLOW_SUSPEND_RESUME;
     struct MHD_Daemon *d;
     int err;
@@ -709,8 +714,11 @@ int gw_server_start(gw_server **out, const gw_config *cfg)
     if ((err = open_listener(&s->listen_fd, &s->pub.port, cfg)) < 0)
         goto fail;
     /* The read buffer holds the request line and headers; leave room past the
-     * header limit so on_headers can answer 431 itself (with X-Request-Id). */
-    size_t mem = (size_t)cfg->max_header_bytes * 2 + 32768;
+     * header limit so on_headers can answer 431 itself (with X-Request-Id).
+     * libmicrohttpd 0.9.x zeroes the whole pool between requests on a kept-alive
+     * connection, so the pool is kept small: headers up to 1.5x the limit still
+     * get our answer (32 KiB at the default 16 KiB limit). */
+    size_t mem = (size_t)cfg->max_header_bytes + (size_t)cfg->max_header_bytes / 2 + 8192;
     d = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, s,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)NULL,

@@ -138,6 +138,7 @@ typedef struct sse {
     json_t  *msgs;           /* every message event, in order */
     const char *until_parent; /* stop at status idle with this parent */
     bool     stop_at_reply;  /* stop at the execute_reply instead */
+    bool     stop_at_stream; /* stop at the first stream output instead */
     bool     done, ended;
     long long last_id;
     bool     ids_match;      /* each `id:` equals the message's seq */
@@ -188,6 +189,8 @@ static void sse_event(sse *s, const char *ev)
         const char *t = type_of(m);
         if (s->stop_at_reply && strcmp(t, "execute_reply") == 0)
             s->done = true;
+        if (s->stop_at_stream && strcmp(t, "stream") == 0)
+            s->done = true;
         if (strcmp(t, "status") == 0 &&
             strcmp(jstr(json_object_get(m, "content"), "execution_state") ?: "", "idle") == 0)
             s->done = true;
@@ -219,12 +222,12 @@ static size_t sse_write(char *p, size_t sz, size_t nm, void *ud)
 
 /* Read /events?after=AFTER until the idle status of `parent` (or the end of
  * the stream); returns the messages. Fails after 60 s. */
-static json_t *sse_collect(user *u, const char *kid, long long after, const char *parent, bool stop_at_reply,
-                           bool *ended)
+static json_t *sse_collect_to(user *u, const char *kid, long long after, const char *parent, bool stop_at_reply,
+                              bool stop_at_stream, bool *ended)
 {
     char url[256];
-    sse s = {.msgs = json_array(), .until_parent = parent, .stop_at_reply = stop_at_reply, .last_id = after,
-             .ids_match = true};
+    sse s = {.msgs = json_array(), .until_parent = parent, .stop_at_reply = stop_at_reply,
+             .stop_at_stream = stop_at_stream, .last_id = after, .ids_match = true};
     struct curl_slist *h = NULL;
     CURL *c = curl_easy_init();
 
@@ -247,6 +250,12 @@ static json_t *sse_collect(user *u, const char *kid, long long after, const char
         *ended = s.ended;
     free(s.buf);
     return s.msgs;
+}
+
+static json_t *sse_collect(user *u, const char *kid, long long after, const char *parent, bool stop_at_reply,
+                           bool *ended)
+{
+    return sse_collect_to(u, kid, after, parent, stop_at_reply, false, ended);
 }
 
 /* The messages of one request, in order, as "type" or "type:detail". */
@@ -389,8 +398,9 @@ START_TEST(interrupt_stops_a_busy_loop_and_the_kernel_survives)
     make_user(&u, "alice");
     make_project(pid, sizeof(pid), &u);
     start_kernel(kid, sizeof(kid), &u, pid);
-    execute(mid, sizeof(mid), &u, kid, "x = 5\nwhile True:\n    pass", NULL);
-    json_decref(wait_status(&u, kid, "busy"));
+    execute(mid, sizeof(mid), &u, kid, "x = 5\nprint('started', flush=True)\nwhile True:\n    pass", NULL);
+    /* interrupt once the cell's own code runs: "busy" comes before that */
+    json_decref(sse_collect_to(&u, kid, 0, mid, false, true, NULL));
     post_ok(&u, kid, "interrupt", 200);
     json_t *msgs = sse_collect(&u, kid, 0, mid, false, NULL);
     json_t *err = find_type(msgs, mid, "error");

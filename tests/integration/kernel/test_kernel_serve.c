@@ -8,6 +8,7 @@
 
 #include <check.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -140,17 +141,23 @@ START_TEST(error_sends_traceback_and_error_reply)
 }
 END_TEST
 
-/* Start `code`, wait for its execute_input, interrupt it with `how`, and
- * check the KeyboardInterrupt error and that the namespace survived. */
+/* Start `code`, wait until it runs, interrupt it with `how`, and check the
+ * KeyboardInterrupt error and that the namespace survived. `code` prints
+ * "started" first: the interrupt goes out only once the cell's own code runs
+ * (execute_input comes before that, while the kernel still prepares it). */
 static void interrupt_case(const char *code, int by_signal)
 {
     json_decref(kt_execute(&k, "kept = 41"));
     char *id = kt_send(&k, "shell", "execute_request", json_pack("{s:s}", "code", code));
     json_t *m;
-    while (strcmp(kr_msg_type(m = kt_recv(&k, 60)), "execute_input") != 0)
+    for (;;) {
+        m = kt_recv(&k, 60);
+        bool started = strcmp(kr_msg_type(m), "stream") == 0 &&
+                       strcmp(parent_id(m), id) == 0 && strstr(cstr(m, "text"), "started") != NULL;
         json_decref(m);
-    json_decref(m);
-    usleep(200 * 1000);   /* let it spin inside the loop */
+        if (started)
+            break;
+    }
     if (by_signal) {
         ck_assert_int_eq(kill(k.pid, SIGINT), 0);
     } else {
@@ -178,13 +185,13 @@ static void interrupt_case(const char *code, int by_signal)
 
 START_TEST(sigint_interrupts_busy_loop_and_kernel_lives)
 {
-    interrupt_case("while True: pass", 1);
+    interrupt_case("print('started', flush=True)\nwhile True: pass", 1);
 }
 END_TEST
 
 START_TEST(interrupt_request_interrupts_sleeping_cell)
 {
-    interrupt_case("import time\nwhile True:\n    time.sleep(0.05)", 0);
+    interrupt_case("import time\nprint('started', flush=True)\nwhile True:\n    time.sleep(0.05)", 0);
 }
 END_TEST
 
