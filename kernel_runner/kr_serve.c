@@ -298,6 +298,11 @@ static void handle(kr_serve *k, json_t *msg)
         /* The support code itself failed (or an interrupt hit between the
          * cell and the reply): answer anyway so the client does not hang. */
         json_t *e = kr__py_error_json();
+        /* The client of an execute must see the error on iopub too (an
+         * interrupt that lands before the cell's first statement), not only
+         * a bare error reply. */
+        if (e && strcmp(type, "execute_request") == 0)
+            send_msg(k, "iopub", "error", k->parent, json_deep_copy(e));
         if (reply_type(rtype, sizeof(rtype), type) && e) {
             json_object_set_new(e, "status", json_string("error"));
             send_msg(k, channel, rtype, k->parent, e);

@@ -195,6 +195,38 @@ START_TEST(interrupt_request_interrupts_sleeping_cell)
 }
 END_TEST
 
+/* An interrupt sent the moment execute_input arrives may land before the
+ * cell's first statement runs, or inside it: either way the client gets a
+ * KeyboardInterrupt error on iopub and an error reply, and the kernel lives. */
+START_TEST(interrupt_right_after_execute_input_is_reported)
+{
+    for (int round = 0; round < 5; round++) {
+        char *id = kt_send(&k, "shell", "execute_request",
+                           json_pack("{s:s}", "code", "import time\nwhile True:\n    time.sleep(0.01)"));
+        for (;;) {
+            json_t *m = kt_recv(&k, 60);
+            bool input = strcmp(kr_msg_type(m), "execute_input") == 0 && strcmp(parent_id(m), id) == 0;
+            json_decref(m);
+            if (input)
+                break;
+        }
+        char *iid = kt_send(&k, "control", "interrupt_request", NULL);
+        free(iid);
+        json_t *msgs = kt_until_idle(&k, id);
+        json_t *e = kt_find(msgs, "error", 0);
+        ck_assert_msg(e != NULL, "round %d: no error message on iopub", round);
+        ck_assert_str_eq(kr_msg_channel(e), "iopub");
+        ck_assert_str_eq(cstr(e, "ename"), "KeyboardInterrupt");
+        ck_assert_str_eq(cstr(kt_find(msgs, "execute_reply", 0), "status"), "error");
+        json_decref(msgs);
+        free(id);
+    }
+    json_t *msgs = kt_execute(&k, "6 * 7");
+    ck_assert_ptr_nonnull(kt_find(msgs, "execute_result", 0));
+    json_decref(msgs);
+}
+END_TEST
+
 START_TEST(matplotlib_figure_arrives_as_png)
 {
     json_t *msgs = kt_execute(&k, "import matplotlib.pyplot as plt\nfig = plt.figure()\n"
@@ -503,6 +535,7 @@ int main(void)
     tcase_add_test(t, error_sends_traceback_and_error_reply);
     tcase_add_test(t, sigint_interrupts_busy_loop_and_kernel_lives);
     tcase_add_test(t, interrupt_request_interrupts_sleeping_cell);
+    tcase_add_test(t, interrupt_right_after_execute_input_is_reported);
     tcase_add_test(t, matplotlib_figure_arrives_as_png);
     tcase_add_test(t, input_goes_through_stdin_channel);
     tcase_add_test(t, input_without_allow_stdin_raises);
