@@ -12,52 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static char dbdir[64];
-static ed_store *st;
-
-static int64_t add_user(const char *name, const char *tier)
-{
-    char sql[512];
-    snprintf(sql, sizeof(sql),
-             "INSERT INTO users(username, email, password_hash, role, tier, created_at, updated_at) "
-             "VALUES ('%s', '%s@x.org', 'x', 'user', '%s', 0, 0)", name, name, tier);
-    ck_assert_int_eq(ed_store_exec(st, sql), 0);
-    return sqlite3_last_insert_rowid(ed_store_db(st));
-}
-
-static void setup(void)
-{
-    char path[128];
-    snprintf(dbdir, sizeof(dbdir), "/tmp/eddy-quota-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dbdir));
-    snprintf(path, sizeof(path), "%s/eddy.db", dbdir);
-    ck_assert_int_eq(ed_crypto_init(), 0);
-    ck_assert_int_eq(ed_store_open(&st, path), 0);
-}
-
-static void teardown(void)
-{
-    char cmd[128];
-    ed_store_close(st);
-    st = NULL;
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dbdir);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
-static void assert_verified(void)
-{
-    quota_verify_report r;
-    ck_assert_int_eq(quota_verify(&r, st), 0);
-    if (!r.ok)
-        ck_abort_msg("ledger does not verify: %s", r.mismatches[0]);
-}
-
-static int64_t coins(int64_t user)
-{
-    quota_balance b;
-    ck_assert_int_eq(quota_balance_get(&b, st, user), 0);
-    return b.coins_mcoins;
-}
+#include "ledger_fixture.h"
 
 START_TEST(grant_credits_user_and_verifies)
 {
@@ -355,7 +310,7 @@ int main(void)
     SRunner *sr;
     int failed;
 
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, ledger_setup, ledger_teardown);
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, grant_credits_user_and_verifies);
     tcase_add_test(tc, grant_rejects_bad_input_and_posts_nothing);

@@ -18,20 +18,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char dir[64];
-static ed_store *st;
+#include "ledger_fixture.h"
+
 static sched *s;
 static sched_config cfg;
-
-static int64_t add_user(const char *name, const char *tier)
-{
-    char sql[512];
-    snprintf(sql, sizeof(sql),
-             "INSERT INTO users(username, email, password_hash, role, tier, created_at, updated_at) "
-             "VALUES ('%s', '%s@x.org', 'x', 'user', '%s', 0, 0)", name, name, tier);
-    ck_assert_int_eq(ed_store_exec(st, sql), 0);
-    return sqlite3_last_insert_rowid(ed_store_db(st));
-}
 
 static void open_sched(void)
 {
@@ -40,13 +30,8 @@ static void open_sched(void)
 
 static void setup(void)
 {
-    char path[128];
-    snprintf(dir, sizeof(dir), "/tmp/eddy-sched-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(path, sizeof(path), "%s/eddy.db", dir);
-    ck_assert_int_eq(ed_crypto_init(), 0);
-    ck_assert_int_eq(ed_store_open(&st, path), 0);
-    ck_assert_int_eq(sched_config_defaults(&cfg, dir), 0);
+    ledger_setup();
+    ck_assert_int_eq(sched_config_defaults(&cfg, fixture_dir), 0);
     cfg.start_thread = false;
     cfg.meter_interval_ms = 1000;
     cfg.oof_grace_ms = 1000;
@@ -59,13 +44,9 @@ static void setup(void)
 
 static void teardown(void)
 {
-    char cmd[128];
     sched_close(s);
     s = NULL;
-    ed_store_close(st);
-    st = NULL;
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    ledger_teardown();
 }
 
 static const char *script_src;
@@ -123,14 +104,6 @@ static void wait_status(sched_job_info *j, int64_t id, const char *status, int64
     ck_abort_msg("job %lld is %s, not %s", (long long)id, j->status, status);
 }
 
-static void assert_verified(void)
-{
-    quota_verify_report r;
-    ck_assert_int_eq(quota_verify(&r, st), 0);
-    if (!r.ok)
-        ck_abort_msg("ledger does not verify: %s", r.mismatches[0]);
-}
-
 static int64_t scalar(const char *sql)
 {
     sqlite3_stmt *q;
@@ -149,7 +122,7 @@ static char *read_log(int64_t id)
     FILE *f;
     size_t n;
 
-    snprintf(path, sizeof(path), "%s/jobs/%lld/log", dir, (long long)id);
+    snprintf(path, sizeof(path), "%s/jobs/%lld/log", fixture_dir, (long long)id);
     buf[0] = '\0';
     if ((f = fopen(path, "r")) == NULL)
         return buf;
@@ -305,7 +278,7 @@ START_TEST(job_runs_to_success_with_logs_usage_and_charge)
     ck_assert_int_eq(j.exit_code, 0);
     ck_assert_str_eq(j.failure_reason, "");
     ck_assert_ptr_nonnull(strstr(read_log(j.id), "hello from /home/aistudio/work ['--epochs', '2']"));
-    snprintf(path, sizeof(path), "%s/jobs/%lld/output/model.txt", dir, (long long)j.id);
+    snprintf(path, sizeof(path), "%s/jobs/%lld/output/model.txt", fixture_dir, (long long)j.id);
     ck_assert_int_eq(access(path, F_OK), 0);
     /* a short job still pays its partial interval at 100 mcoins/h */
     ck_assert_int_eq(j.charged_mcoins, scalar("SELECT -IFNULL(SUM(e.amount_mcoins), 0) FROM ledger_entries e "
@@ -504,7 +477,7 @@ START_TEST(reconcile_releases_orphan_holds_and_half_submitted_jobs)
              "INSERT INTO jobs(user_id, project_id, entry, resource, units, max_runtime_ms, status, created_at, "
              "enqueued_at) VALUES (%lld, 'p1', 'x.py', 'cpu-basic', 1, 1000, 'preparing', 0, 0)", (long long)u);
     ck_assert_int_eq(ed_store_exec(st, sql), 0);
-    snprintf(path, sizeof(path), "%s/jobs/2", dir);
+    snprintf(path, sizeof(path), "%s/jobs/2", fixture_dir);
     ck_assert_int_eq(mkdir(path, 0700), 0);
     sched_close(s);
     open_sched();
