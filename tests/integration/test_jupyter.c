@@ -499,6 +499,21 @@ static void cleanup_kernels(void)
         }
         it_resp_free(&r);
     }
+    /* A deleted kernel holds its slot of the tier's kernel cap until its
+     * process has exited: wait for both lists to empty before starting more. */
+    for (int u = 0; u < 2; u++) {
+        int64_t deadline = now_ms() + 30000;
+        size_t live;
+        do {
+            it_resp r;
+            ck_assert_int_eq(it_request(&r, &S, "GET", "/api/kernels", NULL, hs[u]), 0);
+            live = json_array_size(r.json);
+            it_resp_free(&r);
+            if (live)
+                usleep(50000);
+        } while (live && now_ms() < deadline);
+        ck_assert_msg(live == 0, "%zu kernels still running 30 s after their delete", live);
+    }
 }
 
 static char *start_kernel(const char *const *h)
