@@ -188,7 +188,7 @@ class TestDigits(unittest.TestCase):
         out = buf.getvalue()
         self.assertIn('Epoch 1/15', out)
         self.assertIn('Epoch 15/15', out)
-        self.assertRegex(out, r'step \d+/\d+ - loss: [0-9.e+-]+ - acc: [0-9.]+ - \d+m?s/step')
+        self.assertRegex(out, r'step \d+/\d+ - loss: [0-9.e+-]+ - acc: [0-9.]+ - \d+[mu]?s/step')
         self.assertGreaterEqual(result['acc'], 0.95, "Model test accuracy {}".format(result))
         self.assertEqual(len(result['loss']), 1)
         # Model.save / Model.load round trip: identical predictions
