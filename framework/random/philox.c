@@ -273,28 +273,6 @@ static int check_range(double low, double high)
     return 0;
 }
 
-int fw_random_uniform_f32(fw_generator *g, float *out, size_t n, double low, double high)
-{
-    if (out == NULL && n > 0)
-        return fw_error_set(FW_EINVAL, "%s: NULL output for %zu values", __func__, n);
-    int err;
-    if ((err = check_range(low, high)) < 0)
-        return err;
-    run_fill(g, out, 0, n, K_UNIFORM, low, high, 0, 0);
-    return 0;
-}
-
-int fw_random_uniform_f64(fw_generator *g, double *out, size_t n, double low, double high)
-{
-    if (out == NULL && n > 0)
-        return fw_error_set(FW_EINVAL, "%s: NULL output for %zu values", __func__, n);
-    int err;
-    if ((err = check_range(low, high)) < 0)
-        return err;
-    run_fill(g, out, 1, n, K_UNIFORM, low, high, 0, 0);
-    return 0;
-}
-
 static int check_normal(double mean, double std)
 {
     if (!isfinite(mean) || !isfinite(std) || std < 0)
@@ -303,26 +281,39 @@ static int check_normal(double mean, double std)
     return 0;
 }
 
+/* What every two-parameter filler does: refuse a NULL output and bad
+ * parameters (`check`), then fill `n` values of `type` (0 f32, 1 f64). */
+static int fill_checked(const char *fn, fw_generator *g, void *out, int type, size_t n,
+                        fill_kind kind, double p0, double p1, int (*check)(double, double))
+{
+    int err;
+
+    if (out == NULL && n > 0)
+        return fw_error_set(FW_EINVAL, "%s: NULL output for %zu values", fn, n);
+    if ((err = check(p0, p1)) < 0)
+        return err;
+    run_fill(g, out, type, n, kind, p0, p1, 0, 0);
+    return 0;
+}
+
+int fw_random_uniform_f32(fw_generator *g, float *out, size_t n, double low, double high)
+{
+    return fill_checked(__func__, g, out, 0, n, K_UNIFORM, low, high, check_range);
+}
+
+int fw_random_uniform_f64(fw_generator *g, double *out, size_t n, double low, double high)
+{
+    return fill_checked(__func__, g, out, 1, n, K_UNIFORM, low, high, check_range);
+}
+
 int fw_random_normal_f32(fw_generator *g, float *out, size_t n, double mean, double std)
 {
-    if (out == NULL && n > 0)
-        return fw_error_set(FW_EINVAL, "%s: NULL output for %zu values", __func__, n);
-    int err;
-    if ((err = check_normal(mean, std)) < 0)
-        return err;
-    run_fill(g, out, 0, n, K_NORMAL, mean, std, 0, 0);
-    return 0;
+    return fill_checked(__func__, g, out, 0, n, K_NORMAL, mean, std, check_normal);
 }
 
 int fw_random_normal_f64(fw_generator *g, double *out, size_t n, double mean, double std)
 {
-    if (out == NULL && n > 0)
-        return fw_error_set(FW_EINVAL, "%s: NULL output for %zu values", __func__, n);
-    int err;
-    if ((err = check_normal(mean, std)) < 0)
-        return err;
-    run_fill(g, out, 1, n, K_NORMAL, mean, std, 0, 0);
-    return 0;
+    return fill_checked(__func__, g, out, 1, n, K_NORMAL, mean, std, check_normal);
 }
 
 /* Standard normal CDF. */
