@@ -284,3 +284,55 @@ int it_signup_login(it_server *s, const char *username, const char *password, ch
     it_resp_free(&r);
     return ok;
 }
+
+void it_slurp(char *buf, size_t n, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    size_t got = 0;
+
+    if (f) {
+        got = fread(buf, 1, n - 1, f);
+        fclose(f);
+    }
+    buf[got] = '\0';
+}
+
+void it_run_eddy(it_run *o, const char *scratch, const char *home, const char *input,
+                 const char *const *env, const char *const *argv)
+{
+    char op[300], ep[300], ip[300];
+    FILE *f;
+    pid_t pid;
+    int st;
+
+    snprintf(op, sizeof(op), "%s/stdout", scratch);
+    snprintf(ep, sizeof(ep), "%s/stderr", scratch);
+    snprintf(ip, sizeof(ip), "%s/stdin", scratch);
+    if ((f = fopen(ip, "w")) != NULL) {
+        if (input)
+            fputs(input, f);
+        fclose(f);
+    }
+    pid = fork();
+    if (pid == 0) {
+        int in = open(ip, O_RDONLY), out = open(op, O_WRONLY | O_CREAT | O_TRUNC, 0600),
+            er = open(ep, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(in, 0);
+        dup2(out, 1);
+        dup2(er, 2);
+        setsid();
+        setenv("HOME", home, 1);
+        unsetenv("XDG_CONFIG_HOME");
+        unsetenv("EDDY_URL");
+        unsetenv("EDDY_API_KEY");
+        for (const char *const *e = env; e && *e; e++)
+            putenv((char *)*e);
+        execv(it_eddy_bin(), (char *const *)argv);
+        _exit(127);
+    }
+    o->status = -1;
+    if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st))
+        o->status = WEXITSTATUS(st);
+    it_slurp(o->out, sizeof(o->out), op);
+    it_slurp(o->err, sizeof(o->err), ep);
+}

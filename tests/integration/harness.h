@@ -68,6 +68,26 @@ void it_resp_free(it_resp *r);
 int it_signup_login(it_server *s, const char *username, const char *password,
                     char **cookie, char **csrf);
 
+/* What one run of the eddy binary printed and how it ended. */
+typedef struct it_run {
+    int  status;          /* exit status, -1 when killed by a signal */
+    char out[65536];      /* stdout, NUL-terminated (cut to fit) */
+    char err[16384];      /* stderr */
+} it_run;
+
+/* Run the eddy binary under test as a user would: `argv` (argv[0] "eddy",
+ * NULL-terminated), `input` (may be NULL) on stdin, HOME=`home`, no
+ * controlling terminal (a prompt cannot hang the test), EDDY_URL,
+ * EDDY_API_KEY and XDG_CONFIG_HOME unset, then each "NAME=value" of `env`
+ * (NULL-terminated, may be NULL) set. The streams pass through files in the
+ * directory `scratch`. */
+void it_run_eddy(it_run *o, const char *scratch, const char *home, const char *input,
+                 const char *const *env, const char *const *argv);
+
+/* Read at most n-1 bytes of the file at `path` into buf, NUL-terminated
+ * ("" when it cannot be read). */
+void it_slurp(char *buf, size_t n, const char *path);
+
 /* Path of the eddy binary under test. */
 const char *it_eddy_bin(void);
 

@@ -21,64 +21,14 @@ static const char *const server_env[] = {"EDDY_METER_INTERVAL_MS=1000", "EDDY_OO
                                          "EDDY_STOP_GRACE_MS=1000", NULL};
 static const char ROOT_PW[] = "correct horse battery";
 
-typedef struct run_out {
-    int  status;          /* exit status, -1 when killed */
-    char out[65536];      /* stdout, NUL-terminated (cut) */
-    char err[16384];      /* stderr */
-} run_out;
-
-static void slurp(char *buf, size_t n, const char *path)
-{
-    FILE *f = fopen(path, "r");
-    size_t got = 0;
-    if (f) {
-        got = fread(buf, 1, n - 1, f);
-        fclose(f);
-    }
-    buf[got] = '\0';
-}
+typedef it_run run_out;
 
 /* Run eddy with HOME=`h`, optional stdin text and extra environment
  * ("NAME=value", NULL-terminated); EDDY_URL / EDDY_API_KEY are unset unless
  * given there. */
 static void run_env(run_out *o, const char *h, const char *input, const char *const *env, const char *const *argv)
 {
-    char op[200], ep[200], ip[200];
-    pid_t pid;
-    int st;
-
-    snprintf(op, sizeof(op), "%s/stdout", dir);
-    snprintf(ep, sizeof(ep), "%s/stderr", dir);
-    snprintf(ip, sizeof(ip), "%s/stdin", dir);
-    {
-        FILE *f = fopen(ip, "w");
-        ck_assert_ptr_nonnull(f);
-        if (input)
-            fputs(input, f);
-        fclose(f);
-    }
-    pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int in = open(ip, O_RDONLY), out = open(op, O_WRONLY | O_CREAT | O_TRUNC, 0600),
-            er = open(ep, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(in, 0);
-        dup2(out, 1);
-        dup2(er, 2);
-        setsid();   /* no controlling terminal: a prompt cannot hang the test */
-        setenv("HOME", h, 1);
-        unsetenv("XDG_CONFIG_HOME");
-        unsetenv("EDDY_URL");
-        unsetenv("EDDY_API_KEY");
-        for (const char *const *e = env; e && *e; e++)
-            putenv((char *)*e);
-        execv(it_eddy_bin(), (char *const *)argv);
-        _exit(127);
-    }
-    waitpid(pid, &st, 0);
-    o->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    slurp(o->out, sizeof(o->out), op);
-    slurp(o->err, sizeof(o->err), ep);
+    it_run_eddy(o, dir, h, input, env, argv);
 }
 
 #define EDDY(o, ...) run_env((o), home, NULL, NULL, (const char *const[]){"eddy", __VA_ARGS__, NULL})
@@ -425,13 +375,13 @@ START_TEST(push_pull_files_and_versions_round_trip)
     EDDY(&o, "pull", "demo", out, "--version", vid);
     expect(&o, 0, "pull --version");
     snprintf(path, sizeof(path), "%s/sub/deep/a.txt", out);
-    slurp(buf, sizeof(buf), path);
+    it_slurp(buf, sizeof(buf), path);
     ck_assert_str_eq(buf, "one\n");
     snprintf(out2, sizeof(out2), "%s/out2", work);
     EDDY(&o, "pull", "demo", out2);
     expect(&o, 0, "pull");
     snprintf(path, sizeof(path), "%s/sub/deep/a.txt", out2);
-    slurp(buf, sizeof(buf), path);
+    it_slurp(buf, sizeof(buf), path);
     ck_assert_str_eq(buf, "two\n");
 
     EDDY(&o, "versions", "demo", "restore", vid);
@@ -513,9 +463,9 @@ START_TEST(push_refuses_symlinks_and_pull_never_writes_outside_dir)
         ck_assert_int_eq(symlink(target, path), 0);
         EDDY(&o, "pull", "demo", out);
         expect(&o, 0, "pull over a symlinked file");
-        slurp(buf, sizeof(buf), target);
+        it_slurp(buf, sizeof(buf), target);
         ck_assert_str_eq(buf, "keep");
-        slurp(buf, sizeof(buf), path);
+        it_slurp(buf, sizeof(buf), path);
         ck_assert_str_eq(buf, "a");
     }
 }
@@ -588,7 +538,7 @@ START_TEST(jobs_submit_follow_logs_artifacts_and_ledger_through_the_cli)
     EDDY(&o, "jobs", "artifacts", jid, "--download", path);
     expect(&o, 0, "jobs artifacts --download");
     snprintf(path, sizeof(path), "%s/arts/ckpt/model.txt", work);
-    slurp(buf, sizeof(buf), path);
+    it_slurp(buf, sizeof(buf), path);
     ck_assert_str_eq(buf, "w=1");
     EDDY(&o, "jobs", "cancel", jid);
     expect(&o, 1, "cancel a finished job");

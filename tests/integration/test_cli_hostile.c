@@ -124,49 +124,13 @@ static void fake_stop(void)
     }
 }
 
-typedef struct run_out {
-    int  status;
-    char out[16384], err[16384];
-} run_out;
+typedef it_run run_out;
 
-static void slurp(char *buf, size_t n, const char *path)
-{
-    FILE *f = fopen(path, "r");
-    size_t got = 0;
-    if (f) {
-        got = fread(buf, 1, n - 1, f);
-        fclose(f);
-    }
-    buf[got] = '\0';
-}
-
+/* Run eddy against the fake server with the fake key, stdin empty. */
 static void eddy(run_out *o, const char *const *argv)
 {
-    char op[200], ep[200];
-    pid_t pid;
-    int st;
-
-    snprintf(op, sizeof(op), "%s/stdout", dir);
-    snprintf(ep, sizeof(ep), "%s/stderr", dir);
-    pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int in = open("/dev/null", O_RDONLY), out = open(op, O_WRONLY | O_CREAT | O_TRUNC, 0600),
-            er = open(ep, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(in, 0);
-        dup2(out, 1);
-        dup2(er, 2);
-        setenv("HOME", home, 1);
-        unsetenv("XDG_CONFIG_HOME");
-        putenv(url_env);
-        putenv((char *)key_env);
-        execv(it_eddy_bin(), (char *const *)argv);
-        _exit(127);
-    }
-    waitpid(pid, &st, 0);
-    o->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    slurp(o->out, sizeof(o->out), op);
-    slurp(o->err, sizeof(o->err), ep);
+    const char *const env[] = {url_env, key_env, NULL};
+    it_run_eddy(o, dir, home, NULL, env, argv);
 }
 
 #define EDDY(o, ...) eddy((o), (const char *const[]){"eddy", __VA_ARGS__, NULL})
@@ -182,7 +146,7 @@ static int seen(const char *s)
 {
     static char buf[262144];
     int n = 0;
-    slurp(buf, sizeof(buf), log_path);
+    it_slurp(buf, sizeof(buf), log_path);
     for (const char *p = buf; (p = strstr(p, s)) != NULL; p++)
         n++;
     return n;
@@ -301,7 +265,7 @@ START_TEST(broken_servers_map_to_clear_messages_and_exit_codes)
         static char buf[262144];
         char first[128];
         const char *k;
-        slurp(buf, sizeof(buf), log_path);
+        it_slurp(buf, sizeof(buf), log_path);
         k = strstr(buf, "Idempotency-Key: ");
         ck_assert_ptr_nonnull(k);
         snprintf(first, sizeof(first), "%.*s", (int)strcspn(k, "\r\n"), k);

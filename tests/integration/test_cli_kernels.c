@@ -17,58 +17,13 @@ static it_server srv;
 static char dir[64];
 static char url_env[128], key_env[256];
 
-typedef struct run_out {
-    int  status;
-    char out[65536];
-    char err[16384];
-} run_out;
-
-static void slurp(char *buf, size_t n, const char *path)
-{
-    FILE *f = fopen(path, "r");
-    size_t got = 0;
-    if (f) {
-        got = fread(buf, 1, n - 1, f);
-        fclose(f);
-    }
-    buf[got] = '\0';
-}
+typedef it_run run_out;
 
 /* Run eddy with EDDY_URL and EDDY_API_KEY set, `input` on stdin. */
 static void run(run_out *o, const char *input, const char *const *argv)
 {
-    char op[200], ep[200], ip[200];
-    pid_t pid;
-    int st;
-
-    snprintf(op, sizeof(op), "%s/stdout", dir);
-    snprintf(ep, sizeof(ep), "%s/stderr", dir);
-    snprintf(ip, sizeof(ip), "%s/stdin", dir);
-    FILE *f = fopen(ip, "w");
-    ck_assert_ptr_nonnull(f);
-    if (input)
-        fputs(input, f);
-    fclose(f);
-    pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int in = open(ip, O_RDONLY), out = open(op, O_WRONLY | O_CREAT | O_TRUNC, 0600),
-            er = open(ep, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(in, 0);
-        dup2(out, 1);
-        dup2(er, 2);
-        setsid();
-        setenv("HOME", dir, 1);
-        unsetenv("XDG_CONFIG_HOME");
-        putenv(url_env);
-        putenv(key_env);
-        execv(it_eddy_bin(), (char *const *)argv);
-        _exit(127);
-    }
-    waitpid(pid, &st, 0);
-    o->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    slurp(o->out, sizeof(o->out), op);
-    slurp(o->err, sizeof(o->err), ep);
+    const char *const env[] = {url_env, key_env, NULL};
+    it_run_eddy(o, dir, dir, input, env, argv);
 }
 
 #define EDDY(o, ...) run((o), NULL, (const char *const[]){"eddy", __VA_ARGS__, NULL})
