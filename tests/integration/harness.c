@@ -252,13 +252,48 @@ void it_resp_free(it_resp *r)
     memset(r, 0, sizeof(*r));
 }
 
-int it_signup_login(it_server *s, const char *username, const char *password, char **cookie,
-                    char **csrf)
+/* POST /api/v1/auth/login: 0 with the session cookie (name=value) and the
+ * CSRF token copied out, or -1 with the reason on stderr. */
+static int login_parts(it_server *s, const char *username, const char *password, char *cookie,
+                       size_t cookie_len, char *csrf, size_t csrf_len)
 {
     char body[512];
     it_resp r;
     const char *set_cookie, *token;
     int ok = -1;
+
+    snprintf(body, sizeof(body), "{\"username\":\"%s\",\"password\":\"%s\"}", username, password);
+    it_request(&r, s, "POST", "/api/v1/auth/login", body, NULL);
+    set_cookie = it_resp_header(&r, "Set-Cookie");
+    token = r.json ? json_string_value(json_object_get(r.json, "csrf_token")) : NULL;
+    if (r.status == 200 && set_cookie && token) {
+        snprintf(cookie, cookie_len, "%.*s", (int)strcspn(set_cookie, ";"), set_cookie);
+        snprintf(csrf, csrf_len, "%s", token);
+        ok = 0;
+    } else {
+        fprintf(stderr, "harness: login %s -> %ld %s\n", username, r.status, r.body);
+    }
+    it_resp_free(&r);
+    return ok;
+}
+
+int it_login(it_server *s, const char *username, const char *password, char *cookie_hdr,
+             size_t cookie_len, char *csrf_hdr, size_t csrf_len)
+{
+    char cookie[512], csrf[256];
+
+    if (login_parts(s, username, password, cookie, sizeof(cookie), csrf, sizeof(csrf)) < 0)
+        return -1;
+    snprintf(cookie_hdr, cookie_len, "Cookie: %s", cookie);
+    snprintf(csrf_hdr, csrf_len, "X-CSRF-Token: %s", csrf);
+    return 0;
+}
+
+int it_signup_login(it_server *s, const char *username, const char *password, char **cookie,
+                    char **csrf)
+{
+    char body[512], c[512], t[256];
+    it_resp r;
 
     *cookie = *csrf = NULL;
     snprintf(body, sizeof(body), "{\"username\":\"%s\",\"email\":\"%s@example.com\",\"password\":\"%s\"}",
@@ -270,19 +305,27 @@ int it_signup_login(it_server *s, const char *username, const char *password, ch
         return -1;
     }
     it_resp_free(&r);
-    snprintf(body, sizeof(body), "{\"username\":\"%s\",\"password\":\"%s\"}", username, password);
-    it_request(&r, s, "POST", "/api/v1/auth/login", body, NULL);
-    set_cookie = it_resp_header(&r, "Set-Cookie");
-    token = r.json ? json_string_value(json_object_get(r.json, "csrf_token")) : NULL;
-    if (r.status == 200 && set_cookie && token) {
-        *cookie = strndup(set_cookie, strcspn(set_cookie, ";"));
-        *csrf = strdup(token);
-        ok = 0;
-    } else {
-        fprintf(stderr, "harness: login %s -> %ld %s\n", username, r.status, r.body);
+    if (login_parts(s, username, password, c, sizeof(c), t, sizeof(t)) < 0)
+        return -1;
+    *cookie = strdup(c);
+    *csrf = strdup(t);
+    return 0;
+}
+
+int it_eddy_status(char *const argv[])
+{
+    pid_t pid = fork();
+    int status;
+
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        execv(it_eddy_bin(), argv);
+        _exit(127);
     }
-    it_resp_free(&r);
-    return ok;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 void it_slurp(char *buf, size_t n, const char *path)

@@ -88,6 +88,16 @@ void it_run_eddy(it_run *o, const char *scratch, const char *home, const char *i
  * ("" when it cannot be read). */
 void it_slurp(char *buf, size_t n, const char *path);
 
+/* Log an existing user in. On success `cookie_hdr` gets "Cookie: eddy_session=..."
+ * and `csrf_hdr` "X-CSRF-Token: ...", ready for a header list. 0 or -1. */
+int it_login(it_server *s, const char *username, const char *password, char *cookie_hdr,
+             size_t cookie_len, char *csrf_hdr, size_t csrf_len);
+
+/* Run the eddy binary with `argv` (argv[0] "eddy"), stdout discarded, stderr
+ * passed through; its exit status (-1 when killed). For operator commands
+ * such as `eddy admin create-user --data DIR ...`. */
+int it_eddy_status(char *const argv[]);
+
 /* Path of the eddy binary under test. */
 const char *it_eddy_bin(void);
 

@@ -57,32 +57,10 @@ static const char TRAIN_PY[] =
     "open(out + '/ckpt/model.txt', 'w').write(' '.join(f'{v:.1f}' for v in w))\n"
     "print('saved', flush=True)\n";
 
-static int run_cli(char *const argv[])
-{
-    pid_t pid = fork();
-    int status;
-    if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        dup2(null, 1);
-        execv(it_eddy_bin(), argv);
-        _exit(127);
-    }
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
-static void login(const char *user, const char *pw, char *cookie, size_t cl, char *csrf, size_t sl)
+static void login(const char *user, const char *pw, char *cookie_hdr, size_t cl, char *csrf_hdr, size_t sl)
 {
-    char body[256];
-    it_resp r;
-    snprintf(body, sizeof(body), "{\"username\":\"%s\",\"password\":\"%s\"}", user, pw);
-    ck_assert_int_eq(it_request(&r, &srv, "POST", "/api/v1/auth/login", body, NULL), 0);
-    ck_assert_int_eq(r.status, 200);
-    const char *sc = it_resp_header(&r, "Set-Cookie");
-    ck_assert_ptr_nonnull(sc);
-    snprintf(cookie, cl, "Cookie: %.*s", (int)strcspn(sc, ";"), sc);
-    snprintf(csrf, sl, "X-CSRF-Token: %s", json_string_value(json_object_get(r.json, "csrf_token")));
-    it_resp_free(&r);
+    ck_assert_int_eq(it_login(&srv, user, pw, cookie_hdr, cl, csrf_hdr, sl), 0);
 }
 
 static void setup(void)
@@ -94,7 +72,7 @@ static void setup(void)
     char *argv[] = {"eddy", "admin", "create-user", "--data", data, "--username", "root",
                     "--email", "root@example.com", "--password", "correct horse battery",
                     "--role", "admin", NULL};
-    ck_assert_int_eq(run_cli(argv), 0);
+    ck_assert_int_eq(it_eddy_status(argv), 0);
     ck_assert_int_eq(it_server_start_in(&srv, data, env), 0);
     login("root", "correct horse battery", admin_cookie, sizeof(admin_cookie), admin_csrf, sizeof(admin_csrf));
 }

@@ -15,32 +15,10 @@ static it_server srv;
 static char dir[64];
 static char admin_cookie_hdr[512], admin_csrf_hdr[256];
 
-static int run_cli(char *const argv[])
-{
-    pid_t pid = fork();
-    int status;
-    if (pid == 0) {
-        int null = open("/dev/null", 1);
-        dup2(null, 1);
-        execv(it_eddy_bin(), argv);
-        _exit(127);
-    }
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 static void login(const char *user, const char *pw, char *cookie_hdr, size_t cl, char *csrf_hdr, size_t sl)
 {
-    char body[256];
-    it_resp r;
-    snprintf(body, sizeof(body), "{\"username\":\"%s\",\"password\":\"%s\"}", user, pw);
-    it_request(&r, &srv, "POST", "/api/v1/auth/login", body, NULL);
-    ck_assert_int_eq(r.status, 200);
-    const char *sc = it_resp_header(&r, "Set-Cookie");
-    ck_assert_ptr_nonnull(sc);
-    snprintf(cookie_hdr, cl, "Cookie: %.*s", (int)strcspn(sc, ";"), sc);
-    snprintf(csrf_hdr, sl, "X-CSRF-Token: %s", json_string_value(json_object_get(r.json, "csrf_token")));
-    it_resp_free(&r);
+    ck_assert_int_eq(it_login(&srv, user, pw, cookie_hdr, cl, csrf_hdr, sl), 0);
 }
 
 static void setup(void)
@@ -53,7 +31,7 @@ static void setup(void)
     char *argv[] = {"eddy", "admin", "create-user", "--data", data, "--username", "root",
                     "--email", "root@example.com", "--password", "correct horse battery",
                     "--role", "admin", NULL};
-    ck_assert_int_eq(run_cli(argv), 0);
+    ck_assert_int_eq(it_eddy_status(argv), 0);
     ck_assert_int_eq(it_server_start_in(&srv, data, NULL), 0);
     login("root", "correct horse battery", admin_cookie_hdr, sizeof(admin_cookie_hdr), admin_csrf_hdr,
           sizeof(admin_csrf_hdr));
@@ -177,13 +155,13 @@ START_TEST(cli_grant_moves_coins_and_tiers_are_listed)
     snprintf(data, sizeof(data), "%s/data", dir);
     char *argv[] = {"eddy", "admin", "grant", "--data", data, "--username", "carol", "--coins", "2.5",
                     "--reason", "course credit", "--idempotency-key", "course-1", NULL};
-    ck_assert_int_eq(run_cli(argv), 0);
-    ck_assert_int_eq(run_cli(argv), 0); /* a retry with the key grants nothing more */
+    ck_assert_int_eq(it_eddy_status(argv), 0);
+    ck_assert_int_eq(it_eddy_status(argv), 0); /* a retry with the key grants nothing more */
     char *bad[] = {"eddy", "admin", "grant", "--data", data, "--username", "nobody", "--coins", "1",
                    "--reason", "x", NULL};
-    ck_assert_int_eq(run_cli(bad), 1);
+    ck_assert_int_eq(it_eddy_status(bad), 1);
     char *usage[] = {"eddy", "admin", "grant", "--data", data, NULL};
-    ck_assert_int_eq(run_cli(usage), 2);
+    ck_assert_int_eq(it_eddy_status(usage), 2);
 
     char cookie[512], csrf[256];
     login("carol", "pass-carol-123", cookie, sizeof(cookie), csrf, sizeof(csrf));
