@@ -8,6 +8,7 @@
  * retry safe.
  */
 #include "cmd.h"
+#include "gw.h"
 #include "quota.h"
 
 #include "ed_crypto.h"
@@ -28,22 +29,6 @@ static int usage(void)
     return 2;
 }
 
-static int find_user(int64_t *out, ed_store *st, const char *username)
-{
-    sqlite3_stmt *s = NULL;
-    int rc, err;
-
-    if ((err = ed_store_prepare(&s, st, "SELECT id FROM users WHERE username = ?1")) < 0)
-        return err;
-    sqlite3_bind_text(s, 1, username, -1, SQLITE_STATIC);
-    rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
-        *out = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    if (rc == SQLITE_DONE)
-        return ed_error_set(ED_ENOTFOUND, "no user named '%s'", username);
-    return rc == SQLITE_ROW ? 0 : ed_store_error(ed_store_db(st), rc, "find user");
-}
 
 int cmd_admin_grant(int argc, char **argv)
 {
@@ -94,7 +79,7 @@ int cmd_admin_grant(int argc, char **argv)
         key = generated;
     }
     snprintf(path, sizeof(path), "%s/eddy.db", data);
-    if ((err = ed_store_open(&st, path)) < 0 || (err = find_user(&user_id, st, username)) < 0 ||
+    if ((err = ed_store_open(&st, path)) < 0 || (err = gw_user_id(&user_id, st, username)) < 0 ||
         (err = quota_grant(&transfer, st, user_id, mcoins, reason, key, 0)) < 0 ||
         (err = quota_balance_get(&bal, st, user_id)) < 0) {
         fprintf(stderr, "eddy admin grant: %s\n", ed_error_last());

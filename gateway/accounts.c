@@ -240,6 +240,15 @@ int gw__user_by_name(gw__user *out, ed_store *st, const char *username)
     return user_query(out, st, "SELECT " USER_COLS " FROM users WHERE username = ?", 0, username);
 }
 
+int gw_user_id(int64_t *out, ed_store *st, const char *username)
+{
+    gw__user u;
+    int err = gw__user_by_name(&u, st, username);
+
+    *out = err < 0 ? 0 : u.id;
+    return err;
+}
+
 int gw__page_rows(json_t **items, int64_t *next_cursor, sqlite3_stmt *s, int limit,
                   gw__row_json_fn row, void *payload, const char *what, const char *action)
 {

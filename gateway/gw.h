@@ -70,6 +70,8 @@ void gw_server_stop(gw_server *srv);
  * or email is taken, ED_EINVAL for a bad name, email or short password. */
 int gw_user_create(int64_t *out_id, ed_store *st, const char *username, const char *email,
                    const char *password, const char *role, const char *tier);
+/* The id of the user named `username`. ED_ENOTFOUND when there is none. */
+int gw_user_id(int64_t *out, ed_store *st, const char *username);
 /* Change a user's role / tier, writing an audit entry (actor NULL = operator). */
 int gw_user_set_role(ed_store *st, const char *username, const char *role);
 int gw_user_set_tier(ed_store *st, const char *username, const char *tier);

@@ -271,10 +271,7 @@ static int journal_append(kh_hub *h, kh_k *k, char **msgs, int n, int64_t first_
         ed_store_rollback(st);
         goto out;
     }
-    for (int tries = 0; (err = ed_store_commit(st)) == ED_EBUSY && tries < 200; tries++)
-        usleep(5000);
-    if (err < 0)
-        ed_store_rollback(st);
+    err = ed_store_commit(st);   /* rolls back on failure; BEGIN IMMEDIATE holds the lock */
 out:
     ed_store_exec(st, "PRAGMA synchronous=FULL");
     return err;
