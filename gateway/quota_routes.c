@@ -73,7 +73,6 @@ static int get_quota(gw_request *req, gw_response *res)
 typedef struct entry_page {
     gw_request *req;
     json_t     *items;
-    int64_t     last_id;
 } entry_page;
 
 static int add_entry(const quota_entry *e, void *payload)
@@ -84,7 +83,6 @@ static int add_entry(const quota_entry *e, void *payload)
                           "balance_after_mcoins", (json_int_t)e->balance_after_mcoins, "kind", e->kind,
                           "ref", e->ref, "reason", e->reason);
 
-    p->last_id = e->id;
     return o && json_array_append_new(p->items, o) == 0 ? 0 : ED_ENOMEM;
 }
 
@@ -92,7 +90,7 @@ static int add_entry(const quota_entry *e, void *payload)
  * The cursor is the id of the last entry of the previous page. */
 static int list_ledger(gw_request *req, gw_response *res)
 {
-    entry_page page = {req, json_array(), 0};
+    entry_page page = {req, json_array()};
     const char *cursor = NULL;
     int64_t before = 0;
     int limit, err;
