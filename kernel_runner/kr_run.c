@@ -40,6 +40,16 @@ int kr__run_script(int argc, char **argv)
         fprintf(stderr, "eddy-kernel: %s\n", ed_error_last());
         return 1;
     }
+    /* Line-buffered text streams (even when PYTHONUNBUFFERED is set, as the
+     * scheduler does for live logs): each line reaches the fd in one write(),
+     * so the ranks of a multi-GPU job sharing one log never interleave
+     * within a line, and a print() still shows up as soon as it ends. */
+    if (PyRun_SimpleString("import sys\n"
+                           "for _s in (sys.stdout, sys.stderr):\n"
+                           "    if _s is not None and hasattr(_s, 'reconfigure'):\n"
+                           "        _s.reconfigure(line_buffering=True, write_through=False)\n"
+                           "del _s\n") != 0)
+        fprintf(stderr, "eddy-kernel: could not line-buffer stdout/stderr\n");
     return Py_RunMain();   /* python's own semantics: exit code, traceback, finalize */
 }
 

@@ -165,8 +165,15 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
         argv[na++] = "/opt/eddy/bin/eddy-kernel";
         argv[na++] = "run";
     } else {
+        /* Line-buffered like eddy-kernel run: ranks sharing a log never
+         * interleave within a line, and lines still show up at once. */
         argv[na++] = "/usr/bin/python3";
-        argv[na++] = "-u";
+        argv[na++] = "-c";
+        argv[na++] = "import runpy, sys\n"
+                     "for s in (sys.stdout, sys.stderr):\n"
+                     "    s.reconfigure(line_buffering=True, write_through=False)\n"
+                     "sys.argv = sys.argv[1:]\n"
+                     "runpy.run_path(sys.argv[0], run_name='__main__')\n";
     }
     if (!kmode)
         argv[na++] = entry_in;

@@ -392,8 +392,10 @@ START_TEST(higher_tier_preempts_batch_gpu_job_which_is_requeued)
     ck_assert_int_eq(sched_job_submit(&b, s, &sp), 0);
     run_until_done(&b, b.id, 30000);
     ck_assert_str_eq(b.status, "succeeded");
-    ck_assert_ptr_nonnull(strstr(read_log(b.id), "0 2 0 127.0.0.1:6170 127.0.0.1:6170,127.0.0.1:6171"));
-    ck_assert_ptr_nonnull(strstr(read_log(b.id), "1 2 1 127.0.0.1:6171 127.0.0.1:6170,127.0.0.1:6171"));
+    ck_assert_msg(strstr(read_log(b.id), "0 2 0 127.0.0.1:6170 127.0.0.1:6170,127.0.0.1:6171") != NULL,
+                  "rank 0 missing from the log:\n%s", read_log(b.id));
+    ck_assert_msg(strstr(read_log(b.id), "1 2 1 127.0.0.1:6171 127.0.0.1:6170,127.0.0.1:6171") != NULL,
+                  "rank 1 missing from the log:\n%s", read_log(b.id));
     /* the preempted job went back to the queue and runs again */
     wait_status(&a, a.id, "running", 10000);
     ck_assert_int_eq(a.attempt, 2);
