@@ -1,0 +1,839 @@
+/*
+ * sbx_disk.c - disk quotas for user-writable trees (job work and output
+ * directories; project workspaces next). A tree is one or more directories
+ * that share one limit. Three mechanisms, probed in this order:
+ *
+ *   "prjquota"     the data directory's own filesystem has project quotas on
+ *                  (ext4 `-O quota,project` mounted prjquota, XFS pquota):
+ *                  each directory gets the tree's project id with
+ *                  FS_XFLAG_PROJINHERIT, the id a hard limit (quotactl).
+ *   "loop volume"  DATA/volume.img, a sparse ext4 image made with
+ *                  `-O quota,project`, loop-mounted prjquota at DATA/volume;
+ *                  each tree is DATA/volume/trees/<projid>/<name> with a
+ *                  project id and limit, bind-mounted onto its directories.
+ *   "loop images"  for kernels without quota support (no CONFIG_QFMT_V2):
+ *                  each tree is its own sparse ext4 image DATA/images/
+ *                  <projid>.img sized so that an unprivileged writer gets
+ *                  exactly the limit (the rest is reserved for root), its
+ *                  top directories bind-mounted onto the tree's directories.
+ *
+ * Every function takes what it needs as arguments (no process state): the
+ * privileged launcher can run each one as a request. All of them need root
+ * (CAP_SYS_ADMIN in the initial namespaces) except sbx_disk_tree_usage on
+ * "loop images" and the read-only part of the probe.
+ */
+#include "sbx.h"
+#include "ed_error.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <linux/loop.h>
+#include <linux/quota.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef SYS_quotactl_fd
+#define SYS_quotactl_fd 443
+#endif
+
+/* linux/fs.h clashes with sys/mount.h on older glibc; these are stable ABI. */
+struct sbx_fsxattr {
+    uint32_t fsx_xflags, fsx_extsize, fsx_nextents, fsx_projid, fsx_cowextsize;
+    unsigned char fsx_pad[8];
+};
+#define SBX_FS_IOC_FSGETXATTR _IOR('X', 31, struct sbx_fsxattr)
+#define SBX_FS_IOC_FSSETXATTR _IOW('X', 32, struct sbx_fsxattr)
+#define SBX_FS_XFLAG_PROJINHERIT 0x00000200
+
+#define MAX_PATHS 8
+#define PROBE_IMAGE_BYTES (INT64_C(32) << 20)
+
+extern char **environ;
+
+const char *sbx_disk_mech_name(sbx_disk_mech m)
+{
+    switch (m) {
+    case SBX_DISK_PRJQUOTA: return "prjquota";
+    case SBX_DISK_VOLUME:   return "loop volume";
+    case SBX_DISK_IMAGES:   return "loop images";
+    default:                return "none";
+    }
+}
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+static void append(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void append(char *buf, size_t n, const char *fmt, ...)
+{
+    size_t len = strlen(buf);
+    va_list ap;
+
+    if (len + 1 >= n)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(buf + len, n - len, fmt, ap);
+    va_end(ap);
+}
+
+static int quotactl_fd(int fd, unsigned cmd, unsigned id, void *addr)
+{
+    return (int)syscall(SYS_quotactl_fd, fd, cmd, id, addr);
+}
+
+/* 1 when `path` is the root of a mount (its device differs from its parent's). */
+static int is_mount_point(const char *path)
+{
+    char parent[PATH_MAX];
+    struct stat a, b;
+
+    if (snprintf(parent, sizeof(parent), "%s/..", path) >= (int)sizeof(parent))
+        return 0;
+    if (lstat(path, &a) < 0 || stat(parent, &b) < 0)
+        return 0;
+    return S_ISDIR(a.st_mode) && a.st_dev != b.st_dev;
+}
+
+/* Run an e2fsprogs tool; 0, or ED_EIO with its stderr in the message. The
+ * tool's stdout goes to `out` (up to n-1 bytes) when out is not NULL. */
+static int run_tool(char *out, size_t n, char *const argv[])
+{
+    static const char *const dirs[] = {"/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"};
+    char path[128], err_buf[512] = "";
+    int pout[2] = {-1, -1}, perr[2] = {-1, -1}, st = 0, found = 0;
+    posix_spawn_file_actions_t fa;
+    size_t nout = 0, nerr = 0;
+    pid_t pid;
+    ssize_t k;
+
+    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]) && !found; i++) {
+        snprintf(path, sizeof(path), "%s%s", dirs[i], argv[0]);
+        found = access(path, X_OK) == 0;
+    }
+    if (!found)
+        return ed_error_set(ED_EIO, "%s is not installed (Debian package e2fsprogs)", argv[0]);
+    if (pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0) {
+        int e = errno;
+        if (pout[0] >= 0) {
+            close(pout[0]);
+            close(pout[1]);
+        }
+        return ed_error_set(ED_EIO, "pipe: %s", strerror(e));
+    }
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, pout[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, perr[1], 2);
+    {
+        char *const env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C", NULL};
+        st = posix_spawn(&pid, path, &fa, NULL, argv, env);
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    close(pout[1]);
+    close(perr[1]);
+    if (st != 0) {
+        close(pout[0]);
+        close(perr[0]);
+        return ed_error_set(ED_EIO, "cannot run %s: %s", path, strerror(st));
+    }
+    /* small outputs: read stdout fully, then stderr (tune2fs -l is ~2 KiB) */
+    while ((k = read(pout[0], out ? out + nout : err_buf, out ? n - 1 - nout : sizeof(err_buf) - 1)) > 0 ||
+           (k < 0 && errno == EINTR))
+        if (k > 0 && out)
+            nout += (size_t)k;
+    if (out)
+        out[nout] = '\0';
+    while ((k = read(perr[0], err_buf + nerr, sizeof(err_buf) - 1 - nerr)) > 0 || (k < 0 && errno == EINTR))
+        if (k > 0)
+            nerr += (size_t)k;
+    err_buf[nerr] = '\0';
+    close(pout[0]);
+    close(perr[0]);
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        for (size_t i = 0; err_buf[i]; i++)
+            if (err_buf[i] == '\n')
+                err_buf[i] = ' ';
+        return ed_error_set(ED_EIO, "%s failed (status %d): %s", argv[0],
+                            WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), err_buf);
+    }
+    return 0;
+}
+
+/* A sparse file of `bytes`, created (O_EXCL) mode 0600. */
+static int make_sparse(const char *path, int64_t bytes)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+    if (fd < 0)
+        return ed_error_set(ED_EIO, "cannot create %s: %s", path, strerror(errno));
+    if (ftruncate(fd, bytes) < 0) {
+        int e = errno;
+        close(fd);
+        unlink(path);
+        return ed_error_set(ED_EIO, "cannot size %s to %" PRId64 " bytes: %s", path, bytes, strerror(e));
+    }
+    close(fd);
+    return 0;
+}
+
+/* Attach `image` to a free loop device (autoclear: it detaches when the
+ * filesystem on it is unmounted) and mount it at `mnt` as ext4 with `opts`. */
+static int loop_mount(const char *image, const char *mnt, const char *opts)
+{
+    char dev[32];
+    int ctl = -1, img = -1, lfd = -1, err = 0;
+
+    if ((img = open(image, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) < 0)
+        return ed_error_set(ED_EIO, "cannot open %s: %s", image, strerror(errno));
+    if ((ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC)) < 0) {
+        err = ed_error_set(ED_EIO, "no loop devices: /dev/loop-control: %s", strerror(errno));
+        goto out;
+    }
+    for (int tries = 0;; tries++) {
+        struct loop_config lc;
+        int nr = ioctl(ctl, LOOP_CTL_GET_FREE);
+
+        if (nr < 0) {
+            err = ed_error_set(ED_EIO, "no free loop device: %s", strerror(errno));
+            goto out;
+        }
+        snprintf(dev, sizeof(dev), "/dev/loop%d", nr);
+        if ((lfd = open(dev, O_RDWR | O_CLOEXEC)) < 0 && errno == ENOENT &&
+            mknod(dev, S_IFBLK | 0600, makedev(7, (unsigned)nr)) == 0)
+            lfd = open(dev, O_RDWR | O_CLOEXEC);
+        if (lfd < 0) {
+            err = ed_error_set(ED_EIO, "cannot open %s: %s", dev, strerror(errno));
+            goto out;
+        }
+        memset(&lc, 0, sizeof(lc));
+        lc.fd = (uint32_t)img;
+        lc.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+        snprintf((char *)lc.info.lo_file_name, sizeof(lc.info.lo_file_name), "%s", image);
+        if (ioctl(lfd, LOOP_CONFIGURE, &lc) == 0)
+            break;
+        if (errno == EINVAL || errno == ENOTTY) {
+            /* before Linux 5.8: set the file, then the flags */
+            if (ioctl(lfd, LOOP_SET_FD, img) == 0) {
+                if (ioctl(lfd, LOOP_SET_STATUS64, &lc.info) == 0)
+                    break;
+                ioctl(lfd, LOOP_CLR_FD, 0);
+            }
+        }
+        if (errno != EBUSY || tries >= 32) {
+            err = ed_error_set(ED_EIO, "cannot attach %s to %s: %s", image, dev, strerror(errno));
+            goto out;
+        }
+        close(lfd);   /* another process took it first */
+        lfd = -1;
+    }
+    if (mount(dev, mnt, "ext4", MS_NOSUID | MS_NODEV, opts) < 0)
+        err = ed_error_set(ED_EIO, "cannot mount %s (%s) at %s with '%s': %s", image, dev, mnt, opts,
+                           strerror(errno));
+out:
+    if (lfd >= 0)
+        close(lfd);    /* the mount holds the device; without one it detaches now */
+    if (ctl >= 0)
+        close(ctl);
+    if (img >= 0)
+        close(img);
+    return err;
+}
+
+/* Journal size in MiB for a filesystem of `bytes`. */
+static int journal_mib(int64_t bytes)
+{
+    return bytes < (INT64_C(512) << 20) ? 4 : bytes < (INT64_C(8) << 30) ? 16 : 64;
+}
+
+/* A field "Name:   value" of `tune2fs -l` output, or -1. */
+static int64_t tune2fs_field(const char *text, const char *name)
+{
+    const char *p = text;
+    size_t n = strlen(name);
+
+    while ((p = strstr(p, name)) != NULL) {
+        if ((p == text || p[-1] == '\n') && p[n] == ':')
+            return strtoll(p + n + 1, NULL, 10);
+        p += n;
+    }
+    return -1;
+}
+
+/* mkfs.ext4 on `image` (a sparse file). `limit` > 0: size the root-reserved
+ * blocks so an unprivileged writer gets `limit` bytes; `project`: with the
+ * quota and project features. */
+static int make_ext4(const char *image, int64_t limit, int project)
+{
+    char jsize[32], info[8192], rblocks[32];
+    char *mkfs[] = {"mkfs.ext4", "-q", "-F", "-b", "4096", "-I", "256", "-i", "16384", "-m", "0", "-J", jsize,
+                    "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner=0:0",
+                    "-O", project ? "quota,project" : "^quota", (char *)image, NULL};
+    struct stat sb;
+    int err;
+
+    if (stat(image, &sb) < 0)
+        return ed_error_set(ED_EIO, "%s: %s", image, strerror(errno));
+    snprintf(jsize, sizeof(jsize), "size=%d", journal_mib(sb.st_size));
+    if ((err = run_tool(NULL, 0, mkfs)) < 0)
+        return err;
+    if (limit > 0) {
+        char *list[] = {"tune2fs", "-l", (char *)image, NULL};
+        char *setr[] = {"tune2fs", "-r", rblocks, (char *)image, NULL};
+        int64_t bs, count, free_blocks, resv, want, r;
+
+        if ((err = run_tool(info, sizeof(info), list)) < 0)
+            return err;
+        bs = tune2fs_field(info, "Block size");
+        count = tune2fs_field(info, "Block count");
+        free_blocks = tune2fs_field(info, "Free blocks");
+        if (bs <= 0 || count <= 0 || free_blocks <= 0)
+            return ed_error_set(ED_EIO, "tune2fs -l %s: no block counts", image);
+        /* ext4 keeps min(2%, 4096) clusters back from everyone (delalloc) */
+        resv = count / 50 < 4096 ? count / 50 : 4096;
+        want = (limit + bs - 1) / bs;
+        r = free_blocks - resv - want;
+        if (r < 0)
+            return ed_error_set(ED_EINTERNAL, "image %s too small for %" PRId64 " bytes", image, limit);
+        if (r > count / 2)
+            r = count / 2;   /* tune2fs's ceiling; only tiny limits get a little more */
+        snprintf(rblocks, sizeof(rblocks), "%" PRId64, r);
+        if ((err = run_tool(NULL, 0, setr)) < 0)
+            return err;
+    }
+    return 0;
+}
+
+/* Bytes of image for a tree of `limit` bytes: the limit, inode tables and
+ * bitmaps (~1/64 of the image), ext4's delalloc reserve (min(2%, 16 MiB)),
+ * the journal and some slack; what is left over is reserved for root. */
+static int64_t image_bytes(int64_t limit)
+{
+    int64_t resv = limit / 50 + (INT64_C(1) << 20);
+    int64_t b;
+
+    if (resv > (INT64_C(17) << 20))
+        resv = INT64_C(17) << 20;
+    b = limit + limit / 32 + resv + ((int64_t)journal_mib(limit) << 20) + (INT64_C(4) << 20);
+    return (b + 4095) & ~INT64_C(4095);
+}
+
+/* Remove everything beneath `path` without leaving its filesystem (nor
+ * following symlinks); `path` itself stays. */
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    if (ftw->level == 0)
+        return 0;
+    if (flag == FTW_DP || flag == FTW_D)
+        rmdir(p);
+    else
+        unlink(p);
+    return 0;
+}
+
+static void empty_dir(const char *path)
+{
+    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+/* Set `projid` on one file or directory (directories also get PROJINHERIT). */
+static int set_projid_fd(int fd, uint32_t projid, int is_dir)
+{
+    struct sbx_fsxattr fa;
+
+    if (ioctl(fd, SBX_FS_IOC_FSGETXATTR, &fa) < 0)
+        return -1;
+    fa.fsx_projid = projid;
+    if (is_dir)
+        fa.fsx_xflags |= SBX_FS_XFLAG_PROJINHERIT;
+    return ioctl(fd, SBX_FS_IOC_FSSETXATTR, &fa);
+}
+
+static uint32_t walk_projid;
+static int walk_errno;
+
+static int projid_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    int fd, is_dir = flag == FTW_D || flag == FTW_DP;
+
+    (void)ftw;
+    if (!is_dir && !S_ISREG(sb->st_mode))
+        return 0;   /* symlinks, fifos: not opened (counted by inode only when new) */
+    if ((fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (is_dir ? O_DIRECTORY : 0))) < 0)
+        return 0;
+    if (set_projid_fd(fd, walk_projid, is_dir) < 0 && walk_errno == 0)
+        walk_errno = errno;
+    close(fd);
+    return 0;
+}
+
+/* Give `path` and everything already in it `projid`. Not thread-safe across
+ * concurrent calls in one process (nftw has no payload): serialized. */
+static int set_projid_tree(const char *path, uint32_t projid)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    int e;
+
+    pthread_mutex_lock(&mu);
+    walk_projid = projid;
+    walk_errno = 0;
+    nftw(path, projid_entry, 16, FTW_PHYS | FTW_MOUNT);
+    e = walk_errno;
+    pthread_mutex_unlock(&mu);
+    if (e)
+        return ed_error_set(ED_EIO, "cannot set project id %u on %s: %s", projid, path, strerror(e));
+    return 0;
+}
+
+/* Hard limits for `projid` on the filesystem holding `path` (0: none). */
+static int set_limit(const char *path, uint32_t projid, int64_t bytes, int64_t inodes)
+{
+    struct if_dqblk dq;
+    int fd, rc;
+
+    if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return ed_error_set(ED_EIO, "%s: %s", path, strerror(errno));
+    memset(&dq, 0, sizeof(dq));
+    dq.dqb_bhardlimit = dq.dqb_bsoftlimit = bytes > 0 ? (uint64_t)(bytes + 1023) / 1024 : 0;
+    dq.dqb_ihardlimit = dq.dqb_isoftlimit = inodes > 0 ? (uint64_t)inodes : 0;
+    dq.dqb_valid = QIF_BLIMITS | QIF_ILIMITS;
+    rc = quotactl_fd(fd, QCMD(Q_SETQUOTA, PRJQUOTA), projid, &dq);
+    close(fd);
+    if (rc < 0)
+        return ed_error_set(ED_EIO, "cannot set the project quota of %u on %s: %s", projid, path, strerror(errno));
+    return 0;
+}
+
+/* 1 if the filesystem holding `path` has project quotas switched on. */
+static int prjquota_on(const char *path, char *why, size_t n)
+{
+    struct if_dqinfo info;
+    int fd, rc;
+
+    if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        snprintf(why, n, "%s: %s", path, strerror(errno));
+        return 0;
+    }
+    rc = quotactl_fd(fd, QCMD(Q_GETINFO, PRJQUOTA), 0, &info);
+    if (rc < 0)
+        snprintf(why, n, "%s", errno == ENOSYS ? "the kernel has no quotactl_fd (Linux < 5.14)"
+                               : errno == ESRCH || errno == ENOENT || errno == EINVAL || errno == ENOTTY
+                                   ? "project quotas are not on (ext4 needs -O quota,project and prjquota, "
+                                     "XFS pquota)"
+                                   : strerror(errno));
+    close(fd);
+    return rc == 0;
+}
+
+static void image_path(char *out, size_t n, const char *data_dir, uint32_t projid, const char *suffix)
+{
+    snprintf(out, n, "%s/images/%u%s", data_dir, projid, suffix);
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+static int check_paths(const char *const *paths, size_t n)
+{
+    if (n == 0 || n > MAX_PATHS)
+        return ed_error_set(ED_EINVAL, "a tree has 1 to %d directories, not %zu", MAX_PATHS, n);
+    for (size_t i = 0; i < n; i++) {
+        const char *b = base_name(paths[i]);
+        if (paths[i][0] != '/' || strlen(paths[i]) >= 400 || b[0] == '\0' || b[0] == '.')
+            return ed_error_set(ED_EINVAL, "tree directory '%s' is not an absolute path of a named directory",
+                                paths[i]);
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(b, base_name(paths[k])) == 0)
+                return ed_error_set(ED_EINVAL, "two directories of one tree are named '%s'", b);
+    }
+    return 0;
+}
+
+/* Bind `src`/<basename of paths[i]> onto each path that is not a mount yet
+ * (creating the source directory, mode 0700, when `create`). */
+static int bind_all(const char *src, const char *const *paths, size_t n, uint32_t projid, int create)
+{
+    char s[PATH_MAX];
+
+    for (size_t i = 0; i < n; i++) {
+        snprintf(s, sizeof(s), "%s/%s", src, base_name(paths[i]));
+        if (create && mkdir(s, 0700) < 0 && errno != EEXIST)
+            return ed_error_set(ED_EIO, "cannot create %s: %s", s, strerror(errno));
+        if (projid && create) {
+            int err = set_projid_tree(s, projid);
+            if (err < 0)
+                return err;
+        }
+        if (mkdir(paths[i], 0700) < 0 && errno != EEXIST)
+            return ed_error_set(ED_EIO, "cannot create %s: %s", paths[i], strerror(errno));
+        if (is_mount_point(paths[i]))
+            continue;
+        if (mount(s, paths[i], NULL, MS_BIND, NULL) < 0)
+            return ed_error_set(ED_EIO, "cannot bind %s onto %s: %s", s, paths[i], strerror(errno));
+    }
+    return 0;
+}
+
+/* ---- the volume --------------------------------------------------------------- */
+
+int sbx_disk_volume_mount(const char *image, const char *mnt, int64_t bytes, int project_quota)
+{
+    struct stat sb;
+    int created = 0, err;
+
+    if (image == NULL || mnt == NULL || image[0] != '/' || mnt[0] != '/')
+        return ed_error_set(ED_EINVAL, "volume image and mount point must be absolute paths");
+    if (mkdir(mnt, 0700) < 0 && errno != EEXIST)
+        return ed_error_set(ED_EIO, "cannot create %s: %s", mnt, strerror(errno));
+    if (is_mount_point(mnt))
+        return 0;
+    if (lstat(image, &sb) < 0) {
+        if (errno != ENOENT)
+            return ed_error_set(ED_EIO, "%s: %s", image, strerror(errno));
+        if (bytes < (INT64_C(64) << 20))
+            return ed_error_set(ED_EINVAL, "volume of %" PRId64 " bytes: at least 64 MiB", bytes);
+        if ((err = make_sparse(image, bytes)) < 0)
+            return err;
+        created = 1;
+        if ((err = make_ext4(image, 0, project_quota)) < 0)
+            goto fail;
+    } else if (!S_ISREG(sb.st_mode)) {
+        return ed_error_set(ED_EIO, "%s is not a regular file", image);
+    }
+    if ((err = loop_mount(image, mnt, project_quota ? "prjquota,noinit_itable" : "noinit_itable")) < 0)
+        goto fail;
+    chmod(mnt, 0711);
+    return 0;
+fail:
+    if (created)
+        unlink(image);   /* never a volume that held data */
+    return err;
+}
+
+/* ---- probe ------------------------------------------------------------------ */
+
+/* Make, mount and unmount a small image: the "loop images" mechanism (and,
+ * with `project`, the kernel side of "loop volume") works here. */
+static int try_image(const char *dir, int project, char *why, size_t n)
+{
+    char img[PATH_MAX], mnt[PATH_MAX];
+    int err, ok = 0;
+
+    snprintf(img, sizeof(img), "%s/.probe-%d-%d.img", dir, (int)getpid(), project);
+    snprintf(mnt, sizeof(mnt), "%s/.probe-%d-%d.mnt", dir, (int)getpid(), project);
+    unlink(img);
+    rmdir(mnt);
+    if ((err = make_sparse(img, PROBE_IMAGE_BYTES)) < 0 || (err = make_ext4(img, 0, project)) < 0) {
+        snprintf(why, n, "%s", ed_error_last());
+        goto out;
+    }
+    if (mkdir(mnt, 0700) < 0) {
+        snprintf(why, n, "cannot create %.300s: %s", mnt, strerror(errno));
+        goto out;
+    }
+    if (loop_mount(img, mnt, project ? "prjquota,noinit_itable" : "noinit_itable") < 0) {
+        snprintf(why, n, "%s%s", ed_error_last(),
+                 project ? " (the kernel needs CONFIG_QUOTA and CONFIG_QFMT_V2 for ext4 quotas)" : "");
+        goto out;
+    }
+    ok = project ? prjquota_on(mnt, why, n) : 1;
+    umount2(mnt, 0);
+out:
+    rmdir(mnt);
+    unlink(img);
+    return ok;
+}
+
+int sbx_disk_probe(sbx_disk *out, const char *data_dir, int64_t volume_bytes, unsigned flags)
+{
+    char why[400], vimg[PATH_MAX], vmnt[PATH_MAX], idir[PATH_MAX];
+    struct statfs fs;
+
+    memset(out, 0, sizeof(*out));
+    if (data_dir == NULL || data_dir[0] != '/' || strlen(data_dir) >= sizeof(out->data_dir))
+        return ed_error_set(ED_EINVAL, "data directory must be an absolute path under %zu bytes",
+                            sizeof(out->data_dir));
+    snprintf(out->data_dir, sizeof(out->data_dir), "%s", data_dir);
+    snprintf(vimg, sizeof(vimg), "%s/volume.img", data_dir);
+    snprintf(vmnt, sizeof(vmnt), "%s/volume", data_dir);
+    snprintf(idir, sizeof(idir), "%s/images", data_dir);
+
+    /* 1. project quotas on the data directory's own filesystem */
+    if (!(flags & SBX_DISK_NO_PRJQUOTA)) {
+        if (prjquota_on(data_dir, why, sizeof(why))) {
+            out->mech = SBX_DISK_PRJQUOTA;
+            snprintf(out->detail, sizeof(out->detail), "project quotas on the filesystem of %s", data_dir);
+            return 0;
+        }
+        append(out->detail, sizeof(out->detail), "prjquota on %s: %s; ", data_dir, why);
+    }
+    if (geteuid() != 0) {
+        append(out->detail, sizeof(out->detail), "loop volume and loop images need root");
+        return 0;
+    }
+    /* 2. the loop volume: already mounted, or (SETUP) made and mounted */
+    if (!(flags & SBX_DISK_NO_VOLUME) && volume_bytes >= 0) {
+        if (is_mount_point(vmnt) && prjquota_on(vmnt, why, sizeof(why))) {
+            out->mech = SBX_DISK_VOLUME;
+            snprintf(out->detail, sizeof(out->detail), "%.300s mounted at %.300s with project quotas", vimg, vmnt);
+            return 0;
+        }
+        if (flags & SBX_DISK_SETUP) {
+            int64_t bytes = volume_bytes;
+            struct stat sb;
+            if (bytes == 0 && statfs(data_dir, &fs) == 0)
+                bytes = (int64_t)fs.f_blocks * fs.f_bsize / 2;   /* sparse: costs what is used */
+            if (lstat(vimg, &sb) == 0 || try_image(data_dir, 1, why, sizeof(why))) {
+                if (sbx_disk_volume_mount(vimg, vmnt, bytes, 1) == 0 && prjquota_on(vmnt, why, sizeof(why))) {
+                    out->mech = SBX_DISK_VOLUME;
+                    snprintf(out->detail, sizeof(out->detail), "%.300s mounted at %.300s with project quotas", vimg,
+                             vmnt);
+                    return 0;
+                }
+                if (lstat(vimg, &sb) == 0) {
+                    /* a volume that holds data and will not mount: never go on without it */
+                    append(out->detail, sizeof(out->detail), "loop volume %s exists but cannot be used: %s",
+                           vimg, is_mount_point(vmnt) ? why : ed_error_last());
+                    return 0;
+                }
+                snprintf(why, sizeof(why), "%s", ed_error_last());
+            }
+            append(out->detail, sizeof(out->detail), "loop volume: %s; ", why);
+        } else if (try_image(data_dir, 1, why, sizeof(why))) {
+            out->mech = SBX_DISK_VOLUME;
+            snprintf(out->detail, sizeof(out->detail), "%.300s would be created and mounted at %.300s", vimg, vmnt);
+            return 0;
+        } else {
+            append(out->detail, sizeof(out->detail), "loop volume: %s; ", why);
+        }
+    }
+    /* 3. an image per tree */
+    if (mkdir(idir, 0700) < 0 && errno != EEXIST) {
+        append(out->detail, sizeof(out->detail), "loop images: cannot create %s: %s", idir, strerror(errno));
+        return 0;
+    }
+    if (try_image(idir, 0, why, sizeof(why))) {
+        char tried[sizeof(out->detail)];
+        size_t len = strlen(out->detail);
+        if (len >= 2 && strcmp(out->detail + len - 2, "; ") == 0)
+            out->detail[len - 2] = '\0';
+        snprintf(tried, sizeof(tried), "%s", out->detail);
+        out->mech = SBX_DISK_IMAGES;
+        snprintf(out->detail, sizeof(out->detail), "one ext4 image per tree in %.200s%s%.500s%s", idir,
+                 tried[0] ? " (not better: " : "", tried, tried[0] ? ")" : "");
+        return 0;
+    }
+    append(out->detail, sizeof(out->detail), "loop images: %s", why);
+    return 0;
+}
+
+/* ---- trees ---------------------------------------------------------------------- */
+
+int sbx_disk_tree_init(const sbx_disk *d, const char *const *paths, size_t n, uint32_t projid,
+                       int64_t limit_bytes)
+{
+    char img[PATH_MAX], mnt[PATH_MAX], back[PATH_MAX];
+    struct stat sb;
+    int err, created = 0, staged = 0;
+
+    if ((err = check_paths(paths, n)) < 0)
+        return err;
+    if (projid == 0 || limit_bytes <= 0)
+        return ed_error_set(ED_EINVAL, "a tree needs a project id and a limit (got %u, %" PRId64 ")", projid,
+                            limit_bytes);
+    image_path(img, sizeof(img), d->data_dir, projid, ".img");
+    snprintf(back, sizeof(back), "%s/volume/trees/%u", d->data_dir, projid);
+
+    /* An existing tree keeps its mechanism (attach again after a restart). */
+    if (lstat(img, &sb) == 0 || (d->mech == SBX_DISK_IMAGES && lstat(back, &sb) < 0)) {
+        int exists = lstat(img, &sb) == 0, mounted = 1;
+        for (size_t i = 0; i < n; i++)
+            mounted = mounted && is_mount_point(paths[i]);
+        if (mounted)
+            return 0;
+        if (!exists) {
+            char idir[PATH_MAX];
+            snprintf(idir, sizeof(idir), "%s/images", d->data_dir);
+            if (mkdir(idir, 0700) < 0 && errno != EEXIST)
+                return ed_error_set(ED_EIO, "cannot create %s: %s", idir, strerror(errno));
+            if ((err = make_sparse(img, image_bytes(limit_bytes))) < 0)
+                return err;
+            created = 1;
+            if ((err = make_ext4(img, limit_bytes, 0)) < 0)
+                goto fail;
+        }
+        image_path(mnt, sizeof(mnt), d->data_dir, projid, ".mnt");
+        if (mkdir(mnt, 0700) < 0 && errno != EEXIST) {
+            err = ed_error_set(ED_EIO, "cannot create %s: %s", mnt, strerror(errno));
+            goto fail;
+        }
+        if (!is_mount_point(mnt) && (err = loop_mount(img, mnt, "noinit_itable")) < 0)
+            goto fail;
+        staged = 1;
+        if (created)
+            chmod(mnt, 0700);
+        if ((err = bind_all(mnt, paths, n, 0, 1)) < 0)
+            goto fail;
+        umount2(mnt, MNT_DETACH);   /* the binds keep the filesystem */
+        rmdir(mnt);
+        return 0;
+    fail:
+        for (size_t i = 0; created && i < n; i++)
+            if (is_mount_point(paths[i]))
+                umount2(paths[i], MNT_DETACH);
+        if (staged)
+            umount2(mnt, MNT_DETACH);
+        rmdir(mnt);
+        if (created)
+            unlink(img);
+        return err;
+    }
+    if (lstat(back, &sb) == 0 || d->mech == SBX_DISK_VOLUME) {
+        char vmnt[PATH_MAX];
+        snprintf(vmnt, sizeof(vmnt), "%s/volume", d->data_dir);
+        if (!is_mount_point(vmnt))
+            return ed_error_set(ED_EIO, "the loop volume %s is not mounted", vmnt);
+        if (mkdir(back, 0700) < 0 && errno != EEXIST) {
+            char trees[PATH_MAX];
+            snprintf(trees, sizeof(trees), "%s/volume/trees", d->data_dir);
+            mkdir(trees, 0700);
+            if (mkdir(back, 0700) < 0 && errno != EEXIST)
+                return ed_error_set(ED_EIO, "cannot create %s: %s", back, strerror(errno));
+        }
+        if ((err = set_limit(back, projid, limit_bytes, 0)) < 0 || (err = bind_all(back, paths, n, projid, 1)) < 0)
+            return err;
+        return 0;
+    }
+    if (d->mech == SBX_DISK_PRJQUOTA) {
+        for (size_t i = 0; i < n; i++) {
+            if (mkdir(paths[i], 0700) < 0 && errno != EEXIST)
+                return ed_error_set(ED_EIO, "cannot create %s: %s", paths[i], strerror(errno));
+            if ((err = set_projid_tree(paths[i], projid)) < 0)
+                return err;
+        }
+        return set_limit(paths[0], projid, limit_bytes, 0);
+    }
+    return ed_error_set(ED_EUNPROC, "no disk quota mechanism on this host: %s", d->detail);
+}
+
+int sbx_disk_tree_usage(const sbx_disk *d, const char *path, uint32_t projid, int64_t *out_bytes,
+                        int64_t *out_inodes)
+{
+    char img[PATH_MAX];
+    struct stat sb;
+    int fd, rc;
+
+    *out_bytes = *out_inodes = 0;
+    image_path(img, sizeof(img), d->data_dir, projid, ".img");
+    if (lstat(img, &sb) == 0) {
+        struct statfs fs;
+        if (!is_mount_point(path))
+            return ed_error_set(ED_ENOTFOUND, "tree %s is not attached", path);
+        if (statfs(path, &fs) < 0)
+            return ed_error_set(ED_EIO, "%s: %s", path, strerror(errno));
+        /* the fresh filesystem's root and lost+found: 2 blocks, 11 reserved + 2 inodes */
+        *out_bytes = ((int64_t)fs.f_blocks - (int64_t)fs.f_bfree) * fs.f_bsize - 2 * (int64_t)fs.f_bsize;
+        *out_inodes = (int64_t)fs.f_files - (int64_t)fs.f_ffree - 13;
+        if (*out_bytes < 0)
+            *out_bytes = 0;
+        if (*out_inodes < 0)
+            *out_inodes = 0;
+        return 0;
+    }
+    if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return ed_error_set(ED_ENOTFOUND, "%s: %s", path, strerror(errno));
+    {
+        struct if_dqblk dq;
+        memset(&dq, 0, sizeof(dq));
+        rc = quotactl_fd(fd, QCMD(Q_GETQUOTA, PRJQUOTA), projid, &dq);
+        close(fd);
+        if (rc < 0)
+            return ed_error_set(ED_EIO, "project quota %u on %s: %s", projid, path, strerror(errno));
+        *out_bytes = (int64_t)dq.dqb_curspace;
+        *out_inodes = (int64_t)dq.dqb_curinodes;
+    }
+    return 0;
+}
+
+int sbx_disk_path_clear(const char *path)
+{
+    struct stat sb;
+
+    if (path == NULL || path[0] != '/')
+        return ed_error_set(ED_EINVAL, "path must be absolute");
+    if (lstat(path, &sb) < 0)
+        return errno == ENOENT ? 0 : ed_error_set(ED_EIO, "%s: %s", path, strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return unlink(path) == 0 ? 0 : ed_error_set(ED_EIO, "cannot remove %s: %s", path, strerror(errno));
+    empty_dir(path);      /* frees the space inside the tree's limit too */
+    if (is_mount_point(path) && umount2(path, MNT_DETACH) < 0)
+        return ed_error_set(ED_EIO, "cannot unmount %s: %s", path, strerror(errno));
+    empty_dir(path);      /* what was beneath the mount, if anything */
+    if (rmdir(path) < 0 && errno != ENOENT)
+        return ed_error_set(ED_EIO, "cannot remove %s: %s", path, strerror(errno));
+    return 0;
+}
+
+int sbx_disk_tree_remove(const sbx_disk *d, const char *const *paths, size_t n, uint32_t projid)
+{
+    char img[PATH_MAX], back[PATH_MAX], mnt[PATH_MAX];
+    struct stat sb;
+    int err = 0;
+
+    if (projid == 0)
+        return ed_error_set(ED_EINVAL, "project id 0 is not a tree");
+    for (size_t i = 0; i < n; i++) {
+        if (paths[i] == NULL || paths[i][0] != '/')
+            return ed_error_set(ED_EINVAL, "tree directories must be absolute paths");
+        if (lstat(paths[i], &sb) < 0)
+            continue;
+        if (is_mount_point(paths[i])) {
+            /* the data goes with the image or the backing directory */
+            if (umount2(paths[i], MNT_DETACH) < 0 && err == 0)
+                err = ed_error_set(ED_EIO, "cannot unmount %s: %s", paths[i], strerror(errno));
+        }
+        empty_dir(paths[i]);
+        if (rmdir(paths[i]) < 0 && errno != ENOENT && err == 0)
+            err = ed_error_set(ED_EIO, "cannot remove %s: %s", paths[i], strerror(errno));
+    }
+    if (err < 0)
+        return err;
+    image_path(img, sizeof(img), d->data_dir, projid, ".img");
+    image_path(mnt, sizeof(mnt), d->data_dir, projid, ".mnt");
+    if (is_mount_point(mnt))
+        umount2(mnt, MNT_DETACH);
+    rmdir(mnt);
+    if (unlink(img) < 0 && errno != ENOENT)
+        return ed_error_set(ED_EIO, "cannot remove %s: %s", img, strerror(errno));
+    snprintf(back, sizeof(back), "%s/volume/trees/%u", d->data_dir, projid);
+    if (lstat(back, &sb) == 0) {
+        char vmnt[PATH_MAX];
+        snprintf(vmnt, sizeof(vmnt), "%s/volume", d->data_dir);
+        empty_dir(back);
+        rmdir(back);
+        set_limit(vmnt, projid, 0, 0);   /* best effort: the id is free again */
+    } else if (d->mech == SBX_DISK_PRJQUOTA) {
+        set_limit(d->data_dir, projid, 0, 0);
+    }
+    return 0;
+}
