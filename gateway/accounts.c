@@ -594,3 +594,144 @@ fail:
     ed_store_rollback(st);
     return err;
 }
+
+/* ---- API key environments per tier (table tier_key_envs) ------------------- */
+
+int gw__tier_key_envs_json(json_t **out, ed_store *st, const char *tier)
+{
+    sqlite3_stmt *s = NULL;
+    json_t *o = json_object();
+    int err, rc;
+
+    *out = NULL;
+    if (o == NULL)
+        return ed_error_set(ED_ENOMEM, "key envs");
+    if ((err = ed_store_prepare(&s, st,
+                                "SELECT env, daily_budget_mcoins, rate_limit_per_min FROM tier_key_envs"
+                                " WHERE tier = ? ORDER BY env")) < 0)
+        goto fail;
+    sqlite3_bind_text(s, 1, tier, -1, SQLITE_TRANSIENT);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        json_t *e = json_pack("{s:I, s:I}", "daily_budget_mcoins", (json_int_t)sqlite3_column_int64(s, 1),
+                              "rate_limit_per_min", (json_int_t)sqlite3_column_int64(s, 2));
+        if (e == NULL || json_object_set_new(o, (const char *)sqlite3_column_text(s, 0), e) < 0) {
+            err = ed_error_set(ED_ENOMEM, "key envs");
+            goto fail;
+        }
+    }
+    if (rc != SQLITE_DONE) {
+        err = ed_store_error(ed_store_db(st), rc, "read key envs");
+        goto fail;
+    }
+    sqlite3_finalize(s);
+    *out = o;
+    return 0;
+fail:
+    sqlite3_finalize(s);
+    json_decref(o);
+    return err;
+}
+
+int gw__tier_key_envs_put(ed_store *st, const char *tier, const json_t *spec)
+{
+    sqlite3_stmt *s = NULL;
+    const char *env;
+    json_t *v;
+    int err, rc;
+
+    if ((err = ed_store_begin(st)) < 0)
+        return err;
+    if ((err = ed_store_prepare(&s, st,
+                                "INSERT INTO tier_key_envs (tier, env, daily_budget_mcoins, rate_limit_per_min,"
+                                " updated_at) VALUES (?1, ?2, IFNULL(?3, -1), IFNULL(?4, 0), ?5)"
+                                " ON CONFLICT (tier, env) DO UPDATE SET"
+                                " daily_budget_mcoins = IFNULL(?3, daily_budget_mcoins),"
+                                " rate_limit_per_min = IFNULL(?4, rate_limit_per_min), updated_at = ?5")) < 0)
+        goto fail;
+    json_object_foreach((json_t *)spec, env, v) {
+        json_t *b = json_object_get(v, "daily_budget_mcoins"), *r = json_object_get(v, "rate_limit_per_min");
+
+        sqlite3_reset(s);
+        sqlite3_clear_bindings(s);
+        sqlite3_bind_text(s, 1, tier, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s, 2, env, -1, SQLITE_TRANSIENT);
+        if (json_is_integer(b))
+            sqlite3_bind_int64(s, 3, json_integer_value(b));
+        if (json_is_integer(r))
+            sqlite3_bind_int64(s, 4, json_integer_value(r));
+        sqlite3_bind_int64(s, 5, ed_now_ms());
+        if ((rc = sqlite3_step(s)) != SQLITE_DONE) {
+            err = ed_store_error(ed_store_db(st), rc, "set key env limits");
+            goto fail;
+        }
+    }
+    sqlite3_finalize(s);
+    return ed_store_commit(st);
+fail:
+    sqlite3_finalize(s);
+    ed_store_rollback(st);
+    return err;
+}
+
+/* ---- addresses a user logged in from (table login_addresses) --------------------- */
+
+#define LOGIN_ADDRESSES_KEPT 16                              /* per user, most recent */
+#define LOGIN_ADDRESS_TTL_MS ((int64_t)90 * 24 * 3600 * 1000) /* "recent": 90 days */
+
+int gw__login_address_known(bool *out, ed_store *st, int64_t user_id, const char *ip, int64_t now_ms)
+{
+    sqlite3_stmt *s = NULL;
+    int err, rc;
+
+    *out = false;
+    if (ip == NULL || *ip == '\0')
+        return 0;
+    if ((err = ed_store_prepare(&s, st,
+                                "SELECT 1 FROM login_addresses WHERE user_id = ? AND ip = ?"
+                                " AND last_success_at > ?")) < 0)
+        return err;
+    sqlite3_bind_int64(s, 1, user_id);
+    sqlite3_bind_text(s, 2, ip, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 3, now_ms - LOGIN_ADDRESS_TTL_MS);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        *out = true;
+    else if (rc != SQLITE_DONE)
+        err = ed_store_error(ed_store_db(st), rc, "read login addresses");
+    sqlite3_finalize(s);
+    return err;
+}
+
+int gw__login_address_remember(ed_store *st, int64_t user_id, const char *ip, int64_t now_ms)
+{
+    sqlite3_stmt *s = NULL;
+    int err, rc;
+
+    if (ip == NULL || *ip == '\0')
+        return 0;
+    if ((err = ed_store_prepare(&s, st,
+                                "INSERT INTO login_addresses (user_id, ip, last_success_at) VALUES (?1, ?2, ?3)"
+                                " ON CONFLICT (user_id, ip) DO UPDATE SET last_success_at = ?3")) < 0)
+        return err;
+    sqlite3_bind_int64(s, 1, user_id);
+    sqlite3_bind_text(s, 2, ip, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 3, now_ms);
+    if ((rc = sqlite3_step(s)) != SQLITE_DONE)
+        err = ed_store_error(ed_store_db(st), rc, "remember login address");
+    sqlite3_finalize(s);
+    if (err < 0)
+        return err;
+    /* Keep the most recent few, and none older than the TTL. */
+    if ((err = ed_store_prepare(&s, st,
+                                "DELETE FROM login_addresses WHERE user_id = ?1 AND (last_success_at <= ?2"
+                                " OR ip NOT IN (SELECT ip FROM login_addresses WHERE user_id = ?1"
+                                " ORDER BY last_success_at DESC LIMIT ?3))")) < 0)
+        return err;
+    sqlite3_bind_int64(s, 1, user_id);
+    sqlite3_bind_int64(s, 2, now_ms - LOGIN_ADDRESS_TTL_MS);
+    sqlite3_bind_int(s, 3, LOGIN_ADDRESSES_KEPT);
+    if ((rc = sqlite3_step(s)) != SQLITE_DONE)
+        err = ed_store_error(ed_store_db(st), rc, "prune login addresses");
+    sqlite3_finalize(s);
+    return err;
+}

@@ -12,6 +12,13 @@
  *    which a cross-site form or script cannot read.
  * When both are present the Authorization header wins (and needs no CSRF
  * token: browsers never attach it on their own).
+ *
+ * Cookie callers must also come from this server's own origin (or one the
+ * operator allowed in `allow_origins`) whenever the browser says where it
+ * comes from: a WebSocket upgrade or a cross-site stream cannot carry the
+ * CSRF token, but browsers always send Origin on those (and on every
+ * cross-origin request), so a page on another site or another port cannot
+ * open a user's kernel channels or event streams with her cookie.
  */
 #include "auth_int.h"
 
@@ -19,14 +26,189 @@
 #include "ed_error.h"
 #include "ed_time.h"
 
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
-static const char *server_env(const gw_request *req)
+/* ---- Origin ------------------------------------------------------------------ */
+
+/* "scheme://host:port" in lower case with the port always written (80/443
+ * when absent) into out; -1 when `scheme` is not http(s) or the host part is
+ * empty, has a path, user info or spaces. `hostport` is n bytes. */
+static int origin_norm(char *out, size_t outlen, const char *scheme, size_t slen, const char *hostport,
+                       size_t n)
 {
-    return req->srv->cfg.env_name[0] ? req->srv->cfg.env_name : "dev";
+    const char *port = NULL, *host_end = hostport + n;
+    size_t hlen, plen = 0;
+    bool https;
+    char host[256];
+
+    if (slen == 4 && strncasecmp(scheme, "http", 4) == 0)
+        https = false;
+    else if (slen == 5 && strncasecmp(scheme, "https", 5) == 0)
+        https = true;
+    else
+        return -1;
+    if (n == 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (hostport[i] == '/' || hostport[i] == '@' || hostport[i] == '?' || hostport[i] == '#' ||
+            isspace((unsigned char)hostport[i]))
+            return -1;
+    if (hostport[0] == '[') {                           /* [v6]:port */
+        const char *rb = memchr(hostport, ']', n);
+        if (rb == NULL)
+            return -1;
+        host_end = rb + 1;
+        if (host_end < hostport + n) {
+            if (*host_end != ':')
+                return -1;
+            port = host_end + 1;
+        }
+    } else {
+        const char *colon = memchr(hostport, ':', n);
+        if (colon) {
+            host_end = colon;
+            port = colon + 1;
+        }
+    }
+    hlen = (size_t)(host_end - hostport);
+    if (hlen == 0 || hlen >= sizeof(host))
+        return -1;
+    for (size_t i = 0; i < hlen; i++)
+        host[i] = (char)tolower((unsigned char)hostport[i]);
+    host[hlen] = '\0';
+    if (port) {
+        plen = (size_t)(hostport + n - port);
+        if (plen == 0 || plen > 5)
+            return -1;
+        for (size_t i = 0; i < plen; i++)
+            if (!isdigit((unsigned char)port[i]))
+                return -1;
+    }
+    if (port)
+        snprintf(out, outlen, "%s://%s:%d", https ? "https" : "http", host, atoi(port));
+    else
+        snprintf(out, outlen, "%s://%s:%d", https ? "https" : "http", host, https ? 443 : 80);
+    return 0;
 }
+
+/* An Origin header value ("https://host:port") normalized; -1 for "null" or
+ * anything else that is not an http(s) origin. */
+static int origin_parse(char *out, size_t outlen, const char *v, size_t n)
+{
+    const char *sep = n >= 3 ? strstr(v, "://") : NULL;
+
+    if (sep == NULL || (size_t)(sep - v) + 3 > n)
+        return -1;
+    return origin_norm(out, outlen, v, (size_t)(sep - v), sep + 3, n - (size_t)(sep - v) - 3);
+}
+
+/* 1 when the peer (not the forwarded client) is one of trusted_proxies. */
+static bool peer_is_trusted_proxy(gw_request *req)
+{
+    const char *list = req->srv->cfg.trusted_proxies;
+    const union MHD_ConnectionInfo *ci;
+    char addr[INET6_ADDRSTRLEN] = "";
+    size_t n;
+
+    if (list[0] == '\0' || req->conn == NULL ||
+        (ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS)) == NULL ||
+        ci->client_addr == NULL)
+        return false;
+    if (ci->client_addr->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)ci->client_addr)->sin_addr, addr,
+                  sizeof(addr));
+    else if (ci->client_addr->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)ci->client_addr)->sin6_addr, addr,
+                  sizeof(addr));
+    n = strlen(addr);
+    for (const char *p = list; n && *p;) {
+        size_t k = strcspn(p, ", ");
+        if (k == n && strncmp(p, addr, n) == 0)
+            return true;
+        p += k;
+        p += strspn(p, ", ");
+    }
+    return false;
+}
+
+/* The first comma-separated value of a header, trimmed: *n bytes at the result. */
+static const char *first_value(const char *h, size_t *n)
+{
+    while (*h == ' ')
+        h++;
+    *n = strcspn(h, ",");
+    while (*n > 0 && h[*n - 1] == ' ')
+        (*n)--;
+    return h;
+}
+
+/* This server's origin as the request reached it: the scheme is https under
+ * TLS, the host what the Host header says. Behind a trusted proxy its
+ * X-Forwarded-Proto and X-Forwarded-Host say what the browser used. */
+static int own_origin(char *out, size_t outlen, gw_request *req)
+{
+    const char *scheme = req->srv->tls ? "https" : "http", *host = gw_request_header(req, "Host");
+    size_t slen = strlen(scheme), hlen;
+
+    if (peer_is_trusted_proxy(req)) {
+        const char *fp = gw_request_header(req, "X-Forwarded-Proto");
+        const char *fh = gw_request_header(req, "X-Forwarded-Host");
+        if (fp && *fp)
+            scheme = first_value(fp, &slen);
+        if (fh && *fh)
+            host = fh;
+    }
+    if (host == NULL)
+        return -1;
+    host = first_value(host, &hlen);
+    return origin_norm(out, outlen, scheme, slen, host, hlen);
+}
+
+int gw__origin_check(gw_request *req)
+{
+    const char *origin = gw_request_header(req, "Origin");
+    const char *allow = req->srv->cfg.allow_origins;
+    char got[300], own[300];
+
+    /* No Origin: not a browser's cross-origin request (curl, CLI, same-origin GET). */
+    if (origin == NULL)
+        return 0;
+    if (strcmp(allow, "*") == 0)
+        return 0;
+    if (origin_parse(got, sizeof(got), origin, strlen(origin)) == 0) {
+        if (own_origin(own, sizeof(own), req) == 0 && strcmp(got, own) == 0)
+            return 0;
+        for (const char *p = allow; *p;) {
+            size_t k = strcspn(p, ",");
+            const char *a = p;
+            size_t len = k;
+            char ok[300];
+            while (len > 0 && *a == ' ')
+                a++, len--;
+            while (len > 0 && a[len - 1] == ' ')
+                len--;
+            if (origin_parse(ok, sizeof(ok), a, len) == 0 && strcmp(ok, got) == 0)
+                return 0;
+            p += k;
+            if (*p == ',')
+                p++;
+        }
+    }
+    return ed_error_set(ED_EPERM,
+                        "cross-origin request refused: Origin '%.100s' is not this server's origin nor in "
+                        "allow_origins (API keys in the Authorization header are not affected)",
+                        origin);
+}
+
+/* ---- credentials ----------------------------------------------------------------- */
 
 /* GW_SCOPE_* the route asks for, against what the credential carries. */
 static int check_scopes(gw_request *req, unsigned flags)
@@ -54,9 +236,12 @@ static int auth_key(gw_request *req, unsigned flags, const char *key)
     /* Shape, env and checksum: no database work for a mistyped or forged key. */
     if ((err = gw__key_parse(env, key)) < 0)
         return err;
-    if (strcmp(env, server_env(req)) != 0)
-        return ed_error_set(ED_EAUTH, "API key is for env '%s' but this server accepts '%s' keys",
-                            env, server_env(req));
+    if (!gw__key_env_accepted(&srv->cfg, env)) {
+        char envs[32];
+        gw__key_envs_accepted(envs, sizeof(envs), &srv->cfg);
+        return ed_error_set(ED_EAUTH, "API key is for env '%s' but this server accepts keys for env %s",
+                            env, envs);
+    }
     if ((err = gw__key_lookup(&k, srv->store, key)) < 0)
         return err;
     now = ed_now_ms();
@@ -90,6 +275,9 @@ static int auth_key(gw_request *req, unsigned flags, const char *key)
                                              : srv->cfg.default_key_rate_per_min;
         if (limit <= 0)
             limit = GW_DEFAULT_KEY_RATE;
+        /* The key's env caps it for the owner's tier (tier_key_envs). */
+        if (k.env_rate_limit_per_min > 0 && limit > k.env_rate_limit_per_min)
+            limit = (int)k.env_rate_limit_per_min;
         snprintf(rlkey, sizeof(rlkey), "key:%lld", (long long)k.key.id);
         if ((err = gw__ratelimit_hit(srv->ratelimit, rlkey, limit, gw__ratelimit_now_ms(),
                                      &req->retry_after_s)) < 0) {
@@ -118,6 +306,8 @@ static int auth_session(gw_request *req, unsigned flags, const char *token)
     int err;
 
     if ((err = gw__session_lookup(&s, &u, req->srv->store, token)) < 0)
+        return err;
+    if ((err = gw__origin_check(req)) < 0)
         return err;
     if (changes_state(req->method)) {
         const char *sent = gw_request_header(req, GW_CSRF_HEADER);

@@ -128,6 +128,14 @@ int gw__setting_get_bool(bool *out, ed_store *st, const char *key, bool dflt);
 /* Set a setting and write an audit row "settings.set" in one transaction. */
 int gw__setting_set(ed_store *st, const gw__actor *actor, const char *key, const char *value);
 
+/* ---- addresses logged in from (accounts.c) ------------------------------------ */
+
+/* *out: `user_id` logged in with the right password from `ip` within the last
+ * 90 days. Such addresses get past an account-wide login lock. */
+int gw__login_address_known(bool *out, ed_store *st, int64_t user_id, const char *ip, int64_t now_ms);
+/* Record a successful login from `ip` (keeps the user's 16 most recent). */
+int gw__login_address_remember(ed_store *st, int64_t user_id, const char *ip, int64_t now_ms);
+
 /* ---- sessions (sessions.c) ----------------------------------------------- */
 
 #define GW_SESSION_TOKEN_CHARS 43   /* ~256 bits of base62 */
@@ -212,6 +220,8 @@ typedef struct gw__key_auth {
     char         role[8];
     char         tier[16];
     bool         suspended;
+    int64_t      env_daily_budget_mcoins;  /* the env's cap for the owner's tier; -1: none */
+    int64_t      env_rate_limit_per_min;   /* the env's cap; 0: none */
 } gw__key_auth;
 
 /* Look a well-formed key up by its SHA-256 with one indexed SELECT (a
@@ -220,6 +230,17 @@ typedef struct gw__key_auth {
 int gw__key_lookup(gw__key_auth *out, ed_store *st, const char *key);
 /* Record use at `now_ms` when the last record is a minute old or more. */
 int gw__key_touch(ed_store *st, const gw__key_auth *k, int64_t now_ms);
+/* True when this server accepts keys of `env`: one of dev, test, prod and,
+ * when the operator set `key_envs`, listed there. */
+bool gw__key_env_accepted(const gw_config *cfg, const char *env);
+/* The envs this server accepts, "dev, test, prod" style, into out. */
+void gw__key_envs_accepted(char *out, size_t outlen, const gw_config *cfg);
+/* The daily budget that binds key `key_id`: the smaller of the key's own
+ * daily_budget_mcoins and its env's cap for its owner's tier
+ * (tier_key_envs); -1 when neither sets one. ED_ENOTFOUND, ED_EIO.
+ * For whoever starts work on a key's behalf (kernels, jobs, deployments). */
+int gw__key_budget(int64_t *daily_budget_mcoins, ed_store *st, int64_t key_id);
+
 /* Revoke key `key_id` of `user_id` and audit "key.revoke". ED_ENOTFOUND when
  * the user has no such active key. */
 int gw__key_revoke(ed_store *st, const gw__actor *actor, int64_t user_id, int64_t key_id);
@@ -248,6 +269,21 @@ int gw__ratelimit_check(struct gw_ratelimit *rl, const char *key, int limit, int
                         int *retry_after_s);
 /* Milliseconds on the monotonic clock, for the calls above. */
 int64_t gw__ratelimit_now_ms(void);
+
+/* Backoff after failures (login): `key` is refused (ED_ELIMIT with
+ * *retry_after_s) while locked. gw__backoff_fail counts a failure at now_ms:
+ * from the `free_failures`-th on, the key is locked for a minute, doubled by
+ * each later failure up to GW_BACKOFF_MAX_MS; failures older than
+ * GW_BACKOFF_FORGET_MS are forgotten. gw__backoff_reset clears the key. */
+#define GW_BACKOFF_MAX_MS    ((int64_t)15 * 60 * 1000)
+#define GW_BACKOFF_FORGET_MS ((int64_t)60 * 60 * 1000)
+int  gw__backoff_check(struct gw_ratelimit *rl, const char *key, int64_t now_ms, int *retry_after_s);
+int  gw__backoff_fail(struct gw_ratelimit *rl, const char *key, int free_failures, int64_t now_ms);
+void gw__backoff_reset(struct gw_ratelimit *rl, const char *key);
+
+/* Upper bounds of integer fields in request bodies. */
+#define GW_MAX_MCOINS   INT64_C(1000000000000000)  /* 10^12 A-coins */
+#define GW_MAX_KEY_RATE 1000000                    /* requests a minute */
 
 /* Defaults when the configuration leaves a value at 0. */
 #define GW_DEFAULT_LOGIN_ATTEMPTS 10

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static int respond(gw_response *res, int status, json_t *body)
 {
@@ -83,6 +84,25 @@ static int str_field(const char **out, const json_t *body, const char *key, bool
 
 /* ---- signup, login, logout, me ---------------------------------------------- */
 
+/* Login and signup set a cookie, so they take only JSON (a cross-site form
+ * can post text/plain or urlencoded bodies, never application/json without a
+ * CORS preflight this server does not grant) and only from an allowed Origin. */
+static int browser_entry_check(gw_request *req, const char *what)
+{
+    const char *ct = gw_request_header(req, "Content-Type");
+    size_t n;
+
+    if (ct == NULL)
+        return ed_error_set(ED_EINVAL, "%s takes a JSON body: send Content-Type: application/json", what);
+    while (*ct == ' ')
+        ct++;
+    n = strcspn(ct, "; ");
+    if (n != strlen("application/json") || strncasecmp(ct, "application/json", n) != 0)
+        return ed_error_set(ED_EINVAL, "%s takes a JSON body: Content-Type must be application/json, not '%.60s'",
+                            what, ct);
+    return gw__origin_check(req);
+}
+
 static int post_signup(gw_request *req, gw_response *res)
 {
     ed_store *st = req->srv->store;
@@ -94,6 +114,8 @@ static int post_signup(gw_request *req, gw_response *res)
     int64_t id;
     int err;
 
+    if ((err = browser_entry_check(req, "sign-up")) < 0)
+        return err;
     if ((err = gw__setting_get_bool(&open, st, "signup_open", req->srv->cfg.signup_open)) < 0)
         return err;
     if (!open)
@@ -137,7 +159,7 @@ static int post_login(gw_request *req, gw_response *res)
     gw_server *srv = req->srv;
     ed_store *st = srv->store;
     const char *username = NULL, *password = NULL, *old;
-    char token[GW_SESSION_TOKEN_CHARS + 1], ukey[96], ipkey[96], target[32];
+    char token[GW_SESSION_TOKEN_CHARS + 1], ukey[96], ipkey[96], pairkey[192], target[32];
     int64_t ttl = srv->cfg.session_ttl_ms > 0 ? srv->cfg.session_ttl_ms : GW_DEFAULT_SESSION_TTL_MS;
     int limit = srv->cfg.login_attempts_per_min > 0 ? srv->cfg.login_attempts_per_min
                                                     : GW_DEFAULT_LOGIN_ATTEMPTS;
@@ -146,35 +168,53 @@ static int post_login(gw_request *req, gw_response *res)
     gw__session s;
     gw__user u;
     json_t *body, *out, *detail = NULL;
-    bool found;
+    bool found, known = false;
     char *cookie;
-    int err, retry_u = 0, retry_ip = 0;
+    int err, retry_u = 0, retry_ip = 0, retry_pair = 0;
 
-    if ((err = gw_request_json(&body, req)) < 0 ||
+    if ((err = browser_entry_check(req, "login")) < 0 ||
+        (err = gw_request_json(&body, req)) < 0 ||
         (err = str_field(&username, body, "username", true)) < 0 ||
         (err = str_field(&password, body, "password", true)) < 0)
         return err;
+    /* Three limits. Per (account, address) and per account, failures lock
+     * with exponential backoff; per address, a window of `limit` failures a
+     * minute over all accounts. The account-wide lock does not apply to an
+     * address the account logged in from before, so failures from elsewhere
+     * cannot lock the owner out. */
     snprintf(ukey, sizeof(ukey), "login:user:%.64s", username);
     snprintf(ipkey, sizeof(ipkey), "login:ip:%.64s", req->ip ? req->ip : "-");
-    if (srv->ratelimit) {
-        int eu = gw__ratelimit_check(srv->ratelimit, ukey, limit, now, &retry_u);
-        int ei = gw__ratelimit_check(srv->ratelimit, ipkey, limit, now, &retry_ip);
-        if (eu < 0 || ei < 0) {
-            if ((eu < 0 && eu != ED_ELIMIT) || (ei < 0 && ei != ED_ELIMIT))
-                return eu < 0 && eu != ED_ELIMIT ? eu : ei;
-            req->retry_after_s = retry_u > retry_ip ? retry_u : retry_ip;
-            return ed_error_set(ED_ELIMIT, "too many failed logins: try again in %d s",
-                                req->retry_after_s);
-        }
-    }
+    snprintf(pairkey, sizeof(pairkey), "login:pair:%.64s|%.64s", username, req->ip ? req->ip : "-");
     err = gw__user_by_name(&u, st, username);
     if (err < 0 && err != ED_ENOTFOUND)
         return err;
     found = err == 0;
+    if (srv->ratelimit) {
+        int ep = gw__backoff_check(srv->ratelimit, pairkey, now, &retry_pair);
+        int ei = gw__ratelimit_check(srv->ratelimit, ipkey, limit, now, &retry_ip);
+        int eu = gw__backoff_check(srv->ratelimit, ukey, now, &retry_u);
+        if (eu == ED_ELIMIT && found) {
+            if ((err = gw__login_address_known(&known, st, u.id, req->ip, ed_now_ms())) < 0)
+                return err;
+            if (known) {
+                eu = 0;
+                retry_u = 0;
+                ed_error_clear();
+            }
+        }
+        if (ep < 0 || ei < 0 || eu < 0) {
+            req->retry_after_s = retry_u > retry_ip ? retry_u : retry_ip;
+            if (retry_pair > req->retry_after_s)
+                req->retry_after_s = retry_pair;
+            return ed_error_set(ED_ELIMIT, "too many failed logins%s: try again in %d s",
+                                eu < 0 && ep == 0 && ei == 0 ? " for this account" : "", req->retry_after_s);
+        }
+    }
     if (!gw__password_verify(found ? u.password_hash : NULL, password)) {
         if (srv->ratelimit) {
             int r;
-            (void)gw__ratelimit_hit(srv->ratelimit, ukey, limit, now, &r);
+            (void)gw__backoff_fail(srv->ratelimit, pairkey, limit, now);
+            (void)gw__backoff_fail(srv->ratelimit, ukey, limit, now);
             (void)gw__ratelimit_hit(srv->ratelimit, ipkey, limit, now, &r);
         }
         login_failed(req, found ? &u : NULL, username, "bad credentials");
@@ -209,9 +249,12 @@ static int post_login(gw_request *req, gw_response *res)
         goto fail;
     }
     if ((err = gw__audit_store(st, &actor, "auth.login", target, detail)) < 0 ||
+        (err = gw__login_address_remember(st, u.id, req->ip, ed_now_ms())) < 0 ||
         (err = ed_store_commit(st)) < 0)
         goto fail;
     json_decref(detail);
+    if (srv->ratelimit)
+        gw__backoff_reset(srv->ratelimit, pairkey);
     if ((cookie = cookie_value(req, token, ttl / 1000)) == NULL)
         return ed_error_set(ED_ENOMEM, "cookie");
     if ((err = gw_response_header(res, "Set-Cookie", cookie)) < 0)
@@ -271,23 +314,6 @@ static int get_me(gw_request *req, gw_response *res)
 
 /* ---- API keys ------------------------------------------------------------------ */
 
-/* An optional integer field in [lo, hi]; *out unchanged when absent. */
-static int opt_int(int64_t *out, const json_t *body, const char *field, int64_t lo, int64_t hi)
-{
-    int64_t v = INT64_MIN;
-    int err;
-
-    if ((err = ed_json_get_int(&v, body, field, false)) < 0)
-        return err;
-    if (v == INT64_MIN)
-        return 0;
-    if (v < lo || v > hi)
-        return ed_error_set(ED_EINVAL, "field '%s' must be between %lld and %lld", field,
-                            (long long)lo, (long long)hi);
-    *out = v;
-    return 0;
-}
-
 static int post_key(gw_request *req, gw_response *res)
 {
     gw__key_new k = {.daily_budget_mcoins = -1};
@@ -302,11 +328,17 @@ static int post_key(gw_request *req, gw_response *res)
         (err = str_field(&k.env, body, "env", true)) < 0 ||
         (err = ed_json_get_array(&scopes, body, "scopes", true)) < 0 ||
         (err = gw__scopes_from_json(&k.scopes, scopes)) < 0 ||
-        (err = opt_int(&k.expires_in_days, body, "expires_in_days", 1, 3650)) < 0 ||
-        (err = opt_int(&k.daily_budget_mcoins, body, "daily_budget_mcoins", 0, INT64_MAX)) < 0 ||
-        (err = opt_int(&k.rate_limit_per_min, body, "rate_limit_per_min", 1, 1000000)) < 0 ||
-        (err = gw__env_check(k.env)) < 0)
+        (err = gw_json_int(&k.expires_in_days, body, "expires_in_days", 1, 3650, false)) < 0 ||
+        (err = gw_json_int(&k.daily_budget_mcoins, body, "daily_budget_mcoins", 0, GW_MAX_MCOINS, false)) < 0 ||
+        (err = gw_json_int(&k.rate_limit_per_min, body, "rate_limit_per_min", 1, GW_MAX_KEY_RATE, false)) < 0)
         return err;
+    /* A key the server would refuse with 401 later is refused now. */
+    if (!gw__key_env_accepted(&req->srv->cfg, k.env)) {
+        char envs[32];
+        gw__key_envs_accepted(envs, sizeof(envs), &req->srv->cfg);
+        return ed_error_set(ED_EUNPROC, "field 'env': this server accepts API keys for env %s, not '%.16s'",
+                            envs, k.env);
+    }
     if ((k.scopes & GW_SCOPE_ADMIN) && strcmp(req->auth.role, "admin") != 0)
         return ed_error_set(ED_EPERM, "only administrators may create keys with scope admin");
     if (req->auth.via_key && (k.scopes & ~req->auth.scopes))

@@ -51,6 +51,8 @@ static const struct field {
     STR(env_name),
     STR(trusted_proxies),
     STR(web_dir),
+    STR(key_envs),
+    STR(allow_origins),
 #undef STR
 #undef NUM
 };
@@ -164,6 +166,56 @@ int gw_config_set_listen(gw_config *c, const char *hostport)
     return 0;
 }
 
+/* Each comma-separated item one of dev, test, prod ("" is fine: all). */
+static int check_key_envs(const char *v)
+{
+    while (*v) {
+        size_t n = strcspn(v, ",");
+        const char *a = v, *b = v + n;
+        while (a < b && *a == ' ')
+            a++;
+        while (b > a && b[-1] == ' ')
+            b--;
+        if (!((b - a == 3 && memcmp(a, "dev", 3) == 0) || (b - a == 4 && memcmp(a, "test", 4) == 0) ||
+              (b - a == 4 && memcmp(a, "prod", 4) == 0)))
+            return -1;
+        v += n;
+        if (*v == ',')
+            v++;
+    }
+    return 0;
+}
+
+/* "*" alone, or items "http[s]://host[:port]" with no path. */
+static int check_origins(const char *v)
+{
+    if (strcmp(v, "*") == 0 || *v == '\0')
+        return 0;
+    while (*v) {
+        size_t n = strcspn(v, ",");
+        const char *a = v, *b = v + n, *host;
+        while (a < b && *a == ' ')
+            a++;
+        while (b > a && b[-1] == ' ')
+            b--;
+        if (b - a > 7 && strncasecmp(a, "http://", 7) == 0)
+            host = a + 7;
+        else if (b - a > 8 && strncasecmp(a, "https://", 8) == 0)
+            host = a + 8;
+        else
+            return -1;
+        for (const char *h = host; h < b; h++)
+            if (*h == '/' || *h == '*' || *h == '@' || isspace((unsigned char)*h))
+                return -1;
+        if (host == b)
+            return -1;
+        v += n;
+        if (*v == ',')
+            v++;
+    }
+    return 0;
+}
+
 int gw__config_set(gw_config *c, const char *key, const char *value)
 {
     if (strcmp(key, "listen") == 0)
@@ -185,7 +237,16 @@ int gw__config_set(gw_config *c, const char *key, const char *value)
                 return ed_error_set(ED_EINVAL, "env_name: '%s' is not one of dev, test, prod", value);
             if ((strcmp(key, "data_dir") == 0 || strcmp(key, "listen_host") == 0) && *value == '\0')
                 return ed_error_set(ED_EINVAL, "%s: must not be empty", key);
+            if (strcmp(key, "key_envs") == 0 && check_key_envs(value) < 0)
+                return ed_error_set(ED_EINVAL, "key_envs: '%s' is not a comma-separated list of dev, test, prod",
+                                    value);
+            if (strcmp(key, "allow_origins") == 0 && check_origins(value) < 0)
+                return ed_error_set(ED_EINVAL, "allow_origins: '%s' is not '*' or a comma-separated list of "
+                                    "scheme://host[:port] origins", value);
             snprintf(p, f->size, "%s", value);
+            /* env_name (older configs) restricts the accepted key envs to that one. */
+            if (strcmp(key, "env_name") == 0)
+                snprintf(c->key_envs, sizeof(c->key_envs), "%s", value);
             return 0;
         case F_BOOL:
             if (parse_bool(&b, value) < 0)

@@ -133,6 +133,17 @@ const char *gw_request_cookie(gw_request *req, const char *name);
 int gw_request_json(json_t **out, gw_request *req);
 /* ?limit= (default 50, max 500) and ?cursor= for lists. ED_EINVAL if bad. */
 int gw_request_page(int *limit, const char **cursor, gw_request *req);
+/* The checked integer reader every route uses for JSON bodies: member `name`
+ * of `obj` as an integer in [min, max] into *out. Absent or null: *out is
+ * left as it is and 0 is returned, or ED_EINVAL "field 'name' is required"
+ * when `required`. A real (1.5, 1e12), a string ("7"), a boolean, or an
+ * integer outside the range: ED_EUNPROC (422) naming the field and the range.
+ * (Integers beyond 64 bits never reach it: gw_request_json answers those 422
+ * naming the field.) */
+int gw_json_int(int64_t *out, const json_t *obj, const char *name, int64_t min, int64_t max,
+                bool required);
+/* The same check for a value already in hand (`name` labels it in the message). */
+int gw__json_int_check(int64_t *out, const json_t *v, const char *name, int64_t min, int64_t max);
 
 /* ---- responses --------------------------------------------------------- */
 /* Each returns 0 so a handler can `return gw_respond_json(...)`. */
@@ -153,11 +164,30 @@ int gw__status_for(int ed_code, const char **api_code);
  * revocation, env, scopes, rate limit). Fills req->auth. ED_EAUTH, ED_EPERM or
  * ED_ELIMIT (with req->retry_after_s) with a message. */
 int gw__auth_authenticate(gw_request *req, unsigned flags);
+/* The Origin rule for cookie callers (run by gw__auth_authenticate for every
+ * cookie-authenticated request, and by login and signup): a request without
+ * Origin passes; one whose Origin is this server's own (scheme from TLS or,
+ * from a trusted proxy, X-Forwarded-Proto; host:port from Host or
+ * X-Forwarded-Host) or listed in cfg.allow_origins ("*": any) passes; any
+ * other, "null" included, is ED_EPERM (403) saying why. */
+int gw__origin_check(gw_request *req);
 int  gw__ratelimit_new(struct gw_ratelimit **out);
 void gw__ratelimit_free(struct gw_ratelimit *rl);
 
 /* Append an audit row. `detail` (may be NULL) is borrowed JSON. */
 int gw__audit(gw_request *req, const char *action, const char *target, json_t *detail);
+
+/* API key environments per tier (accounts.c, table tier_key_envs): each env
+ * (dev, test, prod) caps the daily budget (-1: no cap) and rate limit (0: no
+ * cap) of the keys made for it by users of the tier.
+ * gw__tier_key_envs_json: {env: {daily_budget_mcoins, rate_limit_per_min}}
+ * into *out (caller owns it). gw__tier_key_envs_check: ED_EUNPROC naming the
+ * field for a bad spec {env: {daily_budget_mcoins?, rate_limit_per_min?}}
+ * (nothing written; quota_routes.c). gw__tier_key_envs_put: set the fields a
+ * checked spec gives, in one transaction. */
+int gw__tier_key_envs_json(json_t **out, ed_store *st, const char *tier);
+int gw__tier_key_envs_check(const json_t *spec);
+int gw__tier_key_envs_put(ed_store *st, const char *tier, const json_t *spec);
 
 /* Times in responses: RFC 3339 string in the request arena. */
 const char *gw__time(gw_request *req, int64_t ms);

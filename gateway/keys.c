@@ -359,8 +359,10 @@ static int lookup_stmt(sqlite3_stmt **out, ed_store *st)
         c->stmt = NULL;
         c->db = NULL;
         rc = sqlite3_prepare_v3(db,
-                                "SELECT " KEY_COLS ", u.username, u.role, u.tier, u.suspended"
+                                "SELECT " KEY_COLS ", u.username, u.role, u.tier, u.suspended,"
+                                " IFNULL(e.daily_budget_mcoins, -1), IFNULL(e.rate_limit_per_min, 0)"
                                 " FROM api_keys k JOIN users u ON u.id = k.user_id"
+                                " LEFT JOIN tier_key_envs e ON e.tier = u.tier AND e.env = k.env"
                                 " WHERE k.key_sha256 = ?",
                                 -1, SQLITE_PREPARE_PERSISTENT, &c->stmt, NULL);
         if (rc != SQLITE_OK)
@@ -389,6 +391,8 @@ int gw__key_lookup(gw__key_auth *out, ed_store *st, const char *key)
         snprintf(out->role, sizeof(out->role), "%s", (const char *)sqlite3_column_text(s, 13));
         snprintf(out->tier, sizeof(out->tier), "%s", (const char *)sqlite3_column_text(s, 14));
         out->suspended = sqlite3_column_int(s, 15) != 0;
+        out->env_daily_budget_mcoins = sqlite3_column_int64(s, 16);
+        out->env_rate_limit_per_min = sqlite3_column_int64(s, 17);
     } else if (rc == SQLITE_DONE) {
         err = ed_error_set(ED_EAUTH, "unknown API key");
     } else {
@@ -396,6 +400,74 @@ int gw__key_lookup(gw__key_auth *out, ed_store *st, const char *key)
     }
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
+    return err;
+}
+
+bool gw__key_env_accepted(const gw_config *cfg, const char *env)
+{
+    const char *p = cfg->key_envs;
+    size_t n = env ? strlen(env) : 0;
+
+    if (gw__env_check(env) < 0) {
+        ed_error_clear();
+        return false;
+    }
+    if (p[0] == '\0')
+        return true;                /* not restricted: every env */
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        const char *a = p, *b = p + len;
+        while (a < b && *a == ' ')
+            a++;
+        while (b > a && b[-1] == ' ')
+            b--;
+        if ((size_t)(b - a) == n && memcmp(a, env, n) == 0)
+            return true;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return false;
+}
+
+void gw__key_envs_accepted(char *out, size_t outlen, const gw_config *cfg)
+{
+    static const char *const all[] = {"dev", "test", "prod"};
+    size_t k = 0;
+
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        if (gw__key_env_accepted(cfg, all[i]) && k < outlen)
+            k += (size_t)snprintf(out + k, outlen - k, "%s%s", k ? ", " : "", all[i]);
+}
+
+int gw__key_budget(int64_t *daily_budget_mcoins, ed_store *st, int64_t key_id)
+{
+    sqlite3_stmt *s = NULL;
+    int err, rc;
+
+    *daily_budget_mcoins = -1;
+    if ((err = ed_store_prepare(&s, st,
+                                "SELECT k.daily_budget_mcoins, IFNULL(e.daily_budget_mcoins, -1)"
+                                " FROM api_keys k JOIN users u ON u.id = k.user_id"
+                                " LEFT JOIN tier_key_envs e ON e.tier = u.tier AND e.env = k.env"
+                                " WHERE k.id = ?")) < 0)
+        return err;
+    sqlite3_bind_int64(s, 1, key_id);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        int64_t own = sqlite3_column_type(s, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 0);
+        int64_t env = sqlite3_column_int64(s, 1);
+        if (own >= 0 && (env < 0 || own <= env))
+            *daily_budget_mcoins = own;
+        else if (env >= 0)
+            *daily_budget_mcoins = env;
+    } else if (rc == SQLITE_DONE) {
+        err = ed_error_set(ED_ENOTFOUND, "no API key %lld", (long long)key_id);
+    } else {
+        err = ed_store_error(ed_store_db(st), rc, "read key budget");
+    }
+    sqlite3_finalize(s);
     return err;
 }
 

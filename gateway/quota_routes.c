@@ -25,17 +25,68 @@ static json_t *tier_json(const quota_tier *t)
                      (json_int_t)t->free_gpu_ms_per_day);
 }
 
+/* Used by PUT /api/v1/admin/tiers/{name} (sched_routes.c) before anything changes. */
+int gw__tier_key_envs_check(const json_t *spec)
+{
+    const char *env;
+    json_t *v;
+
+    if (!json_is_object(spec))
+        return ed_error_set(ED_EUNPROC, "field 'key_envs' must be an object {env: {daily_budget_mcoins?, "
+                                        "rate_limit_per_min?}}");
+    json_object_foreach((json_t *)spec, env, v) {
+        char label[96];
+        int64_t n;
+        int err;
+
+        if (strcmp(env, "dev") != 0 && strcmp(env, "test") != 0 && strcmp(env, "prod") != 0)
+            return ed_error_set(ED_EUNPROC, "key_envs: '%.32s' is not an env (dev, test, prod)", env);
+        if (!json_is_object(v))
+            return ed_error_set(ED_EUNPROC, "key_envs.%s must be an object", env);
+        snprintf(label, sizeof(label), "key_envs.%s.daily_budget_mcoins", env);
+        if (json_object_get(v, "daily_budget_mcoins") &&
+            (err = gw__json_int_check(&n, json_object_get(v, "daily_budget_mcoins"), label, -1,
+                                      INT64_C(1000000000000000))) < 0)
+            return err;
+        snprintf(label, sizeof(label), "key_envs.%s.rate_limit_per_min", env);
+        if (json_object_get(v, "rate_limit_per_min") &&
+            (err = gw__json_int_check(&n, json_object_get(v, "rate_limit_per_min"), label, 0,
+                                      1000000)) < 0)
+            return err;
+    }
+    return 0;
+}
+
+typedef struct tier_list {
+    ed_store *st;
+    json_t   *items;
+} tier_list;
+
+/* Each tier with its API key envs' limits (key_envs: {env: {daily_budget_mcoins,
+ * rate_limit_per_min}}). */
 static int add_tier(const quota_tier *t, void *payload)
 {
-    return json_array_append_new(payload, tier_json(t)) == 0 ? 0 : ED_ENOMEM;
+    tier_list *l = payload;
+    json_t *o = tier_json(t), *envs = NULL;
+    int err;
+
+    if (o == NULL)
+        return ED_ENOMEM;
+    if ((err = gw__tier_key_envs_json(&envs, l->st, t->name)) < 0 ||
+        json_object_set_new(o, "key_envs", envs) < 0) {
+        json_decref(o);
+        return err < 0 ? err : ED_ENOMEM;
+    }
+    return json_array_append_new(l->items, o) == 0 ? 0 : ED_ENOMEM;
 }
 
 static int list_tiers(gw_request *req, gw_response *res)
 {
     json_t *items = json_array();
+    tier_list l = {req->srv->store, items};
     int err;
 
-    if ((err = quota_tier_each(req->srv->store, add_tier, items)) < 0) {
+    if ((err = quota_tier_each(req->srv->store, add_tier, &l)) < 0) {
         json_decref(items);
         return err == ED_ENOMEM ? ed_error_set(ED_ENOMEM, "tier list") : err;
     }
@@ -136,7 +187,7 @@ static int post_grant(gw_request *req, gw_response *res)
     if (*end || user_id <= 0)
         return ed_error_set(ED_ENOTFOUND, "user %s not found", req->params[0]);
     if ((err = gw_request_json(&body, req)) < 0 ||
-        (err = ed_json_get_int(&amount, body, "amount_mcoins", true)) < 0 ||
+        (err = gw_json_int(&amount, body, "amount_mcoins", 1, INT64_C(1000000000000000), true)) < 0 ||
         (err = ed_json_get_str(&reason, body, "reason", true)) < 0)
         return err;
     if (strlen(reason) > 200)

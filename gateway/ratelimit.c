@@ -9,6 +9,12 @@
  * different keys rarely wait for each other. Entries whose window has ended
  * are swept from a shard when it grows past a threshold, so memory follows
  * the number of keys active in the last minute.
+ *
+ * The same table holds backoff entries (gw__backoff_*, login failures per
+ * account and per account and address): from the `free`-th failure on, a key
+ * is locked for a minute, and each further failure once the lock ends doubles
+ * the lock, up to GW_BACKOFF_MAX_MS; a key with no failure for
+ * GW_BACKOFF_FORGET_MS starts again from zero.
  */
 #include "auth_int.h"
 
@@ -26,8 +32,10 @@
 typedef struct rl_entry {
     struct rl_entry *next;
     uint64_t         hash;
-    int64_t          window_start;  /* monotonic ms */
-    int              count;         /* hits counted in the window */
+    int64_t          window_start;  /* monotonic ms; backoff entries: the last failure */
+    int64_t          expires;       /* monotonic ms after which a sweep may drop it */
+    int64_t          locked_until;  /* backoff entries: refused before this (monotonic ms) */
+    int              count;         /* hits counted in the window; backoff: failures */
     char             key[];
 } rl_entry;
 
@@ -96,7 +104,7 @@ static void sweep(rl_shard *sh, int64_t now)
         rl_entry **pp = &sh->buckets[b];
         while (*pp) {
             rl_entry *e = *pp;
-            if (now - e->window_start >= GW_RATELIMIT_WINDOW_MS) {
+            if (now >= e->expires) {
                 *pp = e->next;
                 free(e);
                 sh->entries--;
@@ -134,6 +142,7 @@ static int hit_or_check(struct gw_ratelimit *rl, const char *key, int limit, int
             break;
     if (e && now - e->window_start >= GW_RATELIMIT_WINDOW_MS) {
         e->window_start = now;   /* the old window ended: open a new one */
+        e->expires = now + GW_RATELIMIT_WINDOW_MS;
         e->count = 0;
     }
     if (e && e->count >= limit) {
@@ -151,6 +160,8 @@ static int hit_or_check(struct gw_ratelimit *rl, const char *key, int limit, int
             memcpy(e->key, key, n + 1);
             e->hash = h;
             e->window_start = now;
+            e->expires = now + GW_RATELIMIT_WINDOW_MS;
+            e->locked_until = 0;
             e->count = 0;
             e->next = *bucket;
             *bucket = e;
@@ -172,4 +183,99 @@ int gw__ratelimit_check(struct gw_ratelimit *rl, const char *key, int limit, int
                         int *retry_after_s)
 {
     return hit_or_check(rl, key, limit, now_ms, retry_after_s, false);
+}
+
+/* ---- backoff ---------------------------------------------------------------- */
+
+/* The entry for `key` in its shard, created when `create` (NULL when it is
+ * absent, or out of memory). The shard's lock is held on return either way;
+ * *shp says which to unlock. */
+static rl_entry *entry_locked(rl_shard **shp, struct gw_ratelimit *rl, const char *key, int64_t now,
+                              bool create)
+{
+    uint64_t h = fnv1a(key);
+    rl_shard *sh = &rl->shards[h % SHARDS];
+    rl_entry *e, **bucket;
+    size_t n = strlen(key);
+
+    *shp = sh;
+    pthread_mutex_lock(&sh->lock);
+    bucket = &sh->buckets[(h / SHARDS) % BUCKETS];
+    for (e = *bucket; e; e = e->next)
+        if (e->hash == h && strcmp(e->key, key) == 0)
+            return e;
+    if (!create)
+        return NULL;
+    if (sh->entries >= sh->sweep_at)
+        sweep(sh, now);
+    if ((e = malloc(sizeof(*e) + n + 1)) == NULL)
+        return NULL;
+    memcpy(e->key, key, n + 1);
+    e->hash = h;
+    e->window_start = now;
+    e->expires = now + GW_BACKOFF_FORGET_MS;
+    e->locked_until = 0;
+    e->count = 0;
+    e->next = *bucket;
+    *bucket = e;
+    sh->entries++;
+    return e;
+}
+
+int gw__backoff_check(struct gw_ratelimit *rl, const char *key, int64_t now_ms, int *retry_after_s)
+{
+    rl_shard *sh;
+    rl_entry *e = entry_locked(&sh, rl, key, now_ms, false);
+    int err = 0;
+
+    *retry_after_s = 0;
+    if (e && e->locked_until > now_ms) {
+        int64_t s = (e->locked_until - now_ms + 999) / 1000;
+        *retry_after_s = s < 1 ? 1 : (int)s;
+        err = ed_error_set(ED_ELIMIT, "locked for %d s after repeated failures", *retry_after_s);
+    }
+    pthread_mutex_unlock(&sh->lock);
+    return err;
+}
+
+int gw__backoff_fail(struct gw_ratelimit *rl, const char *key, int free_failures, int64_t now_ms)
+{
+    rl_shard *sh;
+    rl_entry *e = entry_locked(&sh, rl, key, now_ms, true);
+    int64_t lock;
+
+    if (e == NULL) {
+        pthread_mutex_unlock(&sh->lock);
+        return ed_error_set(ED_ENOMEM, "rate limiter entry");
+    }
+    if (free_failures < 1)
+        free_failures = 1;
+    if (now_ms - e->window_start >= GW_BACKOFF_FORGET_MS && e->locked_until <= now_ms)
+        e->count = 0;                   /* quiet long enough: start again */
+    e->count++;
+    e->window_start = now_ms;
+    if (e->count >= free_failures) {
+        int shift = e->count - free_failures;
+        lock = shift >= 20 ? GW_BACKOFF_MAX_MS : (int64_t)GW_RATELIMIT_WINDOW_MS << shift;
+        if (lock > GW_BACKOFF_MAX_MS)
+            lock = GW_BACKOFF_MAX_MS;
+        e->locked_until = now_ms + lock;
+    }
+    e->expires = now_ms + GW_BACKOFF_FORGET_MS;
+    if (e->locked_until > e->expires)
+        e->expires = e->locked_until;
+    pthread_mutex_unlock(&sh->lock);
+    return 0;
+}
+
+void gw__backoff_reset(struct gw_ratelimit *rl, const char *key)
+{
+    rl_shard *sh;
+    rl_entry *e = entry_locked(&sh, rl, key, 0, false);
+
+    if (e) {
+        e->count = 0;
+        e->locked_until = 0;
+    }
+    pthread_mutex_unlock(&sh->lock);
 }

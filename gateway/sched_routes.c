@@ -164,17 +164,14 @@ static int put_resource(gw_request *req, gw_response *res)
     r.cpus = r.memory_mb = -1;
     r.price_mcoins_per_hour = -1;
     r.configured_capacity = -2;
+    /* gw_json_int: 422 naming the field for anything but an integer in range. */
 #define GET_INT(field, key, lo, hi)                                                                           \
     do {                                                                                                      \
         v = -1;                                                                                               \
-        if ((err = ed_json_get_int(&v, body, key, false)) < 0)                                                \
+        if ((err = gw_json_int(&v, body, key, lo, hi, false)) < 0)                                            \
             return err;                                                                                       \
-        if (json_object_get(body, key) && !json_is_null(json_object_get(body, key))) {                        \
-            if (v < (lo) || v > (hi))                                                                         \
-                return ed_error_set(ED_EINVAL, "field '%s' must be %lld..%lld", key, (long long)(lo),         \
-                                    (long long)(hi));                                                         \
+        if (v != -1)                                                                                          \
             field = v;                                                                                        \
-        }                                                                                                     \
     } while (0)
     GET_INT(r.cpus, "cpus", 0, 1024);
     GET_INT(r.memory_mb, "memory_mb", 0, 16 * 1024 * 1024);
@@ -182,16 +179,14 @@ static int put_resource(gw_request *req, gw_response *res)
     if ((cap = json_object_get(body, "capacity")) != NULL) {
         if (json_is_null(cap))
             r.configured_capacity = -1;
-        else if (json_is_integer(cap) && json_integer_value(cap) >= 0 && json_integer_value(cap) <= 100000)
-            r.configured_capacity = (int)json_integer_value(cap);
+        else if ((err = gw__json_int_check(&v, cap, "capacity", 0, 100000)) < 0)
+            return err;
         else
-            return ed_error_set(ED_EINVAL, "field 'capacity' must be 0..100000 or null (discover)");
+            r.configured_capacity = (int)v;
     }
     v = -1;
-    if ((err = ed_json_get_int(&v, body, "gpus", false)) < 0)
+    if ((err = gw_json_int(&v, body, "gpus", 0, 1, false)) < 0)
         return err;
-    if (v > 1)
-        return ed_error_set(ED_EINVAL, "field 'gpus' is GPUs per unit: 0 or 1");
     r.gpu = v == 1;
     if ((err = ed_json_get_bool(&b, body, "simulated", false)) < 0 ||
         (err = ed_json_get_str(&model, body, "gpu_model", false)) < 0 ||
@@ -230,7 +225,7 @@ static int put_resource(gw_request *req, gw_response *res)
 static int put_tier(gw_request *req, gw_response *res)
 {
     sched_tier_update u = {-1, -1, -1, -1, -1, -1, -1, -1};
-    json_t *body, *allow, *val;
+    json_t *body, *allow, *val, *keyenvs;
     const char *key;
     int64_t v;
     bool b;
@@ -242,25 +237,25 @@ static int put_tier(gw_request *req, gw_response *res)
     if ((err = quota_tier_get(&t, req->srv->store, req->params[0])) < 0 ||
         (err = gw_request_json(&body, req)) < 0)
         return err;
-#define GET_INT(field, name)                                                                   \
+    /* gw_json_int: 422 naming the field for anything but an integer in the
+     * range sched_tier_put accepts (so nothing is cut to fit an int). */
+#define GET_INT(field, name, lo, hi)                                                           \
     do {                                                                                       \
         v = -1;                                                                                \
-        if ((err = ed_json_get_int(&v, body, name, false)) < 0)                                \
+        if ((err = gw_json_int(&v, body, name, lo, hi, false)) < 0)                            \
             return err;                                                                        \
-        if (json_object_get(body, name) && (v < 0 || v > INT64_C(1000000000000)))              \
-            return ed_error_set(ED_EINVAL, "field '%s' must be a non-negative integer", name); \
         field = v;                                                                             \
     } while (0)
-    GET_INT(u.max_kernels, "max_kernels");
-    GET_INT(u.max_gpus_per_job, "max_gpus_per_job");
-    GET_INT(u.weight, "weight");
-    GET_INT(u.max_session_ms, "max_session_ms");
-    GET_INT(u.idle_timeout_ms, "idle_timeout_ms");
-    GET_INT(u.overdraft_mcoins, "overdraft_mcoins");
-    GET_INT(u.free_gpu_ms_per_day, "free_gpu_ms_per_day");
+    GET_INT(u.max_kernels, "max_kernels", 0, 1000);
+    GET_INT(u.max_gpus_per_job, "max_gpus_per_job", 0, 64);
+    GET_INT(u.weight, "weight", 1, 1000);
+    GET_INT(u.max_session_ms, "max_session_ms", 1000, INT64_C(30) * 86400000);
+    GET_INT(u.idle_timeout_ms, "idle_timeout_ms", 1000, INT64_C(30) * 86400000);
+    GET_INT(u.overdraft_mcoins, "overdraft_mcoins", 0, INT64_C(1000000000000));
+    GET_INT(u.free_gpu_ms_per_day, "free_gpu_ms_per_day", 0, 86400000);
 #undef GET_INT
-    if (json_object_get(body, "weight") && u.weight == 0)
-        return ed_error_set(ED_EINVAL, "field 'weight' must be 1..1000");
+    if ((keyenvs = json_object_get(body, "key_envs")) != NULL && (err = gw__tier_key_envs_check(keyenvs)) < 0)
+        return err;
     if (json_object_get(body, "allow_egress")) {
         if ((err = ed_json_get_bool(&b, body, "allow_egress", true)) < 0)
             return err;
@@ -271,12 +266,16 @@ static int put_tier(gw_request *req, gw_response *res)
         return ed_error_set(ED_EINVAL, "field 'free_ms_per_day' must be an object {class: ms or -1}");
     /* check everything before changing anything */
     json_object_foreach(allow, key, val) {
-        if (!json_is_integer(val) || json_integer_value(val) < -1 || json_integer_value(val) > 86400000)
-            return ed_error_set(ED_EINVAL, "free_ms_per_day.%s must be -1 (unlimited) to 86400000", key);
+        char label[80];
+        snprintf(label, sizeof(label), "free_ms_per_day.%.40s", key);
+        if ((err = gw__json_int_check(&v, val, label, -1, 86400000)) < 0)
+            return err;
         if ((err = sched_resource_get(&r, req->srv->sched, key)) < 0)
             return err;
     }
     if ((err = sched_tier_put(req->srv->sched, t.name, &u)) < 0)
+        return err;
+    if (keyenvs && (err = gw__tier_key_envs_put(req->srv->store, t.name, keyenvs)) < 0)
         return err;
     json_object_foreach(allow, key, val)
         if ((err = sched_allowance_set(req->srv->sched, t.name, key, json_integer_value(val))) < 0)
@@ -285,15 +284,16 @@ static int put_tier(gw_request *req, gw_response *res)
     json_t *detail = json_deep_copy(body);
     gw__audit(req, "tier.update", target, detail);
     json_decref(detail);
-    if ((err = quota_tier_get(&t, req->srv->store, t.name)) < 0)
+    if ((err = quota_tier_get(&t, req->srv->store, t.name)) < 0 ||
+        (err = gw__tier_key_envs_json(&keyenvs, req->srv->store, t.name)) < 0)
         return err;
     return gw_respond_json(
         res, 200,
-        json_pack("{s:s, s:i, s:i, s:I, s:I, s:i, s:b, s:I, s:I}", "name", t.name, "max_kernels", t.max_kernels,
-                  "max_gpus_per_job", t.max_gpus_per_job, "max_session_ms", (json_int_t)t.max_session_ms,
-                  "idle_timeout_ms", (json_int_t)t.idle_timeout_ms, "weight", t.weight, "allow_egress",
-                  t.allow_egress, "overdraft_mcoins", (json_int_t)t.overdraft_mcoins, "free_gpu_ms_per_day",
-                  (json_int_t)t.free_gpu_ms_per_day));
+        json_pack("{s:s, s:i, s:i, s:I, s:I, s:i, s:b, s:I, s:I, s:o}", "name", t.name, "max_kernels",
+                  t.max_kernels, "max_gpus_per_job", t.max_gpus_per_job, "max_session_ms",
+                  (json_int_t)t.max_session_ms, "idle_timeout_ms", (json_int_t)t.idle_timeout_ms, "weight",
+                  t.weight, "allow_egress", t.allow_egress, "overdraft_mcoins", (json_int_t)t.overdraft_mcoins,
+                  "free_gpu_ms_per_day", (json_int_t)t.free_gpu_ms_per_day, "key_envs", keyenvs));
 }
 
 /* ---- jobs ------------------------------------------------------------------------ */
@@ -403,8 +403,8 @@ static int post_job(gw_request *req, gw_response *res)
         (err = ed_json_get_str(&entry, body, "entry", true)) < 0 ||
         (err = ed_json_get_str(&resource, body, "resource", true)) < 0 ||
         (err = ed_json_get_array(&args, body, "args", false)) < 0 ||
-        (err = ed_json_get_int(&gpus, body, "gpus", false)) < 0 ||
-        (err = ed_json_get_int(&max_rt, body, "max_runtime_s", false)) < 0 ||
+        (err = gw_json_int(&gpus, body, "gpus", 0, 64, false)) < 0 ||
+        (err = gw_json_int(&max_rt, body, "max_runtime_s", 0, INT64_C(30) * 86400, false)) < 0 ||
         (err = ed_json_get_bool(&requeue, body, "requeue", false)) < 0)
         return err;
     if (gpus < 0 || gpus > 64)
