@@ -108,7 +108,8 @@ static int decide_body(void *p)
 
     if ((err = ed_store_prepare(&s, c->st,
                                 "INSERT INTO quota_meter(ref, seq, user_id, resource, day, ms, free_ms, paid_ms, "
-                                "mcoins, status, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)")) < 0)
+                                "mcoins, status, at, key_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                                "(SELECT key_id FROM quota_budget_refs WHERE ref = ?1))")) < 0)
         return err;
     sqlite3_bind_text(s, 1, c->ref, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 2, c->seq);

@@ -200,4 +200,34 @@ int quota_meter_recover(int *out_n, ed_store *st);
  * NULL) gets the amount refunded by this or an earlier call. */
 int quota_meter_refund(int64_t *out_mcoins, ed_store *st, const char *ref);
 
+/* ---- API key budgets (quota/budget.c) --------------------------------------
+ *
+ * Work started with an API key is metered against the key's daily budget.
+ * Whoever owns the work sets its ref to the key before it is metered; every
+ * interval then carries the key, and what a key's work was metered on a UTC
+ * day is one indexed sum. Which budget applies (the key's own, its env's) is
+ * the caller's to say: the gateway owns keys. The scheduler uses this for
+ * jobs and kernels; deployments and submissions use the same calls.
+ *
+ *     quota_budget_ref_set(st, "job:12", key_id);             // at submit
+ *     err = quota_budget_check(NULL, st, key_id, budget, ed_now_ms());
+ *     if (err == ED_EQUOTA) ... refuse the start, or warn then stop the work ...
+ */
+
+/* Meter `ref` against API key `key_id` (> 0), or against no key (0: clears
+ * what an earlier use of the ref set). Replaces an earlier setting.
+ * ED_EINVAL. */
+int quota_budget_ref_set(ed_store *st, const char *ref, int64_t key_id);
+
+/* What work of `key_id` was metered on the UTC day of `at_ms`, mcoins:
+ * intervals charged, pending or owed (unpaid); free, refunded and voided ones
+ * do not count. 0 for key 0. */
+int quota_budget_spent(int64_t *out_mcoins, ed_store *st, int64_t key_id, int64_t at_ms);
+
+/* 0 when `key_id` may start or keep running work under a daily budget of
+ * `budget_mcoins` (-1: none; key 0: no key, never limited); ED_EQUOTA
+ * ("quota_exceeded") when today's spending has reached it (a budget of 0
+ * allows nothing). *out_spent (may be NULL) gets today's spending. */
+int quota_budget_check(int64_t *out_spent, ed_store *st, int64_t key_id, int64_t budget_mcoins, int64_t at_ms);
+
 #endif

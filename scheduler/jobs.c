@@ -21,7 +21,8 @@
 
 #define JOB_COLS "id, user_id, status, project_id, IFNULL(version, ''), entry, args, resource, gpus, " \
                  "max_runtime_ms, exit_code, IFNULL(failure_reason, ''), charged_mcoins, created_at, " \
-                 "IFNULL(started_at, 0), IFNULL(ended_at, 0), IFNULL(cpu_ms, 0), IFNULL(peak_mem_bytes, 0), attempt"
+                 "IFNULL(started_at, 0), IFNULL(ended_at, 0), IFNULL(cpu_ms, 0), IFNULL(peak_mem_bytes, 0), attempt, " \
+                 "IFNULL(key_id, 0)"
 
 static void job_from_row(sched_job_info *j, sqlite3_stmt *q)
 {
@@ -46,6 +47,7 @@ static void job_from_row(sched_job_info *j, sqlite3_stmt *q)
     j->cpu_ms = sqlite3_column_int64(q, 16);
     j->peak_mem_bytes = sqlite3_column_int64(q, 17);
     j->attempt = sqlite3_column_int(q, 18);
+    j->key_id = sqlite3_column_int64(q, 19);
 }
 
 int sched__job_read(sched_job_info *out, sched *s, int64_t id)
@@ -246,6 +248,53 @@ int64_t sched__hold_amount(const sched *s, int64_t price_all_units)
     return v > 0 ? v : 1;
 }
 
+/* ---- API key budgets ------------------------------------------------------ */
+
+static _Thread_local int64_t acting_key;
+
+void sched_acting_key_set(int64_t key_id)
+{
+    acting_key = key_id > 0 ? key_id : 0;
+}
+
+int64_t sched_acting_key(void)
+{
+    return acting_key;
+}
+
+int sched__key_budget(sched *s, int64_t key_id, int64_t now_ms)
+{
+    int64_t budget = -1;
+    int err;
+
+    if (key_id <= 0 || s->cfg.key_budget == NULL)
+        return 0;
+    if ((err = s->cfg.key_budget(&budget, key_id, s->cfg.key_budget_arg)) < 0)
+        return err;
+    return quota_budget_check(NULL, s->st, key_id, budget, now_ms);
+}
+
+int sched_key_budget_check(sched *s, int64_t key_id)
+{
+    return sched__key_budget(s, key_id, ed_now_ms());
+}
+
+int sched__user_suspended(bool *out, sched *s, int64_t user_id)
+{
+    sqlite3_stmt *q = NULL;
+    int rc, err;
+
+    *out = false;
+    if ((err = ed_store_prepare(&q, s->st, "SELECT suspended FROM users WHERE id = ?1")) < 0)
+        return err;
+    sqlite3_bind_int64(q, 1, user_id);
+    rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW)
+        *out = sqlite3_column_int(q, 0) != 0;
+    sqlite3_finalize(q);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : ed_store_error(ed_store_db(s->st), rc, "read user");
+}
+
 static int idem_find(int64_t *out, sched *s, int64_t user, const char *key)
 {
     sqlite3_stmt *q = NULL;
@@ -295,7 +344,9 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
     quota_tier tier;
     quota_balance bal;
     int64_t max_rt, id = 0, allowance, free_left, hold, existing;
-    char dir[700], sub[760];
+    int64_t key = sp->key_id > 0 ? sp->key_id : acting_key;
+    bool suspended;
+    char dir[700], sub[760], ref[48];
     const char *args = sp->args_json ? sp->args_json : "[]";
     json_t *av = NULL;
     sqlite3_stmt *q = NULL;
@@ -306,6 +357,8 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
         return ed_error_set(ED_EINVAL, "a job needs a user, project_id, entry and resource");
     if (sp->idem_key && (strlen(sp->idem_key) == 0 || strlen(sp->idem_key) > 200))
         return ed_error_set(ED_EINVAL, "Idempotency-Key must be 1-200 bytes");
+    if (sp->key_id < 0)
+        return ed_error_set(ED_EINVAL, "key id %lld", (long long)sp->key_id);
     if (sp->idem_key) {
         if ((err = idem_find(&existing, s, sp->user_id, sp->idem_key)) < 0)
             return err;
@@ -335,6 +388,10 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
             return ed_error_set(ED_EINVAL, "field 'args' must be an array of strings");
         }
     json_decref(av);
+    if ((err = sched__user_suspended(&suspended, s, sp->user_id)) < 0)
+        return err;
+    if (suspended)
+        return ed_error_set(ED_EPERM, "account is suspended");
     if ((err = quota_tier_get(&tier, s->st, sp->tier)) < 0 ||
         (err = sched_resource_get(&cls, s, sp->resource)) < 0)
         return err;
@@ -361,7 +418,10 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
     if (sp->max_runtime_ms < 0 || max_rt < 1000 || max_rt > tier.max_session_ms)
         return ed_error_set(ED_EPERM, "max runtime %lld s; tier '%s' allows 1 to %lld s",
                             (long long)(max_rt / 1000), sp->tier, (long long)(tier.max_session_ms / 1000));
-    /* funds: free allowance left, or coins for the first hold */
+    /* the API key's daily budget, then funds: free allowance left, or coins
+     * for the first hold */
+    if ((err = sched__key_budget(s, key, ed_now_ms())) < 0)
+        return err;
     if ((err = sched_allowance_get(&allowance, s, sp->tier, cls.name)) < 0 ||
         (err = quota_meter_free_left(&free_left, s->st, sp->user_id, cls.name, allowance, ed_now_ms())) < 0 ||
         (err = quota_balance_get(&bal, s->st, sp->user_id)) < 0)
@@ -376,8 +436,8 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
     /* the row first (for its id), then the tree, then queue it */
     if ((err = ed_store_prepare(&q, s->st,
                                 "INSERT INTO jobs(user_id, project_id, version, entry, args, resource, gpus, units, "
-                                "max_runtime_ms, requeue, status, created_at, enqueued_at, idem_key) "
-                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'preparing', ?11, ?11, ?12)")) < 0)
+                                "max_runtime_ms, requeue, status, created_at, enqueued_at, idem_key, key_id) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'preparing', ?11, ?11, ?12, ?13)")) < 0)
         return err;
     sqlite3_bind_int64(q, 1, sp->user_id);
     sqlite3_bind_text(q, 2, sp->project_id, -1, SQLITE_STATIC);
@@ -393,6 +453,8 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
     sqlite3_bind_int64(q, 11, ed_now_ms());
     if (sp->idem_key)
         sqlite3_bind_text(q, 12, sp->idem_key, -1, SQLITE_STATIC);
+    if (key > 0)
+        sqlite3_bind_int64(q, 13, key);
     rc = sched__step(q);
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE) {
@@ -403,6 +465,10 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
         return err;
     }
     id = sqlite3_last_insert_rowid(ed_store_db(s->st));
+    /* metered against the key (or against none: the id may be reused) */
+    snprintf(ref, sizeof(ref), "job:%lld", (long long)id);
+    if ((err = quota_budget_ref_set(s->st, ref, key)) < 0)
+        goto fail;
     if ((err = sched_job_dir(dir, sizeof(dir), s, id)) < 0)
         goto fail;
     snprintf(sub, sizeof(sub), "%s/jobs", s->cfg.data_dir);

@@ -121,6 +121,13 @@ typedef struct sched_config {
     char     slot_dir[256];       /* sandbox uid slot locks: /run/eddy-sandbox */
     unsigned slot_base, slot_count; /* host uids base..base+count-1 */
     bool     start_thread;        /* false: no scheduler thread (unit tests drive sched_tick) */
+    /* The effective daily budget of API key `key_id` in mcoins into *out
+     * (-1: none), e.g. the smaller of the key's own and its env's; 0 or a
+     * negative ED_E* code. Called from any thread, with the scheduler's lock
+     * possibly held: must not call into the scheduler. NULL: keys have no
+     * budget. The gateway supplies it (it owns keys). */
+    int    (*key_budget)(int64_t *out_mcoins, int64_t key_id, void *arg);
+    void    *key_budget_arg;
 } sched_config;
 
 /* Defaults, then EDDY_* overrides from the environment. ED_EINVAL names a
@@ -186,7 +193,8 @@ int sched_tier_put(sched *s, const char *name, const sched_tier_update *u);
 
 /* ---- jobs ---- */
 
-#define SCHED_FAILURE_REASONS "user_error, timeout, out_of_memory, out_of_funds, preempted, cancelled, platform_error"
+#define SCHED_FAILURE_REASONS "user_error, timeout, out_of_memory, out_of_funds, key_budget, suspended, preempted, " \
+                              "cancelled, platform_error"
 
 typedef struct sched_job_spec {
     int64_t     user_id;
@@ -204,6 +212,9 @@ typedef struct sched_job_spec {
      * before the job is queued. */
     int       (*prepare)(const char *work_dir, void *payload);
     void       *payload;
+    int64_t     key_id;          /* the API key that starts it (0: a browser session, or the
+                                  * thread's acting key, sched_acting_key_set): its daily
+                                  * budget is checked before start and while it runs */
 } sched_job_spec;
 
 typedef struct sched_job_info {
@@ -226,6 +237,7 @@ typedef struct sched_job_info {
     int64_t created_at, started_at, ended_at;   /* ms; 0 when not yet */
     int64_t cpu_ms, peak_mem_bytes;
     int     attempt;
+    int64_t key_id;              /* the API key that started it; 0 none */
 } sched_job_info;
 
 /* Validate and queue a job: the class exists and the tier may use it, GPUs
@@ -233,7 +245,8 @@ typedef struct sched_job_info {
  * the tier's max session, the user can pay for a first interval (or has free
  * allowance). The work tree is prepared in DATA/jobs/<id>/work. A repeated
  * idem_key returns the first job. ED_EINVAL, ED_EPERM (class not in the
- * tier), ED_EQUOTA (no funds), ED_ENOTFOUND (no such class). */
+ * tier, or the user is suspended), ED_EQUOTA (no funds, or the API key's
+ * daily budget is spent), ED_ENOTFOUND (no such class). */
 int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *spec);
 /* One job. user_id 0 sees every job (admin); others only their own
  * (ED_ENOTFOUND otherwise). */
@@ -247,6 +260,47 @@ int sched_job_each(sched *s, int64_t user_id, int64_t before, int limit,
 int sched_job_cancel(sched_job_info *out, sched *s, int64_t user_id, int64_t id);
 /* DATA/jobs/<id> into `out`. */
 int sched_job_dir(char *out, size_t outlen, sched *s, int64_t id);
+
+/* ---- API key budgets ----
+ *
+ * Work started with an API key (spec key_id, or the acting key below) is
+ * recorded with the key (jobs.key_id) and metered against it
+ * (quota_budget_*). Its effective daily budget comes from
+ * sched_config.key_budget. When today's spending (UTC day) has reached it:
+ * a start is refused with ED_EQUOTA (HTTP 402 quota_exceeded), a queued item
+ * fails with failure_reason key_budget, and running work gets a notice in
+ * its log, then is stopped after EDDY_OOF_GRACE_MS and fails with
+ * key_budget, exactly as out_of_funds. Work without a key is unaffected.
+ *
+ *     sched_acting_key_set(req->auth.via_key ? req->auth.key_id : 0);
+ *     err = kh_kernel_start(...);            // sched_kernel_submit inside
+ *     sched_acting_key_set(0);
+ */
+
+/* The API key on whose behalf the calling thread starts work (0: none): a
+ * submit whose spec has key_id 0 uses it. For callers that cannot pass a
+ * spec (the kernel hub submits kernels): set it around the call, reset to 0
+ * after. Thread-local. */
+void sched_acting_key_set(int64_t key_id);
+/* The calling thread's acting key (0: none). */
+int64_t sched_acting_key(void);
+
+/* 0 when API key `key_id` (0: no key, always 0) may start work now;
+ * ED_EQUOTA naming the budget and today's spending when it is spent. For
+ * every route that starts paid work with a key (also deployments and
+ * submissions), before it starts. */
+int sched_key_budget_check(sched *s, int64_t key_id);
+
+/* ---- stopping a user's work ---- */
+
+/* Stop every piece of work of `user_id` (jobs and kernels) with `reason`
+ * ("suspended"; [a-z_], 1..23 bytes): queued items end at once (failed,
+ * failure_reason `reason`); running ones are stopped (SIGTERM, grace, kill),
+ * metered to the end, their holds settled, and end failed with that reason.
+ * Returns at once; *out_n (may be NULL) gets how many items it stopped.
+ * While the user is suspended (users.suspended) nothing of theirs starts:
+ * submits are ED_EPERM, queued items fail with "suspended". ED_EINVAL. */
+int sched_user_stop(int *out_n, sched *s, int64_t user_id, const char *reason);
 
 /* ---- interactive kernels (kernels.c) ---- */
 

@@ -29,7 +29,10 @@ typedef struct sched__running {
     int64_t  charged_base, unpaid_base; /* meter totals when this attempt began */
     int64_t  prior_charged;       /* jobs.charged_mcoins when this attempt began */
     int64_t  warned_at;           /* out-of-funds warning given (ms), 0 none */
-    char     stop_reason[24];     /* "" running; else cancelled|preempted|out_of_funds|timeout|platform_error */
+    int64_t  key_id;              /* the API key that started it, 0 none */
+    int64_t  budget_warned_at;    /* key budget spent: warning given (ms), 0 none */
+    char     stop_reason[24];     /* "" running; else cancelled|preempted|out_of_funds|key_budget|
+                                   * suspended|timeout|platform_error */
     int64_t  kill_at;             /* SIGKILL after this (ms) once stopping */
     struct sbx_job  *job;
     struct sbx_slot *slot;
@@ -113,6 +116,14 @@ int sched__step(sqlite3_stmt *q);
  * (jobs.c then accepts the entry SCHED_KERNEL_ENTRY, which callers of
  * sched_job_submit cannot use). */
 extern _Thread_local bool sched__submitting_kernel;
+
+/* The budget state of API key `key_id` now: 0 when it may run, ED_EQUOTA
+ * (message set) when its daily budget is spent, another code when the
+ * budget or the spending cannot be read. */
+int sched__key_budget(sched *s, int64_t key_id, int64_t now_ms);
+
+/* Whether user `user_id` is suspended (users.suspended). */
+int sched__user_suspended(bool *out, sched *s, int64_t user_id);
 
 /* rm -rf, best effort. */
 void sched__rm_rf(const char *path);

@@ -206,6 +206,7 @@ static void meter_run(sched *s, sched__running *r, int64_t now)
     char ref[48];
     quota_meter_result m;
     sqlite3_stmt *q = NULL;
+    bool metered = false;
     int err;
 
     ref_of(ref, sizeof(ref), r->id);
@@ -218,6 +219,7 @@ static void meter_run(sched *s, sched__running *r, int64_t now)
             return;     /* retried next tick under the same (ref, seq) */
         }
         r->seq = seq;
+        metered = true;
         if (m.out_of_funds && r->warned_at == 0) {
             r->warned_at = now;
             sched__log_notice(r, "out of funds: this job will be stopped in %lld s unless coins are added",
@@ -239,6 +241,24 @@ static void meter_run(sched *s, sched__running *r, int64_t now)
     }
     if (r->warned_at && now - r->warned_at >= s->cfg.oof_grace_ms)
         stop_run(s, r, "out_of_funds", now);
+    /* the API key's daily budget: spending only moves when an interval is
+     * metered, so that is when it is looked at; spent -> the same warning
+     * and grace as out of funds, then stop */
+    if (metered && r->key_id && !r->stop_reason[0]) {
+        err = sched__key_budget(s, r->key_id, now);
+        if (err == ED_EQUOTA && r->budget_warned_at == 0) {
+            r->budget_warned_at = now;
+            sched__log_notice(r, "%s: this job will be stopped in %lld s", ed_error_last(),
+                              (long long)(s->cfg.oof_grace_ms / 1000));
+        } else if (err == 0) {
+            r->budget_warned_at = 0;     /* a raised budget, or a new day */
+        } else if (err != ED_EQUOTA) {
+            ed_log_warn("sched.budget", "job %lld key %lld: %s", (long long)r->id, (long long)r->key_id,
+                        ed_error_last());
+        }
+    }
+    if (r->budget_warned_at && now - r->budget_warned_at >= s->cfg.oof_grace_ms)
+        stop_run(s, r, "key_budget", now);
 }
 
 /* The work ended (or is abandoned at close with platform_error): meter the
@@ -265,7 +285,7 @@ static void finish_run(sched *s, sched__running *r, const sched__outcome *o, int
         status = "preempted", reason = "preempted";
         requeue = r->requeue;
     } else if (r->stop_reason[0]) {
-        status = "failed", reason = r->stop_reason;      /* out_of_funds, timeout, platform_error */
+        status = "failed", reason = r->stop_reason;      /* out_of_funds, key_budget, suspended, timeout, platform_error */
     } else if (o->oom) {
         status = "failed", reason = "out_of_memory";
     } else if (o->wall) {
@@ -356,7 +376,7 @@ static int start_job(sched *s, int64_t id, const sched_resource *cls, size_t ncl
     int64_t free_left, hold, now = ed_now_ms(), seq_base = 0, prior = 0;
     const sched_resource *c;
     sqlite3_stmt *q = NULL;
-    bool used[64] = {false};
+    bool used[64] = {false}, suspended;
     int ci, rc, err, nd = 0;
 
     if ((err = sched__job_read(&j, s, id)) < 0)
@@ -365,7 +385,8 @@ static int start_job(sched *s, int64_t id, const sched_resource *cls, size_t ncl
         return ed_error_set(ED_ENOTFOUND, "resource class %s vanished", j.resource);
     c = &cls[ci];
     if ((err = ed_store_prepare(&q, s->st,
-                                "SELECT u.tier, j.metered_seq, j.charged_mcoins, j.requeue, j.preemptible, j.units "
+                                "SELECT u.tier, j.metered_seq, j.charged_mcoins, j.requeue, j.preemptible, j.units, "
+                                "IFNULL(j.key_id, 0), u.suspended "
                                 "FROM jobs j JOIN users u ON u.id = j.user_id WHERE j.id = ?1")) < 0)
         return err;
     sqlite3_bind_int64(q, 1, id);
@@ -383,7 +404,25 @@ static int start_job(sched *s, int64_t id, const sched_resource *cls, size_t ncl
     r->requeue = sqlite3_column_int(q, 3) != 0;
     r->preemptible = sqlite3_column_int(q, 4) != 0;
     r->units = sqlite3_column_int(q, 5);
+    r->key_id = sqlite3_column_int64(q, 6);
+    suspended = sqlite3_column_int(q, 7) != 0;
     sqlite3_finalize(q);
+    /* nothing of a suspended user starts (a submit that raced the
+     * suspension, a requeued job); nothing of a key whose budget is spent */
+    if (suspended) {
+        fail_queued(s, id, "suspended");
+        free(r);
+        return 0;
+    }
+    if (r->key_id && (err = sched__key_budget(s, r->key_id, now)) < 0) {
+        if (err == ED_EQUOTA) {
+            fail_queued(s, id, "key_budget");
+            ed_log_info("sched.start", "job %lld: %s", (long long)id, ed_error_last());
+            free(r);
+            return 0;
+        }
+        ed_log_warn("sched.budget", "job %lld key %lld: %s", (long long)id, (long long)r->key_id, ed_error_last());
+    }
     r->log_fd = -1;
     r->id = id;
     r->user_id = j.user_id;
@@ -486,6 +525,60 @@ fail:
     if (r->hold_id)
         quota_hold_settle(s->st, r->hold_id, 0);
     free(r);
+    return err;
+}
+
+/* ---- stopping a user's work -------------------------------------------------- */
+
+int sched_user_stop(int *out_n, sched *s, int64_t user_id, const char *reason)
+{
+    sqlite3_stmt *q = NULL;
+    size_t len = reason ? strlen(reason) : 0;
+    int64_t now = ed_now_ms();
+    int n = 0, rc, err;
+
+    if (out_n)
+        *out_n = 0;
+    if (user_id <= 0 || len == 0 || len >= sizeof(((sched__running *)NULL)->stop_reason) ||
+        strspn(reason, "abcdefghijklmnopqrstuvwxyz_") != len)
+        return ed_error_set(ED_EINVAL, "stop reason must be 1-23 of [a-z_] and the user an id");
+    /* under mu: the scheduler thread cannot start a queued item between the
+     * UPDATE and the walk over running work */
+    pthread_mutex_lock(&s->mu);
+    if ((err = ed_store_prepare(&q, s->st,
+                                "UPDATE jobs SET status = 'failed', failure_reason = ?2, ended_at = ?3 "
+                                "WHERE user_id = ?1 AND status = 'queued'")) < 0)
+        goto out;
+    sqlite3_bind_int64(q, 1, user_id);
+    sqlite3_bind_text(q, 2, reason, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 3, now);
+    rc = sched__step(q);
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE) {
+        err = ed_store_error(ed_store_db(s->st), rc, "stop queued work");
+        goto out;
+    }
+    n = sqlite3_changes(ed_store_db(s->st));
+    for (size_t i = 0; i < s->nrun; i++) {
+        sched__running *r = s->run[i];
+        if (r->user_id != user_id)
+            continue;
+        if (r->stop_reason[0] == '\0') {
+            stop_run(s, r, reason, now);
+            n++;
+        } else if (strcmp(r->stop_reason, "preempted") == 0) {
+            /* already stopping, but it would go back to the queue: it ends */
+            snprintf(r->stop_reason, sizeof(r->stop_reason), "%s", reason);
+            n++;
+        }
+    }
+    pthread_cond_signal(&s->cv);
+    err = 0;
+    ed_log_info("sched.stop", "user %lld: %d item%s stopped: %s", (long long)user_id, n, n == 1 ? "" : "s", reason);
+out:
+    pthread_mutex_unlock(&s->mu);
+    if (err == 0 && out_n)
+        *out_n = n;
     return err;
 }
 

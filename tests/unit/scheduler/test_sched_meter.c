@@ -329,6 +329,55 @@ START_TEST(model_based_random_metering_matches_reference)
 }
 END_TEST
 
+START_TEST(key_budget_counts_only_its_refs_on_the_utc_day)
+{
+    int64_t u = add_user("kim", "free"), spent;
+    quota_meter_result r;
+
+    ck_assert_int_eq(quota_grant(NULL, st, u, 10000, "w", "g1", 0), 0);
+    ck_assert_int_eq(quota_budget_ref_set(st, "job:1", 5), 0);
+    ck_assert_int_eq(quota_budget_ref_set(st, "job:3", 5), 0);
+    /* 36000 mcoins/h = 10 a second: 600 per minute */
+    ck_assert_int_eq(quota_meter_charge(&r, st, u, "x", 0, 36000, "job:1", 1, 60000, T0), 0);
+    ck_assert_int_eq(quota_meter_charge(&r, st, u, "x", 0, 36000, "job:1", 2, 60000, T0 + 60000), 0);
+    ck_assert_int_eq(quota_meter_charge(&r, st, u, "x", 0, 36000, "job:2", 1, 60000, T0), 0);   /* no key */
+    ck_assert_int_eq(quota_budget_spent(&spent, st, 5, T0), 0);
+    ck_assert_int_eq(spent, 1200);
+    ck_assert_int_eq(quota_budget_spent(&spent, st, 6, T0), 0);
+    ck_assert_int_eq(spent, 0);
+    /* free intervals cost nothing; an owed (unpaid) one counts */
+    ck_assert_int_eq(quota_meter_charge(&r, st, u, "x", -1, 36000, "job:3", 1, 60000, T0), 0);
+    ck_assert_int_eq(r.mcoins, 0);
+    ck_assert_int_eq(quota_meter_charge(&r, st, u, "x", 0, 36000000, "job:3", 2, 60000, T0), 0);
+    ck_assert(r.out_of_funds);
+    ck_assert_int_eq(quota_budget_spent(&spent, st, 5, T0), 0);
+    ck_assert_int_eq(spent, 1200 + 600000);
+    /* the next UTC day starts from nothing */
+    ck_assert_int_eq(quota_budget_spent(&spent, st, 5, T0 + DAY), 0);
+    ck_assert_int_eq(spent, 0);
+    /* a refund gives the spending back */
+    ck_assert_int_eq(quota_meter_refund(NULL, st, "job:3"), 0);
+    ck_assert_int_eq(quota_budget_spent(&spent, st, 5, T0), 0);
+    ck_assert_int_eq(spent, 1200);
+    /* the check: -1 none, at the budget refused, key 0 never */
+    ck_assert_int_eq(quota_budget_check(&spent, st, 5, -1, T0), 0);
+    ck_assert_int_eq(quota_budget_check(&spent, st, 5, 1201, T0), 0);
+    ck_assert_int_eq(spent, 1200);
+    ck_assert_int_eq(quota_budget_check(NULL, st, 5, 1200, T0), ED_EQUOTA);
+    ck_assert_ptr_nonnull(strstr(ed_error_last(), "daily budget of 1200 mcoins"));
+    ck_assert_int_eq(quota_budget_check(NULL, st, 5, 0, T0 + DAY), ED_EQUOTA);
+    ck_assert_int_eq(quota_budget_check(NULL, st, 0, 0, T0), 0);
+    /* a ref set back to no key (a reused id) is no longer counted from then on */
+    ck_assert_int_eq(quota_budget_ref_set(st, "job:1", 0), 0);
+    ck_assert_int_eq(quota_meter_charge(&r, st, u, "x", 0, 36000, "job:1", 3, 60000, T0 + 120000), 0);
+    ck_assert_int_eq(quota_budget_spent(&spent, st, 5, T0), 0);
+    ck_assert_int_eq(spent, 1200);
+    ck_assert_int_eq(quota_budget_ref_set(st, "", 5), ED_EINVAL);
+    ck_assert_int_eq(quota_budget_ref_set(st, "job:1", -1), ED_EINVAL);
+    assert_verified();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("sched_meter");
@@ -346,6 +395,7 @@ static Suite *suite(void)
     tcase_add_test(t, platform_refund_returns_coins_and_allowance_once);
     tcase_add_test(t, concurrent_metering_never_overdraws_nor_doubles);
     tcase_add_test(t, model_based_random_metering_matches_reference);
+    tcase_add_test(t, key_budget_counts_only_its_refs_on_the_utc_day);
     suite_add_tcase(s, t);
     return s;
 }

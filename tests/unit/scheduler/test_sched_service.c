@@ -23,6 +23,17 @@
 static sched *s;
 static sched_config cfg;
 
+/* Budgets of the test's API keys (what the gateway's gw__key_budget answers):
+ * key 7 has 2500 mcoins a day, key 9 what key9_budget says, others none. */
+static int64_t key9_budget;
+
+static int test_key_budget(int64_t *out, int64_t key_id, void *arg)
+{
+    (void)arg;
+    *out = key_id == 7 ? 2500 : key_id == 9 ? key9_budget : -1;
+    return 0;
+}
+
 static void open_sched(void)
 {
     ck_assert_msg(sched_open(&s, st, &cfg) == 0, "%s", ed_error_last());
@@ -39,6 +50,8 @@ static void setup(void)
     cfg.sim_gpus = 2;
     snprintf(cfg.slot_dir, sizeof(cfg.slot_dir), "/run/eddy-sandbox");   /* shared locks: uids stay distinct */
     snprintf(cfg.kernel_bin, sizeof(cfg.kernel_bin), "/nonexistent/eddy-kernel");   /* python3 runs .py */
+    cfg.key_budget = test_key_budget;
+    key9_budget = -1;
     open_sched();
 }
 
@@ -72,7 +85,7 @@ static int fail_prepare(const char *work, void *payload)
 static sched_job_spec spec(int64_t user, const char *tier, const char *resource, const char *src)
 {
     sched_job_spec sp = {user, tier, "p1", NULL, "train.py", NULL, resource, 0, 60000, false, NULL,
-                         write_script, (void *)"train.py"};
+                         write_script, (void *)"train.py", 0};
     script_src = src;
     return sp;
 }
@@ -529,6 +542,157 @@ START_TEST(resources_list_and_edit)
 }
 END_TEST
 
+/* cpu-basic at 1000 mcoins a second with no free time */
+static void expensive_cpu(void)
+{
+    sched_resource r = {0};
+
+    snprintf(r.name, sizeof(r.name), "cpu-basic");
+    r.cpus = r.memory_mb = -1;
+    r.configured_capacity = -2;
+    r.price_mcoins_per_hour = 3600000;
+    ck_assert_int_eq(sched_resource_put(NULL, s, &r), 0);
+    ck_assert_int_eq(sched_allowance_set(s, "free", "cpu-basic", 0), 0);
+}
+
+START_TEST(key_budget_stops_running_work_then_refuses_its_starts)
+{
+    int64_t u = add_user("ba", "free"), spent;
+    sched_job_info j, other;
+    sched_job_spec sp = spec(u, "free", "cpu-basic", "import time\nprint('working', flush=True)\ntime.sleep(60)\n");
+    quota_balance b;
+
+    expensive_cpu();
+    ck_assert_int_eq(quota_grant(NULL, st, u, 1000000, "w", "g", 0), 0);
+    sp.key_id = 7;
+    ck_assert_int_eq(sched_job_submit(&j, s, &sp), 0);
+    ck_assert_int_eq(j.key_id, 7);
+    run_until_done(&j, j.id, 60000);
+    /* charged past the key's 2500 a day: warned, then stopped, the hold settled */
+    ck_assert_str_eq(j.status, "failed");
+    ck_assert_str_eq(j.failure_reason, "key_budget");
+    ck_assert_ptr_nonnull(strstr(read_log(j.id), "daily budget of 2500 mcoins is spent"));
+    ck_assert_int_eq(quota_budget_spent(&spent, st, 7, ed_now_ms()), 0);
+    ck_assert_int_ge(spent, 2500);
+    ck_assert_int_eq(j.charged_mcoins, spent);
+    ck_assert_int_eq(quota_balance_get(&b, st, u), 0);
+    ck_assert_int_eq(b.coins_mcoins, 1000000 - spent);
+    ck_assert_int_eq(b.held_mcoins, 0);
+    /* the next start with that key is refused, the acting key too */
+    ck_assert_int_eq(sched_job_submit(&other, s, &sp), ED_EQUOTA);
+    ck_assert_ptr_nonnull(strstr(ed_error_last(), "daily budget"));
+    ck_assert_int_eq(sched_key_budget_check(s, 7), ED_EQUOTA);
+    sp.key_id = 0;
+    sched_acting_key_set(7);
+    ck_assert_int_eq(sched_acting_key(), 7);
+    ck_assert_int_eq(sched_job_submit(&other, s, &sp), ED_EQUOTA);
+    sched_acting_key_set(0);
+    /* without a key, or with another key, work still starts */
+    ck_assert_int_eq(sched_key_budget_check(s, 0), 0);
+    ck_assert_int_eq(sched_job_submit(&other, s, &sp), 0);
+    ck_assert_int_eq(other.key_id, 0);
+    ck_assert_int_eq(sched_job_cancel(&other, s, u, other.id), 0);
+    sp.key_id = 8;
+    ck_assert_int_eq(sched_job_submit(&other, s, &sp), 0);
+    ck_assert_int_eq(other.key_id, 8);
+    wait_status(&other, other.id, "running", 10000);
+    ck_assert_int_eq(sched_job_cancel(&other, s, u, other.id), 0);
+    wait_status(&other, other.id, "cancelled", 10000);
+    ck_assert_int_eq(scalar("SELECT COUNT(*) FROM ledger_holds WHERE status = 'open'"), 0);
+    assert_verified();
+}
+END_TEST
+
+START_TEST(queued_work_of_a_spent_key_fails_at_start)
+{
+    int64_t u = add_user("bb", "free");
+    sched_job_info a, b;
+    sched_job_spec sp = spec(u, "free", "cpu-basic", "import time\ntime.sleep(60)\n");
+
+    expensive_cpu();
+    ck_assert_int_eq(quota_grant(NULL, st, u, 1000000, "w", "g", 0), 0);
+    key9_budget = 1000000;
+    sp.key_id = 9;
+    ck_assert_int_eq(sched_job_submit(&a, s, &sp), 0);
+    ck_assert_int_eq(sched_job_submit(&b, s, &sp), 0);   /* queued behind a: free allows one */
+    wait_status(&a, a.id, "running", 10000);
+    /* spend something, then the budget drops below it */
+    for (int i = 0; i < 100 && scalar("SELECT COUNT(*) FROM quota_meter WHERE status = 'charged'") < 1; i++) {
+        ck_assert_int_eq(sched_tick(s), 0);
+        usleep(50000);
+    }
+    key9_budget = 1;
+    ck_assert_int_eq(sched_job_cancel(&a, s, u, a.id), 0);
+    run_until_done(&b, b.id, 20000);
+    ck_assert_str_eq(b.status, "failed");
+    ck_assert_str_eq(b.failure_reason, "key_budget");
+    ck_assert_int_eq(b.started_at, 0);
+    ck_assert_int_eq(scalar("SELECT COUNT(*) FROM ledger_holds WHERE status = 'open'"), 0);
+    assert_verified();
+}
+END_TEST
+
+START_TEST(user_stop_ends_queued_and_running_work_with_the_reason)
+{
+    int64_t u = add_user("ca", "free"), v = add_user("cb", "free");
+    sched_job_info a, b, c, w;
+    sched_job_spec sp = spec(u, "free", "cpu-basic", "import time\nprint('working', flush=True)\ntime.sleep(60)\n");
+    quota_balance bal;
+    char sql[128];
+    int n = -1;
+
+    expensive_cpu();
+    ck_assert_int_eq(quota_grant(NULL, st, u, 1000000, "w", "g", 0), 0);
+    ck_assert_int_eq(quota_grant(NULL, st, v, 1000000, "w", "g2", 0), 0);
+    ck_assert_int_eq(sched_job_submit(&a, s, &sp), 0);
+    ck_assert_int_eq(sched_job_submit(&b, s, &sp), 0);
+    sp.user_id = v;
+    ck_assert_int_eq(sched_job_submit(&w, s, &sp), 0);
+    wait_status(&a, a.id, "running", 10000);
+    wait_status(&w, w.id, "running", 10000);
+    for (int i = 0; i < 100 && scalar("SELECT COUNT(*) FROM quota_meter WHERE status = 'charged'") < 2; i++) {
+        ck_assert_int_eq(sched_tick(s), 0);
+        usleep(50000);
+    }
+    ck_assert_int_eq(sched_user_stop(&n, s, u, "Suspended"), ED_EINVAL);
+    ck_assert_int_eq(sched_user_stop(&n, s, u, ""), ED_EINVAL);
+    ck_assert_int_eq(sched_user_stop(&n, s, u, "suspended"), 0);
+    ck_assert_int_eq(n, 2);
+    /* the queued one ends at once, the running one once it has stopped */
+    ck_assert_int_eq(sched_job_get(&b, s, u, b.id), 0);
+    ck_assert_str_eq(b.status, "failed");
+    ck_assert_str_eq(b.failure_reason, "suspended");
+    run_until_done(&a, a.id, 20000);
+    ck_assert_str_eq(a.status, "failed");
+    ck_assert_str_eq(a.failure_reason, "suspended");
+    ck_assert_ptr_nonnull(strstr(read_log(a.id), "stopping this job: suspended"));
+    ck_assert_int_gt(a.charged_mcoins, 0);
+    ck_assert_int_eq(quota_balance_get(&bal, st, u), 0);
+    ck_assert_int_eq(bal.coins_mcoins, 1000000 - a.charged_mcoins);
+    ck_assert_int_eq(bal.held_mcoins, 0);
+    /* another user's work is untouched */
+    ck_assert_int_eq(sched_tick(s), 0);
+    ck_assert_int_eq(sched_job_get(&w, s, v, w.id), 0);
+    ck_assert_str_eq(w.status, "running");
+    /* while suspended nothing starts: a submit is refused, a queued item fails */
+    snprintf(sql, sizeof(sql), "UPDATE users SET suspended = 1 WHERE id = %lld", (long long)u);
+    ck_assert_int_eq(ed_store_exec(st, sql), 0);
+    sp.user_id = u;
+    ck_assert_int_eq(sched_job_submit(&c, s, &sp), ED_EPERM);
+    snprintf(sql, sizeof(sql), "UPDATE users SET suspended = 0 WHERE id = %lld", (long long)u);
+    ck_assert_int_eq(ed_store_exec(st, sql), 0);
+    ck_assert_int_eq(sched_job_submit(&c, s, &sp), 0);   /* not ticked: still queued */
+    snprintf(sql, sizeof(sql), "UPDATE users SET suspended = 1 WHERE id = %lld", (long long)u);
+    ck_assert_int_eq(ed_store_exec(st, sql), 0);
+    run_until_done(&c, c.id, 20000);
+    ck_assert_str_eq(c.failure_reason, "suspended");
+    ck_assert_int_eq(sched_job_cancel(&w, s, v, w.id), 0);
+    wait_status(&w, w.id, "cancelled", 10000);
+    ck_assert_int_eq(scalar("SELECT COUNT(*) FROM ledger_holds WHERE status = 'open'"), 0);
+    assert_verified();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *su = suite_create("sched_service");
@@ -550,6 +714,9 @@ static Suite *suite(void)
     tcase_add_test(t, tier_cap_keeps_second_job_queued);
     tcase_add_test(t, higher_tier_preempts_batch_gpu_job_which_is_requeued);
     tcase_add_test(t, restart_fails_running_work_with_platform_error_and_refunds);
+    tcase_add_test(t, key_budget_stops_running_work_then_refuses_its_starts);
+    tcase_add_test(t, queued_work_of_a_spent_key_fails_at_start);
+    tcase_add_test(t, user_stop_ends_queued_and_running_work_with_the_reason);
     suite_add_tcase(su, t);
     return su;
 }
