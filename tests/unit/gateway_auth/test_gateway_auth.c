@@ -263,8 +263,11 @@ START_TEST(tier_names_come_from_the_tiers_table)
     ck_assert_int_eq(gw__tier_check(st, "gold"), ED_EINVAL);
     ck_assert_int_eq(gw__tier_check(st, NULL), ED_EINVAL);
     /* a tier an admin adds is accepted at once */
-    ck_assert_int_eq(ed_store_exec(st, "INSERT INTO tiers SELECT 'gold', max_kernels, max_gpus_per_job, "
-                                       "max_session_ms, idle_timeout_ms, weight, allow_egress, "
+    /* (columns named: later migrations add columns with defaults) */
+    ck_assert_int_eq(ed_store_exec(st, "INSERT INTO tiers (name, max_kernels, max_gpus_per_job, max_session_ms, "
+                                       "idle_timeout_ms, weight, allow_egress, overdraft_mcoins, "
+                                       "free_gpu_ms_per_day, updated_at) SELECT 'gold', max_kernels, "
+                                       "max_gpus_per_job, max_session_ms, idle_timeout_ms, weight, allow_egress, "
                                        "overdraft_mcoins, free_gpu_ms_per_day, 0 FROM tiers WHERE name = 'pro'"), 0);
     ck_assert_int_eq(gw__tier_check(st, "gold"), 0);
 }
@@ -704,6 +707,141 @@ START_TEST(settings_default_then_set_and_audited)
 }
 END_TEST
 
+
+START_TEST(backoff_locks_after_free_failures_doubles_and_caps)
+{
+    struct gw_ratelimit *rl = NULL;
+    int64_t t = 5000;
+    int retry = -1;
+
+    ck_assert_int_eq(gw__ratelimit_new(&rl), 0);
+    /* two free failures, the third locks for a minute */
+    ck_assert_int_eq(gw__backoff_fail(rl, "login:user:ann", 3, t), 0);
+    ck_assert_int_eq(gw__backoff_fail(rl, "login:user:ann", 3, t), 0);
+    ck_assert_int_eq(gw__backoff_check(rl, "login:user:ann", t, &retry), 0);
+    ck_assert_int_eq(gw__backoff_fail(rl, "login:user:ann", 3, t), 0);
+    ck_assert_int_eq(gw__backoff_check(rl, "login:user:ann", t, &retry), ED_ELIMIT);
+    ck_assert_int_eq(retry, 60);
+    ck_assert_int_eq(gw__backoff_check(rl, "login:user:ann", t + 59999, &retry), ED_ELIMIT);
+    ck_assert_int_eq(retry, 1);
+    ck_assert_int_eq(gw__backoff_check(rl, "login:user:ann", t + 60000, &retry), 0);
+    /* each failure after a lock doubles it: 2, 4, 8 min, then the 15 min cap */
+    t += 60000;
+    for (int i = 0, want[] = {120, 240, 480, 900, 900}; i < 5; i++) {
+        ck_assert_int_eq(gw__backoff_fail(rl, "login:user:ann", 3, t), 0);
+        ck_assert_int_eq(gw__backoff_check(rl, "login:user:ann", t, &retry), ED_ELIMIT);
+        ck_assert_int_eq(retry, want[i]);
+        t += (int64_t)want[i] * 1000;
+    }
+    /* an hour without failures: forgotten, two free failures again */
+    t += GW_BACKOFF_FORGET_MS;
+    ck_assert_int_eq(gw__backoff_fail(rl, "login:user:ann", 3, t), 0);
+    ck_assert_int_eq(gw__backoff_check(rl, "login:user:ann", t, &retry), 0);
+    /* reset clears a lock; other keys are independent */
+    ck_assert_int_eq(gw__backoff_fail(rl, "login:user:ann", 1, t), 0);
+    ck_assert_int_eq(gw__backoff_check(rl, "login:user:ann", t, &retry), ED_ELIMIT);
+    ck_assert_int_eq(gw__backoff_check(rl, "login:user:bo", t, &retry), 0);
+    gw__backoff_reset(rl, "login:user:ann");
+    gw__backoff_reset(rl, "login:user:nobody");
+    ck_assert_int_eq(gw__backoff_check(rl, "login:user:ann", t, &retry), 0);
+    gw__ratelimit_free(rl);
+}
+END_TEST
+
+START_TEST(key_envs_accepted_follow_the_key_envs_setting)
+{
+    gw_config c;
+    char list[32];
+
+    memset(&c, 0, sizeof(c));
+    ck_assert(gw__key_env_accepted(&c, "dev") && gw__key_env_accepted(&c, "test") && gw__key_env_accepted(&c, "prod"));
+    ck_assert(!gw__key_env_accepted(&c, "staging") && !gw__key_env_accepted(&c, "") && !gw__key_env_accepted(&c, NULL));
+    gw__key_envs_accepted(list, sizeof(list), &c);
+    ck_assert_str_eq(list, "dev, test, prod");
+    snprintf(c.key_envs, sizeof(c.key_envs), "prod, dev");
+    ck_assert(gw__key_env_accepted(&c, "dev") && !gw__key_env_accepted(&c, "test") && gw__key_env_accepted(&c, "prod"));
+    ck_assert(!gw__key_env_accepted(&c, "de") && !gw__key_env_accepted(&c, "prod,"));
+    gw__key_envs_accepted(list, sizeof(list), &c);
+    ck_assert_str_eq(list, "dev, prod");
+}
+END_TEST
+
+START_TEST(key_budget_is_the_smaller_of_the_key_and_its_env)
+{
+    gw__key_new k = {.name = "b", .env = "dev", .scopes = GW_SCOPE_RUN, .daily_budget_mcoins = 5000};
+    gw__key_new none = {.name = "n", .env = "prod", .scopes = GW_SCOPE_RUN, .daily_budget_mcoins = -1};
+    char key[GW_KEY_MAX_LEN + 1];
+    gw__actor actor = {.user_id = 0};
+    gw__key_info a, b;
+    gw__key_auth ka;
+    int64_t uid, budget = 0;
+    json_t *spec, *envs = NULL;
+
+    ck_assert_int_eq(gw_user_create(&uid, st, "bud", "bud@example.com", "password1", NULL, "free"), 0);
+    ck_assert_int_eq(gw__key_create(key, &a, st, &actor, uid, &k), 0);
+    /* seeded: no env caps */
+    ck_assert_int_eq(gw__key_budget(&budget, st, a.id), 0);
+    ck_assert_int_eq(budget, 5000);
+    ck_assert_int_eq(gw__key_lookup(&ka, st, key), 0);
+    ck_assert_int_eq(ka.env_daily_budget_mcoins, -1);
+    ck_assert_int_eq(ka.env_rate_limit_per_min, 0);
+    ck_assert_int_eq(gw__key_create(key, &b, st, &actor, uid, &none), 0);
+    ck_assert_int_eq(gw__key_budget(&budget, st, b.id), 0);
+    ck_assert_int_eq(budget, -1);
+    /* the env caps dev at 2000 for tier free: the key's 5000 is capped */
+    spec = json_pack("{s:{s:I, s:i}}", "dev", "daily_budget_mcoins", (json_int_t)2000, "rate_limit_per_min", 7);
+    ck_assert_int_eq(gw__tier_key_envs_put(st, "free", spec), 0);
+    json_decref(spec);
+    ck_assert_int_eq(gw__key_budget(&budget, st, a.id), 0);
+    ck_assert_int_eq(budget, 2000);
+    ck_assert_int_eq(gw__key_budget(&budget, st, b.id), 0);
+    ck_assert_int_eq(budget, -1);   /* prod is not capped */
+    ck_assert_int_eq(gw__key_lookup(&ka, st, key), 0);   /* `key` is b's (prod) now */
+    ck_assert_int_eq(ka.env_rate_limit_per_min, 0);
+    /* a cap above the key's own leaves the key's */
+    spec = json_pack("{s:{s:I}}", "dev", "daily_budget_mcoins", (json_int_t)9000);
+    ck_assert_int_eq(gw__tier_key_envs_put(st, "free", spec), 0);
+    json_decref(spec);
+    ck_assert_int_eq(gw__key_budget(&budget, st, a.id), 0);
+    ck_assert_int_eq(budget, 5000);
+    ck_assert_int_eq(gw__tier_key_envs_json(&envs, st, "free"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(envs, "dev"), "rate_limit_per_min")), 7);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(envs, "dev"), "daily_budget_mcoins")), 9000);
+    json_decref(envs);
+    ck_assert_int_eq(gw__key_budget(&budget, st, 999999), ED_ENOTFOUND);
+}
+END_TEST
+
+START_TEST(login_addresses_are_remembered_recent_and_few)
+{
+    int64_t uid, now = INT64_C(1700000000000);
+    bool known = true;
+    char ip[32];
+
+    ck_assert_int_eq(gw_user_create(&uid, st, "lia", "lia@example.com", "password1", NULL, NULL), 0);
+    ck_assert_int_eq(gw__login_address_known(&known, st, uid, "192.0.2.1", now), 0);
+    ck_assert(!known);
+    ck_assert_int_eq(gw__login_address_remember(st, uid, "192.0.2.1", now), 0);
+    ck_assert_int_eq(gw__login_address_known(&known, st, uid, "192.0.2.1", now + 1000), 0);
+    ck_assert(known);
+    ck_assert_int_eq(gw__login_address_known(&known, st, uid, "192.0.2.2", now + 1000), 0);
+    ck_assert(!known);
+    /* older than 90 days: no longer known */
+    ck_assert_int_eq(gw__login_address_known(&known, st, uid, "192.0.2.1", now + INT64_C(91) * 86400000), 0);
+    ck_assert(!known);
+    /* only the 16 most recent are kept */
+    for (int i = 0; i < 20; i++) {
+        snprintf(ip, sizeof(ip), "198.51.100.%d", i);
+        ck_assert_int_eq(gw__login_address_remember(st, uid, ip, now + 10 + i), 0);
+    }
+    ck_assert_int_eq(count_rows("SELECT count(*) FROM login_addresses"), 16);
+    ck_assert_int_eq(gw__login_address_known(&known, st, uid, "198.51.100.19", now + 100), 0);
+    ck_assert(known);
+    ck_assert_int_eq(gw__login_address_known(&known, st, uid, "192.0.2.1", now + 100), 0);
+    ck_assert(!known);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("gateway_auth");
@@ -723,6 +861,8 @@ static Suite *suite(void)
     tcase_add_test(pure, ratelimit_check_does_not_count_and_refused_hits_do_not_extend);
     tcase_add_test(pure, ratelimit_sweeps_ended_windows_and_keeps_live_ones);
     tcase_add_test(pure, ratelimit_admits_exactly_the_limit_under_concurrent_hits);
+    tcase_add_test(pure, backoff_locks_after_free_failures_doubles_and_caps);
+    tcase_add_test(pure, key_envs_accepted_follow_the_key_envs_setting);
     suite_add_tcase(s, pure);
 
     tcase_add_checked_fixture(store, store_setup, store_teardown);
@@ -739,6 +879,8 @@ static Suite *suite(void)
     tcase_add_test(store, settings_default_then_set_and_audited);
     tcase_add_test(store, users_list_pages_by_id);
     tcase_add_test(store, keys_list_pages_newest_first_and_hides_revoked);
+    tcase_add_test(store, key_budget_is_the_smaller_of_the_key_and_its_env);
+    tcase_add_test(store, login_addresses_are_remembered_recent_and_few);
     suite_add_tcase(s, store);
     return s;
 }
