@@ -41,7 +41,9 @@ static const struct field {
     NUM(max_body_bytes, F_SIZE, 1, INT64_C(1) << 40),
     NUM(max_header_bytes, F_SIZE, 1024, 1 << 20),
     NUM(conn_timeout_s, F_INT, 1, 86400),
-    NUM(max_conns, F_INT, 1, 1000000),
+    NUM(header_timeout_s, F_INT, 1, 3600),
+    NUM(max_conns, F_INT, 0, 1000000),
+    STR(metrics_access),
     NUM(max_conns_per_ip, F_INT, 1, 1000000),
     NUM(signup_open, F_BOOL, 0, 1),
     NUM(user_storage_bytes, F_SIZE, 0, INT64_C(1) << 50),
@@ -69,7 +71,9 @@ void gw_config_defaults(gw_config *c)
     c->max_body_bytes = INT64_C(64) << 20;
     c->max_header_bytes = 16 << 10;
     c->conn_timeout_s = 60;
-    c->max_conns = 1024;
+    c->header_timeout_s = 10;
+    c->max_conns = 0;   /* from RLIMIT_NOFILE at start */
+    snprintf(c->metrics_access, sizeof(c->metrics_access), "loopback");
     c->max_conns_per_ip = 64;
     c->signup_open = true;
     c->user_storage_bytes = INT64_C(1) << 30;
@@ -235,6 +239,10 @@ int gw__config_set(gw_config *c, const char *key, const char *value)
             if (strcmp(key, "env_name") == 0 && strcmp(value, "dev") != 0 &&
                 strcmp(value, "test") != 0 && strcmp(value, "prod") != 0)
                 return ed_error_set(ED_EINVAL, "env_name: '%s' is not one of dev, test, prod", value);
+            if (strcmp(key, "metrics_access") == 0 && strcmp(value, "loopback") != 0 &&
+                strcmp(value, "admin") != 0 && strcmp(value, "public") != 0)
+                return ed_error_set(ED_EINVAL, "metrics_access: '%s' is not one of loopback, admin, "
+                                               "public", value);
             if ((strcmp(key, "data_dir") == 0 || strcmp(key, "listen_host") == 0) && *value == '\0')
                 return ed_error_set(ED_EINVAL, "%s: must not be empty", key);
             if (strcmp(key, "key_envs") == 0 && check_key_envs(value) < 0)

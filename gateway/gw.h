@@ -29,8 +29,10 @@ typedef struct gw_config {
     int64_t  max_body_bytes;       /* larger bodies: 413 */
     int      max_header_bytes;     /* larger request headers: 431 */
     int      conn_timeout_s;       /* idle connection timeout */
-    int      max_conns;            /* total connection cap */
-    int      max_conns_per_ip;     /* per-IP connection cap */
+    int      header_timeout_s;     /* a connection's request headers must be complete within this (s) */
+    int      max_conns;            /* total connection cap; 0: from RLIMIT_NOFILE (raised to the hard limit) */
+    int      max_conns_per_ip;     /* per-address cap (IPv6 per /64); fair shares below it near the cap */
+    char     metrics_access[16];   /* who reads /metrics: "loopback" (and admins), "admin", "public" */
     bool     signup_open;          /* default for the admin setting signup_open */
     int64_t  user_storage_bytes;   /* per-user limit over all owned projects */
     int      login_attempts_per_min;       /* per account and per IP */

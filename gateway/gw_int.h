@@ -241,9 +241,9 @@ int gw__config_set(gw_config *c, const char *key, const char *value);
 /* ---- WebSocket (ws.c) ----------------------------------------------------- */
 /* RFC 6455 over libmicrohttpd's upgrade. A handler that accepts a WebSocket
  * calls gw_ws_accept(); the core answers 101 with MHD_create_response_for_upgrade
- * (res->upgrade) and hands the socket to ws.c, which runs one thread per
- * connection (reads frames, answers pings, calls the gw_ws_handler). Sends are
- * thread-safe. */
+ * (res->upgrade) and hands the socket to ws.c, whose few event-loop threads
+ * serve every connection (read frames, answer pings, call the gw_ws_handler).
+ * Sends are thread-safe and never wait for the peer. */
 typedef struct gw_ws gw_ws;
 
 enum {
@@ -252,13 +252,17 @@ enum {
 };
 
 typedef struct gw_ws_handler {
-    /* On the connection's thread, once, before the first message. Non-zero: close 1011. */
+    /* Once, before the first message (on the libmicrohttpd worker that
+     * upgraded the connection). Non-zero: close 1011. */
     int  (*on_open)(gw_ws *ws, void *payload);
-    /* One whole message (GW_WS_TEXT or GW_WS_BINARY), borrowed for the call.
-     * Non-zero: close (1008 for ED_EINVAL, else 1011). */
+    /* One whole message (GW_WS_TEXT or GW_WS_BINARY), borrowed for the call,
+     * on the connection's event loop: must not block for long (it delays the
+     * other connections on that loop). Non-zero: close (1008 for ED_EINVAL,
+     * else 1011). */
     int  (*on_message)(gw_ws *ws, int opcode, const uint8_t *data, size_t len, void *payload);
     /* Exactly once, last, whether or not the connection ever opened (ws is
-     * then NULL); frees payload. No gw_ws_send on this ws after it returns. */
+     * then NULL); frees payload. On a reaper thread: it may block (join a
+     * thread). No gw_ws_send or gw_ws_wake on this ws after it returns. */
     void (*on_close)(gw_ws *ws, void *payload);
 } gw_ws_handler;
 
@@ -271,17 +275,34 @@ typedef struct gw_ws_handler {
  * error (ED_EINVAL: not a valid handshake; ED_ENOMEM) the caller keeps it. */
 int gw_ws_accept(const char **chosen, gw_request *req, gw_response *res,
                  const char *const *subprotocols, const gw_ws_handler *h, void *payload);
-/* Send one whole message or a control frame. Thread-safe; blocks until written
- * (a peer that reads nothing for 10 s is dropped). ED_EIO when the connection is gone. */
+/* Send one whole message or a control frame. Thread-safe; never waits for the
+ * peer: what the socket does not take at once is copied to the connection's
+ * queue and written by its loop. ED_EIO when the connection is closing or
+ * gone, or when the queue is over its bound (16 MiB): the queue is then
+ * dropped and the connection closed with 1008 (logged as ws.slow_peer). A
+ * peer that reads nothing for 10 s while frames wait is dropped. */
 int gw_ws_send(gw_ws *ws, int opcode, const void *data, size_t len);
+/* Event-driven producers, instead of a thread per connection: on_open sets
+ * `on_wake` (NULL: none); afterwards gw_ws_wake() (thread-safe, cheap, never
+ * blocks: fit for kh_subscribe's wake) asks for on_wake(ws, payload) on the
+ * connection's loop, never before on_open returned nor while on_message runs;
+ * wakes that arrive before it runs are merged into one call. on_wake drains
+ * without waiting (kh_sub_next with timeout 0) and gw_ws_send()s; it must not
+ * block. */
+void gw_ws_set_on_wake(gw_ws *ws, void (*on_wake)(gw_ws *ws, void *payload));
+void gw_ws_wake(gw_ws *ws);
 /* Start the close handshake with `code` and a short `reason` (may be NULL);
  * the reader ends once the peer answers or goes away. Thread-safe, idempotent. */
 int gw_ws_close(gw_ws *ws, int code, const char *reason);
 /* The subprotocol chosen at the handshake, or NULL. */
 const char *gw_ws_protocol(const gw_ws *ws);
 /* Close every open WebSocket (1001 going away) and wait up to `timeout_ms`
- * for their threads to end; gw_server_stop calls it before the daemon stops. */
+ * for them to end (their on_close to return); past half of it, sockets whose
+ * peer did not answer are shut down. gw_server_stop calls it before the
+ * daemon stops. */
 void gw__ws_stop_all(int timeout_ms);
+/* WebSockets open now, and closed so far because the peer did not read (for /metrics). */
+void gw__ws_counts(long long *open, long long *slow_closes);
 /* server.c: answer a request whose res->upgrade is set (101 + hand-over). */
 struct MHD_Response *gw__ws_mhd_response(gw_response *res);
 

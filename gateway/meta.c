@@ -36,6 +36,8 @@ static int get_metrics(gw_request *req, gw_response *res)
     size_t len;
     int err;
 
+    if ((err = gw__metrics_access_check(req)) < 0)   /* metrics_access (metrics.c) */
+        return err;
     if ((err = gw__metrics_render(&text, &len, req->srv->metrics)) < 0)
         return err;
     return gw_respond_bytes(res, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
@@ -223,7 +225,7 @@ static int get_openapi(gw_request *req, gw_response *res)
 
 const gw_route gw__routes_meta[] = {
     {"GET", "/healthz", get_healthz, GW_PUBLIC, "Liveness and store health"},
-    {"GET", "/metrics", get_metrics, GW_PUBLIC, "Prometheus metrics"},
+    {"GET", "/metrics", get_metrics, GW_AUTH_OPTIONAL, "Prometheus metrics (metrics_access: loopback peers, admins, or anyone)"},
     {"GET", "/api/v1/version", get_version, GW_PUBLIC, "Server, framework and CUDA versions"},
     {"GET", "/api/v1/openapi.json", get_openapi, GW_PUBLIC, "This OpenAPI 3 document"},
     {NULL, NULL, NULL, 0, NULL},

@@ -1,11 +1,15 @@
-/* metrics.c - request counters and duration histograms for /metrics. */
+/* metrics.c - request counters and duration histograms for /metrics, the
+ * process-wide connection figures, and who may read them (metrics_access). */
 #include "metrics.h"
+#include "gw_int.h"
 
 #include "ed_buf.h"
 #include "ed_error.h"
 #include "ed_time.h"
 
+#include <arpa/inet.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -40,6 +44,60 @@ struct gw_metrics {
     int64_t         start_ms;
     int64_t         start_mono_ns;
 };
+
+static atomic_llong stats[GW_STAT_COUNT];
+
+static const struct {
+    const char *name, *type, *help;
+} stat_info[GW_STAT_COUNT] = {
+    [GW_STAT_CONNECTIONS] = {"eddy_http_connections", "gauge",
+                             "HTTP connections open (WebSockets and event streams included)."},
+    [GW_STAT_CONN_REFUSED] = {"eddy_http_connections_refused_total", "counter",
+                              "Connections refused by the per-address and fair-share limits."},
+    [GW_STAT_HEADER_TIMEOUTS] = {"eddy_http_header_timeouts_total", "counter",
+                                 "Connections closed for not completing their request headers "
+                                 "within header_timeout_s."},
+};
+
+void gw__stat_add(int which, long long delta)
+{
+    if (which >= 0 && which < GW_STAT_COUNT)
+        atomic_fetch_add(&stats[which], delta);
+}
+
+/* A peer on 127.0.0.0/8 or ::1 (or ::ffff:127.x.y.z). */
+static bool ip_is_loopback(const char *ip)
+{
+    unsigned char b[16];
+
+    if (ip == NULL)
+        return false;
+    if (inet_pton(AF_INET, ip, b) == 1)
+        return b[0] == 127;
+    if (inet_pton(AF_INET6, ip, b) == 1) {
+        static const unsigned char one[16] = {[15] = 1};
+        static const unsigned char mapped[12] = {[10] = 0xff, [11] = 0xff};
+        return memcmp(b, one, 16) == 0 || (memcmp(b, mapped, 12) == 0 && b[12] == 127);
+    }
+    return false;
+}
+
+int gw__metrics_access_check(const gw_request *req)
+{
+    const char *mode = req->srv->cfg.metrics_access;
+    bool admin = req->auth.user_id != 0 && req->auth.role && strcmp(req->auth.role, "admin") == 0 &&
+                 (req->auth.scopes & GW_SCOPE_ADMIN);
+
+    if (strcmp(mode, "public") == 0 || admin)
+        return 0;
+    if (strcmp(mode, "admin") != 0 && ip_is_loopback(req->ip))
+        return 0;
+    if (req->auth.user_id != 0)
+        return ed_error_set(ED_EPERM, "/metrics is for admins%s (metrics_access = %s)",
+                            strcmp(mode, "admin") == 0 ? "" : " and loopback peers", mode);
+    return ed_error_set(ED_EAUTH, "/metrics needs an admin's credentials%s (metrics_access = %s)",
+                        strcmp(mode, "admin") == 0 ? "" : " from a non-loopback address", mode);
+}
 
 int gw__metrics_new(struct gw_metrics **out)
 {
@@ -180,6 +238,21 @@ int gw__metrics_render(char **out, size_t *len, struct gw_metrics *m)
         ed_buf_printf(&b, "\"} %llu\n", (unsigned long long)h->count);
     }
     pthread_mutex_unlock(&m->lock);
+    for (int i = 0; i < GW_STAT_COUNT; i++)
+        ed_buf_printf(&b, "# HELP %s %s\n# TYPE %s %s\n%s %lld\n", stat_info[i].name,
+                      stat_info[i].help, stat_info[i].name, stat_info[i].type, stat_info[i].name,
+                      (long long)atomic_load(&stats[i]));
+    {
+        long long open, slow;
+        gw__ws_counts(&open, &slow);
+        ed_buf_printf(&b, "# HELP eddy_websockets WebSocket connections open.\n"
+                          "# TYPE eddy_websockets gauge\neddy_websockets %lld\n"
+                          "# HELP eddy_websocket_slow_peer_closes_total WebSockets closed because "
+                          "the peer did not read what was sent.\n"
+                          "# TYPE eddy_websocket_slow_peer_closes_total counter\n"
+                          "eddy_websocket_slow_peer_closes_total %lld\n",
+                      open, slow);
+    }
     ed_buf_printf(&b,
                   "# HELP eddy_process_uptime_seconds Seconds since the server started.\n"
                   "# TYPE eddy_process_uptime_seconds gauge\n"

@@ -26,4 +26,22 @@ void gw__metrics_observe(struct gw_metrics *m, const char *method, const char *r
  * ED_ENOMEM. */
 int gw__metrics_render(char **out, size_t *len, struct gw_metrics *m);
 
+/* Process-wide connection figures, rendered with the registry's (atomics:
+ * safe and cheap from any thread). ws.c counts its own (gw__ws_counts). */
+enum {
+    GW_STAT_CONNECTIONS,      /* gauge: HTTP connections open (WebSockets and streams included) */
+    GW_STAT_CONN_REFUSED,     /* counter: refused by the per-address / fair-share policy */
+    GW_STAT_HEADER_TIMEOUTS,  /* counter: closed for not sending their headers in time */
+    GW_STAT_COUNT
+};
+void gw__stat_add(int which, long long delta);
+
+/* Whether `req` may read /metrics under cfg.metrics_access: "public"
+ * (anyone), "admin" (an authenticated admin), "loopback" (the default: a
+ * peer on 127.0.0.0/8 or ::1, or an admin). 0, or ED_EAUTH (anonymous) /
+ * ED_EPERM (authenticated, not an admin) with a message. The route is
+ * GW_AUTH_OPTIONAL so that an admin's credentials are read. */
+struct gw_request;
+int gw__metrics_access_check(const struct gw_request *req);
+
 #endif

@@ -30,12 +30,14 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -52,6 +54,12 @@ void proj_root_free(struct proj_root *r);
 /* How long gw_server_stop waits for in-flight requests after it stops
  * accepting; past this, libmicrohttpd closes what is left. */
 #define GW_DRAIN_TIMEOUT_MS 30000
+#define GW_NOFILE_MAX       1048576  /* RLIMIT_NOFILE is raised to the hard limit, at most this */
+#define GW_AUTO_CONNS_MAX   32768    /* max_conns 0 (auto): at most this many connections */
+#define GW_ADDR_BUCKETS     1024     /* hash buckets of the per-address connection counts */
+
+struct gw_conn;
+struct gw_addr;
 
 typedef struct gw_srv {
     gw_server   pub;            /* first: gw_server * and gw_srv * convert */
@@ -59,6 +67,17 @@ typedef struct gw_srv {
     atomic_int  inflight;       /* requests between headers and completion */
     char       *tls_cert_pem;
     char       *tls_key_pem;
+    /* Connections (on_connection, accept_policy, the header watchdog). */
+    pthread_mutex_t conn_lock;
+    pthread_cond_t  watch_cond;
+    pthread_t       watch_thread;
+    bool            watch_started, watch_stop;
+    struct gw_conn *conns;      /* every open connection */
+    int             nconns;
+    struct gw_addr *addrs[GW_ADDR_BUCKETS]; /* connections per address */
+    int             naddrs;     /* addresses with a connection open */
+    int             refused_since_log;
+    int64_t         refused_log_ns;
 } gw_srv;
 
 /* One request; lives in its own arena. */
@@ -76,6 +95,11 @@ typedef struct gw_rq {
     char        request_id[72];
     char        ip[INET6_ADDRSTRLEN];
 } gw_rq;
+
+static void conn_request_line(struct MHD_Connection *conn, const gw_srv *s);
+static int64_t secs_ns(int s) { return (int64_t)s * 1000000000; }
+static void conn_set_deadline(struct MHD_Connection *conn, int64_t deadline_ns);
+static void conn_mark_upgraded(struct MHD_Connection *conn);
 
 /* ---- responses ------------------------------------------------------------ */
 
@@ -98,8 +122,10 @@ static enum MHD_Result queue(gw_rq *r)
         ed_log_error("http.bad_status", "handler set status %d; answering 500", res->status);
         gw__respond_error(res, &r->req, ED_EINTERNAL, "handler set no valid status");
     }
-    if (res->upgrade != NULL)
+    if (res->upgrade != NULL) {
+        conn_mark_upgraded(r->req.conn);  /* no header deadline on a WebSocket */
         mr = gw__ws_mhd_response(res);  /* ws.c: 101 + socket hand-over */
+    }
     else if (res->stream != NULL)
         mr = gw__stream_mhd_response(res);  /* stream.c: body produced as it comes */
     else if (res->body != NULL)
@@ -180,7 +206,7 @@ static void *uri_log(void *cls, const char *uri, struct MHD_Connection *conn)
     gw_rq *r;
     const char *q;
 
-    (void)conn;
+    conn_request_line(conn, cls);
     if (a == NULL || (r = ed_arena_calloc(a, 1, sizeof(*r))) == NULL) {
         ed_arena_free(a);
         return NULL;        /* on_request answers 503 */
@@ -423,6 +449,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return ret;
     }
     if (!r->started) {
+        conn_set_deadline(conn, 0);   /* headers complete: the watchdog lets go */
         r->started = true;
         atomic_fetch_add(&s->inflight, 1);
         r->req.conn = conn;
@@ -486,10 +513,14 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     gw_srv *s = cls;
     gw_rq *r = *con_cls;
 
-    (void)conn;
     if (r == NULL)
         return;
     *con_cls = NULL;
+    /* Kept alive: the next request's headers are due within the idle
+     * allowance, however slowly they trickle in. */
+    conn_set_deadline(conn, ed_mono_ns() + secs_ns(s->pub.cfg.conn_timeout_s > s->pub.cfg.header_timeout_s
+                                                       ? s->pub.cfg.conn_timeout_s
+                                                       : s->pub.cfg.header_timeout_s));
     if (r->started) {
         double secs = (double)(ed_mono_ns() - r->req.start_ns) / 1e9;
         ed_log_set_request_id(r->request_id);
@@ -510,19 +541,355 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     ed_arena_free(r->req.arena);  /* r lives in it */
 }
 
+/* ---- connections: header timeout, fair shares under the cap -------------------
+ *
+ * libmicrohttpd's own limits are not enough against many slow clients: its
+ * connection timeout is an idle timeout (a client that trickles a byte every
+ * few seconds keeps a connection forever), and MHD_OPTION_PER_IP_CONNECTION_LIMIT
+ * is a fixed per-address cap, so a few dozen addresses at that cap fill
+ * MHD_OPTION_CONNECTION_LIMIT and every new client waits in the listen
+ * backlog. So:
+ *   - every connection is in a registry (NOTIFY_CONNECTION); a watchdog
+ *     thread shuts down one that has not completed its request headers by its
+ *     deadline: header_timeout_s after it was accepted or after its request
+ *     line arrived, and on a kept-alive connection conn_timeout_s after the
+ *     previous answer (the idle allowance), however slowly bytes trickle;
+ *   - the accept policy (MHD's apc) counts connections per address (IPv6 per
+ *     /64) and refuses one when the address holds max_conns_per_ip, or the
+ *     server is past half its cap and the address holds more than its fair
+ *     share (the cap less a reserve, divided among the addresses connected),
+ *     or the server is in the last eighth (the reserve) and the address
+ *     already holds a few; so newcomers always find room. Trusted proxies are
+ *     exempt (their connections carry many clients; the proxy must apply its
+ *     own header timeout, as nginx's client_header_timeout does); only
+ *     MHD_OPTION_CONNECTION_LIMIT (the cap) bounds them. */
+
+#define GW_HDR_WATCH_MS   250   /* the watchdog's period */
+#define GW_FAIR_MIN_SHARE 8     /* an address below this many is never refused below the cap */
+
+typedef struct gw_addr {
+    struct gw_addr *next;
+    unsigned char   key[17];    /* family, then 4 (IPv4) or 8 (IPv6 /64) bytes */
+    int             count;      /* connections open from it */
+} gw_addr;
+
+struct gw_conn {
+    struct gw_conn *next, *prev;
+    gw_addr        *addr;        /* NULL: not counted (trusted proxy, unknown family) */
+    int             fd;
+    atomic_llong    deadline_ns; /* complete headers by then (ed_mono_ns); 0: none */
+    atomic_bool     upgraded;    /* the socket belongs to ws.c now */
+};
+
+/* The address bucket of a peer: IPv4 (or IPv4-mapped IPv6) whole, IPv6 by its
+ * /64 (one host usually holds a whole /64). false for other families. */
+static bool addr_key(unsigned char key[17], const struct sockaddr *sa)
+{
+    memset(key, 0, 17);
+    if (sa == NULL)
+        return false;
+    if (sa->sa_family == AF_INET) {
+        key[0] = 4;
+        memcpy(key + 1, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+        return true;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(a)) {
+            key[0] = 4;
+            memcpy(key + 1, a->s6_addr + 12, 4);
+        } else {
+            key[0] = 6;
+            memcpy(key + 1, a->s6_addr, 8);
+        }
+        return true;
+    }
+    return false;
+}
+
+static unsigned addr_hash(const unsigned char key[17])
+{
+    uint32_t h = 2166136261u;
+    for (int i = 0; i < 17; i++)
+        h = (h ^ key[i]) * 16777619u;
+    return h % GW_ADDR_BUCKETS;
+}
+
+/* Under conn_lock. */
+static gw_addr *addr_find(gw_srv *s, const unsigned char key[17], bool create)
+{
+    unsigned b = addr_hash(key);
+    gw_addr *a;
+
+    for (a = s->addrs[b]; a; a = a->next)
+        if (memcmp(a->key, key, 17) == 0)
+            return a;
+    if (!create || (a = calloc(1, sizeof(*a))) == NULL)
+        return NULL;
+    memcpy(a->key, key, 17);
+    a->next = s->addrs[b];
+    s->addrs[b] = a;
+    s->naddrs++;
+    return a;
+}
+
+/* Under conn_lock. */
+static void addr_release(gw_srv *s, gw_addr *a)
+{
+    if (a == NULL || --a->count > 0)
+        return;
+    for (gw_addr **pp = &s->addrs[addr_hash(a->key)]; *pp; pp = &(*pp)->next)
+        if (*pp == a) {
+            *pp = a->next;
+            break;
+        }
+    s->naddrs--;
+    free(a);
+}
+
+static bool peer_is_trusted_proxy(const gw_srv *s, const struct sockaddr *sa)
+{
+    char ip[INET6_ADDRSTRLEN] = "";
+
+    if (s->pub.cfg.trusted_proxies[0] == '\0' || sa == NULL)
+        return false;
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, ip, sizeof(ip));
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, ip,
+                  sizeof(ip));
+    return ip[0] && ip_in_list(s->pub.cfg.trusted_proxies, ip, strlen(ip));
+}
+
+/* libmicrohttpd's accept policy: may this peer open one more connection? */
+static enum MHD_Result accept_policy(void *cls, const struct sockaddr *sa, socklen_t len)
+{
+    gw_srv *s = cls;
+    unsigned char key[17];
+    const char *why = NULL;
+    int cap = s->pub.cfg.max_conns, per_ip = s->pub.cfg.max_conns_per_ip;
+    int reserve = cap / 8 > 16 ? cap / 8 : 16;
+    int min_share = per_ip < GW_FAIR_MIN_SHARE ? per_ip : GW_FAIR_MIN_SHARE;
+    bool log_now = false;
+    int held = 0, total = 0, refused = 0;
+
+    (void)len;
+    if (!addr_key(key, sa) || peer_is_trusted_proxy(s, sa))
+        return MHD_YES;
+    pthread_mutex_lock(&s->conn_lock);
+    {
+        gw_addr *a = addr_find(s, key, false);
+        held = a ? a->count : 0;
+        total = s->nconns;
+        if (held >= per_ip) {
+            why = "per-address limit";
+        } else if (held >= min_share && total >= cap - reserve) {
+            why = "the server is near its connection cap";
+        } else if (held >= min_share && total >= cap / 2 && s->naddrs > 0) {
+            int share = (cap - reserve) / s->naddrs;
+            if (held >= (share > min_share ? share : min_share))
+                why = "fair share of the connection cap";
+        }
+    }
+    if (why) {
+        int64_t now = ed_mono_ns();
+        s->refused_since_log++;
+        if (now - s->refused_log_ns > INT64_C(1000000000)) {
+            log_now = true;
+            s->refused_log_ns = now;
+            refused = s->refused_since_log;
+            s->refused_since_log = 0;
+        }
+    }
+    pthread_mutex_unlock(&s->conn_lock);
+    if (why) {
+        gw__stat_add(GW_STAT_CONN_REFUSED, 1);
+        if (log_now) {
+            char ip[INET6_ADDRSTRLEN] = "?";
+            if (sa->sa_family == AF_INET)
+                inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, ip,
+                          sizeof(ip));
+            else
+                inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+                          ip, sizeof(ip));
+            ed_log_warn("http.conn_refused", "refused a connection from %s (%s: it holds %d, %d "
+                                             "open of %d); %d refused in the last second",
+                        ip, why, held, total, cap, refused);
+        }
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+static struct gw_conn *conn_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        conn ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT) : NULL;
+
+    return ci ? ci->socket_context : NULL;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
-    (void)cls;
-    (void)socket_context;
+    gw_srv *s = cls;
+    struct gw_conn *c;
+
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        const union MHD_ConnectionInfo *ci =
+        const union MHD_ConnectionInfo *fdi =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ai =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        unsigned char key[17];
         int one = 1;
+
         /* Small JSON answers go out at once instead of waiting for Nagle. */
-        if (ci)
-            setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        if (fdi)
+            setsockopt(fdi->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        *socket_context = NULL;
+        if (fdi == NULL || (c = calloc(1, sizeof(*c))) == NULL)
+            return;     /* not watched: libmicrohttpd's idle timeout still applies */
+        c->fd = fdi->connect_fd;
+        atomic_init(&c->deadline_ns, ed_mono_ns() + secs_ns(s->pub.cfg.header_timeout_s));
+        atomic_init(&c->upgraded, false);
+        pthread_mutex_lock(&s->conn_lock);
+        if (ai && addr_key(key, ai->client_addr) && !peer_is_trusted_proxy(s, ai->client_addr) &&
+            (c->addr = addr_find(s, key, true)) != NULL)
+            c->addr->count++;
+        c->next = s->conns;
+        if (s->conns)
+            s->conns->prev = c;
+        s->conns = c;
+        s->nconns++;
+        pthread_mutex_unlock(&s->conn_lock);
+        gw__stat_add(GW_STAT_CONNECTIONS, 1);
+        *socket_context = c;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && (c = *socket_context) != NULL) {
+        /* Under conn_lock: the watchdog never shuts down a socket that
+         * libmicrohttpd is about to close (and the number be reused). */
+        pthread_mutex_lock(&s->conn_lock);
+        if (c->prev)
+            c->prev->next = c->next;
+        else
+            s->conns = c->next;
+        if (c->next)
+            c->next->prev = c->prev;
+        s->nconns--;
+        addr_release(s, c->addr);
+        pthread_mutex_unlock(&s->conn_lock);
+        gw__stat_add(GW_STAT_CONNECTIONS, -1);
+        *socket_context = NULL;
+        free(c);
     }
+}
+
+/* The request line arrived: its headers are due within header_timeout_s. */
+static void conn_request_line(struct MHD_Connection *conn, const gw_srv *s)
+{
+    struct gw_conn *c = conn_of(conn);
+    int64_t due;
+
+    if (c == NULL)
+        return;
+    due = ed_mono_ns() + secs_ns(s->pub.cfg.header_timeout_s);
+    if (atomic_load(&c->deadline_ns) == 0 || atomic_load(&c->deadline_ns) > due)
+        atomic_store(&c->deadline_ns, due);
+}
+
+/* Headers complete (0) / answered on a kept-alive connection: the next
+ * request's headers are due within the idle allowance. */
+static void conn_set_deadline(struct MHD_Connection *conn, int64_t deadline_ns)
+{
+    struct gw_conn *c = conn_of(conn);
+
+    if (c && !atomic_load(&c->upgraded))
+        atomic_store(&c->deadline_ns, deadline_ns);
+}
+
+static void conn_mark_upgraded(struct MHD_Connection *conn)
+{
+    struct gw_conn *c = conn_of(conn);
+
+    if (c) {
+        atomic_store(&c->upgraded, true);
+        atomic_store(&c->deadline_ns, 0);
+    }
+}
+
+static void *watchdog_main(void *arg)
+{
+    gw_srv *s = arg;
+
+    pthread_mutex_lock(&s->conn_lock);
+    while (!s->watch_stop) {
+        struct timespec ts;
+        int64_t now;
+        int closed = 0;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += GW_HDR_WATCH_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&s->watch_cond, &s->conn_lock, &ts);
+        now = ed_mono_ns();
+        for (struct gw_conn *c = s->conns; c; c = c->next) {
+            int64_t d = atomic_load(&c->deadline_ns);
+            if (d != 0 && now > d && !atomic_load(&c->upgraded)) {
+                /* libmicrohttpd reads EOF and closes it on its own thread. */
+                shutdown(c->fd, SHUT_RDWR);
+                atomic_store(&c->deadline_ns, 0);
+                closed++;
+            }
+        }
+        if (closed) {
+            pthread_mutex_unlock(&s->conn_lock);
+            gw__stat_add(GW_STAT_HEADER_TIMEOUTS, closed);
+            ed_log_warn("http.header_timeout", "closed %d connection%s that sent no complete "
+                                               "request headers in time (header_timeout_s %d)",
+                        closed, closed == 1 ? "" : "s", s->pub.cfg.header_timeout_s);
+            pthread_mutex_lock(&s->conn_lock);
+        }
+    }
+    pthread_mutex_unlock(&s->conn_lock);
+    return NULL;
+}
+
+/* Raise the soft RLIMIT_NOFILE to the hard one; the number of descriptors
+ * this process may hold. */
+static long raise_nofile(void)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return 1024;
+    if (rl.rlim_cur != RLIM_INFINITY && (rl.rlim_max == RLIM_INFINITY || rl.rlim_cur < rl.rlim_max)) {
+        struct rlimit want = rl;
+        want.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > GW_NOFILE_MAX ? GW_NOFILE_MAX
+                                                                                   : rl.rlim_max;
+        if (want.rlim_cur > rl.rlim_cur && setrlimit(RLIMIT_NOFILE, &want) == 0)
+            rl = want;
+    }
+    return rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > GW_NOFILE_MAX ? GW_NOFILE_MAX
+                                                                       : (long)rl.rlim_cur;
+}
+
+/* The connection cap: max_conns, or (0) what the descriptors allow, leaving
+ * room for the store, kernels, jobs and the WebSocket loops. */
+static int conn_cap(const gw_config *cfg, long nofile)
+{
+    long reserve = nofile / 8 > 256 ? nofile / 8 : 256;
+    long budget = nofile - reserve < 64 ? 64 : nofile - reserve;
+
+    if (cfg->max_conns == 0)
+        return (int)(budget < GW_AUTO_CONNS_MAX ? budget : GW_AUTO_CONNS_MAX);
+    if (cfg->max_conns > budget) {
+        ed_log_warn("http.start", "max_conns %d is over what RLIMIT_NOFILE %ld allows; using %ld",
+                    cfg->max_conns, nofile, budget);
+        return (int)budget;
+    }
+    return cfg->max_conns;
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -645,6 +1012,21 @@ static void srv_free(gw_srv *s)
 {
     if (s == NULL)
         return;
+    if (s->watch_started) {
+        pthread_mutex_lock(&s->conn_lock);
+        s->watch_stop = true;
+        pthread_cond_signal(&s->watch_cond);
+        pthread_mutex_unlock(&s->conn_lock);
+        pthread_join(s->watch_thread, NULL);
+    }
+    for (int i = 0; i < GW_ADDR_BUCKETS; i++)
+        while (s->addrs[i]) {
+            struct gw_addr *a = s->addrs[i];
+            s->addrs[i] = a->next;
+            free(a);
+        }
+    pthread_cond_destroy(&s->watch_cond);
+    pthread_mutex_destroy(&s->conn_lock);
     if (s->listen_fd >= 0)
         close(s->listen_fd);
     kh_hub_stop(&s->pub);         /* kernels: before the scheduler */
@@ -670,6 +1052,7 @@ int gw_server_start(gw_server **out, const gw_config *cfg)
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
                      MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE | MHD_ALLOW_SUSPEND_RESUME;
     struct MHD_Daemon *d;
+    long nofile;
     int err;
 
     *out = NULL;
@@ -680,6 +1063,10 @@ int gw_server_start(gw_server **out, const gw_config *cfg)
     s->listen_fd = -1;
     s->pub.cfg = *cfg;
     atomic_init(&s->inflight, 0);
+    pthread_mutex_init(&s->conn_lock, NULL);
+    pthread_cond_init(&s->watch_cond, NULL);
+    nofile = raise_nofile();
+    s->pub.cfg.max_conns = conn_cap(cfg, nofile);
     if ((err = make_dir_p(cfg->data_dir)) < 0)
         goto fail;
     snprintf(path, sizeof(path), "%s/projects", cfg->data_dir);
@@ -719,15 +1106,16 @@ int gw_server_start(gw_server **out, const gw_config *cfg)
      * connection, so the pool is kept small: headers up to 1.5x the limit still
      * get our answer (32 KiB at the default 16 KiB limit). */
     size_t mem = (size_t)cfg->max_header_bytes + (size_t)cfg->max_header_bytes / 2 + 8192;
+    /* No MHD_OPTION_PER_IP_CONNECTION_LIMIT: accept_policy counts per
+     * address itself (fair shares, trusted proxies exempt, IPv6 per /64). */
     d = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, s,
+        flags, 0, accept_policy, s, on_request, s,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)NULL,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)s->listen_fd,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)cfg->conn_timeout_s,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cfg->max_conns,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)cfg->max_conns_per_ip,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)s->pub.cfg.max_conns,
         MHD_OPTION_URI_LOG_CALLBACK, uri_log, (void *)s,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)s,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, (void *)s,
@@ -740,8 +1128,20 @@ int gw_server_start(gw_server **out, const gw_config *cfg)
         goto fail;
     }
     s->pub.mhd = d;
+    if (pthread_create(&s->watch_thread, NULL, watchdog_main, s) != 0) {
+        err = ed_error_set(ED_ENOMEM, "cannot start the header-timeout thread");
+        MHD_stop_daemon(d);
+        s->pub.mhd = NULL;
+        s->listen_fd = -1;   /* libmicrohttpd closed it */
+        goto fail;
+    }
+    s->watch_started = true;
     ed_log_info("http.start", "listening on %s://%s:%d with %d threads", s->pub.tls ? "https" : "http",
                 cfg->listen_host, s->pub.port, cfg->threads);
+    ed_log_info("http.start", "connections: cap %d (RLIMIT_NOFILE %ld), %d per address, header "
+                              "timeout %d s, idle timeout %d s",
+                s->pub.cfg.max_conns, nofile, cfg->max_conns_per_ip, cfg->header_timeout_s,
+                cfg->conn_timeout_s);
     *out = &s->pub;
     return 0;
 fail:

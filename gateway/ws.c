@@ -1,25 +1,34 @@
 /*
- * ws.c - RFC 6455 WebSocket over libmicrohttpd's upgrade.
+ * ws.c - RFC 6455 WebSocket over libmicrohttpd's upgrade, served from event
+ * loops.
  *
  *   gw_ws_accept        a handler checks the handshake and sets res->upgrade
  *   gw__ws_mhd_response the core turns it into a 101 (MHD_create_response_for_upgrade)
- *   on_upgrade          libmicrohttpd hands over the socket: one thread per
- *                       connection starts (conn_main)
- *   conn_main           reads frames (gw__ws_parse), answers pings, pings an
- *                       idle peer every 30 s, calls the handler; on the way out
- *                       calls on_close, then gives the socket back to
+ *   on_upgrade          libmicrohttpd hands over the socket: on_open runs on
+ *                       that worker, then the connection joins a loop
+ *   loop_main           a few threads, each with an epoll set: non-blocking
+ *                       reads parsed by gw__ws_parse, pongs, a ping to a peer
+ *                       idle for 30 s, the close handshake, on_message and
+ *                       on_wake; queued frames are written when the socket
+ *                       can take them
+ *   reaper_main         on_close (it may block), then the socket goes back to
  *                       libmicrohttpd (MHD_UPGRADE_ACTION_CLOSE)
  *
- * Threads: one reader thread per connection (documented choice: a kernel's
- * channels are few and long-lived; a thread keeps the read path a plain
- * blocking loop with no extra latency). Sends come from any thread (the
- * reader for pongs and close, a kernel hub's thread for output) and are
- * serialised by a per-connection mutex, one frame per writev. A registry of
- * live connections lets gw_server_stop close them all before the daemon stops.
+ * Threads: WS_MAX_LOOPS loops at most (2 below 8 cores) serve every
+ * connection, so 5,000 idle WebSockets cost no thread each. Handlers run on
+ * a loop and must not block for long (they delay every connection on that
+ * loop); on_close runs on a reaper thread (up to WS_MAX_REAPERS, started on
+ * demand) because handlers join their own threads there. Sends come from any
+ * thread: under the connection's mutex a frame is written at once when
+ * nothing is queued and the socket takes it, else queued (copied); the loop
+ * writes the queue as the socket drains. gw_ws_send never waits for the peer.
  *
- * Memory: a connection's read buffer grows to at most GW_WS_MAX_MESSAGE plus a
- * header; a frame or message over that closes with 1009. Out of memory while
- * reading closes with 1011.
+ * Memory: an idle connection holds no read buffer; one being read grows to at
+ * most GW_WS_MAX_MESSAGE plus a header (a frame or message over that closes
+ * 1009; out of memory closes 1011). The send queue is bounded per connection
+ * (WS_SENDQ_MAX): past it the queue is dropped, close 1008 goes out and the
+ * event is logged (ws.slow_peer); a peer that reads nothing for
+ * WS_SEND_TIMEOUT_S while frames wait is dropped.
  */
 #include "gw_int.h"
 
@@ -32,15 +41,15 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,7 +57,15 @@
 #define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 #define WS_PING_EVERY_MS  30000   /* keep idle connections through proxies */
 #define WS_CLOSE_WAIT_MS  2000    /* after our close frame, wait this long for the peer's */
-#define WS_SEND_TIMEOUT_S 10      /* a peer that reads nothing for this long is dropped */
+#define WS_SEND_TIMEOUT_S 10      /* a peer that reads nothing for this long, frames waiting, is dropped */
+#define WS_SENDQ_MAX      (16u << 20) /* bytes queued per connection before close 1008 */
+#define WS_MAX_LOOPS      4       /* event loop threads (2 below 8 cores) */
+#define WS_MAX_REAPERS    8       /* threads that run on_close */
+#define WS_REAPER_IDLE_S  10      /* an idle reaper ends after this */
+#define WS_SWEEP_MS       1000    /* pings, close waits and stalls are checked this often */
+#define WS_READ_CHUNK     16384   /* bytes per recv */
+#define WS_READ_BUDGET    (1u << 20) /* bytes read from one connection before the next is served */
+#define WS_EVENTS         256     /* epoll events per wait */
 
 /* ---- SHA-1 (handshake only; RFC 3174) ------------------------------------ */
 
@@ -345,19 +362,66 @@ void gw__ws_parser_free(gw_ws_parser *p)
 
 /* ---- connections ---------------------------------------------------------- */
 
+/* One queued outgoing frame (header and payload together); `off` bytes of
+ * it are already on the wire. */
+typedef struct ws_frame {
+    struct ws_frame *next;
+    size_t           len, off;
+    uint8_t          bytes[];
+} ws_frame;
+
+typedef struct ws_loop ws_loop;
+
 struct gw_ws {
-    int                               fd;
+    int                               fd;          /* non-blocking */
     struct MHD_UpgradeResponseHandle *urh;
-    pthread_mutex_t                   wlock;     /* one frame at a time on the socket */
+    ws_loop                          *loop;
     gw_ws_handler                     h;
+    void                            (*on_wake)(gw_ws *ws, void *payload); /* set by on_open */
     void                             *payload;
-    char                             *protocol;  /* malloc'd or NULL */
-    char                             *extra;     /* bytes read past the handshake */
-    size_t                            extra_len;
-    atomic_bool                       close_sent;
-    atomic_bool                       dead;      /* a write failed */
-    atomic_llong                      close_at_ns; /* when our close went out */
-    struct gw_ws                     *next, *prev; /* registry */
+    char                             *protocol;    /* malloc'd or NULL */
+
+    /* Read side: the loop thread only. */
+    gw_ws_parser                      parser;
+    uint8_t                          *rbuf;        /* freed whenever it is empty */
+    size_t                            rcap, rstart, rend;
+    int64_t                           last_rx_ns;
+    int64_t                           ping_at_ns;
+    bool                              ping_out;
+    bool                              draining;    /* closing: finish once the queue is out */
+
+    /* Send side, under wlock (any thread). */
+    pthread_mutex_t                   wlock;
+    ws_frame                         *qhead, *qtail;
+    size_t                            qbytes;      /* bytes queued, not yet written */
+    int64_t                           progress_ns; /* the queue last moved (or began) */
+    int64_t                           close_at_ns; /* when our close frame was queued */
+    bool                              in_epoll, out_armed;
+    bool                              close_sent;
+    bool                              dead;        /* finished or a write failed: no more sends */
+
+    /* The loop's list (loop thread) and its wake list (loop->lock). */
+    struct gw_ws                     *lnext, *lprev;
+    struct gw_ws                     *wnext;
+    bool                              wake_queued, finishing;
+    bool                              adopted, wake_early;
+    bool                              doomed;      /* finish after this batch of events */
+
+    struct gw_ws                     *next, *prev; /* registry (reg_lock) */
+    struct gw_ws                     *rnext;       /* reaper queue (reap_lock) */
+};
+
+/* An event loop: one thread, one epoll set, an eventfd for new connections
+ * and wakes. Connections are spread over the loops round-robin. */
+struct ws_loop {
+    pthread_t       th;
+    int             epfd, evfd;
+    pthread_mutex_t lock;       /* incoming, wakes */
+    gw_ws          *incoming;   /* handed over, not yet in the epoll set */
+    gw_ws          *wakes;      /* gw_ws_wake() asked for on_wake */
+    gw_ws          *conns;      /* the loop thread's own list */
+    gw_ws          *doomed;     /* to finish once the current batch is handled */
+    int64_t         next_sweep_ns;
 };
 
 /* What gw_ws_accept leaves in res->upgrade until the socket arrives. */
@@ -371,6 +435,18 @@ static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t  reg_cond = PTHREAD_COND_INITIALIZER;
 static gw_ws          *reg_head;
 static int             reg_count;
+
+static pthread_once_t  loops_once = PTHREAD_ONCE_INIT;
+static ws_loop         loops[WS_MAX_LOOPS];
+static int             nloops;        /* 0 when none could start */
+static atomic_uint     next_loop;
+
+static atomic_llong    n_open, n_slow_closes;   /* for /metrics */
+
+static pthread_mutex_t reap_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t  reap_cond = PTHREAD_COND_INITIALIZER;
+static gw_ws          *reap_head, *reap_tail;
+static int             reapers, reapers_idle;
 
 static void reg_add(gw_ws *ws)
 {
@@ -397,61 +473,200 @@ static void reg_remove(gw_ws *ws)
     pthread_mutex_unlock(&reg_lock);
 }
 
+void gw__ws_counts(long long *open, long long *slow_closes)
+{
+    *open = atomic_load(&n_open);
+    *slow_closes = atomic_load(&n_slow_closes);
+}
+
 const char *gw_ws_protocol(const gw_ws *ws)
 {
     return ws ? ws->protocol : NULL;
 }
 
-int gw_ws_send(gw_ws *ws, int opcode, const void *data, size_t len)
+static void loop_signal(ws_loop *l)
 {
-    uint8_t hdr[14];
-    struct iovec iov[2];
-    struct msghdr mh;
-    size_t total, sent = 0;
-    int err = 0;
+    uint64_t one = 1;
+    ssize_t n;
 
-    if (ws == NULL || atomic_load(&ws->dead))
-        return ed_error_set(ED_EIO, "websocket closed");
-    iov[0].iov_base = hdr;
-    iov[0].iov_len = gw__ws_frame_header(hdr, opcode, true, len, NULL);
-    iov[1].iov_base = (void *)data;
-    iov[1].iov_len = len;
-    total = iov[0].iov_len + len;
-    pthread_mutex_lock(&ws->wlock);
-    if (atomic_load(&ws->close_sent) && opcode != GW_WS_CLOSE) {
-        pthread_mutex_unlock(&ws->wlock);
-        return ed_error_set(ED_EIO, "websocket closing");
-    }
-    while (sent < total) {
-        ssize_t n;
-        size_t skip = sent;
-        struct iovec v[2];
+    do
+        n = write(l->evfd, &one, sizeof(one));
+    while (n < 0 && errno == EINTR);
+}
+
+/* Under wlock: watch for writability while something is queued. epoll_ctl
+ * is safe from any thread while the loop waits. */
+static void set_out_locked(gw_ws *ws, bool want)
+{
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | (want ? EPOLLOUT : 0u),
+                             .data.ptr = ws};
+
+    if (!ws->in_epoll || ws->out_armed == want)
+        return;
+    if (epoll_ctl(ws->loop->epfd, EPOLL_CTL_MOD, ws->fd, &ev) == 0)
+        ws->out_armed = want;
+}
+
+/* Under wlock: the socket failed; the loop sees the hang-up and finishes. */
+static void fail_locked(gw_ws *ws)
+{
+    ws->dead = true;
+    shutdown(ws->fd, SHUT_RDWR);
+}
+
+/* Under wlock: write what is queued until the socket is full. 0, or -1 when
+ * the connection failed. */
+static int flush_locked(gw_ws *ws)
+{
+    while (ws->qhead) {
+        struct iovec v[16];
         int nv = 0;
+        ssize_t n;
+        size_t left;
 
-        for (int i = 0; i < 2; i++) {
-            if (skip >= iov[i].iov_len) {
-                skip -= iov[i].iov_len;
-                continue;
-            }
-            v[nv].iov_base = (uint8_t *)iov[i].iov_base + skip;
-            v[nv].iov_len = iov[i].iov_len - skip;
-            skip = 0;
-            nv++;
+        for (ws_frame *f = ws->qhead; f && nv < 16; f = f->next, nv++) {
+            v[nv].iov_base = f->bytes + f->off;
+            v[nv].iov_len = f->len - f->off;
         }
-        memset(&mh, 0, sizeof(mh));
-        mh.msg_iov = v;
-        mh.msg_iovlen = (size_t)nv;
-        n = sendmsg(ws->fd, &mh, MSG_NOSIGNAL);
+        n = writev(ws->fd, v, nv);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0) {
-            atomic_store(&ws->dead, true);
-            shutdown(ws->fd, SHUT_RDWR);   /* wakes the reader */
-            err = ed_error_set(ED_EIO, "websocket send: %s", n < 0 ? strerror(errno) : "closed");
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             break;
+        if (n <= 0) {
+            fail_locked(ws);
+            return -1;
         }
-        sent += (size_t)n;
+        ws->progress_ns = ed_mono_ns();
+        ws->qbytes -= (size_t)n;
+        left = (size_t)n;
+        while (left > 0) {
+            ws_frame *f = ws->qhead;
+            size_t part = f->len - f->off;
+            if (left < part) {
+                f->off += left;
+                break;
+            }
+            left -= part;
+            ws->qhead = f->next;
+            if (ws->qhead == NULL)
+                ws->qtail = NULL;
+            free(f);
+        }
     }
+    set_out_locked(ws, ws->qhead != NULL);
+    return 0;
+}
+
+static int queue_frame_locked(gw_ws *ws, const uint8_t *hdr, size_t hlen, const uint8_t *data,
+                              size_t len, size_t skip);
+
+/* Under wlock: the peer does not read and the queue is over its bound. Keep
+ * the frame already partly on the wire, drop the rest, queue close 1008. */
+static void overflow_locked(gw_ws *ws, size_t wanted)
+{
+    uint8_t hdr[14], body[2] = {1008 >> 8, 1008 & 0xFF};
+    ws_frame *keep = ws->qhead, *f;
+    size_t hl;
+
+    atomic_fetch_add(&n_slow_closes, 1);
+    ed_log_warn("ws.slow_peer", "closing 1008: %zu bytes queued and %zu more for a peer that does "
+                                "not read (limit %u)",
+                ws->qbytes, wanted, (unsigned)WS_SENDQ_MAX);
+    if (keep && keep->off == 0)
+        keep = NULL;
+    f = keep ? keep->next : ws->qhead;
+    while (f) {
+        ws_frame *n = f->next;
+        free(f);
+        f = n;
+    }
+    ws->qhead = ws->qtail = keep;
+    ws->qbytes = keep ? keep->len - keep->off : 0;
+    if (keep)
+        keep->next = NULL;
+    ws->close_sent = true;
+    ws->close_at_ns = ed_mono_ns();
+    hl = gw__ws_frame_header(hdr, GW_WS_CLOSE, true, sizeof(body), NULL);
+    queue_frame_locked(ws, hdr, hl, body, sizeof(body), 0);
+}
+
+/* Under wlock: append a frame (minus the `skip` bytes already written). */
+static int queue_frame_locked(gw_ws *ws, const uint8_t *hdr, size_t hlen, const uint8_t *data,
+                              size_t len, size_t skip)
+{
+    size_t total = hlen + len - skip;
+    ws_frame *f;
+
+    if ((f = malloc(sizeof(*f) + total)) == NULL) {
+        fail_locked(ws);
+        return ed_error_set(ED_ENOMEM, "websocket send queue");
+    }
+    f->next = NULL;
+    f->len = total;
+    f->off = 0;
+    if (skip < hlen) {
+        memcpy(f->bytes, hdr + skip, hlen - skip);
+        if (len)
+            memcpy(f->bytes + hlen - skip, data, len);
+    } else if (total) {
+        memcpy(f->bytes, data + (skip - hlen), total);
+    }
+    if (ws->qtail)
+        ws->qtail->next = f;
+    else {
+        ws->qhead = f;
+        ws->progress_ns = ed_mono_ns();
+    }
+    ws->qtail = f;
+    ws->qbytes += total;
+    set_out_locked(ws, true);
+    return 0;
+}
+
+/* Under wlock: write a frame now if nothing is queued, queue what is left. */
+static int send_locked(gw_ws *ws, int opcode, const void *data, size_t len)
+{
+    uint8_t hdr[14];
+    size_t hlen = gw__ws_frame_header(hdr, opcode, true, len, NULL), sent = 0;
+
+    if (ws->qhead == NULL) {
+        struct iovec v[2] = {{hdr, hlen}, {(void *)data, len}};
+        struct msghdr mh = {.msg_iov = v, .msg_iovlen = len ? 2 : 1};
+        ssize_t n;
+
+        do
+            n = sendmsg(ws->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        while (n < 0 && errno == EINTR);
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+            int e = errno;
+            fail_locked(ws);
+            return ed_error_set(ED_EIO, "websocket send: %s", strerror(e));
+        }
+        if (n > 0)
+            sent = (size_t)n;
+        if (sent == hlen + len)
+            return 0;
+    } else if (ws->qbytes + hlen + len > WS_SENDQ_MAX && opcode != GW_WS_CLOSE) {
+        overflow_locked(ws, hlen + len);
+        return ed_error_set(ED_EIO, "websocket closed: the peer does not read");
+    }
+    return queue_frame_locked(ws, hdr, hlen, data, len, sent);
+}
+
+int gw_ws_send(gw_ws *ws, int opcode, const void *data, size_t len)
+{
+    int err;
+
+    if (ws == NULL)
+        return ed_error_set(ED_EIO, "websocket closed");
+    pthread_mutex_lock(&ws->wlock);
+    if (ws->dead)
+        err = ed_error_set(ED_EIO, "websocket closed");
+    else if (ws->close_sent)
+        err = ed_error_set(ED_EIO, "websocket closing");
+    else
+        err = send_locked(ws, opcode, data, len);
     pthread_mutex_unlock(&ws->wlock);
     return err;
 }
@@ -460,155 +675,485 @@ int gw_ws_close(gw_ws *ws, int code, const char *reason)
 {
     uint8_t body[125];
     size_t rlen = reason ? strlen(reason) : 0;
-    bool expected = false;
-    int err;
+    int err = 0;
 
     if (ws == NULL)
         return 0;
     if (rlen > sizeof(body) - 2)
         rlen = sizeof(body) - 2;
+    /* Keep the reason valid UTF-8 when it is cut. */
+    while (rlen > 0 && !gw__utf8_valid((const uint8_t *)reason, rlen))
+        rlen--;
     body[0] = (uint8_t)(code >> 8);
     body[1] = (uint8_t)code;
     if (rlen)
         memcpy(body + 2, reason, rlen);
     pthread_mutex_lock(&ws->wlock);
-    if (!atomic_compare_exchange_strong(&ws->close_sent, &expected, true)) {
-        pthread_mutex_unlock(&ws->wlock);
-        return 0;
+    if (!ws->close_sent && !ws->dead) {
+        ws->close_sent = true;
+        ws->close_at_ns = ed_mono_ns();
+        err = send_locked(ws, GW_WS_CLOSE, body, 2 + rlen);
     }
     pthread_mutex_unlock(&ws->wlock);
-    atomic_store(&ws->close_at_ns, (long long)ed_mono_ns());
-    err = gw_ws_send(ws, GW_WS_CLOSE, body, 2 + rlen);
     return err;
+}
+
+void gw_ws_set_on_wake(gw_ws *ws, void (*on_wake)(gw_ws *ws, void *payload))
+{
+    if (ws)
+        ws->on_wake = on_wake;   /* from on_open: the loop has not seen ws yet */
+}
+
+void gw_ws_wake(gw_ws *ws)
+{
+    ws_loop *l;
+    bool signal = false;
+
+    if (ws == NULL || (l = ws->loop) == NULL)
+        return;
+    pthread_mutex_lock(&l->lock);
+    if (!ws->adopted) {
+        ws->wake_early = true;   /* adopt() runs on_wake once it is in the loop */
+    } else if (!ws->finishing && !ws->wake_queued) {
+        ws->wake_queued = true;
+        ws->wnext = l->wakes;
+        l->wakes = ws;
+        signal = true;
+    }
+    pthread_mutex_unlock(&l->lock);
+    if (signal)
+        loop_signal(l);
 }
 
 static void conn_free(gw_ws *ws)
 {
+    ws_frame *f = ws->qhead;
+
+    while (f) {
+        ws_frame *n = f->next;
+        free(f);
+        f = n;
+    }
+    gw__ws_parser_free(&ws->parser);
+    free(ws->rbuf);
     pthread_mutex_destroy(&ws->wlock);
     free(ws->protocol);
-    free(ws->extra);
     free(ws);
 }
 
-/* Grow-or-compact the read buffer so at least `want` more bytes fit. */
-static int rbuf_room(uint8_t **buf, size_t *cap, size_t *start, size_t *end, size_t want)
+/* ---- the reaper: on_close may block (join a thread), so it runs here, off
+ * the loops. A few threads at most, started on demand, gone when idle. ---- */
+
+static void *reaper_main(void *arg)
 {
-    if (*start > 0 && *cap - *end < want) {
-        memmove(*buf, *buf + *start, *end - *start);
-        *end -= *start;
-        *start = 0;
+    (void)arg;
+    pthread_mutex_lock(&reap_lock);
+    for (;;) {
+        gw_ws *ws;
+
+        while (reap_head == NULL) {
+            struct timespec ts;
+            int rc;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += WS_REAPER_IDLE_S;
+            reapers_idle++;
+            rc = pthread_cond_timedwait(&reap_cond, &reap_lock, &ts);
+            reapers_idle--;
+            if (rc == ETIMEDOUT && reap_head == NULL) {
+                reapers--;
+                pthread_mutex_unlock(&reap_lock);
+                return NULL;
+            }
+        }
+        ws = reap_head;
+        reap_head = ws->rnext;
+        if (reap_head == NULL)
+            reap_tail = NULL;
+        pthread_mutex_unlock(&reap_lock);
+        if (ws->h.on_close)
+            ws->h.on_close(ws, ws->payload);   /* no sends on ws after this */
+        reg_remove(ws);
+        atomic_fetch_sub(&n_open, 1);
+        MHD_upgrade_action(ws->urh, MHD_UPGRADE_ACTION_CLOSE);
+        conn_free(ws);
+        pthread_mutex_lock(&reap_lock);
     }
-    if (*cap - *end < want) {
-        size_t ncap = *cap ? *cap : 16384;
+}
+
+static void reap(gw_ws *ws)
+{
+    pthread_t th;
+
+    pthread_mutex_lock(&reap_lock);
+    ws->rnext = NULL;
+    if (reap_tail)
+        reap_tail->rnext = ws;
+    else
+        reap_head = ws;
+    reap_tail = ws;
+    if (reapers_idle == 0 && (reapers < WS_MAX_REAPERS || reapers == 0)) {
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&th, &attr, reaper_main, NULL) == 0)
+            reapers++;
+        else if (reapers == 0)
+            ed_log_error("ws.reaper", "cannot start a thread to close WebSockets");
+        pthread_attr_destroy(&attr);
+    }
+    pthread_cond_signal(&reap_cond);
+    pthread_mutex_unlock(&reap_lock);
+}
+
+/* ---- the loops -------------------------------------------------------------- */
+
+/* Loop thread: the connection is over. It leaves the epoll set and the loop;
+ * the reaper runs on_close and gives the socket back to libmicrohttpd. */
+static void finish(ws_loop *l, gw_ws *ws)
+{
+    pthread_mutex_lock(&ws->wlock);
+    ws->dead = true;
+    ws->in_epoll = false;
+    pthread_mutex_unlock(&ws->wlock);
+    epoll_ctl(l->epfd, EPOLL_CTL_DEL, ws->fd, NULL);
+    pthread_mutex_lock(&l->lock);
+    ws->finishing = true;
+    if (ws->wake_queued) {
+        for (gw_ws **pp = &l->wakes; *pp; pp = &(*pp)->wnext)
+            if (*pp == ws) {
+                *pp = ws->wnext;
+                break;
+            }
+        ws->wake_queued = false;
+    }
+    pthread_mutex_unlock(&l->lock);
+    if (ws->lprev)
+        ws->lprev->lnext = ws->lnext;
+    else
+        l->conns = ws->lnext;
+    if (ws->lnext)
+        ws->lnext->lprev = ws->lprev;
+    gw__ws_parser_free(&ws->parser);
+    free(ws->rbuf);
+    ws->rbuf = NULL;
+    reap(ws);
+}
+
+/* Grow-or-compact the read buffer so at least `want` more bytes fit. */
+static int rbuf_room(gw_ws *ws, size_t want)
+{
+    if (ws->rstart > 0 && ws->rcap - ws->rend < want) {
+        memmove(ws->rbuf, ws->rbuf + ws->rstart, ws->rend - ws->rstart);
+        ws->rend -= ws->rstart;
+        ws->rstart = 0;
+    }
+    if (ws->rcap - ws->rend < want) {
+        size_t ncap = ws->rcap ? ws->rcap : WS_READ_CHUNK;
         uint8_t *nb;
-        while (ncap - *end < want)
+        while (ncap - ws->rend < want)
             ncap *= 2;
-        if ((nb = realloc(*buf, ncap)) == NULL)
+        if ((nb = realloc(ws->rbuf, ncap)) == NULL)
             return ED_ENOMEM;
-        *buf = nb;
-        *cap = ncap;
+        ws->rbuf = nb;
+        ws->rcap = ncap;
     }
     return 0;
 }
 
-static void *conn_main(void *arg)
+/* Loop thread: act on every whole frame buffered. */
+static void process(gw_ws *ws)
 {
-    gw_ws *ws = arg;
-    gw_ws_parser p = {.require_mask = true};
-    uint8_t *buf = NULL;
-    size_t cap = 0, start = 0, end = 0;
-    int64_t last_rx = ed_mono_ns();
-    bool ping_out = false;
-
-    if (ws->extra_len) {
-        if (rbuf_room(&buf, &cap, &start, &end, ws->extra_len) == 0) {
-            memcpy(buf, ws->extra, ws->extra_len);
-            end = ws->extra_len;
-        }
-    }
-    if (ws->h.on_open && ws->h.on_open(ws, ws->payload) != 0) {
-        ed_log_warn("ws.open", "refused: %s", ed_error_last());
-        gw_ws_close(ws, 1011, "could not open");
-        goto out;
-    }
-    for (;;) {
+    while (ws->rend > ws->rstart && !ws->draining) {
         gw_ws_event ev;
         size_t used;
-        int rc;
-        struct pollfd pfd = {.fd = ws->fd, .events = POLLIN};
+        int rc = gw__ws_parse(&ev, &ws->parser, ws->rbuf + ws->rstart, ws->rend - ws->rstart,
+                              &used);
+        bool closing;
+
+        if (rc < 0) {
+            gw_ws_close(ws, ev.close_code, ed_error_last());
+            ws->draining = true;
+            break;
+        }
+        if (used == 0)
+            break;
+        ws->rstart += used;
+        if (rc == 0)
+            continue;
+        if (ev.opcode == GW_WS_PING) {
+            gw_ws_send(ws, GW_WS_PONG, ev.data, ev.len);
+        } else if (ev.opcode == GW_WS_PONG) {
+            ws->ping_out = false;
+        } else if (ev.opcode == GW_WS_CLOSE) {
+            int code = ev.close_code == 1005 ? 1000 : ev.close_code;
+            gw_ws_close(ws, code, NULL);   /* echo (no-op if ours went first) */
+            ws->draining = true;
+        } else {
+            pthread_mutex_lock(&ws->wlock);
+            closing = ws->close_sent || ws->dead;
+            pthread_mutex_unlock(&ws->wlock);
+            if (!closing && ws->h.on_message) {
+                rc = ws->h.on_message(ws, ev.opcode, ev.data, ev.len, ws->payload);
+                if (rc != 0)
+                    gw_ws_close(ws, rc == ED_EINVAL ? 1008 : 1011, ed_error_last());
+            }
+        }
+    }
+    if (ws->rstart == ws->rend) {
+        /* Idle connections hold no read buffer. */
+        free(ws->rbuf);
+        ws->rbuf = NULL;
+        ws->rcap = ws->rstart = ws->rend = 0;
+    }
+}
+
+/* Loop thread: the socket is readable (or hung up). false: finish it. */
+static bool on_readable(gw_ws *ws)
+{
+    size_t got = 0;
+
+    while (got < WS_READ_BUDGET) {
         ssize_t n;
 
-        /* Everything already buffered first. */
-        while (end > start) {
-            rc = gw__ws_parse(&ev, &p, buf + start, end - start, &used);
-            if (rc < 0) {
-                gw_ws_close(ws, ev.close_code, ed_error_last());
-                goto out;
-            }
-            if (used == 0)
-                break;
-            start += used;
-            if (rc == 0)
-                continue;
-            if (ev.opcode == GW_WS_PING) {
-                gw_ws_send(ws, GW_WS_PONG, ev.data, ev.len);
-            } else if (ev.opcode == GW_WS_PONG) {
-                ping_out = false;
-            } else if (ev.opcode == GW_WS_CLOSE) {
-                int code = ev.close_code == 1005 ? 1000 : ev.close_code;
-                gw_ws_close(ws, code, NULL);   /* echo (no-op if ours went first) */
-                goto out;
-            } else if (!atomic_load(&ws->close_sent) && ws->h.on_message) {
-                rc = ws->h.on_message(ws, ev.opcode, ev.data, ev.len, ws->payload);
-                if (rc != 0) {
-                    gw_ws_close(ws, rc == ED_EINVAL ? 1008 : 1011, ed_error_last());
-                }
-            }
+        if (rbuf_room(ws, WS_READ_CHUNK) < 0) {
+            gw_ws_close(ws, 1011, "out of memory");
+            return false;
         }
-        if (start == end)
-            start = end = 0;
-        if (atomic_load(&ws->dead))
-            goto out;
-        if (atomic_load(&ws->close_sent) &&
-            ed_mono_ns() - atomic_load(&ws->close_at_ns) > (int64_t)WS_CLOSE_WAIT_MS * 1000000)
-            goto out;
-        rc = poll(&pfd, 1, 500);
-        if (rc < 0 && errno != EINTR)
-            goto out;
-        if (rc <= 0) {
-            int64_t idle_ms = (ed_mono_ns() - last_rx) / 1000000;
-            if (idle_ms > 2 * WS_PING_EVERY_MS && ping_out) {
+        n = recv(ws->fd, ws->rbuf + ws->rend, ws->rcap - ws->rend, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        if (n <= 0)
+            return false;
+        got += (size_t)n;
+        ws->last_rx_ns = ed_mono_ns();
+        if (ws->draining) {         /* after a close: read and drop */
+            ws->rstart = ws->rend = 0;
+            continue;
+        }
+        ws->rend += (size_t)n;
+        process(ws);
+    }
+    if (ws->rstart == ws->rend && ws->rbuf) {
+        free(ws->rbuf);
+        ws->rbuf = NULL;
+        ws->rcap = ws->rstart = ws->rend = 0;
+    }
+    return true;
+}
+
+/* Loop thread: a draining connection ends once its queue is written. */
+static bool drained(gw_ws *ws)
+{
+    bool done;
+
+    if (!ws->draining)
+        return false;
+    pthread_mutex_lock(&ws->wlock);
+    done = ws->qhead == NULL || ws->dead;
+    pthread_mutex_unlock(&ws->wlock);
+    return done;
+}
+
+/* Loop thread, once a second: pings, the close handshake's wait, peers that
+ * stopped reading. */
+static void sweep(ws_loop *l, int64_t now)
+{
+    gw_ws *ws = l->conns;
+
+    while (ws) {
+        gw_ws *next = ws->lnext;
+        bool stalled, closing, dead;
+        int64_t close_at;
+
+        pthread_mutex_lock(&ws->wlock);
+        stalled = ws->qhead && now - ws->progress_ns > (int64_t)WS_SEND_TIMEOUT_S * 1000000000;
+        closing = ws->close_sent;
+        close_at = ws->close_at_ns;
+        dead = ws->dead;
+        pthread_mutex_unlock(&ws->wlock);
+        if (dead || drained(ws)) {
+            finish(l, ws);
+        } else if (stalled) {
+            atomic_fetch_add(&n_slow_closes, 1);
+            ed_log_warn("ws.slow_peer", "dropping a peer that read nothing for %d s",
+                        WS_SEND_TIMEOUT_S);
+            finish(l, ws);
+        } else if (closing && now - close_at > (int64_t)WS_CLOSE_WAIT_MS * 1000000) {
+            finish(l, ws);
+        } else if (!closing) {
+            int64_t idle_ms = (now - ws->last_rx_ns) / 1000000;
+            if (ws->ping_out && idle_ms > 2 * WS_PING_EVERY_MS) {
                 gw_ws_close(ws, 1001, "no pong");
-                goto out;
-            }
-            if (idle_ms > WS_PING_EVERY_MS && !ping_out) {
-                ping_out = true;
+            } else if (!ws->ping_out && idle_ms > WS_PING_EVERY_MS) {
+                ws->ping_out = true;
+                ws->ping_at_ns = now;
                 gw_ws_send(ws, GW_WS_PING, "eddy", 4);
             }
-            continue;
         }
-        if (rbuf_room(&buf, &cap, &start, &end, 16384) < 0) {
-            gw_ws_close(ws, 1011, "out of memory");
-            goto out;
-        }
-        n = recv(ws->fd, buf + end, cap - end, 0);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
-            continue;
-        if (n <= 0)
-            goto out;
-        end += (size_t)n;
-        last_rx = ed_mono_ns();
+        ws = next;
     }
-out:
-    gw__ws_parser_free(&p);
-    free(buf);
-    if (ws->h.on_close)
-        ws->h.on_close(ws, ws->payload);  /* no sends on ws after this */
-    atomic_store(&ws->dead, true);
-    reg_remove(ws);
-    MHD_upgrade_action(ws->urh, MHD_UPGRADE_ACTION_CLOSE);
-    conn_free(ws);
+}
+
+/* Loop thread: finish `ws` once the current batch of events is handled (an
+ * event for it may still be in the batch). */
+static void doom(ws_loop *l, gw_ws *ws)
+{
+    if (ws->doomed)
+        return;
+    ws->doomed = true;
+    ws->rnext = l->doomed;
+    l->doomed = ws;
+}
+
+static void adopt(ws_loop *l, gw_ws *ws)
+{
+    bool early;
+
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = ws};
+
+    ws->lprev = NULL;
+    ws->lnext = l->conns;
+    if (l->conns)
+        l->conns->lprev = ws;
+    l->conns = ws;
+    pthread_mutex_lock(&ws->wlock);
+    if (ws->qhead)
+        ev.events |= EPOLLOUT;
+    if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, ws->fd, &ev) == 0) {
+        ws->in_epoll = true;
+        ws->out_armed = ws->qhead != NULL;
+    } else {
+        ed_log_error("ws.epoll", "cannot watch a WebSocket: %s", strerror(errno));
+        ws->dead = true;
+    }
+    pthread_mutex_unlock(&ws->wlock);
+    pthread_mutex_lock(&l->lock);
+    ws->adopted = true;
+    early = ws->wake_early;
+    pthread_mutex_unlock(&l->lock);
+    if (ws->dead) {
+        doom(l, ws);
+        return;
+    }
+    process(ws);   /* bytes that came with the handshake */
+    if (early && ws->on_wake && !ws->draining)
+        ws->on_wake(ws, ws->payload);
+    if (drained(ws))
+        doom(l, ws);
+}
+
+static void *loop_main(void *arg)
+{
+    ws_loop *l = arg;
+    struct epoll_event evs[WS_EVENTS];
+
+    l->next_sweep_ns = ed_mono_ns() + WS_SWEEP_MS * INT64_C(1000000);
+    for (;;) {
+        int64_t now = ed_mono_ns();
+        int timeout = (int)((l->next_sweep_ns - now) / 1000000) + 1;
+        int n = epoll_wait(l->epfd, evs, WS_EVENTS, timeout < 0 ? 0 : timeout);
+
+        if (n < 0 && errno != EINTR) {
+            ed_log_error("ws.epoll", "epoll_wait: %s", strerror(errno));
+            usleep(100000);
+        }
+        for (int i = 0; i < n; i++) {
+            gw_ws *ws = evs[i].data.ptr;
+            uint32_t e = evs[i].events;
+
+            if (ws == NULL) {   /* the eventfd */
+                uint64_t v;
+                gw_ws *in, *wk;
+                while (read(l->evfd, &v, sizeof(v)) < 0 && errno == EINTR)
+                    ;
+                pthread_mutex_lock(&l->lock);
+                in = l->incoming;
+                l->incoming = NULL;
+                pthread_mutex_unlock(&l->lock);
+                while (in) {
+                    gw_ws *nx = in->lnext;
+                    adopt(l, in);
+                    in = nx;
+                }
+                for (;;) {
+                    pthread_mutex_lock(&l->lock);
+                    wk = l->wakes;
+                    if (wk) {
+                        l->wakes = wk->wnext;
+                        wk->wake_queued = false;
+                    }
+                    pthread_mutex_unlock(&l->lock);
+                    if (wk == NULL)
+                        break;
+                    if (wk->doomed)
+                        continue;
+                    if (wk->on_wake && !wk->draining)
+                        wk->on_wake(wk, wk->payload);
+                    if (drained(wk))
+                        doom(l, wk);
+                }
+                continue;
+            }
+            if (ws->doomed)
+                continue;
+            if (e & EPOLLOUT) {
+                int rc;
+                pthread_mutex_lock(&ws->wlock);
+                rc = ws->dead ? -1 : flush_locked(ws);
+                pthread_mutex_unlock(&ws->wlock);
+                if (rc < 0) {
+                    doom(l, ws);
+                    continue;
+                }
+            }
+            if ((e & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) && !on_readable(ws)) {
+                doom(l, ws);
+                continue;
+            }
+            if (drained(ws))
+                doom(l, ws);
+        }
+        while (l->doomed) {
+            gw_ws *ws = l->doomed;
+            l->doomed = ws->rnext;
+            finish(l, ws);
+        }
+        now = ed_mono_ns();
+        if (now >= l->next_sweep_ns) {
+            sweep(l, now);
+            l->next_sweep_ns = now + WS_SWEEP_MS * INT64_C(1000000);
+        }
+    }
     return NULL;
+}
+
+static void loops_start(void)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int want = cores >= 8 ? WS_MAX_LOOPS : 2;
+
+    for (int i = 0; i < want; i++) {
+        ws_loop *l = &loops[nloops];
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+
+        pthread_mutex_init(&l->lock, NULL);
+        l->epfd = epoll_create1(EPOLL_CLOEXEC);
+        l->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (l->epfd < 0 || l->evfd < 0 || epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->evfd, &ev) < 0 ||
+            pthread_create(&l->th, NULL, loop_main, l) != 0) {
+            ed_log_error("ws.loop", "cannot start a WebSocket event loop: %s", strerror(errno));
+            if (l->epfd >= 0)
+                close(l->epfd);
+            if (l->evfd >= 0)
+                close(l->evfd);
+            pthread_mutex_destroy(&l->lock);
+            break;
+        }
+        pthread_detach(l->th);
+        nloops++;
+    }
 }
 
 static void pending_drop(ws_pending *pd)
@@ -619,63 +1164,62 @@ static void pending_drop(ws_pending *pd)
     free(pd);
 }
 
+/* On a libmicrohttpd worker: the 101 went out and the socket is ours.
+ * on_open runs here, before the connection joins a loop, so no message can
+ * reach the handler before it. */
 static void on_upgrade(void *cls, struct MHD_Connection *conn, void *req_cls,
                        const char *extra_in, size_t extra_in_size, MHD_socket sock,
                        struct MHD_UpgradeResponseHandle *urh)
 {
     ws_pending *pd = cls;
+    ws_loop *l;
     gw_ws *ws;
-    pthread_t th;
-    pthread_attr_t attr;
     int one = 1, fl;
-    struct timeval tv = {.tv_sec = WS_SEND_TIMEOUT_S};
 
     (void)conn;
     (void)req_cls;
-    if ((ws = calloc(1, sizeof(*ws))) == NULL)
-        goto fail;
-    if (extra_in_size) {
-        if ((ws->extra = malloc(extra_in_size)) == NULL)
-            goto fail;
-        memcpy(ws->extra, extra_in, extra_in_size);
-        ws->extra_len = extra_in_size;
+    pthread_once(&loops_once, loops_start);
+    if (nloops == 0 || (ws = calloc(1, sizeof(*ws))) == NULL) {
+        pending_drop(pd);
+        MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+        return;
     }
+    if (extra_in_size) {
+        if ((ws->rbuf = malloc(extra_in_size)) == NULL) {
+            free(ws);
+            pending_drop(pd);
+            MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+            return;
+        }
+        memcpy(ws->rbuf, extra_in, extra_in_size);
+        ws->rcap = ws->rend = extra_in_size;
+    }
+    l = &loops[atomic_fetch_add(&next_loop, 1u) % (unsigned)nloops];
     ws->fd = (int)sock;
     ws->urh = urh;
+    ws->loop = l;
     ws->h = pd->h;
     ws->payload = pd->payload;
     ws->protocol = pd->protocol;
-    pthread_mutex_init(&ws->wlock, NULL);
-    /* The reader polls; writes block (bounded by SO_SNDTIMEO). */
-    if ((fl = fcntl(ws->fd, F_GETFL)) >= 0)
-        fcntl(ws->fd, F_SETFL, fl & ~O_NONBLOCK);
-    setsockopt(ws->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    setsockopt(ws->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    reg_add(ws);
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&th, &attr, conn_main, ws) != 0) {
-        pthread_attr_destroy(&attr);
-        reg_remove(ws);
-        ws->protocol = NULL;
-        pthread_mutex_destroy(&ws->wlock);
-        free(ws->extra);
-        free(ws);
-        ws = NULL;
-        ed_log_error("ws.thread", "cannot start a WebSocket thread");
-        goto fail_owned;
-    }
-    pthread_attr_destroy(&attr);
+    ws->parser.require_mask = true;
+    ws->last_rx_ns = ed_mono_ns();
     free(pd);   /* its contents moved into ws */
-    return;
-fail:
-    if (ws) {
-        free(ws->extra);
-        free(ws);
+    pthread_mutex_init(&ws->wlock, NULL);
+    if ((fl = fcntl(ws->fd, F_GETFL)) >= 0)
+        fcntl(ws->fd, F_SETFL, fl | O_NONBLOCK);
+    setsockopt(ws->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    reg_add(ws);
+    atomic_fetch_add(&n_open, 1);
+    if (ws->h.on_open && ws->h.on_open(ws, ws->payload) != 0) {
+        ed_log_warn("ws.open", "refused: %s", ed_error_last());
+        gw_ws_close(ws, 1011, "could not open");
+        ws->draining = true;   /* the loop ends it once the close is out */
     }
-fail_owned:
-    pending_drop(pd);
-    MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+    pthread_mutex_lock(&l->lock);
+    ws->lnext = l->incoming;
+    l->incoming = ws;
+    pthread_mutex_unlock(&l->lock);
+    loop_signal(l);
 }
 
 struct MHD_Response *gw__ws_mhd_response(gw_response *res)
@@ -768,10 +1312,11 @@ void gw__ws_stop_all(int timeout_ms)
 {
     int64_t deadline = ed_mono_ns() + (int64_t)timeout_ms * 1000000;
     struct timespec ts;
+    bool forced = false;
 
     pthread_mutex_lock(&reg_lock);
     for (gw_ws *ws = reg_head; ws; ws = ws->next) {
-        /* A close frame under reg_lock is fine: sends never take reg_lock. */
+        /* A close frame under reg_lock is fine: senders never take reg_lock. */
         gw_ws_close(ws, 1001, "server shutting down");
     }
     while (reg_count > 0 && ed_mono_ns() < deadline) {
@@ -782,9 +1327,13 @@ void gw__ws_stop_all(int timeout_ms)
             ts.tv_nsec -= 1000000000;
         }
         pthread_cond_timedwait(&reg_cond, &reg_lock, &ts);
-        if (ed_mono_ns() > deadline - (int64_t)timeout_ms * 500000)
+        if (!forced && ed_mono_ns() > deadline - (int64_t)timeout_ms * 500000) {
+            /* Peers that do not answer: the loops see the hang-up and finish
+             * them. A socket stays open until its entry leaves the registry. */
+            forced = true;
             for (gw_ws *ws = reg_head; ws; ws = ws->next)
-                shutdown(ws->fd, SHUT_RDWR);   /* peers that do not answer */
+                shutdown(ws->fd, SHUT_RDWR);
+        }
     }
     pthread_mutex_unlock(&reg_lock);
 }

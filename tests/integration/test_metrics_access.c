@@ -1,0 +1,156 @@
+/*
+ * test_metrics_access.c - who may read GET /metrics (issue 11, item 14):
+ * config `metrics_access` = "loopback" (the default: peers on 127.0.0.0/8 or
+ * ::1, and admins), "admin" (admins only) or "public".
+ *
+ * A remote client is made with a trusted proxy: the server trusts 127.0.0.1
+ * (trusted_proxies), so a request carrying X-Forwarded-For: 203.0.113.7 is
+ * from 203.0.113.7, exactly as behind nginx. Before the fix /metrics answered
+ * 200 to that anonymous remote client.
+ */
+#include "harness.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static it_server S;
+static char user_cookie[600], admin_cookie[600], admin_key_hdr[200];
+
+#define REMOTE "X-Forwarded-For: 203.0.113.7"
+
+static long get_metrics(const char *const *headers)
+{
+    it_resp r;
+    long status;
+
+    ck_assert_int_eq(it_request(&r, &S, "GET", "/metrics", NULL, headers), 0);
+    status = r.status;
+    if (status == 200)
+        ck_assert_ptr_nonnull(strstr(r.body, "eddy_http_requests_total"));
+    it_resp_free(&r);
+    return status;
+}
+
+/* Start a server with `mode` ("" for the default), a user and an admin
+ * (cookie and an admin-scoped API key). */
+static void start(const char *mode)
+{
+    char env_mode[64], csrf[300], *cookie = NULL, *token = NULL;
+    const char *env[] = {"EDDY_TRUSTED_PROXIES=127.0.0.1", NULL, NULL};
+    const char *h[3];
+    it_resp r;
+
+    snprintf(env_mode, sizeof(env_mode), "%s%s", mode[0] ? "EDDY_METRICS_ACCESS=" : "", mode);
+    env[1] = mode[0] ? env_mode : NULL;
+    ck_assert_int_eq(it_server_start(&S, env), 0);
+    ck_assert_int_eq(it_signup_login(&S, "plain", "correct horse 1", &cookie, &token), 0);
+    snprintf(user_cookie, sizeof(user_cookie), "Cookie: %s", cookie);
+    free(cookie);
+    free(token);
+    ck_assert_int_eq(it_signup_login(&S, "boss", "correct horse 2", &cookie, &token), 0);
+    free(cookie);
+    free(token);
+    {
+        char *const argv[] = {"eddy", "admin", "set-role", "--data", S.data_dir, "--username",
+                              "boss", "--role", "admin", NULL};
+        ck_assert_int_eq(it_eddy_status(argv), 0);
+    }
+    ck_assert_int_eq(it_login(&S, "boss", "correct horse 2", admin_cookie, sizeof(admin_cookie),
+                              csrf, sizeof(csrf)),
+                     0);
+    h[0] = admin_cookie;
+    h[1] = csrf;
+    h[2] = NULL;
+    ck_assert_int_eq(it_request(&r, &S, "POST", "/api/v1/keys",
+                                "{\"name\":\"ops\",\"env\":\"prod\",\"scopes\":[\"read\",\"admin\"]}",
+                                h),
+                     0);
+    ck_assert_msg(r.status == 201, "admin key: %ld %s", r.status, r.body);
+    snprintf(admin_key_hdr, sizeof(admin_key_hdr), "Authorization: Bearer %s",
+             json_string_value(json_object_get(r.json, "key")));
+    it_resp_free(&r);
+}
+
+START_TEST(loopback_default_refuses_remote_anonymous_and_users_serves_admins)
+{
+    const char *local[] = {NULL};
+    const char *remote[] = {REMOTE, NULL};
+    const char *remote_user[] = {REMOTE, user_cookie, NULL};
+    const char *remote_admin[] = {REMOTE, admin_cookie, NULL};
+    const char *remote_key[] = {REMOTE, admin_key_hdr, NULL};
+    const char *local_user[] = {user_cookie, NULL};
+
+    start("");
+    ck_assert_int_eq(get_metrics(local), 200);        /* Prometheus on the same host */
+    ck_assert_int_eq(get_metrics(local_user), 200);   /* loopback is enough */
+    ck_assert_int_eq(get_metrics(remote), 401);
+    ck_assert_int_eq(get_metrics(remote_user), 403);
+    ck_assert_int_eq(get_metrics(remote_admin), 200);
+    ck_assert_int_eq(get_metrics(remote_key), 200);
+    ck_assert_int_eq(it_server_stop(&S), 0);
+}
+END_TEST
+
+START_TEST(admin_mode_refuses_even_loopback_without_an_admin)
+{
+    const char *local[] = {NULL};
+    const char *local_user[] = {user_cookie, NULL};
+    const char *local_admin[] = {admin_cookie, NULL};
+    const char *remote_key[] = {REMOTE, admin_key_hdr, NULL};
+
+    start("admin");
+    ck_assert_int_eq(get_metrics(local), 401);
+    ck_assert_int_eq(get_metrics(local_user), 403);
+    ck_assert_int_eq(get_metrics(local_admin), 200);
+    ck_assert_int_eq(get_metrics(remote_key), 200);
+    ck_assert_int_eq(it_server_stop(&S), 0);
+}
+END_TEST
+
+START_TEST(public_mode_serves_anyone)
+{
+    const char *remote[] = {REMOTE, NULL};
+
+    start("public");
+    ck_assert_int_eq(get_metrics(remote), 200);
+    ck_assert_int_eq(it_server_stop(&S), 0);
+}
+END_TEST
+
+START_TEST(a_bad_metrics_access_value_stops_the_server_from_starting)
+{
+    const char *env[] = {"EDDY_METRICS_ACCESS=everyone", NULL};
+    it_server t;
+
+    memset(&t, 0, sizeof(t));
+    ck_assert_int_ne(it_server_start(&t, env), 0);
+    it_server_stop(&t);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("metrics_access");
+    TCase *t = tcase_create("metrics_access");
+
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, loopback_default_refuses_remote_anonymous_and_users_serves_admins);
+    tcase_add_test(t, admin_mode_refuses_even_loopback_without_an_admin);
+    tcase_add_test(t, public_mode_serves_anyone);
+    tcase_add_test(t, a_bad_metrics_access_value_stops_the_server_from_starting);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *r = srunner_create(suite());
+    int failed;
+
+    srunner_run_all(r, CK_NORMAL);
+    failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? 1 : 0;
+}
