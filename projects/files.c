@@ -4,6 +4,7 @@
 
 #include "ed_crypto.h"
 #include "ed_error.h"
+#include "ed_fs.h"
 #include "ed_log.h"
 
 #include <dirent.h>
@@ -102,10 +103,33 @@ static int check_path(const char *path)
     return proj_path_validate(path, path ? strlen(path) : 0);
 }
 
+/* Give the thread's last message (from ed_fs) the code `code` instead. */
+static int recode(int code)
+{
+    char msg[1024];
+
+    snprintf(msg, sizeof(msg), "%s", ed_error_last());
+    return ed_error_set(code, "%s", msg);
+}
+
+/* An ed_fs refusal in this module's codes: a symbolic link anywhere is
+ * ED_EINVAL ("links are not followed"); a component that is not a directory
+ * is ED_ECONFLICT when writing (`create`), ED_ENOTFOUND otherwise. */
+static int fs_error(int err, int why, bool create)
+{
+    if (err != ED_ENOTFOUND)
+        return err;
+    if (why == ELOOP)
+        return recode(ED_EINVAL);
+    if (why == ENOTDIR && create)
+        return recode(ED_ECONFLICT);
+    return err;
+}
+
 /*
  * Walk to the directory holding the last component of `path`, starting at the
- * project directory `base`, never following a symbolic link: each component
- * is lstat'ed and opened with O_NOFOLLOW. With `create`, missing directories
+ * project directory `base`, never following a symbolic link (ed_fs: one
+ * component at a time with O_NOFOLLOW). With `create`, missing directories
  * are made and their count is stored in *created (for undo). *out_fd gets the
  * parent directory, *out_name points into `path` at the last component.
  * ED_ENOTFOUND (a parent is missing and !create), ED_EINVAL (a parent is a
@@ -114,64 +138,9 @@ static int check_path(const char *path)
 static int open_parent(int *out_fd, const char **out_name, int *created, int base,
                        const char *path, bool create)
 {
-    char comp[SEGMENT_MAX + 1];
-    const char *p = path, *slash;
-    int fd = dup(base);
+    int err = ed_fs_open_parent(out_fd, out_name, created, base, path, create, 0755);
 
-    *out_fd = -1;
-    if (created)
-        *created = 0;
-    if (fd < 0)
-        return ed_error_set(ED_EIO, "dup: %s", strerror(errno));
-    while ((slash = strchr(p, '/')) != NULL) {
-        struct stat sb;
-        size_t n = (size_t)(slash - p);
-        int next;
-
-        memcpy(comp, p, n);
-        comp[n] = '\0';
-        if (fstatat(fd, comp, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
-            if (errno != ENOENT) {
-                close(fd);
-                return ed_error_set(ED_EIO, "stat %.*s: %s", (int)(slash - path), path,
-                                    strerror(errno));
-            }
-            if (!create) {
-                close(fd);
-                return ed_error_set(ED_ENOTFOUND, "no file %s", path);
-            }
-            if (mkdirat(fd, comp, 0755) < 0 && errno != EEXIST) {
-                close(fd);
-                return ed_error_set(ED_EIO, "mkdir %.*s: %s", (int)(slash - path), path,
-                                    strerror(errno));
-            }
-            if (created)
-                (*created)++;
-        } else if (S_ISLNK(sb.st_mode)) {
-            close(fd);
-            return ed_error_set(ED_EINVAL, "%.*s is a symbolic link; links are not followed",
-                                (int)(slash - path), path);
-        } else if (!S_ISDIR(sb.st_mode)) {
-            close(fd);
-            return ed_error_set(create ? ED_ECONFLICT : ED_ENOTFOUND, "%.*s is not a directory",
-                                (int)(slash - path), path);
-        }
-        /* O_NOFOLLOW closes the race between the lstat and the open. */
-        next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        close(fd);
-        if (next < 0) {
-            if (errno == ELOOP || errno == ENOTDIR)
-                return ed_error_set(ED_EINVAL, "%.*s is a symbolic link; links are not followed",
-                                    (int)(slash - path), path);
-            return ed_error_set(ED_EIO, "open %.*s: %s", (int)(slash - path), path,
-                                strerror(errno));
-        }
-        fd = next;
-        p = slash + 1;
-    }
-    *out_fd = fd;
-    *out_name = p;
-    return 0;
+    return err < 0 ? fs_error(err, errno, create) : 0;
 }
 
 /* Remove the `created` innermost-first directories that open_parent made. */
@@ -249,14 +218,21 @@ void proj_file_list_free(proj_file_list *l)
 typedef struct lister {
     proj_file_list *l;
     size_t          cap;
-    char            prefix[PROJ_PATH_MAX + SEGMENT_MAX + 2];
 } lister;
 
-static int list_add(lister *ls, const char *name, const struct stat *sb)
+/* ed_fs_walk callback: regular files are project files; .git (any case, at
+ * any depth) is not part of the tree, nor is a directory deeper than any
+ * path a client could name. Links, sockets and devices never reach here. */
+static int list_entry(const char *rel, const struct stat *sb, void *payload)
 {
+    lister *ls = payload;
     proj_file_list *l = ls->l;
-    char path[sizeof(ls->prefix) + SEGMENT_MAX + 1];
+    const char *name = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
 
+    if (strcasecmp(name, ".git") == 0)
+        return ED_FS_WALK_SKIP;
+    if (S_ISDIR(sb->st_mode))
+        return strlen(rel) + 1 > PROJ_PATH_MAX ? ED_FS_WALK_SKIP : 0;
     if (l->count == ls->cap) {
         size_t cap = ls->cap ? ls->cap * 2 : 32;
         proj_file *items = realloc(l->items, cap * sizeof(*items));
@@ -265,54 +241,12 @@ static int list_add(lister *ls, const char *name, const struct stat *sb)
         l->items = items;
         ls->cap = cap;
     }
-    snprintf(path, sizeof(path), "%s%s", ls->prefix, name);
-    if ((l->items[l->count].path = strdup(path)) == NULL)
+    if ((l->items[l->count].path = strdup(rel)) == NULL)
         return ed_error_set(ED_ENOMEM, "file list");
     l->items[l->count].size = sb->st_size;
     l->items[l->count].modified_at = mtime_ms(sb);
     l->count++;
     return 0;
-}
-
-static int list_dir(lister *ls, int fd, int depth)
-{
-    int dfd = dup(fd), err = 0;
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    struct dirent *e;
-
-    if (d == NULL) {
-        if (dfd >= 0)
-            close(dfd);
-        return ed_error_set(ED_EIO, "read directory: %s", strerror(errno));
-    }
-    while (err == 0 && (e = readdir(d)) != NULL) {
-        struct stat sb;
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
-            strcasecmp(e->d_name, ".git") == 0)
-            continue;
-        if (fstatat(fd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
-            continue;
-        if (S_ISREG(sb.st_mode)) {
-            err = list_add(ls, e->d_name, &sb);
-        } else if (S_ISDIR(sb.st_mode) && depth < MAX_DEPTH) {
-            size_t plen = strlen(ls->prefix), nlen = strlen(e->d_name);
-            int sub;
-            if (plen + nlen + 2 > PROJ_PATH_MAX + 1)
-                continue;   /* deeper than any path a client could name */
-            sub = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (sub < 0)
-                continue;
-            memcpy(ls->prefix + plen, e->d_name, nlen);
-            ls->prefix[plen + nlen] = '/';
-            ls->prefix[plen + nlen + 1] = '\0';
-            err = list_dir(ls, sub, depth + 1);
-            ls->prefix[plen] = '\0';
-            close(sub);
-        }
-        /* links, sockets, devices: not project files */
-    }
-    closedir(d);
-    return err;
 }
 
 static int cmp_file(const void *a, const void *b)
@@ -335,7 +269,7 @@ int proj_files_list(proj_file_list **out, proj_root *r, int64_t user_id, const c
         err = ed_error_set(ED_ENOMEM, "file list");
         goto done;
     }
-    if ((err = list_dir(&ls, fd, 0)) < 0) {
+    if ((err = ed_fs_walk(fd, MAX_DEPTH, SIZE_MAX, list_entry, &ls)) < 0) {
         proj_file_list_free(ls.l);
         goto done;
     }
@@ -351,36 +285,6 @@ done:
 }
 
 /* ---- read ------------------------------------------------------------------ */
-
-static int read_fd(char **out_buf, size_t *out_len, int fd, const char *path)
-{
-    struct stat sb;
-    char *buf;
-    size_t got = 0;
-
-    if (fstat(fd, &sb) < 0)
-        return ed_error_set(ED_EIO, "stat %s: %s", path, strerror(errno));
-    if (!S_ISREG(sb.st_mode))
-        return ed_error_set(ED_EINVAL, "%s is not a regular file", path);
-    if ((buf = malloc((size_t)sb.st_size + 1)) == NULL)
-        return ed_error_set(ED_ENOMEM, "read %s (%lld bytes)", path, (long long)sb.st_size);
-    while (got < (size_t)sb.st_size) {
-        ssize_t n = read(fd, buf + got, (size_t)sb.st_size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            free(buf);
-            return ed_error_set(ED_EIO, "read %s: %s", path, strerror(errno));
-        }
-        if (n == 0)
-            break;   /* shrank meanwhile: return what is there */
-        got += (size_t)n;
-    }
-    buf[got] = '\0';
-    *out_buf = buf;
-    *out_len = got;
-    return 0;
-}
 
 /* 0 when `name` in dir is a regular file (not followed if a link):
  * ED_ENOTFOUND when missing or a directory, ED_EINVAL for a symbolic link. */
@@ -401,26 +305,17 @@ static int check_regular(int dir, const char *name, const char *path)
 static int read_worktree(char **out_buf, size_t *out_len, proj_root *r, const char *id,
                          const char *path)
 {
-    const char *name;
-    int base = -1, dir = -1, fd = -1, err;
+    int base = -1, fd = -1, err;
 
     if ((err = proj__open_dir(&base, r, id)) < 0)
         return err;
-    if ((err = open_parent(&dir, &name, NULL, base, path, false)) < 0)
-        goto done;
-    if ((err = check_regular(dir, name, path)) < 0)
-        goto done;
-    if ((fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
-        err = errno == ELOOP ? ed_error_set(ED_EINVAL, "%s is a symbolic link", path)
-                             : ed_error_set(ED_EIO, "open %s: %s", path, strerror(errno));
-        goto done;
-    }
-    err = read_fd(out_buf, out_len, fd, path);
-done:
+    /* beneath the project's descriptor, no link followed at any component */
+    if ((err = ed_fs_open_beneath(&fd, base, path, O_RDONLY, 0)) < 0)
+        err = fs_error(err, errno, false);
+    else
+        err = ed_fs_read_fd(out_buf, out_len, fd, SIZE_MAX / 2);
     if (fd >= 0)
         close(fd);
-    if (dir >= 0)
-        close(dir);
     close(base);
     return err;
 }

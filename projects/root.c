@@ -3,6 +3,7 @@
 #include "proj_int.h"
 
 #include "ed_error.h"
+#include "ed_fs.h"
 #include "ed_log.h"
 #include "ed_time.h"
 
@@ -182,39 +183,32 @@ int proj__open_dir(int *out_fd, proj_root *r, const char *id)
     return 0;
 }
 
-/* Apparent size of regular files below fd; `skip_git` skips a top-level .git. */
-static int64_t du_at(int fd, bool skip_git)
-{
-    int dfd = dup(fd);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    struct dirent *e;
-    struct stat sb;
-    int64_t total = 0;
+/* ed_fs_walk callback: add up the apparent size of regular files. With a
+ * non-NULL payload->skip, that top-level entry (".git") is left out. */
+typedef struct du_sum {
+    int64_t     total;
+    const char *skip;
+} du_sum;
 
-    if (d == NULL) {
-        if (dfd >= 0)
-            close(dfd);
-        return 0;
-    }
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        if (skip_git && strcmp(e->d_name, ".git") == 0)
-            continue;
-        if (fstatat(fd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
-            continue;
-        if (S_ISREG(sb.st_mode)) {
-            total += sb.st_size;
-        } else if (S_ISDIR(sb.st_mode)) {
-            int sub = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (sub >= 0) {
-                total += du_at(sub, false);
-                close(sub);
-            }
-        }
-    }
-    closedir(d);
-    return total;
+static int du_entry(const char *rel, const struct stat *sb, void *payload)
+{
+    du_sum *d = payload;
+
+    if (d->skip && strcmp(rel, d->skip) == 0)
+        return ED_FS_WALK_SKIP;
+    if (S_ISREG(sb->st_mode))
+        d->total += sb->st_size;
+    return 0;
+}
+
+/* Apparent size of regular files below fd (links are not followed). A path
+ * is at most ED_FS_PATH_MAX bytes, so no tree is deeper than half that. */
+static int64_t du_at(int fd, const char *skip)
+{
+    du_sum d = {0, skip};
+
+    ed_fs_walk(fd, ED_FS_PATH_MAX / 2, SIZE_MAX, du_entry, &d);
+    return d.total;
 }
 
 /* A project's size: the working tree plus the object database (its history).
@@ -222,11 +216,11 @@ static int64_t du_at(int fd, bool skip_git)
  * project is 0 bytes. */
 int64_t proj__du(int fd)
 {
-    int64_t total = du_at(fd, true);
-    int objs = openat(fd, ".git/objects", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int64_t total = du_at(fd, ".git");
+    int objs;
 
-    if (objs >= 0) {
-        total += du_at(objs, false);
+    if (ed_fs_open_beneath(&objs, fd, ".git/objects", O_RDONLY | O_DIRECTORY, 0) == 0) {
+        total += du_at(objs, NULL);
         close(objs);
     }
     return total;
