@@ -19,6 +19,7 @@
 
 #include "ed_buf.h"
 #include "ed_error.h"
+#include "ed_fs.h"
 #include "ed_log.h"
 #include "ed_time.h"
 
@@ -738,104 +739,94 @@ static int get_logs(gw_request *req, gw_response *res)
     return gw_respond_bytes(res, 200, "text/event-stream", ed_buf_steal(&b), len);
 }
 
-/* The output directory of a job, resolved. */
-static int output_dir(char *out, size_t n, gw_request *req, int64_t *id)
+/* The output directory of a job, open (*out_fd; caller closes). The job
+ * directory's path is the scheduler's own; "output" and everything in it
+ * the job wrote while it ran (and may still be changing), so the directory
+ * is opened without following a link and read only beneath this descriptor
+ * (ed_fs): a realpath() or a path-string check followed by an open by name
+ * loses the race with a job swapping a directory and a link (issue 11). */
+static int output_dir(int *out_fd, gw_request *req, int64_t *id)
 {
     sched_job_info j;
-    char dir[700], tmp[760];
+    char dir[700], path[760];
     int err;
 
+    *out_fd = -1;
     if ((err = parse_id(id, req->params[0], "job")) < 0 ||
         (err = sched_job_get(&j, req->srv->sched, visible_user(req), *id)) < 0 ||
         (err = sched_job_dir(dir, sizeof(dir), req->srv->sched, *id)) < 0)
         return err;
-    snprintf(tmp, sizeof(tmp), "%s/output", dir);
-    if (realpath(tmp, out) == NULL || strlen(out) >= n)
+    if (j.artifacts_expired_at > 0)   /* scheduler/retention.c deleted the directory */
+        return ed_error_set(ED_ENOTFOUND, "the artifacts of job %" PRId64 " expired on %s: a finished job's "
+                            "directory is deleted job_retention_days after it ends", *id,
+                            gw__time(req, j.artifacts_expired_at));
+    snprintf(path, sizeof(path), "%s/output", dir);
+    if (ed_fs_open_dir(out_fd, path) < 0)
         return ed_error_set(ED_ENOTFOUND, "job %" PRId64 " has no artifacts", *id);
     return 0;
 }
 
-static int list_dir(json_t *items, const char *root, const char *rel, int depth)
-{
-    char path[PATH_MAX], sub[PATH_MAX];
-    DIR *d;
-    struct dirent *e;
-    struct stat sb;
+#define ARTIFACTS_LISTED 10000          /* files in one listing */
 
-    if (depth > 16 || json_array_size(items) >= 10000)
+/* ed_fs_walk callback: each regular file of the output, with its size. */
+static int list_dir(const char *rel, const struct stat *sb, void *payload)
+{
+    json_t *items = payload;
+
+    if (!S_ISREG(sb->st_mode))
         return 0;
-    snprintf(path, sizeof(path), "%s%s%s", root, rel[0] ? "/" : "", rel);
-    if ((d = opendir(path)) == NULL)
-        return 0;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        if (snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", e->d_name) >= (int)sizeof(sub) / 2 ||
-            snprintf(path, sizeof(path), "%s/%.2000s", root, sub) >= (int)sizeof(path))
-            continue;
-        if (lstat(path, &sb) < 0)
-            continue;
-        if (S_ISDIR(sb.st_mode))
-            list_dir(items, root, sub, depth + 1);
-        else if (S_ISREG(sb.st_mode))
-            json_array_append_new(items, json_pack("{s:s, s:I}", "path", sub, "size", (json_int_t)sb.st_size));
-    }
-    closedir(d);
+    if (json_array_size(items) >= ARTIFACTS_LISTED)
+        return ED_ETOOBIG;      /* the listing is cut here, as before */
+    if (json_array_append_new(items, json_pack("{s:s, s:I}", "path", rel, "size", (json_int_t)sb->st_size)) < 0)
+        return ed_error_set(ED_ENOMEM, "artifact list");
     return 0;
 }
 
 static int list_artifacts(gw_request *req, gw_response *res)
 {
-    char root[PATH_MAX];
     int64_t id = 0;
     json_t *items;
-    int err;
+    int dir, err;
 
-    if ((err = output_dir(root, sizeof(root), req, &id)) < 0)
+    if ((err = output_dir(&dir, req, &id)) < 0)
         return err;
-    items = json_array();
-    list_dir(items, root, "", 0);
+    if ((items = json_array()) == NULL) {
+        close(dir);
+        return ed_error_set(ED_ENOMEM, "artifact list");
+    }
+    /* links, FIFOs and devices the job made are not listed nor followed */
+    err = ed_fs_walk(dir, 16, 10 * ARTIFACTS_LISTED, list_dir, items);
+    close(dir);
+    if (err < 0 && err != ED_ETOOBIG) {
+        json_decref(items);
+        return err;
+    }
     return gw_respond_json(res, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
 }
 
 static int get_artifact(gw_request *req, gw_response *res)
 {
-    char root[PATH_MAX], path[PATH_MAX], real[PATH_MAX];
+    const size_t max = (size_t)1 << 30;
     const char *rel = req->params[1];
-    struct stat sb;
     int64_t id = 0;
-    char *buf;
-    ssize_t n;
-    int fd, err;
+    char *buf = NULL;
+    size_t len = 0;
+    int dir, err;
 
-    if ((err = output_dir(root, sizeof(root), req, &id)) < 0)
+    if ((err = output_dir(&dir, req, &id)) < 0)
         return err;
-    if (rel[0] == '/' || strstr(rel, "..") || snprintf(path, sizeof(path), "%s/%s", root, rel) >= (int)sizeof(path))
-        return ed_error_set(ED_ENOTFOUND, "artifact %s not found", rel);
-    /* files were written by the job: refuse anything that leads outside */
-    if (realpath(path, real) == NULL || strncmp(real, root, strlen(root)) != 0 || real[strlen(root)] != '/')
-        return ed_error_set(ED_ENOTFOUND, "artifact %s not found", rel);
-    if ((fd = open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-        return ed_error_set(ED_ENOTFOUND, "artifact %s not found", rel);
-    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return ed_error_set(ED_ENOTFOUND, "artifact %s not found", rel);
-    }
-    if (sb.st_size > (int64_t)1 << 30) {
-        close(fd);
+    /* beneath the output's descriptor, no link followed at any component:
+     * a path that is malformed, leads outside, crosses a link or names
+     * anything but a regular file is simply not there */
+    err = ed_fs_read_beneath(&buf, &len, dir, rel, max);
+    close(dir);
+    if (err == ED_ETOOBIG)
         return ed_error_set(ED_ETOOBIG, "artifact %s is over 1 GiB", rel);
-    }
-    if ((buf = malloc((size_t)sb.st_size + 1)) == NULL) {
-        close(fd);
-        return ed_error_set(ED_ENOMEM, "artifact");
-    }
-    n = sb.st_size ? pread(fd, buf, (size_t)sb.st_size, 0) : 0;
-    close(fd);
-    if (n != sb.st_size) {
-        free(buf);
-        return ed_error_set(ED_EIO, "cannot read artifact %s", rel);
-    }
-    return gw_respond_bytes(res, 200, "application/octet-stream", buf, (size_t)n);
+    if (err == ED_EINVAL || err == ED_ENOTFOUND)
+        return ed_error_set(ED_ENOTFOUND, "artifact %s not found", rel);
+    if (err < 0)
+        return err;
+    return gw_respond_bytes(res, 200, "application/octet-stream", buf, len);
 }
 
 /* ---- admin overview ---------------------------------------------------------- */
