@@ -4,7 +4,11 @@
  * when every attempt was denied the way the sandbox should deny it; it
  * prints one line per attempt ("DENIED what" / "ESCAPED what ...").
  *
- *   sbx_hostile syscalls            denied syscalls, also via int 0x80 and x32
+ *   sbx_hostile syscalls [int80=H] [x32=H]
+ *                                   denied syscalls, also via int 0x80 and x32;
+ *                                   H is what `abi` printed on the host
+ *   sbx_hostile abi                 on the host, outside any sandbox: can this
+ *                                   kernel make i386 and x32 calls at all?
  *   sbx_hostile read PATH...        each open must fail
  *   sbx_hostile write PATH...       each create/write must fail
  *   sbx_hostile tricks WORKDIR      symlink, hardlink and .. tricks
@@ -207,6 +211,10 @@ static const struct { const char *name; long i386, x86_64; } abi_calls[] = {
     {"clone3", 435, 435},         {"pivot_root", 217, 155},    {"getpid", 20, 39},
 };
 
+/* Other ABIs: 1 i386 (int 0x80), 2 x32. */
+#define ABI_I386 1
+#define ABI_X32  2
+
 static const struct {
     const char *name;
     probe_fn fn;
@@ -265,6 +273,44 @@ static const struct {
     {"x32 mount", p_x32_mount, 0},
 };
 
+/* The other ABI a probe of the table uses, or 0. */
+static int probe_abi(probe_fn fn)
+{
+    return fn == p_int80 ? ABI_I386 : fn == p_x32 || fn == p_x32_mount ? ABI_X32 : 0;
+}
+
+/* What the host kernel itself does with an i386 / x32 call, outside any
+ * sandbox ("yes" when it makes it; else "SIGSEGV", "ENOSYS", ...), as the
+ * driver measured with `abi` and passed in. A kernel built without IA32
+ * emulation raises SIGSEGV on int 0x80 (and one without the x32 ABI answers
+ * ENOSYS) before seccomp ever sees the call: only there does that outcome
+ * count as denied, reported as "not reachable on this host". Where the ABI
+ * exists, only the filter's SIGSYS counts. */
+static char host_i386[32] = "yes", host_x32[32] = "yes";
+
+static const char *host_outcome(int abi)
+{
+    return abi == ABI_I386 ? host_i386 : abi == ABI_X32 ? host_x32 : "yes";
+}
+
+/* Inside: is this outcome the host's own inability to make the call? */
+static int unreachable_here(int abi, int sig, long rc, int err)
+{
+    const char *h = host_outcome(abi);
+    if (abi == 0 || strcmp(h, "yes") == 0)
+        return 0;
+    if (sig)
+        return strcmp(h, strsignal(sig)) == 0 || (sig == SIGSEGV && strcmp(h, "SIGSEGV") == 0);
+    return rc == -1 && err == ENOSYS && strcmp(h, "ENOSYS") == 0;
+}
+
+static void verdict_unreachable(const char *what)
+{
+    char buf[160];
+    snprintf(buf, sizeof(buf), "%s (not reachable on this host)", what);
+    verdict(1, buf, 0, 0);
+}
+
 /* Run one probe in a child: denial is the wanted errno, or death by SIGSYS. */
 static void run_probe(size_t i)
 {
@@ -290,29 +336,97 @@ static void run_probe(size_t i)
         verdict(1, probes[i].name, -1, 0);
         return;
     }
+    if (WIFSIGNALED(st) && unreachable_here(probe_abi(probes[i].fn), WTERMSIG(st), 0, 0)) {
+        verdict_unreachable(probes[i].name);
+        return;
+    }
     if (n != (ssize_t)sizeof(rec)) {
-        verdict(0, probes[i].name, -2, 0);
+        verdict(0, probes[i].name, WIFSIGNALED(st) ? -WTERMSIG(st) : -2, 0);
+        return;
+    }
+    if (unreachable_here(probe_abi(probes[i].fn), 0, rec[0], rec[1])) {
+        verdict_unreachable(probes[i].name);
         return;
     }
     int denied = rec[0] == -1 && probes[i].want_errno && rec[1] == probes[i].want_errno;
     verdict(denied, probes[i].name, rec[0], rec[1]);
 }
 
-/* Other-ABI probes: only death by SIGSYS counts as denied. */
-static void run_abi_probe(const char *what, probe_fn fn)
+/* Other-ABI probes: death by SIGSYS counts as denied, or the host's own
+ * inability to make the call (see host_outcome). */
+static void run_abi_probe(const char *what, probe_fn fn, int abi)
 {
     int st;
     pid_t pid = fork();
     if (pid == 0) {
         long r = fn();
-        _exit(r == -1 ? 3 : 4);
+        _exit(r == -1 ? (errno == ENOSYS ? 5 : 3) : 4);
     }
     waitpid(pid, &st, 0);
-    verdict(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS, what, WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0);
+    if (WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS)
+        verdict(1, what, 0, 0);
+    else if ((WIFSIGNALED(st) && unreachable_here(abi, WTERMSIG(st), 0, 0)) ||
+             (WIFEXITED(st) && WEXITSTATUS(st) == 5 && unreachable_here(abi, 0, -1, ENOSYS)))
+        verdict_unreachable(what);
+    else
+        verdict(0, what, WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st), 0);
 }
 
-static int mode_syscalls(void)
+/* On the host: what the kernel does with one other-ABI getpid. */
+static void abi_outcome(char *out, size_t n, probe_fn fn)
 {
+    int pfd[2], st;
+    long rec[2] = {0, 0};
+    pid_t pid;
+
+    if (pipe(pfd) < 0)
+        exit(3);
+    if ((pid = fork()) == 0) {
+        long r = fn();
+        rec[0] = r;
+        rec[1] = errno;
+        if (write(pfd[1], rec, sizeof(rec)) < 0)
+            _exit(4);
+        _exit(0);
+    }
+    close(pfd[1]);
+    ssize_t got = read(pfd[0], rec, sizeof(rec));
+    close(pfd[0]);
+    waitpid(pid, &st, 0);
+    if (WIFSIGNALED(st))
+        snprintf(out, n, "%s", WTERMSIG(st) == SIGSEGV ? "SIGSEGV" : strsignal(WTERMSIG(st)));
+    else if (got == (ssize_t)sizeof(rec) && rec[0] == pid)
+        snprintf(out, n, "yes");
+    else if (got == (ssize_t)sizeof(rec) && rec[0] == -1 && rec[1] == ENOSYS)
+        snprintf(out, n, "ENOSYS");
+    else
+        snprintf(out, n, "rc%ld/errno%ld", rec[0], rec[1]);
+}
+
+static int mode_abi(void)
+{
+    char i386[32], x32[32];
+    abi_outcome(i386, sizeof(i386), p_int80);
+    abi_outcome(x32, sizeof(x32), p_x32);
+    printf("int80=%s\nx32=%s\n", i386, x32);
+    return 0;
+}
+
+static int mode_syscalls(int argc, char **argv)
+{
+    for (int i = 2; i < argc; i++) {
+        if (strncmp(argv[i], "int80=", 6) == 0)
+            snprintf(host_i386, sizeof(host_i386), "%s", argv[i] + 6);
+        else if (strncmp(argv[i], "x32=", 4) == 0)
+            snprintf(host_x32, sizeof(host_x32), "%s", argv[i] + 4);
+    }
+    if (strcmp(host_i386, "yes") != 0)
+        printf("int 0x80: not reachable on this host (%s outside any sandbox); "
+               "that outcome counts as denied only for the i386 probes\n", host_i386);
+    if (strcmp(host_x32, "yes") != 0)
+        printf("x32: not reachable on this host (%s outside any sandbox); "
+               "that outcome counts as denied only for the x32 probes\n", host_x32);
+
     /* The test must be able to fail: what the list allows still works. */
     if (syscall(SYS_getpid) <= 0 || socket(AF_INET, SOCK_STREAM, 0) < 0 ||
         socket(AF_UNIX, SOCK_STREAM, 0) < 0) {
@@ -326,10 +440,10 @@ static int mode_syscalls(void)
         char what[96];
         abi_nr = abi_calls[i].i386;
         snprintf(what, sizeof(what), "int 0x80 %s (i386 %ld)", abi_calls[i].name, abi_nr);
-        run_abi_probe(what, p_int80_nr);
+        run_abi_probe(what, p_int80_nr, ABI_I386);
         abi_nr = abi_calls[i].x86_64;
         snprintf(what, sizeof(what), "x32 %s (%ld|x32)", abi_calls[i].name, abi_nr);
-        run_abi_probe(what, p_x32_nr);
+        run_abi_probe(what, p_x32_nr, ABI_X32);
         n_abi += 2;
     }
     printf("probes %zu\n", sizeof(probes) / sizeof(probes[0]) + n_abi);
@@ -735,7 +849,8 @@ int main(int argc, char **argv)
     if (argc < 2)
         return 2;
     const char *m = argv[1];
-    if (strcmp(m, "syscalls") == 0) return mode_syscalls();
+    if (strcmp(m, "syscalls") == 0) return mode_syscalls(argc, argv);
+    if (strcmp(m, "abi") == 0) return mode_abi();
     if (strcmp(m, "read") == 0) return mode_read(argc, argv);
     if (strcmp(m, "write") == 0) return mode_write(argc, argv);
     if (strcmp(m, "tricks") == 0 && argc > 2) return mode_tricks(argv[2]);

@@ -8,11 +8,19 @@
  * Compatibility: Debian's /usr/bin/python3 with numpy, threads,
  * multiprocessing, subprocess, matplotlib and files in the work directory.
  * CLI: `eddy sandbox check` and `eddy sandbox run` statuses.
+ * Artifacts: a real job, through the running server, plants links to host
+ * files in its output directory and swaps a directory with a link to the
+ * server's data directory in a loop (renameat2 RENAME_EXCHANGE) while the
+ * test downloads; only the job's own bytes or 404 may come back (issue 11).
+ * These count as escape attempts.
  *
  * Prints "sandbox escape suite: blocked N of N, compatible K of K".
  */
 #include "ed_error.h"
 #include "sbx.h"
+#ifdef EDDY_BIN
+#include "harness.h"
+#endif
 
 #include <check.h>
 #include <dirent.h>
@@ -20,6 +28,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,11 +159,52 @@ static int procs_of_uid(unsigned uid)
 
 /* ---------------- escape ---------------- */
 
+/* What this host's kernel does with an i386 (int 0x80) and an x32 call
+ * outside any sandbox: sbx_hostile abi, run directly (a forked child on the
+ * host). "yes" where the ABI exists; else how the call fails (SIGSEGV on a
+ * kernel without IA32 emulation, ENOSYS without x32). EDDY_TEST_HOST_INT80
+ * or EDDY_TEST_HOST_X32 pretend another outcome (to try that path on a host
+ * that has the ABI: the sandbox must still answer SIGSYS there). */
+static void host_abi(char *i386, size_t n1, char *x32, size_t n2)
+{
+    char line[128];
+    FILE *p = popen(HOSTILE_BIN " abi", "r");
+
+    snprintf(i386, n1, "?");
+    snprintf(x32, n2, "?");
+    ck_assert_ptr_nonnull(p);
+    while (fgets(line, sizeof(line), p)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (strncmp(line, "int80=", 6) == 0)
+            snprintf(i386, n1, "%s", line + 6);
+        else if (strncmp(line, "x32=", 4) == 0)
+            snprintf(x32, n2, "%s", line + 4);
+    }
+    ck_assert_int_eq(pclose(p), 0);
+    if (getenv("EDDY_TEST_HOST_INT80"))
+        snprintf(i386, n1, "%s", getenv("EDDY_TEST_HOST_INT80"));
+    if (getenv("EDDY_TEST_HOST_X32"))
+        snprintf(x32, n2, "%s", getenv("EDDY_TEST_HOST_X32"));
+    printf("host, outside any sandbox: int 0x80 %s, x32 %s\n",
+           strcmp(i386, "yes") == 0 ? "reachable" : i386, strcmp(x32, "yes") == 0 ? "reachable" : x32);
+}
+
 START_TEST(denied_syscalls_including_int80_and_x32)
 {
-    char *argv[] = {HOSTILE, "syscalls", NULL};
+    char i386[128], x32[128], a80[140], ax32[140];
+    char *argv[] = {HOSTILE, "syscalls", a80, ax32, NULL};
     static result r;
+    host_abi(i386, sizeof(i386), x32, sizeof(x32));
+    ck_assert_str_ne(i386, "?");
+    ck_assert_str_ne(x32, "?");
+    snprintf(a80, sizeof(a80), "int80=%s", i386);
+    snprintf(ax32, sizeof(ax32), "x32=%s", x32);
     run_denied(&r, argv);
+    /* where the host makes the call, only the filter's SIGSYS is a denial */
+    if (strcmp(i386, "yes") == 0)
+        ck_assert_msg(!strstr(r.out, "int 0x80 getpid (i386 ABI) (not reachable"), "%s", r.out);
+    if (strcmp(x32, "yes") == 0)
+        ck_assert_msg(!strstr(r.out, "x32 getpid (not reachable"), "%s", r.out);
     ck_assert_ptr_nonnull(strstr(r.out, "DENIED int 0x80 getpid"));
     ck_assert_ptr_nonnull(strstr(r.out, "DENIED x32 getpid"));
     ck_assert_ptr_nonnull(strstr(r.out, "DENIED clone3"));
@@ -532,6 +582,202 @@ START_TEST(every_thread_shows_seccomp_nnp_and_no_capabilities)
 }
 END_TEST
 
+/* ---------------- artifacts of a real job ---------------- */
+
+#ifdef EDDY_BIN
+/* The job: plants links to host files in its output directory, then (with
+ * "swap") exchanges the directory d (holding its own eddy.db) and the link
+ * s -> the server's data directory as fast as it can, so that the path
+ * d/eddy.db names the job's bytes and the server's database in turn. */
+static const char RACE_PY[] =
+    "import ctypes, os, sys, time\n"
+    "out, data, mode = os.environ['EDDY_OUTPUT_DIR'], sys.argv[1], sys.argv[2]\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "os.makedirs(out + '/d')\n"
+    "open(out + '/d/eddy.db', 'w').write('JOB-OWN-BYTES')\n"
+    "os.symlink(data, out + '/s')\n"
+    "os.symlink('/etc/shadow', out + '/shadow')\n"
+    "os.symlink(data + '/eddy.db', out + '/db')\n"
+    "os.symlink('/etc', out + '/etc')\n"
+    "os.symlink(data, out + '/data')\n"
+    "os.makedirs(out + '/sub')\n"
+    "os.symlink('../../../../eddy.db', out + '/sub/up')\n"
+    "a, b = (out + '/d').encode(), (out + '/s').encode()\n"
+    "if mode == 'swap' and libc.renameat2(-100, a, -100, b, 2) != 0:\n"
+    "    print('renameat2 failed', ctypes.get_errno(), flush=True); sys.exit(3)\n"
+    "open(out + '/ready', 'w').write(mode)\n"
+    "print('ready', mode, flush=True)\n"
+    "n, end = 0, time.time() + 110\n"
+    "while time.time() < end:\n"
+    "    if mode != 'swap':\n"
+    "        time.sleep(0.2); continue\n"
+    "    for _ in range(5000): libc.renameat2(-100, a, -100, b, 2)\n"
+    "    n += 5000\n"
+    "print('swaps', n, flush=True)\n";
+
+typedef struct art_env {
+    it_server srv;
+    char      data[400];
+    char      cookie[512], csrf[256];
+    const char *hdrs[3];
+    long long job;
+} art_env;
+
+static void art_start(art_env *e, const char *mode)
+{
+    char root[300], body[1024], path[256], pid[64] = "";
+    it_resp r;
+
+    memset(e, 0, sizeof(*e));
+    snprintf(root, sizeof(root), "%s/srv-%d", top, (int)getpid());
+    ck_assert_int_eq(mkdir(root, 0755), 0);
+    snprintf(e->data, sizeof(e->data), "%s/data", root);
+    ck_assert_int_eq(mkdir(e->data, 0700), 0);
+    {
+        char *cu[] = {"eddy", "admin", "create-user", "--data", e->data, "--username", "mallory",
+                      "--email", "mallory@example.com", "--password", "correct horse battery", NULL};
+        char *gr[] = {"eddy", "admin", "grant", "--data", e->data, "--username", "mallory",
+                      "--mcoins", "1000000", "--reason", "escape suite", NULL};
+        ck_assert_int_eq(it_eddy_status(cu), 0);
+        ck_assert_int_eq(it_eddy_status(gr), 0);
+    }
+    if (it_server_start_in(&e->srv, e->data, NULL) != 0) {
+        static char log[8192];
+        it_slurp(log, sizeof(log), e->srv.log_path);
+        ck_abort_msg("eddy serve did not start:\n%s", log);
+    }
+    ck_assert_int_eq(it_login(&e->srv, "mallory", "correct horse battery", e->cookie,
+                              sizeof(e->cookie), e->csrf, sizeof(e->csrf)), 0);
+    e->hdrs[0] = e->cookie;
+    e->hdrs[1] = e->csrf;
+    it_request(&r, &e->srv, "POST", "/api/v1/projects", "{\"name\":\"race\",\"visibility\":\"private\"}",
+               e->hdrs);
+    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+    snprintf(pid, sizeof(pid), "%s", json_string_value(json_object_get(r.json, "id")));
+    it_resp_free(&r);
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/race.py", pid);
+    it_request(&r, &e->srv, "PUT", path, RACE_PY, e->hdrs);
+    ck_assert_msg(r.status < 300, "%ld %s", r.status, r.body);
+    it_resp_free(&r);
+    snprintf(body, sizeof(body),
+             "{\"project_id\":\"%s\",\"entry\":\"race.py\",\"args\":[\"%s\",\"%s\"],"
+             "\"resource\":\"cpu-basic\",\"max_runtime_s\":150}", pid, e->data, mode);
+    it_request(&r, &e->srv, "POST", "/api/v1/jobs", body, e->hdrs);
+    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+    e->job = (long long)json_integer_value(json_object_get(r.json, "id"));
+    it_resp_free(&r);
+    /* wait for the job to have planted everything (and to be swapping) */
+    for (int i = 0; i < 600; i++) {
+        snprintf(path, sizeof(path), "/api/v1/jobs/%lld/artifacts/ready", e->job);
+        it_request(&r, &e->srv, "GET", path, NULL, e->hdrs);
+        bool ready = r.status == 200 && strcmp(r.body, mode) == 0;
+        it_resp_free(&r);
+        if (ready)
+            return;
+        snprintf(path, sizeof(path), "/api/v1/jobs/%lld", e->job);
+        it_request(&r, &e->srv, "GET", path, NULL, e->hdrs);
+        const char *st = json_string_value(json_object_get(r.json, "status"));
+        bool over = st && strcmp(st, "queued") != 0 && strcmp(st, "running") != 0;
+        char stbuf[64];
+        snprintf(stbuf, sizeof(stbuf), "%s", st ? st : "?");
+        it_resp_free(&r);
+        if (over) {
+            snprintf(path, sizeof(path), "/api/v1/jobs/%lld/logs", e->job);
+            it_request(&r, &e->srv, "GET", path, NULL, e->hdrs);
+            ck_abort_msg("the job ended (%s) before it was ready:\n%s", stbuf, r.body);
+        }
+        usleep(100 * 1000);
+    }
+    ck_abort_msg("the job was not ready within 60 s");
+}
+
+static void art_stop(art_env *e)
+{
+    char path[128];
+    it_resp r;
+    snprintf(path, sizeof(path), "/api/v1/jobs/%lld", e->job);
+    it_request(&r, &e->srv, "DELETE", path, NULL, e->hdrs);
+    it_resp_free(&r);
+    it_server_stop(&e->srv);
+}
+
+/* A download must be 404 or exactly the job's own bytes; the server's
+ * database, /etc/shadow or anything else is an escape. Returns 1 for the
+ * job's bytes, 0 for 404. */
+static int art_downloads;
+
+static int art_get(art_env *e, const char *rel)
+{
+    char path[256];
+    it_resp r;
+    int got;
+
+    art_downloads++;
+    snprintf(path, sizeof(path), "/api/v1/jobs/%lld/artifacts/%s", e->job, rel);
+    it_request(&r, &e->srv, "GET", path, NULL, e->hdrs);
+    ck_assert_msg(r.status == 404 || (r.status == 200 && r.body_len == 13 &&
+                                      memcmp(r.body, "JOB-OWN-BYTES", 13) == 0),
+                  "ESCAPED artifact %s (download %d): %ld, %zu bytes: %.40s", rel, art_downloads,
+                  r.status, r.body_len, r.body ? r.body : "");
+    got = r.status == 200;
+    it_resp_free(&r);
+    return got;
+}
+
+START_TEST(artifact_download_racing_a_swapped_link_never_serves_a_host_file)
+{
+    static art_env e;
+    int own = 0, missing = 0;
+
+    art_start(&e, "swap");
+    for (int i = 0; i < 200; i++) {
+        if (art_get(&e, "d/eddy.db"))
+            own++;
+        else
+            missing++;
+    }
+    printf("DENIED artifact race: 200 downloads during the swaps: %d the job's bytes, %d 404, "
+           "0 host files\n", own, missing);
+    art_stop(&e);
+}
+END_TEST
+
+START_TEST(artifact_links_to_host_files_are_neither_listed_nor_served)
+{
+    static const char *links[] = {"shadow", "db", "etc/shadow", "etc/passwd", "data/eddy.db",
+                                  "s/eddy.db", "sub/up", "..%2Feddy.db", "%2Fetc%2Fshadow",
+                                  "d/..%2F..%2F..%2Feddy.db"};
+    static art_env e;
+    char path[128];
+    it_resp r;
+    json_t *items;
+
+    art_start(&e, "plain");
+    for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+        snprintf(path, sizeof(path), "/api/v1/jobs/%lld/artifacts/%s", e.job, links[i]);
+        it_request(&r, &e.srv, "GET", path, NULL, e.hdrs);
+        ck_assert_msg(r.status == 404, "ESCAPED artifact %s: %ld %.40s", links[i], r.status, r.body);
+        it_resp_free(&r);
+    }
+    ck_assert_int_eq(art_get(&e, "d/eddy.db"), 1);      /* the job's own file is served */
+    snprintf(path, sizeof(path), "/api/v1/jobs/%lld/artifacts", e.job);
+    it_request(&r, &e.srv, "GET", path, NULL, e.hdrs);
+    ck_assert_int_eq(r.status, 200);
+    items = json_object_get(r.json, "items");
+    ck_assert_uint_eq(json_array_size(items), 2);        /* d/eddy.db and ready, no link */
+    for (size_t i = 0; i < json_array_size(items); i++) {
+        const char *p = json_string_value(json_object_get(json_array_get(items, i), "path"));
+        ck_assert_msg(p && (strcmp(p, "d/eddy.db") == 0 || strcmp(p, "ready") == 0),
+                      "ESCAPED listed %s", p ? p : "?");
+    }
+    it_resp_free(&r);
+    printf("DENIED artifact links: %zu paths through links to host files are 404, none listed\n",
+           sizeof(links) / sizeof(links[0]));
+    art_stop(&e);
+}
+END_TEST
+#endif
+
 /* ---------------- compatibility ---------------- */
 
 static void run_python(const char *code, result *r)
@@ -816,6 +1062,13 @@ int main(void)
     tcase_add_test(te, two_jobs_cannot_see_or_signal_each_other);
     tcase_add_test(te, every_thread_shows_seccomp_nnp_and_no_capabilities);
     suite_add_tcase(esc, te);
+#ifdef EDDY_BIN
+    TCase *ta = tcase_create("artifacts");
+    tcase_set_timeout(ta, 180);
+    tcase_add_test(ta, artifact_download_racing_a_swapped_link_never_serves_a_host_file);
+    tcase_add_test(ta, artifact_links_to_host_files_are_neither_listed_nor_served);
+    suite_add_tcase(esc, ta);
+#endif
 
     Suite *compat = suite_create("sandbox compatibility");
     TCase *tc = tcase_create("python3");
