@@ -253,7 +253,9 @@ int ed_fs_open_beneath(int *out_fd, int root_fd, const char *rel, int flags, mod
     last_used_openat2 = false;
     if ((err = ed_fs_path_check(rel, rel ? strlen(rel) : 0)) < 0)
         return err;
-    flags |= O_NOFOLLOW | O_CLOEXEC | O_NOCTTY;
+    flags |= O_NOFOLLOW | O_CLOEXEC;
+    if (!path_only)     /* openat2 refuses O_PATH with any other open flag */
+        flags |= O_NOCTTY;
     if (!want_dir && !path_only)
         flags |= O_NONBLOCK;    /* a FIFO must not block the open */
     fd = try_openat2(root_fd, rel, flags, mode);

@@ -241,6 +241,11 @@ START_TEST(wrong_types_are_not_found)
     refused("fifo", O_WRONLY, ENXIO);
     ck_assert_int_eq(ed_fs_open_beneath(&fd, root, "a/b", O_RDONLY | O_DIRECTORY, 0), 0);
     close(fd);
+    ck_assert_msg(ed_fs_open_beneath(&fd, root, "a/b", O_PATH | O_DIRECTORY, 0) == 0, "%s", ed_error_last());
+    close(fd);
+    ck_assert_msg(ed_fs_open_beneath(&fd, root, "a/b/f.txt", O_PATH, 0) == 0, "%s", ed_error_last());
+    close(fd);
+    refused("leaf", O_PATH, ELOOP);     /* O_PATH | O_NOFOLLOW would open the link itself */
 }
 END_TEST
 
