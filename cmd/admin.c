@@ -130,6 +130,8 @@ static int open_store(ed_store **st, const char *data, bool create)
         fprintf(stderr, "eddy admin: cannot create %s: %s\n", data, strerror(errno));
         return 1;
     }
+    if (cmd_become_data_owner(data) != 0)
+        return 1;
     snprintf(path, sizeof(path), "%s/eddy.db", data);
     if (!create) {
         struct stat sb;

@@ -78,6 +78,8 @@ int cmd_admin_grant(int argc, char **argv)
         ed_random_token(generated + 4, 24);
         key = generated;
     }
+    if (cmd_become_data_owner(data) != 0)
+        return 1;
     snprintf(path, sizeof(path), "%s/eddy.db", data);
     if ((err = ed_store_open(&st, path)) < 0 || (err = gw_user_id(&user_id, st, username)) < 0 ||
         (err = quota_grant(&transfer, st, user_id, mcoins, reason, key, 0)) < 0 ||

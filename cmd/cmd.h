@@ -10,6 +10,10 @@ int cmd_serve(int argc, char **argv);    /* serve.c: eddy serve --data DIR --lis
 int cmd_admin(int argc, char **argv);    /* admin.c: eddy admin create-user|set-role|set-tier|grant */
 int cmd_admin_grant(int argc, char **argv); /* admin_grant.c: eddy admin grant (quota ledger) */
 int cmd_sandbox(int argc, char **argv);  /* sandbox.c: eddy sandbox check|run */
+/* serve.c: run as root on a data directory an unprivileged user owns, become
+ * that user (what the command creates there stays the server's). 0, or 1
+ * with a message printed. */
+int cmd_become_data_owner(const char *data);
 
 /* client_*.c: the command-line client over the REST API (cli/cli.h). Exit
  * status 0 ok, 1 the server said no, 2 bad usage or input, 3 the server could

@@ -53,6 +53,7 @@ static const struct field {
     STR(env_name),
     STR(trusted_proxies),
     STR(web_dir),
+    STR(user),
     STR(key_envs),
     STR(allow_origins),
 #undef STR
@@ -82,6 +83,7 @@ void gw_config_defaults(gw_config *c)
     c->session_ttl_ms = INT64_C(7) * 24 * 3600 * 1000;
     snprintf(c->env_name, sizeof(c->env_name), "prod");
     snprintf(c->web_dir, sizeof(c->web_dir), "%s", EDDY_WEB_DIR);
+    snprintf(c->user, sizeof(c->user), "eddy");
 }
 
 static int parse_bool(bool *out, const char *v)

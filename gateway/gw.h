@@ -41,6 +41,7 @@ typedef struct gw_config {
     char     env_name[16];         /* "dev"|"test"|"prod": env of keys this server accepts */
     char     trusted_proxies[256]; /* comma-separated peer IPs whose X-Forwarded-For is believed */
     char     web_dir[512];         /* the built web app (web/dist); default set at compile time */
+    char     user[64];             /* started as root, serve as this user ("eddy"); "root": no split */
     char     key_envs[32];         /* "dev,prod": API key envs accepted ("" = dev, test and prod) */
     char     allow_origins[1024];  /* comma-separated extra origins cookie callers may come from ("*" = any) */
 } gw_config;

@@ -259,4 +259,66 @@ int sbx_disk_path_clear(const char *path);
  * directory, and its limit. 0, ED_EINVAL, ED_EIO. */
 int sbx_disk_tree_remove(const sbx_disk *d, const char *const *paths, size_t n, uint32_t projid);
 
+/* At shutdown: unmount (lazily) every tree and the loop volume mounted
+ * beneath `dir` (the data directory); images and volume stay on disk and
+ * sbx_disk_probe / sbx_disk_tree_init attach them again. 0, ED_EIO. */
+int sbx_disk_detach(const char *dir);
+
+/* ---- the privileged launcher (sbx_launcher.c, sbx_remote.c, sbx_wire.c) ----
+ *
+ * `eddy serve` started as root forks a launcher that keeps root, then drops
+ * itself to an unprivileged user. The two share a SOCK_SEQPACKET socketpair;
+ * the serving process asks the launcher for everything above that needs
+ * privileges (sbx_launch, sbx_job_*, sbx_slot_*, sbx_tree_give), over a
+ * narrow, versioned, length-checked binary format (sbx_wire.h). The launcher
+ * treats every request as hostile: bind sources only beneath its roots,
+ * opened without following symbolic links; uids only from slots it handed
+ * out; descriptors only as sent. See README.md "Privilege split".
+ *
+ *     int sv[2];  socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv);
+ *     if (fork() == 0) { close(sv[0]); _exit(sbx_launcher_serve(sv[1], &cfg) < 0); }
+ *     close(sv[1]);  ... drop to the unprivileged user ...
+ *     sbx_launcher_use(sv[0], launcher_pid);   // sbx_launch() etc. now ask it
+ */
+
+/* What the launcher allows. Paths are absolute and canonical; they are
+ * opened once by sbx_launcher_serve (as root) and used as directory fds. */
+typedef struct sbx_launcher_config {
+    const char *data_dir;         /* read-write and read-only binds and trees beneath it */
+    const char *ro_roots[8];      /* read-only binds beneath these (paddle, eddy-kernel) */
+    size_t n_ro_roots;
+    uid_t server_uid;             /* the serving process: requests must come from it, */
+    gid_t server_gid;             /*   and trees go back to it when a job ends */
+    pid_t server_pid;             /* 0: any process of server_uid */
+    const char *slot_dir;         /* uid slots (sbx_slot_claim) */
+    unsigned slot_base, slot_count;
+    int allow_degraded;           /* jobs may run without cgroup limits if they ask */
+} sbx_launcher_config;
+
+/* Serve requests on `fd` (one end of a SOCK_SEQPACKET socketpair) until the
+ * peer closes it or the parent dies (PR_SET_PDEATHSIG), then kill and free
+ * every job, free every slot, and return 0. ED_EINVAL for a bad config,
+ * ED_EIO when a root cannot be opened. Meant for a process of its own. */
+int sbx_launcher_serve(int fd, const sbx_launcher_config *cfg);
+
+/* From now on send sbx_launch, sbx_job_*, sbx_slot_claim/free and
+ * sbx_tree_give to the launcher on `fd` (takes fd; its replies must come
+ * from `launcher_pid`). fd -1 closes it and returns to in-process launches.
+ * When the launcher is gone every request fails with ED_EIO "the sandbox
+ * launcher is gone". 0, or ED_EINVAL. */
+int sbx_launcher_use(int fd, pid_t launcher_pid);
+
+/* 1 while requests go to a launcher. */
+int sbx_launcher_active(void);
+
+/* Hand the tree at `path` (a directory) to uid/gid, without following
+ * symbolic links and without leaving the tree: what a job needs before it
+ * runs as its slot uid. Through the launcher: `path` must lie beneath its
+ * data directory and uid be a slot it handed out (gid the same), or the
+ * serving process's own uid; only entries owned by the server or a slot uid
+ * change hands, and the launcher gives a job's trees back to the server when
+ * the job ends. In process: everything beneath `path`. 0, ED_EINVAL,
+ * ED_EPERM, ED_EIO. */
+int sbx_tree_give(const char *path, uid_t uid, gid_t gid);
+
 #endif

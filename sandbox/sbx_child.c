@@ -442,6 +442,10 @@ SBX_CHILD_SIDE int sbx__child_main(void *arg)
         m->fd = open(m->src, O_PATH | O_CLOEXEC);
         if (m->fd < 0 && !(m->optional && errno == ENOENT))
             fail(p, "open", m->src, errno);
+        /* The file the parent checked, not one swapped in since. */
+        struct stat st;
+        if (m->fd >= 0 && m->check_id && (fstat(m->fd, &st) < 0 || st.st_dev != m->dev || st.st_ino != m->ino))
+            fail(p, "bind source changed", m->src, EXDEV);
     }
 
     /* Become aistudio (uid 1000 -> the job's host uid), keeping the
@@ -479,8 +483,12 @@ SBX_CHILD_SIDE int sbx__child_main(void *arg)
             if (make_target(path, m->is_dir) < 0)
                 fail(p, "mount target", m->dst, errno);
             fd_path(src, sizeof(src), m->fd);
-            if (mount(src, path, NULL, MS_BIND, NULL) < 0)
+            if (m->detached) {
+                if (syscall(SYS_move_mount, m->fd, "", AT_FDCWD, path, 0x4 /* MOVE_MOUNT_F_EMPTY_PATH */) < 0)
+                    fail(p, "mount", m->dst, errno);
+            } else if (mount(src, path, NULL, MS_BIND, NULL) < 0) {
                 fail(p, "mount", m->dst, errno);
+            }
             if (m->kind == SBX_MOP_DEV)
                 break;
             unsigned long fl = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | locked_flags(path);

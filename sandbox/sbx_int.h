@@ -82,6 +82,13 @@ typedef struct sbx_mop {
     int mode;                 /* tmpfs mode */
     int fd;                   /* O_PATH of src, opened in the child */
     int owned;                /* src was allocated for the sbx_plan */
+    int check_id;             /* caller binds: what the child opens must be */
+    dev_t dev;                /*   this file (st_dev, st_ino as the parent saw it), */
+    ino_t ino;                /*   or it was swapped meanwhile */
+    int detached;             /* src is /proc/self/fd/N of a detached mount (open_tree
+                               * OPEN_TREE_CLONE, sbx_launcher.c): moved into place
+                               * with move_mount, as a bind from a foreign mount
+                               * namespace is refused */
 } sbx_mop;
 
 /* Everything the child needs; built by the parent, read-only in the child. */

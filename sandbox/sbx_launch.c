@@ -17,6 +17,7 @@
  * the plan is complete before clone, so a threaded caller is safe.
  */
 #include "sbx_int.h"
+#include "sbx_wire.h"
 #include "ed_error.h"
 
 #include <errno.h>
@@ -53,6 +54,7 @@ struct sbx_job {
     int wall_killed;          /* the parent's backstop fired */
     int done;
     sbx_usage usage;
+    uint32_t remote;          /* the launcher's handle (sbx_remote.c); 0: run here */
 };
 
 /* ---- the parent ---- */
@@ -200,9 +202,14 @@ static int build_env(sbx_plan *p, const sbx_spec *s)
     return 0;
 }
 
-static int check_bind(const sbx_bind *b, const char *kind, int *is_dir)
+/* `src` may be /proc/self/fd/N, a detached copy of a mount (open_tree) the
+ * launcher made of a file it opened beneath one of its roots without
+ * following links (*detached). The child checks that what it opens is the
+ * file checked here (st_out's st_dev, st_ino). */
+static int check_bind(const sbx_bind *b, const char *kind, int *is_dir, struct stat *st_out, int *detached)
 {
     struct stat st;
+    *detached = b->src && strncmp(b->src, "/proc/self/fd/", 14) == 0;
     if (!b->src || b->src[0] != '/')
         return ed_error_set(ED_EINVAL, "sandbox: %s bind source must be an absolute path", kind);
     if (!valid_inside(b->dst) || reserved_dst(b->dst))
@@ -212,6 +219,7 @@ static int check_bind(const sbx_bind *b, const char *kind, int *is_dir)
         return ed_error_set(ED_EINVAL, "sandbox: %s bind source '%s': %s", kind, b->src,
                             strerror(errno));
     *is_dir = S_ISDIR(st.st_mode);
+    *st_out = st;
     return 0;
 }
 
@@ -338,10 +346,16 @@ static int build_plan(sbx_plan *p, const sbx_spec *s, dev_t *gpu_devs, size_t *n
         }
     for (size_t i = 0; i < n; i++) {
         const sbx_bind *b = order[i].b;
-        if ((err = check_bind(b, order[i].rw ? "read-write" : "read-only", &is_dir)) < 0 ||
+        struct stat bst = {0};
+        int detached = 0;
+        if ((err = check_bind(b, order[i].rw ? "read-write" : "read-only", &is_dir, &bst, &detached)) < 0 ||
             (err = add_mop(p, order[i].rw ? SBX_MOP_BIND_RW : SBX_MOP_BIND_RO, b->src, b->dst)) < 0)
             return err;
+        p->mops[p->n_mops - 1].detached = detached;
         p->mops[p->n_mops - 1].is_dir = is_dir;
+        p->mops[p->n_mops - 1].check_id = 1;
+        p->mops[p->n_mops - 1].dev = bst.st_dev;
+        p->mops[p->n_mops - 1].ino = bst.st_ino;
     }
     return 0;
 }
@@ -453,6 +467,17 @@ int sbx_launch(sbx_job **out, const sbx_spec *spec)
         return ed_error_set(ED_EINVAL, "sandbox: no spec");
     if ((err = validate(spec)) < 0)
         return err;
+    if (sbx__remote_on()) {
+        if ((j = calloc(1, sizeof(*j))) == NULL)
+            return ed_error_set(ED_ENOMEM, "sandbox launch");
+        j->status_fd = -1;
+        if ((err = sbx__remote_launch(spec, &j->remote, &j->pid, &j->pidfd, j->cg.v2, sizeof(j->cg.v2))) < 0) {
+            free(j);
+            return err;
+        }
+        *out = j;
+        return 0;
+    }
     if ((p = calloc(1, sizeof(*p))) == NULL || (j = calloc(1, sizeof(*j))) == NULL) {
         free(p);
         return ed_error_set(ED_ENOMEM, "sandbox launch");
@@ -578,6 +603,8 @@ int sbx_job_pidfd(const sbx_job *j)
 
 const char *sbx_job_cgroup(const sbx_job *j)
 {
+    if (j->remote)
+        return j->cg.v2;
     if (j->cg.version == 2)
         return j->cg.v2;
     if (j->cg.version == 1)
@@ -638,6 +665,12 @@ int sbx_job_wait(sbx_job *j, int timeout_ms, sbx_usage *out)
     /* Backstop for the in-sandbox wall timer: one second of grace. */
     int64_t wall_at = j->wall_ms > 0 ? j->start_ms + j->wall_ms + 1000 : -1;
 
+    if (j->remote && !j->done) {
+        int err = sbx__remote_wait(j->remote, j->pidfd, timeout_ms, &j->usage);
+        if (err < 0)
+            return err;
+        j->done = 1;
+    }
     while (!j->done) {
         int64_t now = now_ms(), wait = -1;
         if (wall_at >= 0 && now >= wall_at && !j->wall_killed) {
@@ -674,6 +707,8 @@ int sbx_job_signal(sbx_job *j, int sig)
         return ed_error_set(ED_EINVAL, "sandbox: bad signal %d", sig);
     if (j->done)
         return ed_error_set(ED_ENOTFOUND, "sandbox job has ended");
+    if (j->remote)
+        return sbx__remote_signal(j->remote, sig);
     if (syscall(SYS_pidfd_send_signal, j->pidfd, sig, NULL, 0) < 0 && errno != ESRCH)
         return ed_error_set(ED_EIO, "sandbox signal: %s", strerror(errno));
     return 0;
@@ -683,6 +718,8 @@ int sbx_job_kill(sbx_job *j)
 {
     if (j->done)
         return 0;
+    if (j->remote)
+        return sbx__remote_kill(j->remote);
     j->killed = 1;
     /* The init's death ends the PID namespace; the cgroup catches anything
      * caught mid-fork. */
@@ -696,6 +733,13 @@ void sbx_job_free(sbx_job *j)
 {
     if (!j)
         return;
+    if (j->remote) {
+        sbx__remote_free(j->remote);
+        if (j->pidfd >= 0)
+            close(j->pidfd);
+        free(j);
+        return;
+    }
     if (!j->done) {
         sbx_job_kill(j);
         sbx_job_wait(j, -1, NULL);

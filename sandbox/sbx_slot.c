@@ -4,6 +4,7 @@
  * holder releases it by dying).
  */
 #include "sbx.h"
+#include "sbx_wire.h"
 #include "ed_error.h"
 
 #include <errno.h>
@@ -19,6 +20,7 @@
 struct sbx_slot {
     int fd;
     unsigned uid;
+    uint32_t remote;          /* the launcher's handle (sbx_remote.c); 0: held here */
 };
 
 int sbx_slot_claim(sbx_slot **out, const char *lock_dir, unsigned base, unsigned count)
@@ -27,6 +29,19 @@ int sbx_slot_claim(sbx_slot **out, const char *lock_dir, unsigned base, unsigned
     sbx_slot *s;
 
     *out = NULL;
+    if (sbx__remote_on()) {
+        /* The launcher holds the lock in its own directory and range. */
+        if ((s = calloc(1, sizeof(*s))) == NULL)
+            return ed_error_set(ED_ENOMEM, "sandbox slot");
+        s->fd = -1;
+        int err = sbx__remote_slot_claim(&s->remote, &s->uid);
+        if (err < 0) {
+            free(s);
+            return err;
+        }
+        *out = s;
+        return 0;
+    }
     if (!lock_dir || lock_dir[0] != '/' || base == 0 || count == 0 || base + count < base)
         return ed_error_set(ED_EINVAL, "sandbox slots: need an absolute lock dir and base > 0");
     if (mkdir(lock_dir, 0700) < 0 && errno != EEXIST)
@@ -43,6 +58,7 @@ int sbx_slot_claim(sbx_slot **out, const char *lock_dir, unsigned base, unsigned
             }
             s->fd = fd;
             s->uid = base + i;
+            s->remote = 0;
             *out = s;
             return 0;
         }
@@ -60,6 +76,9 @@ void sbx_slot_free(sbx_slot *s)
 {
     if (!s)
         return;
-    close(s->fd);
+    if (s->remote)
+        sbx__remote_slot_free(s->remote);
+    if (s->fd >= 0)
+        close(s->fd);
     free(s);
 }

@@ -22,7 +22,7 @@
 #include "sbx.h"
 
 #include <errno.h>
-#include <ftw.h>
+#include <limits.h>
 #include <libgen.h>
 #include <signal.h>
 #include <stdio.h>
@@ -46,16 +46,6 @@
 
 #define RANK_BASE_PORT 6170
 #define MAX_ARGS 80
-
-static uid_t chown_uid;
-
-static int chown_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return lchown(path, chown_uid, chown_uid) == 0 ? 0 : -1;
-}
 
 /* eddy-kernel on the host, or "" when it is not there. */
 void sched__kernel_path(char *out, size_t n, const sched *s)
@@ -208,6 +198,12 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
 #endif
     find_paddle(paddle, sizeof(paddle));
     if (paddle[0]) {
+        /* canonical: the launcher accepts binds only beneath its roots, by name */
+        char canon[PATH_MAX];
+        if (realpath(paddle, canon) && strlen(canon) < sizeof(paddle))
+            snprintf(paddle, sizeof(paddle), "%s", canon);
+    }
+    if (paddle[0]) {
         /* `import paddle` from the read-only package folder */
         ENV("EDDY_PYTHONPATH=/opt/eddy/python");
         ENV("PYTHONPATH=/opt/eddy/python");
@@ -236,11 +232,11 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
 
     if ((err = sbx_slot_claim(&r->slot, s->cfg.slot_dir, s->cfg.slot_base, s->cfg.slot_count)) < 0)
         goto out;
-    chown_uid = sbx_slot_uid(r->slot);
-    if (nftw(work, chown_one, 16, FTW_PHYS) != 0 || nftw(output, chown_one, 16, FTW_PHYS) != 0) {
-        err = ed_error_set(ED_EIO, "cannot hand the job's tree to its uid: %s", strerror(errno));
+    /* The job's trees go to its slot uid (through the launcher when the
+     * server runs unprivileged; it gives them back when the job ends). */
+    if ((err = sbx_tree_give(work, sbx_slot_uid(r->slot), sbx_slot_uid(r->slot))) < 0 ||
+        (err = sbx_tree_give(output, sbx_slot_uid(r->slot), sbx_slot_uid(r->slot))) < 0)
         goto out;
-    }
     sbx_spec_init(&sp);
     sp.argv = argv;
     sp.env = env;
@@ -254,8 +250,14 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
     if (paddle[0])
         ro[sp.n_ro++] = (sbx_bind){paddle, "/opt/eddy/python"};
     if (kernel[0]) {
+        char canon[PATH_MAX], *d;
         snprintf(kdir, sizeof(kdir), "%s", kernel);
-        ro[sp.n_ro++] = (sbx_bind){dirname(kdir), "/opt/eddy/bin"};
+        d = dirname(kdir);
+        if (realpath(d, canon) && strlen(canon) < sizeof(kdir))
+            snprintf(kdir, sizeof(kdir), "%s", canon);
+        else if (d != kdir)
+            memmove(kdir, d, strlen(d) + 1);
+        ro[sp.n_ro++] = (sbx_bind){kdir, "/opt/eddy/bin"};
         /* the bound directory must hold it under this name */
         if (strcmp(strrchr(kernel, '/') + 1, "eddy-kernel") != 0) {
             err = ed_error_set(ED_EINVAL, "EDDY_KERNEL_BIN must be a file named eddy-kernel");

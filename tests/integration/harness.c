@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,6 +45,20 @@ int it_server_start_in(it_server *s, const char *data_dir, const char *const *en
         snprintf(s->data_dir, sizeof(s->data_dir), "%s/data", tmpl);
     }
     snprintf(s->log_path, sizeof(s->log_path), "%s.log", s->data_dir);
+    {
+        /* Started as root, eddy serve serves as the unprivileged user
+         * `eddy` (sandbox/README.md "Privilege split"): it must be able to
+         * pass through the temporary parent (mkdtemp makes it 0700). */
+        char parent[256];
+        struct stat sb;
+        snprintf(parent, sizeof(parent), "%s", s->data_dir);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent)
+            *slash = '\0';
+        if (geteuid() == 0 && slash && stat(parent, &sb) == 0 && S_ISDIR(sb.st_mode) && sb.st_uid == 0 &&
+            strncmp(parent, "/tmp/", 5) == 0)
+            chmod(parent, (sb.st_mode & 07777) | 0711);
+    }
     if (pipe(out) < 0)
         return -1;
     s->pid = fork();

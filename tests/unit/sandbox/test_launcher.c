@@ -1,0 +1,491 @@
+/*
+ * test_launcher - the privileged launcher (sbx.h "privileged launcher"):
+ * malformed requests are refused and the launcher carries on, binds outside
+ * its roots and uids it did not hand out (0 above all) are refused, a job
+ * runs through it and its trees come back to the server when it ends, and
+ * closing the socket kills every job and ends the launcher.
+ *
+ * Each test forks a real launcher (root), then the test process itself drops
+ * to an unprivileged "server" uid and talks to it, as `eddy serve` does.
+ * Needs root and user namespaces (as CI has); exits 77 elsewhere.
+ */
+#include "ed_error.h"
+#include "sbx.h"
+#include "sbx_wire.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SERVER_UID 4321
+#define SLOT_BASE  202100
+#define SLOT_COUNT 4
+
+static char root[64];            /* /tmp/eddy-launcher-XXXXXX, 0711 */
+static char data[96], ro[96], slots[96];
+static pid_t lpid;
+static int csock = -1;           /* the server's end, when not handed to sbx */
+
+static int make_root(void)
+{
+    snprintf(root, sizeof(root), "/tmp/eddy-launcher-XXXXXX");
+    if (mkdtemp(root) == NULL)
+        return -1;
+    chmod(root, 0711);
+    snprintf(data, sizeof(data), "%s/data", root);
+    snprintf(ro, sizeof(ro), "%s/ro", root);
+    snprintf(slots, sizeof(slots), "%s/slots", root);
+    return 0;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int f, struct FTW *ftw)
+{
+    (void)sb;
+    (void)f;
+    (void)ftw;
+    return remove(p);
+}
+
+static void remove_root(void)
+{
+    nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Fork the launcher (root), then become the server uid (0: stay root). */
+static void start_as(uid_t server)
+{
+    int sv[2];
+    pid_t me = getpid();
+
+    nftw(data, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    ck_assert_int_eq(mkdir(data, 0700), 0);
+    ck_assert_int_eq(chown(data, server, server), 0);
+    mkdir(ro, 0755);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    lpid = fork();
+    ck_assert_int_ge(lpid, 0);
+    if (lpid == 0) {
+        sbx_launcher_config c;
+        memset(&c, 0, sizeof(c));
+        c.data_dir = data;
+        c.ro_roots[0] = ro;
+        c.n_ro_roots = 1;
+        c.server_uid = server;
+        c.server_gid = server;
+        c.server_pid = me;
+        c.slot_dir = slots;
+        c.slot_base = SLOT_BASE;
+        c.slot_count = SLOT_COUNT;
+        close(sv[0]);
+        _exit(sbx_launcher_serve(sv[1], &c) < 0 ? 3 : 0);
+    }
+    close(sv[1]);
+    csock = sv[0];
+    int one = 1;    /* our credentials go with every message from the start */
+    ck_assert_int_eq(setsockopt(csock, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)), 0);
+    if (server == 0)
+        return;
+    ck_assert_int_eq(setgroups(0, NULL), 0);
+    ck_assert_int_eq(setresgid(SERVER_UID, SERVER_UID, SERVER_UID), 0);
+    ck_assert_int_eq(setresuid(SERVER_UID, SERVER_UID, SERVER_UID), 0);
+}
+
+static void start(void)
+{
+    start_as(SERVER_UID);
+}
+
+static void use_launcher(void)
+{
+    ck_assert_int_eq(sbx_launcher_use(csock, lpid), 0);
+    csock = -1;
+}
+
+/* Close our end; the launcher's exit status. */
+static int stop(void)
+{
+    int st = 0;
+    if (csock >= 0)
+        close(csock);
+    csock = -1;
+    sbx_launcher_use(-1, 0);
+    ck_assert_int_eq(waitpid(lpid, &st, 0), lpid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Send raw bytes; the reply's status (bytes 16..19). */
+static int raw(const void *msg, size_t len, const int *fds, size_t n_fds)
+{
+    unsigned char buf[SBX_WIRE_MAX];
+    int got[SBX_WIRE_FDS];
+    size_t rlen, n_got;
+    pid_t pid;
+    uid_t uid;
+    int32_t status;
+
+    ck_assert_int_eq(sbx__wire_send(csock, msg, len, fds, n_fds), 0);
+    ck_assert_int_eq(sbx__wire_recv(csock, buf, sizeof(buf), &rlen, got, &n_got, &pid, &uid), 1);
+    for (size_t i = 0; i < n_got; i++)
+        close(got[i]);
+    ck_assert_uint_ge(rlen, 20);
+    memcpy(&status, buf + 16, 4);
+    return status;
+}
+
+static int raw_buf(sbx_wire_buf *b, const int *fds, size_t n_fds)
+{
+    ck_assert_int_eq(sbx__wire_finish(b), 0);
+    int st = raw(b->data, b->len, fds, n_fds);
+    sbx__wire_buf_free(b);
+    return st;
+}
+
+static void spec(sbx_spec *s, char **argv, unsigned uid)
+{
+    sbx_spec_init(s);
+    s->argv = argv;
+    s->host_uid = s->host_gid = uid;
+    s->stdio[0] = s->stdio[1] = s->stdio[2] = -1;
+    s->wall_ms = 30000;
+    s->mem_bytes = 128 << 20;
+    s->pids = 64;
+    s->allow_degraded = 1;
+}
+
+START_TEST(malformed_requests_are_refused_and_the_launcher_carries_on)
+{
+    sbx_wire_buf b;
+    int fd;
+
+    start();
+    ck_assert_int_eq(raw("hello", 5, NULL, 0), ED_EINVAL);
+    /* wrong version */
+    sbx__wire_begin(&b, SBX_OP_SLOT_CLAIM, 1);
+    b.data[4] = 9;
+    ck_assert_int_eq(raw_buf(&b, NULL, 0), ED_EINVAL);
+    /* a length that does not match */
+    sbx__wire_begin(&b, SBX_OP_WAIT, 2);
+    sbx__wire_u32(&b, 1);
+    ck_assert_int_eq(sbx__wire_finish(&b), 0);
+    b.data[12] = 7;
+    ck_assert_int_eq(raw(b.data, b.len, NULL, 0), ED_EINVAL);
+    sbx__wire_buf_free(&b);
+    /* an unknown request; bytes left over */
+    sbx__wire_begin(&b, 99, 3);
+    ck_assert_int_eq(raw_buf(&b, NULL, 0), ED_EINVAL);
+    sbx__wire_begin(&b, SBX_OP_WAIT, 4);
+    sbx__wire_u32(&b, 1);
+    sbx__wire_u32(&b, 1);
+    ck_assert_int_eq(raw_buf(&b, NULL, 0), ED_EINVAL);
+    /* a descriptor with a request that takes none (it is closed, not kept) */
+    fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    sbx__wire_begin(&b, SBX_OP_SLOT_CLAIM, 5);
+    ck_assert_int_eq(raw_buf(&b, &fd, 1), ED_EINVAL);
+    close(fd);
+    /* a string with a NUL inside, a count past the bound */
+    sbx__wire_begin(&b, SBX_OP_TREE_GIVE, 6);
+    sbx__wire_u32(&b, 3);
+    sbx__wire_u32(&b, 0x00610061);
+    b.len--;
+    sbx__wire_u32(&b, 5);
+    ck_assert_int_eq(raw_buf(&b, NULL, 0), ED_EINVAL);
+    sbx__wire_begin(&b, SBX_OP_LAUNCH, 7);
+    sbx__wire_u32(&b, 100000);
+    ck_assert_int_eq(raw_buf(&b, NULL, 0), ED_EINVAL);
+    /* unknown handles */
+    sbx__wire_begin(&b, SBX_OP_KILL, 8);
+    sbx__wire_u32(&b, 12345);
+    ck_assert_int_eq(raw_buf(&b, NULL, 0), ED_ENOTFOUND);
+    /* another process of ours, not the server: refused */
+    pid_t kid = fork();
+    if (kid == 0) {
+        sbx__wire_begin(&b, SBX_OP_SLOT_CLAIM, 9);
+        sbx__wire_finish(&b);
+        _exit(raw(b.data, b.len, NULL, 0) == ED_EPERM ? 0 : 1);
+    }
+    int st = -1;
+    waitpid(kid, &st, 0);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a request from another pid was served");
+    /* still serving */
+    sbx__wire_begin(&b, SBX_OP_SLOT_CLAIM, 10);
+    ck_assert_int_eq(raw_buf(&b, NULL, 0), 0);
+    ck_assert_int_eq(stop(), 0);
+}
+END_TEST
+
+START_TEST(uid_zero_and_uids_not_handed_out_are_refused)
+{
+    char *argv[] = {"/bin/true", NULL};
+    char work[160];
+    sbx_wire_buf b;
+    sbx_spec s;
+    int fds[8];
+    size_t n;
+
+    start();
+    snprintf(work, sizeof(work), "%s/w", data);
+    ck_assert_int_eq(mkdir(work, 0700), 0);
+    sbx__wire_begin(&b, SBX_OP_SLOT_CLAIM, 1);
+    ck_assert_int_eq(raw_buf(&b, NULL, 0), 0);     /* slot SLOT_BASE is ours */
+    unsigned bad[] = {0, SLOT_BASE + 1, 65534, SERVER_UID};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        spec(&s, argv, bad[i]);
+        ck_assert_int_eq(sbx__wire_encode_launch(&b, 2, &s, fds, &n), 0);
+        ck_assert_int_eq(raw_buf(&b, fds, n), ED_EPERM);
+    }
+    /* gid different from the slot uid */
+    spec(&s, argv, SLOT_BASE);
+    s.host_gid = 0;
+    ck_assert_int_eq(sbx__wire_encode_launch(&b, 3, &s, fds, &n), 0);
+    ck_assert_int_eq(raw_buf(&b, fds, n), ED_EPERM);
+    /* trees: not to root, not to a uid not handed out, not outside data */
+    unsigned tb[] = {0, SLOT_BASE + 1};
+    for (size_t i = 0; i < 2; i++) {
+        sbx__wire_begin(&b, SBX_OP_TREE_GIVE, 4);
+        sbx__wire_str(&b, work);
+        sbx__wire_u32(&b, tb[i]);
+        ck_assert_int_eq(raw_buf(&b, NULL, 0), ED_EPERM);
+    }
+    const char *paths[] = {"/etc", data, "/tmp", "relative/path"};
+    for (size_t i = 0; i < 4; i++) {
+        sbx__wire_begin(&b, SBX_OP_TREE_GIVE, 5);
+        sbx__wire_str(&b, paths[i]);
+        sbx__wire_u32(&b, SLOT_BASE);
+        ck_assert_int_eq(raw_buf(&b, NULL, 0), ED_EPERM);
+    }
+    struct stat sb;
+    ck_assert_int_eq(stat("/etc", &sb), 0);
+    ck_assert_int_eq(sb.st_uid, 0);
+    ck_assert_int_eq(stop(), 0);
+}
+END_TEST
+
+START_TEST(binds_outside_the_roots_are_refused)
+{
+    char *argv[] = {"/bin/true", NULL};
+    char work[160], link[160], dots[200], inro[160];
+    sbx_slot *slot = NULL;
+    sbx_job *j = NULL;
+    sbx_spec s;
+    sbx_bind b;
+
+    start();
+    use_launcher();
+    snprintf(work, sizeof(work), "%s/w", data);
+    snprintf(link, sizeof(link), "%s/l", data);
+    snprintf(dots, sizeof(dots), "%s/w/../../ro", data);
+    snprintf(inro, sizeof(inro), "%s", ro);
+    ck_assert_int_eq(mkdir(work, 0700), 0);
+    ck_assert_int_eq(symlink("/etc", link), 0);
+    ck_assert_int_eq(sbx_slot_claim(&slot, "/ignored", 1, 1), 0);
+    ck_assert_uint_eq(sbx_slot_uid(slot), SLOT_BASE);
+    struct { const char *src; int rw; int code; } cases[] = {
+        {"/etc", 0, ED_EPERM},          /* no root */
+        {"/etc", 1, ED_EPERM},
+        {inro, 1, ED_EPERM},            /* a read-only root, read-write */
+        {dots, 0, ED_EPERM},            /* ".." */
+        {link, 1, ED_EINVAL},           /* a symbolic link */
+        {"/tmp", 1, ED_EPERM},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        spec(&s, argv, SLOT_BASE);
+        b = (sbx_bind){cases[i].src, "/mnt/x"};
+        if (cases[i].rw) {
+            s.rw = &b;
+            s.n_rw = 1;
+        } else {
+            s.ro = &b;
+            s.n_ro = 1;
+        }
+        ck_assert_int_eq(sbx_launch(&j, &s), cases[i].code);
+        ck_assert_ptr_null(j);
+    }
+    /* beneath the roots: runs */
+    spec(&s, argv, SLOT_BASE);
+    sbx_bind ok[2] = {{inro, "/opt/ro"}, {work, "/home/aistudio/work"}};
+    s.ro = &ok[0];
+    s.n_ro = 1;
+    s.rw = &ok[1];
+    s.n_rw = 1;
+    ck_assert_int_eq(sbx_tree_give(work, SLOT_BASE, SLOT_BASE), 0);
+    int err = sbx_launch(&j, &s);
+    ck_assert_msg(err == 0, "%s", ed_error_last());
+    sbx_usage u;
+    ck_assert_int_eq(sbx_job_wait(j, -1, &u), 0);
+    ck_assert_int_eq(u.exited, 1);
+    ck_assert_int_eq(u.exit_code, 0);
+    sbx_job_free(j);
+    sbx_slot_free(slot);
+    ck_assert_int_eq(stop(), 0);
+}
+END_TEST
+
+START_TEST(job_runs_and_its_trees_come_back_to_the_server)
+{
+    char *argv[] = {"/bin/sh", "-c", "echo hi > /home/aistudio/work/out.txt && mkdir /home/aistudio/work/d "
+                    "&& chmod 700 /home/aistudio/work/d && touch /home/aistudio/work/d/f", NULL};
+    char work[160], path[200];
+    sbx_slot *slot = NULL;
+    sbx_job *j = NULL;
+    sbx_spec s;
+    struct stat sb;
+    sbx_usage u;
+
+    start();
+    use_launcher();
+    snprintf(work, sizeof(work), "%s/w", data);
+    ck_assert_int_eq(mkdir(work, 0700), 0);
+    ck_assert_int_eq(sbx_slot_claim(&slot, "/ignored", 1, 1), 0);
+    ck_assert_int_eq(sbx_tree_give(work, sbx_slot_uid(slot), sbx_slot_uid(slot)), 0);
+    ck_assert_int_eq(lstat(work, &sb), 0);
+    ck_assert_uint_eq(sb.st_uid, sbx_slot_uid(slot));
+    spec(&s, argv, sbx_slot_uid(slot));
+    sbx_bind b = {work, "/home/aistudio/work"};
+    s.rw = &b;
+    s.n_rw = 1;
+    ck_assert_msg(sbx_launch(&j, &s) == 0, "%s", ed_error_last());
+    ck_assert_int_gt(sbx_job_pid(j), 0);
+    ck_assert_int_ge(sbx_job_pidfd(j), 0);
+    ck_assert_int_eq(sbx_job_wait(j, -1, &u), 0);
+    ck_assert_int_eq(u.exited, 1);
+    ck_assert_int_eq(u.exit_code, 0);
+    /* Back with the server as soon as the end is reported. */
+    ck_assert_int_eq(lstat(work, &sb), 0);
+    ck_assert_uint_eq(sb.st_uid, SERVER_UID);
+    snprintf(path, sizeof(path), "%s/d/f", work);
+    ck_assert_int_eq(lstat(path, &sb), 0);
+    ck_assert_uint_eq(sb.st_uid, SERVER_UID);
+    snprintf(path, sizeof(path), "%s/out.txt", work);
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    char buf[8] = {0};
+    ck_assert_int_eq(read(fd, buf, sizeof(buf)), 3);
+    close(fd);
+    ck_assert_str_eq(buf, "hi\n");
+    sbx_job_free(j);
+    sbx_slot_free(slot);
+    ck_assert_int_eq(stop(), 0);
+}
+END_TEST
+
+START_TEST(signals_and_kill_go_through_the_launcher)
+{
+    char *argv[] = {"/bin/sleep", "1000", NULL};
+    sbx_slot *slot = NULL;
+    sbx_job *j = NULL;
+    sbx_spec s;
+    sbx_usage u;
+
+    start();
+    use_launcher();
+    ck_assert_int_eq(sbx_slot_claim(&slot, "/ignored", 1, 1), 0);
+    spec(&s, argv, sbx_slot_uid(slot));
+    ck_assert_msg(sbx_launch(&j, &s) == 0, "%s", ed_error_last());
+    ck_assert_int_eq(sbx_job_wait(j, 100, &u), ED_EBUSY);
+    /* we hold its pidfd, but may not signal it ourselves */
+    ck_assert_int_eq(kill(sbx_job_pid(j), SIGKILL), -1);
+    ck_assert_int_eq(sbx_job_signal(j, SIGTERM), 0);
+    ck_assert_int_eq(sbx_job_wait(j, -1, &u), 0);
+    ck_assert_int_eq(u.term_signal, SIGTERM);
+    sbx_job_free(j);
+    spec(&s, argv, sbx_slot_uid(slot));
+    ck_assert_int_eq(sbx_launch(&j, &s), 0);
+    ck_assert_int_eq(sbx_job_kill(j), 0);
+    ck_assert_int_eq(sbx_job_wait(j, -1, &u), 0);
+    ck_assert_int_eq(u.limit, SBX_LIMIT_KILLED);
+    sbx_job_free(j);
+    sbx_slot_free(slot);
+    ck_assert_int_eq(stop(), 0);
+}
+END_TEST
+
+START_TEST(closing_the_socket_kills_every_job_and_ends_the_launcher)
+{
+    char *argv[] = {"/bin/sleep", "1000", NULL};
+    sbx_slot *slot = NULL;
+    sbx_job *j[2] = {NULL, NULL};
+    pid_t pid[2];
+    sbx_spec s;
+
+    start();
+    use_launcher();
+    ck_assert_int_eq(sbx_slot_claim(&slot, "/ignored", 1, 1), 0);
+    for (int i = 0; i < 2; i++) {
+        spec(&s, argv, sbx_slot_uid(slot));
+        ck_assert_msg(sbx_launch(&j[i], &s) == 0, "%s", ed_error_last());
+        pid[i] = sbx_job_pid(j[i]);
+    }
+    /* the server goes away without freeing anything */
+    ck_assert_int_eq(stop(), 0);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(kill(pid[i], 0), -1);
+        ck_assert_int_eq(errno, ESRCH);
+    }
+    ck_assert_int_eq(sbx_launcher_active(), 0);
+}
+END_TEST
+
+START_TEST(a_dead_launcher_fails_every_call_loudly)
+{
+    sbx_slot *slot = NULL;
+    int st = 0;
+
+    start_as(0);            /* stay root here, so the launcher can be killed */
+    use_launcher();
+    ck_assert_int_eq(sbx_slot_claim(&slot, "/ignored", 1, 1), 0);
+    sbx_slot_free(slot);
+    slot = NULL;
+    ck_assert_int_eq(kill(lpid, SIGKILL), 0);
+    ck_assert_int_eq(waitpid(lpid, &st, 0), lpid);
+    ck_assert_int_eq(sbx_slot_claim(&slot, "/ignored", 1, 1), ED_EIO);
+    ck_assert_msg(strstr(ed_error_last(), "launcher is gone") != NULL, "%s", ed_error_last());
+    ck_assert_int_eq(sbx_tree_give(data, 4242, 4242), ED_EIO);
+    sbx_launcher_use(-1, 0);
+}
+END_TEST
+
+int main(void)
+{
+    if (geteuid() != 0) {
+        fprintf(stderr, "skipped: the launcher tests need root\n");
+        return 77;
+    }
+    sbx_caps c;
+    if (sbx_check(&c) < 0 || !c.launch) {
+        fprintf(stderr, "skipped: this host cannot run sandboxes: %s\n", c.detail);
+        return 77;
+    }
+    if (!c.cgroup_v1 && !c.cgroup_v2)
+        setenv("EDDY_SBX_CGROUP", "none", 1);
+    if (make_root() < 0) {
+        perror("mkdtemp");
+        return 1;
+    }
+    Suite *s = suite_create("launcher");
+    TCase *t = tcase_create("launcher");
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, malformed_requests_are_refused_and_the_launcher_carries_on);
+    tcase_add_test(t, uid_zero_and_uids_not_handed_out_are_refused);
+    tcase_add_test(t, binds_outside_the_roots_are_refused);
+    tcase_add_test(t, job_runs_and_its_trees_come_back_to_the_server);
+    tcase_add_test(t, signals_and_kill_go_through_the_launcher);
+    tcase_add_test(t, closing_the_socket_kills_every_job_and_ends_the_launcher);
+    tcase_add_test(t, a_dead_launcher_fails_every_call_loudly);
+    suite_add_tcase(s, t);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    remove_root();
+    return failed ? 1 : 0;
+}
