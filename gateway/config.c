@@ -47,6 +47,8 @@ static const struct field {
     NUM(max_conns_per_ip, F_INT, 1, 1000000),
     NUM(signup_open, F_BOOL, 0, 1),
     NUM(user_storage_bytes, F_SIZE, 0, INT64_C(1) << 50),
+    NUM(volume_bytes, F_SIZE, -1, INT64_C(1) << 50),
+    NUM(job_retention_days, F_INT, 0, 36500),
     NUM(login_attempts_per_min, F_INT, 1, 1000000),
     NUM(default_key_rate_per_min, F_INT, 1, 100000000),
     NUM(session_ttl_ms, F_I64, 60000, INT64_C(366) * 24 * 3600 * 1000),
@@ -78,6 +80,7 @@ void gw_config_defaults(gw_config *c)
     c->max_conns_per_ip = 64;
     c->signup_open = true;
     c->user_storage_bytes = INT64_C(1) << 30;
+    c->job_retention_days = 7;
     c->login_attempts_per_min = 10;
     c->default_key_rate_per_min = 600;
     c->session_ttl_ms = INT64_C(7) * 24 * 3600 * 1000;

@@ -35,6 +35,8 @@ typedef struct gw_config {
     char     metrics_access[16];   /* who reads /metrics: "loopback" (and admins), "admin", "public" */
     bool     signup_open;          /* default for the admin setting signup_open */
     int64_t  user_storage_bytes;   /* per-user limit over all owned projects */
+    int64_t  volume_bytes;         /* loop volume for disk quotas (sandbox/sbx_disk.c): 0 auto, -1 none */
+    int      job_retention_days;   /* ended jobs' directories deleted after; 0 keeps them */
     int      login_attempts_per_min;       /* per account and per IP */
     int      default_key_rate_per_min;     /* per API key unless the key says */
     int64_t  session_ttl_ms;       /* session cookie lifetime */

@@ -24,8 +24,6 @@ int jup__kernel_start(kh_kernel *out, gw_request *req, const json_t *body);
 /* A kernel as Jupyter shows it: {id, name, last_activity, execution_state,
  * connections} plus an "eddy" object. New reference, NULL when out of memory. */
 json_t *jup__kernel_model(gw_request *req, const kh_kernel *k);
-/* Drop the sessions of a kernel that was shut down. */
-void jup__sessions_forget_kernel(int64_t user_id, const char *kernel_id);
 /* A v1.kernel.websocket.jupyter.org binary frame into a message object with
  * "channel" (buffers base64 in "buffers"). ED_EINVAL for a malformed frame. */
 int jup__v1_decode(json_t **out, const uint8_t *b, size_t len);

@@ -9,8 +9,9 @@
  *   /api/kernels/{id}/channels  a WebSocket (ws.c): Jupyter's default JSON
  *                             framing, or v1.kernel.websocket.jupyter.org when
  *                             the client offers it
- *   /api/sessions             {id, path, name, type, kernel}, kept in memory
- *                             (kernels die with the server, so do sessions)
+ *   /api/sessions             {id, path, name, type, kernel}, in the store
+ *                             (table jupyter_sessions: they survive a restart;
+ *                             capped in size and number per user)
  *   /api/contents             over the working tree of the caller's default
  *                             project (contents.c)
  *
@@ -267,8 +268,7 @@ static int delete_kernel(gw_request *req, gw_response *res)
     if ((err = kh_kernel_get(&k, req->srv, req->auth.user_id, req->params[0])) < 0 ||
         (err = kh_kernel_shutdown(req->srv, req->auth.user_id, req->params[0], NULL)) < 0)
         return err;
-    jup__sessions_forget_kernel(req->auth.user_id, req->params[0]);
-    return gw_respond_empty(res, 204);
+    return gw_respond_empty(res, 204);   /* the hub deleted its sessions */
 }
 
 static int interrupt_kernel(gw_request *req, gw_response *res)
@@ -665,18 +665,12 @@ static int kernel_channels(gw_request *req, gw_response *res)
 
 /* ---- sessions ------------------------------------------------------------------ */
 
-/* Sessions live in memory: they name a kernel, and kernels die with the
- * server. One list for the process, guarded by sess_lock. */
-typedef struct jsession {
-    struct jsession *next;
-    char             id[KH_ID_LEN];
-    int64_t          user_id;
-    char            *path, *name, *type;
-    char             kernel_id[KH_ID_LEN];
-} jsession;
-
-static pthread_mutex_t sess_lock = PTHREAD_MUTEX_INITIALIZER;
-static jsession       *sessions;
+/* Sessions live in the store (table jupyter_sessions, migration 0008): they
+ * survive a restart and cost no memory. Each text field is at most
+ * JUP_SESSION_FIELD_MAX bytes (413) and a user has at most
+ * cfg.jupyter_sessions_per_user of them (429). The kernel hub deletes a
+ * kernel's sessions when the kernel is shut down. */
+#define JUP_SESSION_FIELD_MAX 4096
 
 static void uuid4(char out[KH_ID_LEN])
 {
@@ -690,29 +684,29 @@ static void uuid4(char out[KH_ID_LEN])
              b[14], b[15]);
 }
 
-static void jsession_free(jsession *s)
-{
-    if (s == NULL)
-        return;
-    free(s->path);
-    free(s->name);
-    free(s->type);
-    free(s);
-}
-
-/* A copy of the session's fields, taken under the lock. */
+/* A session's fields, in the request arena. */
 typedef struct sess_view {
     char id[KH_ID_LEN], kernel_id[KH_ID_LEN];
-    const char *path, *name, *type;   /* in the request arena */
+    const char *path, *name, *type;
 } sess_view;
 
-static void view_of(sess_view *v, gw_request *req, const jsession *s)
+static const char *col_text(gw_request *req, sqlite3_stmt *q, int i)
 {
-    snprintf(v->id, sizeof(v->id), "%s", s->id);
-    snprintf(v->kernel_id, sizeof(v->kernel_id), "%s", s->kernel_id);
-    v->path = ed_arena_strdup(req->arena, s->path);
-    v->name = ed_arena_strdup(req->arena, s->name);
-    v->type = ed_arena_strdup(req->arena, s->type);
+    const unsigned char *t = sqlite3_column_text(q, i);
+    return ed_arena_strdup(req->arena, t ? (const char *)t : "");
+}
+
+/* Fill v from a row (id, kernel_id, path, name, type). */
+static int view_of_row(sess_view *v, gw_request *req, sqlite3_stmt *q)
+{
+    snprintf(v->id, sizeof(v->id), "%s", (const char *)sqlite3_column_text(q, 0));
+    snprintf(v->kernel_id, sizeof(v->kernel_id), "%s", (const char *)sqlite3_column_text(q, 1));
+    v->path = col_text(req, q, 2);
+    v->name = col_text(req, q, 3);
+    v->type = col_text(req, q, 4);
+    if (v->path == NULL || v->name == NULL || v->type == NULL)
+        return ed_error_set(ED_ENOMEM, "session");
+    return 0;
 }
 
 static json_t *session_model(gw_request *req, const sess_view *v)
@@ -730,36 +724,34 @@ static json_t *session_model(gw_request *req, const sess_view *v)
                      "path", v->path ? v->path : "", "name", v->name ? v->name : "");
 }
 
-/* Find the caller's session `id` and copy it. ED_ENOTFOUND. */
-static int session_find(sess_view *v, gw_request *req, const char *id)
+/* The caller's session whose `col` ("id" or "path") is `value`. ED_ENOTFOUND. */
+static int session_find_by(sess_view *v, gw_request *req, const char *col, const char *value)
 {
-    int err = ed_error_set(ED_ENOTFOUND, "no session %s", id);
+    sqlite3_stmt *q;
+    int rc, err;
 
-    pthread_mutex_lock(&sess_lock);
-    for (jsession *s = sessions; s; s = s->next)
-        if (s->user_id == req->auth.user_id && strcmp(s->id, id) == 0) {
-            view_of(v, req, s);
-            ed_error_clear();
-            err = 0;
-            break;
-        }
-    pthread_mutex_unlock(&sess_lock);
+    if ((err = ed_store_prepare(&q, req->srv->store,
+                                strcmp(col, "path") == 0
+                                    ? "SELECT id, kernel_id, path, name, type FROM jupyter_sessions "
+                                      "WHERE user_id = ?1 AND path = ?2 ORDER BY created_at LIMIT 1"
+                                    : "SELECT id, kernel_id, path, name, type FROM jupyter_sessions "
+                                      "WHERE user_id = ?1 AND id = ?2")) < 0)
+        return err;
+    sqlite3_bind_int64(q, 1, req->auth.user_id);
+    sqlite3_bind_text(q, 2, value, -1, SQLITE_STATIC);
+    if ((rc = sqlite3_step(q)) == SQLITE_ROW)
+        err = view_of_row(v, req, q);
+    else if (rc == SQLITE_DONE)
+        err = ed_error_set(ED_ENOTFOUND, "no session %.64s", value);
+    else
+        err = ed_store_error(ed_store_db(req->srv->store), rc, "session");
+    sqlite3_finalize(q);
     return err;
 }
 
-void jup__sessions_forget_kernel(int64_t user_id, const char *kernel_id)
+static int session_find(sess_view *v, gw_request *req, const char *id)
 {
-    pthread_mutex_lock(&sess_lock);
-    for (jsession **pp = &sessions; *pp;) {
-        jsession *s = *pp;
-        if (s->user_id == user_id && strcmp(s->kernel_id, kernel_id) == 0) {
-            *pp = s->next;
-            jsession_free(s);
-        } else {
-            pp = &s->next;
-        }
-    }
-    pthread_mutex_unlock(&sess_lock);
+    return session_find_by(v, req, "id", id);
 }
 
 int jup__list_sessions(gw_request *req, gw_response *res)
@@ -767,13 +759,19 @@ int jup__list_sessions(gw_request *req, gw_response *res)
     json_t *arr = json_array();
     sess_view *vs = NULL;
     size_t n = 0, cap = 0;
+    sqlite3_stmt *q;
+    int rc, err;
 
     if (arr == NULL)
         return ed_error_set(ED_ENOMEM, "sessions");
-    pthread_mutex_lock(&sess_lock);
-    for (jsession *s = sessions; s; s = s->next) {
-        if (s->user_id != req->auth.user_id)
-            continue;
+    if ((err = ed_store_prepare(&q, req->srv->store,
+                                "SELECT id, kernel_id, path, name, type FROM jupyter_sessions WHERE user_id = ?1 "
+                                "ORDER BY created_at, id")) < 0) {
+        json_decref(arr);
+        return err;
+    }
+    sqlite3_bind_int64(q, 1, req->auth.user_id);
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         if (n == cap) {
             size_t nc = cap ? cap * 2 : 8;
             sess_view *nv = ed_arena_alloc(req->arena, nc * sizeof(*nv));
@@ -784,9 +782,15 @@ int jup__list_sessions(gw_request *req, gw_response *res)
             vs = nv;
             cap = nc;
         }
-        view_of(&vs[n++], req, s);
+        if (view_of_row(&vs[n], req, q) == 0)
+            n++;
     }
-    pthread_mutex_unlock(&sess_lock);
+    err = rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : ed_store_error(ed_store_db(req->srv->store), rc, "sessions");
+    sqlite3_finalize(q);
+    if (err < 0) {
+        json_decref(arr);
+        return err;
+    }
     for (size_t i = 0; i < n; i++) {
         json_t *m = session_model(req, &vs[i]);
         if (m == NULL || json_array_append_new(arr, m) < 0) {
@@ -797,6 +801,7 @@ int jup__list_sessions(gw_request *req, gw_response *res)
     return respond(res, 200, arr);
 }
 
+/* An optional string field of at most JUP_SESSION_FIELD_MAX bytes. */
 static int opt_string(const char **out, const json_t *body, const char *key)
 {
     const json_t *v = json_object_get(body, key);
@@ -806,19 +811,25 @@ static int opt_string(const char **out, const json_t *body, const char *key)
         return 0;
     if (!json_is_string(v))
         return ed_error_set(ED_EINVAL, "%s must be a string", key);
+    if (json_string_length(v) > JUP_SESSION_FIELD_MAX)
+        return ed_error_set(ED_ETOOBIG, "session field '%s' is %zu bytes; the limit is %d", key,
+                            json_string_length(v), JUP_SESSION_FIELD_MAX);
+    if (strlen(json_string_value(v)) != json_string_length(v))
+        return ed_error_set(ED_EINVAL, "%s must not contain NUL characters", key);
     *out = json_string_value(v);
     return 0;
 }
 
 /* The kernel a session body names: kernel.id (must be the caller's), else a
- * new kernel from kernel.name. */
-static int session_kernel(char out[KH_ID_LEN], gw_request *req, const json_t *body)
+ * new kernel from kernel.name. *started tells which. */
+static int session_kernel(char out[KH_ID_LEN], bool *started, gw_request *req, const json_t *body)
 {
     const json_t *kobj = json_object_get(body, "kernel");
     const char *kid = NULL;
     kh_kernel k;
     int err;
 
+    *started = false;
     if (kobj != NULL && !json_is_null(kobj) && !json_is_object(kobj))
         return ed_error_set(ED_EINVAL, "kernel must be an object {id} or {name}");
     if (kobj && (err = opt_string(&kid, kobj, "id")) < 0)
@@ -836,19 +847,44 @@ static int session_kernel(char out[KH_ID_LEN], gw_request *req, const json_t *bo
         json_decref(start);
         if (err < 0)
             return err;
+        *started = true;
     }
     snprintf(out, KH_ID_LEN, "%s", k.id);
     return 0;
+}
+
+/* The caller's number of sessions. */
+static int session_count(int64_t *out, gw_request *req)
+{
+    sqlite3_stmt *q;
+    int rc, err;
+
+    if ((err = ed_store_prepare(&q, req->srv->store, "SELECT count(*) FROM jupyter_sessions WHERE user_id = ?1")) < 0)
+        return err;
+    sqlite3_bind_int64(q, 1, req->auth.user_id);
+    rc = sqlite3_step(q);
+    *out = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+    err = rc == SQLITE_ROW ? 0 : ed_store_error(ed_store_db(req->srv->store), rc, "sessions");
+    sqlite3_finalize(q);
+    return err;
+}
+
+static int session_limit_error(gw_request *req)
+{
+    return ed_error_set(ED_ELIMIT, "you have %d Jupyter sessions, the most allowed; delete one first",
+                        req->srv->cfg.jupyter_sessions_per_user);
 }
 
 int jup__create_session(gw_request *req, gw_response *res)
 {
     json_t *body;
     const char *path, *name, *type;
-    jsession *s;
     sess_view v;
-    char kid[KH_ID_LEN];
-    int err;
+    char kid[KH_ID_LEN], id[KH_ID_LEN];
+    bool started;
+    int64_t have = 0;
+    sqlite3_stmt *q;
+    int rc, err;
 
     if ((err = gw_request_json(&body, req)) < 0)
         return err;
@@ -863,30 +899,49 @@ int jup__create_session(gw_request *req, gw_response *res)
     if (path == NULL)
         return ed_error_set(ED_EINVAL, "a session needs a path");
     /* Jupyter answers an existing session for the same path. */
-    pthread_mutex_lock(&sess_lock);
-    for (jsession *e = sessions; e; e = e->next)
-        if (e->user_id == req->auth.user_id && strcmp(e->path, path) == 0) {
-            view_of(&v, req, e);
-            pthread_mutex_unlock(&sess_lock);
-            return respond(res, 201, session_model(req, &v));
-        }
-    pthread_mutex_unlock(&sess_lock);
-    if ((err = session_kernel(kid, req, body)) < 0)
+    if ((err = session_find_by(&v, req, "path", path)) == 0)
+        return respond(res, 201, session_model(req, &v));
+    if (err != ED_ENOTFOUND)
         return err;
-    if ((s = calloc(1, sizeof(*s))) == NULL || (s->path = strdup(path)) == NULL ||
-        (s->name = strdup(name ? name : "")) == NULL ||
-        (s->type = strdup(type ? type : "notebook")) == NULL) {
-        jsession_free(s);
-        return ed_error_set(ED_ENOMEM, "session");
+    ed_error_clear();
+    if ((err = session_count(&have, req)) < 0)
+        return err;
+    if (have >= req->srv->cfg.jupyter_sessions_per_user)
+        return session_limit_error(req);
+    if ((err = session_kernel(kid, &started, req, body)) < 0)
+        return err;
+    uuid4(id);
+    /* one statement: two concurrent creates cannot both take the last place */
+    if ((err = ed_store_prepare(&q, req->srv->store,
+                                "INSERT INTO jupyter_sessions(id, user_id, kernel_id, path, name, type, created_at) "
+                                "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE (SELECT count(*) FROM jupyter_sessions "
+                                "WHERE user_id = ?2) < ?8")) == 0) {
+        sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(q, 2, req->auth.user_id);
+        sqlite3_bind_text(q, 3, kid, -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 4, path, -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 5, name ? name : "", -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 6, type ? type : "notebook", -1, SQLITE_STATIC);
+        sqlite3_bind_int64(q, 7, ed_now_ms());
+        sqlite3_bind_int64(q, 8, req->srv->cfg.jupyter_sessions_per_user);
+        rc = sqlite3_step(q);
+        if (rc != SQLITE_DONE)
+            err = ed_store_error(ed_store_db(req->srv->store), rc, "session");
+        else if (sqlite3_changes(ed_store_db(req->srv->store)) != 1)
+            err = session_limit_error(req);
+        sqlite3_finalize(q);
     }
-    uuid4(s->id);
-    s->user_id = req->auth.user_id;
-    snprintf(s->kernel_id, sizeof(s->kernel_id), "%s", kid);
-    view_of(&v, req, s);
-    pthread_mutex_lock(&sess_lock);
-    s->next = sessions;
-    sessions = s;
-    pthread_mutex_unlock(&sess_lock);
+    if (err < 0) {
+        if (started) {   /* the kernel was only for this session */
+            char msg[512];
+            snprintf(msg, sizeof(msg), "%s", ed_error_last());
+            kh_kernel_shutdown(req->srv, req->auth.user_id, kid, NULL);
+            err = ed_error_set(err, "%s", msg);
+        }
+        return err;
+    }
+    if ((err = session_find(&v, req, id)) < 0)
+        return err;
     gw_response_header(res, "Location", ed_arena_printf(req->arena, "/api/sessions/%s", v.id));
     return respond(res, 201, session_model(req, &v));
 }
@@ -906,9 +961,10 @@ int jup__update_session(gw_request *req, gw_response *res)
     json_t *body;
     const char *path, *name, *type;
     char kid[KH_ID_LEN] = "", old_kid[KH_ID_LEN] = "";
+    bool started = false;
     sess_view v;
-    bool found = false;
-    int err;
+    sqlite3_stmt *q;
+    int rc, err;
 
     if ((err = gw_request_json(&body, req)) < 0)
         return err;
@@ -917,59 +973,58 @@ int jup__update_session(gw_request *req, gw_response *res)
         return err;
     if ((err = session_find(&v, req, req->params[0])) < 0)
         return err;
-    if (json_object_get(body, "kernel") != NULL && (err = session_kernel(kid, req, body)) < 0)
+    if (json_object_get(body, "kernel") != NULL && (err = session_kernel(kid, &started, req, body)) < 0)
         return err;
-    pthread_mutex_lock(&sess_lock);
-    for (jsession *s = sessions; s; s = s->next) {
-        char *np = NULL, *nn = NULL, *nt = NULL;
-        if (s->user_id != req->auth.user_id || strcmp(s->id, req->params[0]) != 0)
-            continue;
-        if ((path && (np = strdup(path)) == NULL) || (name && (nn = strdup(name)) == NULL) ||
-            (type && (nt = strdup(type)) == NULL)) {
-            free(np);
-            free(nn);
-            free(nt);
-            pthread_mutex_unlock(&sess_lock);
-            return ed_error_set(ED_ENOMEM, "session");
-        }
-        if (np) { free(s->path); s->path = np; }
-        if (nn) { free(s->name); s->name = nn; }
-        if (nt) { free(s->type); s->type = nt; }
-        if (kid[0] && strcmp(kid, s->kernel_id) != 0) {
-            snprintf(old_kid, sizeof(old_kid), "%s", s->kernel_id);
-            snprintf(s->kernel_id, sizeof(s->kernel_id), "%s", kid);
-        }
-        view_of(&v, req, s);
-        found = true;
-        break;
-    }
-    pthread_mutex_unlock(&sess_lock);
-    if (!found)
-        return ed_error_set(ED_ENOTFOUND, "no session %s", req->params[0]);
+    if (kid[0] && strcmp(kid, v.kernel_id) != 0)
+        snprintf(old_kid, sizeof(old_kid), "%s", v.kernel_id);
+    if ((err = ed_store_prepare(&q, req->srv->store,
+                                "UPDATE jupyter_sessions SET path = coalesce(?3, path), name = coalesce(?4, name), "
+                                "type = coalesce(?5, type), kernel_id = coalesce(?6, kernel_id) "
+                                "WHERE id = ?1 AND user_id = ?2")) < 0)
+        return err;
+    sqlite3_bind_text(q, 1, req->params[0], -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, req->auth.user_id);
+    if (path)
+        sqlite3_bind_text(q, 3, path, -1, SQLITE_STATIC);
+    if (name)
+        sqlite3_bind_text(q, 4, name, -1, SQLITE_STATIC);
+    if (type)
+        sqlite3_bind_text(q, 5, type, -1, SQLITE_STATIC);
+    if (kid[0])
+        sqlite3_bind_text(q, 6, kid, -1, SQLITE_STATIC);
+    rc = sqlite3_step(q);
+    err = rc == SQLITE_DONE ? 0 : ed_store_error(ed_store_db(req->srv->store), rc, "session");
+    sqlite3_finalize(q);
+    if (err < 0)
+        return err;
     /* A kernel replaced by a new one started by name is shut down, as Jupyter does. */
-    if (old_kid[0] && json_object_get(json_object_get(body, "kernel"), "id") == NULL)
+    if (old_kid[0] && started)
         if (kh_kernel_shutdown(req->srv, req->auth.user_id, old_kid, NULL) < 0)
             ed_error_clear();
+    if ((err = session_find(&v, req, req->params[0])) < 0)
+        return err;
     return respond(res, 200, session_model(req, &v));
 }
 
 int jup__delete_session(gw_request *req, gw_response *res)
 {
-    jsession *gone = NULL;
-    int err;
+    sess_view v;
+    sqlite3_stmt *q;
+    int rc, err;
 
-    pthread_mutex_lock(&sess_lock);
-    for (jsession **pp = &sessions; *pp; pp = &(*pp)->next)
-        if ((*pp)->user_id == req->auth.user_id && strcmp((*pp)->id, req->params[0]) == 0) {
-            gone = *pp;
-            *pp = gone->next;
-            break;
-        }
-    pthread_mutex_unlock(&sess_lock);
-    if (gone == NULL)
-        return ed_error_set(ED_ENOTFOUND, "no session %s", req->params[0]);
-    err = kh_kernel_shutdown(req->srv, req->auth.user_id, gone->kernel_id, NULL);
-    jsession_free(gone);
+    if ((err = session_find(&v, req, req->params[0])) < 0)
+        return err;
+    if ((err = ed_store_prepare(&q, req->srv->store,
+                                "DELETE FROM jupyter_sessions WHERE id = ?1 AND user_id = ?2")) < 0)
+        return err;
+    sqlite3_bind_text(q, 1, v.id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, req->auth.user_id);
+    rc = sqlite3_step(q);
+    err = rc == SQLITE_DONE ? 0 : ed_store_error(ed_store_db(req->srv->store), rc, "session");
+    sqlite3_finalize(q);
+    if (err < 0)
+        return err;
+    err = kh_kernel_shutdown(req->srv, req->auth.user_id, v.kernel_id, NULL);
     if (err < 0 && err != ED_ENOTFOUND)
         return err;
     ed_error_clear();

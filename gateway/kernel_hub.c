@@ -33,6 +33,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,12 @@
 
 #define RING      1024           /* recent messages kept in memory per kernel */
 #define RING_MSG_MAX (16 * 1024) /* larger messages are read back from the journal */
+#define RING_BYTES (1024 * 1024) /* bytes of messages kept in one kernel's ring */
 #define BATCH_MAX 256            /* frames journaled in one transaction */
+#define BATCH_BYTES (1024 * 1024) /* bytes of frames held for one transaction */
+#define FOLD_MAX  (8u << 20)     /* output bytes folded into the notebook per cell */
+#define RL_BUCKETS 30            /* slices of the output rate window */
+#define SWEEP_MS  60000          /* how often dead kernels' journals are swept (at most) */
 #define TICK_MS   250
 #define FOLD_WRITE_MS 1000       /* a folded notebook is written at most this often while a cell runs */
 #define MAX_PENDING 64
@@ -54,8 +60,19 @@ typedef struct fold {
     json_t  *outputs;            /* nbformat outputs so far */
     int      exec_count;         /* 0: none yet */
     int64_t  written_ns;
-    bool     dirty, done;
+    size_t   bytes;              /* of the messages folded since the last clear_output */
+    bool     dirty, done, capped;
 } fold;
+
+/* A kernel's output rate over the configured window, in RL_BUCKETS slices
+ * (Jupyter's iopub rate limits). The reader thread alone touches it. */
+typedef struct rate {
+    int64_t bucket;              /* number of the current slice (ms / slice) */
+    int64_t msgs[RL_BUCKETS], bytes[RL_BUCKETS], raw[RL_BUCKETS];
+    int64_t sum_msgs, sum_bytes, sum_raw;   /* admitted messages, their bytes; every frame's bytes */
+    bool    msgs_over, bytes_over;          /* dropping output until the rate falls */
+    char    noticed[64];                    /* the request last told that its output is dropped */
+} rate;
 
 typedef struct kh_k {
     struct kh_k *next;
@@ -74,6 +91,9 @@ typedef struct kh_k {
     int64_t  next_seq;           /* assigned (under jmu) */
     int64_t  ring_seq[RING];
     char    *ring[RING];
+    size_t   ring_len[RING], ring_bytes;
+    int64_t  journal_bytes;      /* journaled since the last prune (under jmu) */
+    rate     rl;                 /* the current reader's */
     int      nsubs, refs, readers;
     struct kh_sub *subs;
     fold    *folds;
@@ -105,6 +125,7 @@ struct kh_hub {
     int             npend;
     int             nthreads;    /* readers + culler running */
     bool            stopping;
+    int64_t         swept_ms;    /* last retention sweep (culler thread) */
 };
 
 typedef struct reader_arg {
@@ -225,6 +246,7 @@ static void persist_dead(kh_hub *h, const char *id, const char *reason, int64_t 
 }
 
 static int send_msg(kh_k *k, const json_t *msg);
+static int stop_job(kh_hub *h, int64_t user_id, int64_t job_id);
 
 /* ---- the journal ------------------------------------------------------------------ */
 
@@ -298,8 +320,9 @@ static json_t *nb_output(const char *type, const json_t *content)
     return NULL;
 }
 
-/* Apply one message to its fold (under mu). */
-static void fold_apply_locked(kh_k *k, const json_t *m)
+/* Apply one message (`len` bytes of JSON) to its fold (under mu). A cell's
+ * folded outputs stop at FOLD_MAX bytes with one note saying so. */
+static void fold_apply_locked(kh_k *k, const json_t *m, size_t len)
 {
     const char *parent = json_string_value(json_object_get(json_object_get(m, "parent_header"), "msg_id"));
     const char *type = kr_msg_type(m);
@@ -318,6 +341,8 @@ static void fold_apply_locked(kh_k *k, const json_t *m)
         f->dirty = true;
     } else if (strcmp(type, "clear_output") == 0) {
         json_array_clear(f->outputs);
+        f->bytes = 0;
+        f->capped = false;
         f->dirty = true;
     } else if (strcmp(type, "execute_reply") == 0) {
         if (json_is_integer(json_object_get(content, "execution_count")))
@@ -329,6 +354,20 @@ static void fold_apply_locked(kh_k *k, const json_t *m)
         json_t *last = n ? json_array_get(f->outputs, n - 1) : NULL;
         if (o == NULL)
             return;
+        if (f->capped) {
+            json_decref(o);
+            return;
+        }
+        if (f->bytes + len > FOLD_MAX) {
+            json_decref(o);
+            f->capped = f->dirty = true;
+            json_array_append_new(f->outputs,
+                                  json_pack("{s:s, s:s, s:s}", "output_type", "stream", "name", "stderr", "text",
+                                            "[eddy] this cell's outputs past 8 MiB are not saved in the notebook "
+                                            "(the kernel's journal has them while it keeps them).\n"));
+            return;
+        }
+        f->bytes += len;
         /* consecutive stream outputs of one name are one output in nbformat */
         if (last && strcmp(type, "stream") == 0 &&
             strcmp(json_string_value(json_object_get(last, "output_type")) ?: "", "stream") == 0 &&
@@ -462,13 +501,22 @@ static void journal_publish(kh_hub *h, kh_k *k, char **msgs, json_t **parsed, in
         int slot = (int)(seq % RING);
         const json_t *m = parsed[i];
         const char *type = kr_msg_type(m);
+        size_t len = strlen(msgs[i]);
 
+        if (err == 0)
+            k->journal_bytes += (int64_t)len;
         free(k->ring[slot]);
         k->ring[slot] = NULL;
-        if (strlen(msgs[i]) <= RING_MSG_MAX)
+        k->ring_bytes -= k->ring_len[slot];
+        k->ring_len[slot] = 0;
+        /* the ring holds at most RING_BYTES; the rest is read back from the journal */
+        if (len <= RING_MSG_MAX && k->ring_bytes + len <= RING_BYTES) {
             k->ring[slot] = msgs[i];
-        else
+            k->ring_len[slot] = len;
+            k->ring_bytes += len;
+        } else {
             free(msgs[i]);
+        }
         k->ring_seq[slot] = seq;
         msgs[i] = NULL;
         k->last_seq = seq;
@@ -479,20 +527,20 @@ static void journal_publish(kh_hub *h, kh_k *k, char **msgs, json_t **parsed, in
                 snprintf(k->state, sizeof(k->state), "%s", es);
         }
         if (k->folds)
-            fold_apply_locked(k, m);
+            fold_apply_locked(k, m, len);
     }
     wake_subs_locked(h, k);
     pthread_mutex_unlock(&h->mu);
 }
 
 /* A message from the hub itself (warnings) into the journal, as an iopub
- * stream on stderr. */
-static void journal_notice(kh_hub *h, kh_k *k, const char *text)
+ * stream on stderr, under the request `parent` (a header; NULL: none). */
+static void journal_notice(kh_hub *h, kh_k *k, const json_t *parent, const char *text)
 {
     json_t *m = NULL;
     char *s;
 
-    if (kr_msg_new(&m, "iopub", "stream", "eddy", NULL, json_pack("{s:s, s:s}", "name", "stderr", "text", text)) < 0)
+    if (kr_msg_new(&m, "iopub", "stream", "eddy", parent, json_pack("{s:s, s:s}", "name", "stderr", "text", text)) < 0)
         return;
     if ((s = json_dumps(m, JSON_COMPACT)) != NULL) {
         pthread_mutex_lock(&k->jmu);
@@ -545,6 +593,198 @@ static const char *reason_from_job(kh_hub *h, int64_t job_id, int64_t user_id)
     return "died";
 }
 
+/* Read exactly `len` bytes: 0, 1 at a clean end before the first byte, or
+ * ED_EIO (a read error, or the connection closed inside a frame). */
+static int read_exact(int fd, void *buf, size_t len)
+{
+    char *p = buf;
+    size_t got = 0;
+
+    while (got < len) {
+        ssize_t r = read(fd, p + got, len - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return ed_error_set(ED_EIO, "kernel socket: %s", strerror(errno));
+        if (r == 0)
+            return got == 0 ? 1 : ed_error_set(ED_EIO, "kernel socket closed inside a frame");
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+/* Move k's rate window to `now_ms`, forgetting the slices that left it. */
+static void rate_advance(rate *r, int64_t now_ms, int window_ms)
+{
+    int64_t slice = window_ms / RL_BUCKETS > 0 ? window_ms / RL_BUCKETS : 1;
+    int64_t b = now_ms / slice;
+
+    if (b - r->bucket >= RL_BUCKETS) {
+        memset(r->msgs, 0, sizeof(r->msgs));
+        memset(r->bytes, 0, sizeof(r->bytes));
+        memset(r->raw, 0, sizeof(r->raw));
+        r->sum_msgs = r->sum_bytes = r->sum_raw = 0;
+    } else {
+        for (int64_t i = r->bucket + 1; i <= b; i++) {
+            int s = (int)(i % RL_BUCKETS);
+            r->sum_msgs -= r->msgs[s];
+            r->sum_bytes -= r->bytes[s];
+            r->sum_raw -= r->raw[s];
+            r->msgs[s] = r->bytes[s] = r->raw[s] = 0;
+        }
+    }
+    if (b > r->bucket)
+        r->bucket = b;
+}
+
+/* Whether a message of `len` bytes goes out, Jupyter Server's way
+ * (iopub_msg_rate_limit, iopub_data_rate_limit, rate_limit_window): iopub
+ * output past either rate over the window is dropped until the rate falls
+ * below 80% of the limit; status, execute_input and comm_open always pass,
+ * as does every other channel. One difference: a message is let through
+ * while the window's bytes before it are under the limit, so one large
+ * image after some text still shows. When dropping starts, `notice` gets
+ * the text telling the user (else ""). */
+static bool rate_admit(kh_hub *h, kh_k *k, const json_t *m, size_t len, char *notice, size_t nn)
+{
+    const gw_config *c = &h->srv->cfg;
+    const char *type = kr_msg_type(m);
+    const char *parent = json_string_value(json_object_get(json_object_get(m, "parent_header"), "msg_id"));
+    rate *r = &k->rl;
+    int w = c->kernel_output_window_ms > 0 ? c->kernel_output_window_ms : 3000;
+    int64_t msg_allow = (int64_t)c->kernel_output_msgs_per_s * w / 1000;
+    int64_t byte_allow = c->kernel_output_bytes_per_s * w / 1000;
+    bool was = r->msgs_over || r->bytes_over;
+    int slot;
+
+    notice[0] = '\0';
+    if (strcmp(kr_msg_channel(m), "iopub") != 0 || strcmp(type, "status") == 0 ||
+        strcmp(type, "execute_input") == 0 || strcmp(type, "comm_open") == 0)
+        return true;
+    rate_advance(r, ed_now_ms(), w);
+    if (c->kernel_output_msgs_per_s > 0 && r->sum_msgs + 1 > msg_allow)
+        r->msgs_over = true;
+    else if (r->msgs_over && (r->sum_msgs + 1) * 10 < msg_allow * 8)
+        r->msgs_over = false;
+    if (c->kernel_output_bytes_per_s > 0 && r->sum_bytes > byte_allow)
+        r->bytes_over = true;
+    else if (r->bytes_over && r->sum_bytes * 10 < byte_allow * 8)
+        r->bytes_over = false;
+    if (r->msgs_over || r->bytes_over) {
+        /* say so once when dropping starts, and once more for each new request */
+        if (!was || strcmp(r->noticed, parent ? parent : "") != 0) {
+            snprintf(r->noticed, sizeof(r->noticed), "%s", parent ? parent : "");
+            if (r->bytes_over)
+                snprintf(notice, nn,
+                         "[eddy] output dropped: this kernel sent more than %lld bytes of output a second (over "
+                         "%d s), so its output is dropped until the rate falls. The server's operator can raise "
+                         "the limit: kernel_output_bytes_per_s in the gateway config "
+                         "(EDDY_KERNEL_OUTPUT_BYTES_PER_S).\n",
+                         (long long)c->kernel_output_bytes_per_s, (w + 999) / 1000);
+            else
+                snprintf(notice, nn,
+                         "[eddy] output dropped: this kernel sent more than %d output messages a second (over %d "
+                         "s), so its output is dropped until the rate falls. The server's operator can raise the "
+                         "limit: kernel_output_msgs_per_s in the gateway config (EDDY_KERNEL_OUTPUT_MSGS_PER_S).\n",
+                         c->kernel_output_msgs_per_s, (w + 999) / 1000);
+        }
+        return false;
+    }
+    slot = (int)(r->bucket % RL_BUCKETS);
+    r->msgs[slot]++;
+    r->bytes[slot] += (int64_t)len;
+    r->sum_msgs++;
+    r->sum_bytes += (int64_t)len;
+    return true;
+}
+
+/* The kernel broke the protocol (or flooded the gateway): tell the user,
+ * stop its process with reason protocol_error. The caller then closes the
+ * socket. */
+static void protocol_error(kh_hub *h, kh_k *k, int64_t job_id, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void protocol_error(kh_hub *h, kh_k *k, int64_t job_id, const char *fmt, ...)
+{
+    char why[256], text[400];
+    va_list ap;
+    bool mine;
+    int64_t user;
+
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&h->mu);
+    mine = k->job_id == job_id && alive(k) && !h->stopping;
+    if (mine && k->stop_reason[0] == '\0')
+        snprintf(k->stop_reason, sizeof(k->stop_reason), "protocol_error");
+    if (mine)
+        k->stopping = true;
+    user = k->user_id;
+    pthread_mutex_unlock(&h->mu);
+    ed_log_warn("kernel.protocol", "kernel %s (job %lld): %s; stopping it", k->id, (long long)job_id, why);
+    if (!mine)
+        return;
+    snprintf(text, sizeof(text), "[eddy] this kernel was stopped (protocol_error): %s.\n", why);
+    journal_notice(h, k, NULL, text);
+    if (stop_job(h, user, job_id) < 0)
+        ed_log_error("kernel.stop", "kernel %s: %s", k->id, ed_error_last());
+}
+
+/* Prune the oldest part of k's journal once it passes the configured cap,
+ * down to three quarters of it: the newest output always stays.
+ * Called by the reader with jmu held. */
+static void journal_prune(kh_hub *h, kh_k *k)
+{
+    int64_t cap = h->srv->cfg.kernel_journal_max_bytes, want, freed = 0, cut = 0, total = 0;
+    sqlite3_stmt *q;
+    int rc;
+
+    if (cap <= 0 || k->journal_bytes <= cap)
+        return;
+    if (ed_store_prepare(&q, h->srv->store,
+                         "SELECT seq, length(msg) FROM kernel_journal WHERE kernel_id = ?1 ORDER BY seq") < 0)
+        goto fail;
+    sqlite3_bind_text(q, 1, k->id, -1, SQLITE_STATIC);
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+        total += sqlite3_column_int64(q, 1);
+    sqlite3_reset(q);
+    want = total - cap / 4 * 3;
+    while (freed < want && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        cut = sqlite3_column_int64(q, 0);
+        freed += sqlite3_column_int64(q, 1);
+    }
+    sqlite3_finalize(q);
+    if (cut > 0 && db_exec(h, "DELETE FROM kernel_journal WHERE kernel_id = ?1 AND seq <= ?4", k->id, NULL, NULL,
+                           cut, 0) < 0)
+        goto fail;
+    k->journal_bytes = total - freed;
+    if (cut > 0)
+        ed_log_info("kernel.journal", "kernel %s: pruned %lld bytes of its oldest output (seq <= %lld)", k->id,
+                    (long long)freed, (long long)cut);
+    return;
+fail:
+    ed_log_error("kernel.journal", "kernel %s: cannot prune its journal: %s", k->id, ed_error_last());
+    k->journal_bytes = 0;   /* try again after another cap's worth */
+}
+
+/* Journal and publish the burst held in msgs/parsed, then prune. */
+static void burst_flush(kh_hub *h, kh_k *k, char **msgs, json_t **parsed, int *n, size_t *nbytes)
+{
+    if (*n == 0)
+        return;
+    pthread_mutex_lock(&k->jmu);
+    journal_publish(h, k, msgs, parsed, *n);
+    journal_prune(h, k);
+    pthread_mutex_unlock(&k->jmu);
+    for (int i = 0; i < *n; i++)
+        json_decref(parsed[i]);
+    *n = 0;
+    *nbytes = 0;
+}
+
+/* One reader per kernel process. It holds at most BATCH_BYTES of small
+ * frames, or one frame of up to KR_OUT_FRAME_MAX bytes, and no lock while it
+ * reads; a burst is journaled in one short transaction. */
 static void *reader_main(void *p)
 {
     reader_arg a = *(reader_arg *)p;
@@ -553,9 +793,17 @@ static void *reader_main(void *p)
     char *msgs[BATCH_MAX];
     json_t *parsed[BATCH_MAX];
     int n = 0, err = 0;
+    size_t nbytes = 0;
     bool mine, died = false;
+    const gw_config *cfg = &h->srv->cfg;
+    int window = cfg->kernel_output_window_ms > 0 ? cfg->kernel_output_window_ms : 3000;
+    /* never below twice what eddy-kernel itself may send (KR_OUT_RATE_MAX) */
+    int64_t flood_rate = cfg->kernel_flood_bytes_per_s > 2 * (int64_t)KR_OUT_RATE_MAX ? cfg->kernel_flood_bytes_per_s
+                                                                                     : 2 * (int64_t)KR_OUT_RATE_MAX;
+    int64_t flood = cfg->kernel_flood_bytes_per_s > 0 ? flood_rate * window / 1000 : 0;
 
     free(p);
+    memset(&k->rl, 0, sizeof(k->rl));
     /* ask for kernel_info: the kernel goes busy then idle once Python is
      * ready, which is when the hub reports it idle */
     json_t *info = NULL;
@@ -563,48 +811,69 @@ static void *reader_main(void *p)
         send_msg(k, info);
     json_decref(info);
     for (;;) {
-        char *buf = NULL;
-        size_t len = 0;
+        unsigned char hdr[KR_FRAME_HDR];
+        char *buf = NULL, notice[512];
+        uint32_t len;
         json_t *m = NULL;
         struct pollfd pfd = {a.fd, POLLIN, 0};
 
-        if (n > 0 && poll(&pfd, 1, 0) <= 0) {
-            /* nothing more is waiting: journal and publish the burst */
-            pthread_mutex_lock(&k->jmu);
-            journal_publish(h, k, msgs, parsed, n);
-            pthread_mutex_unlock(&k->jmu);
-            for (int i = 0; i < n; i++)
-                json_decref(parsed[i]);
-            n = 0;
+        if (n > 0 && (nbytes >= BATCH_BYTES || poll(&pfd, 1, 0) <= 0)) {
+            /* nothing more is waiting (or enough is held): journal and publish the burst */
+            burst_flush(h, k, msgs, parsed, &n, &nbytes);
             folds_flush(h, k);
             continue;
         }
-        if ((err = kr_frame_read(&buf, &len, a.fd, KR_FRAME_MAX)) < 0)
+        if ((err = read_exact(a.fd, hdr, sizeof(hdr))) != 0)
             break;
-        if (ed_json_parse_object(&m, buf, len) < 0 || !json_is_object(json_object_get(m, "header"))) {
-            ed_log_warn("kernel.frame", "kernel %s sent a frame that is not a message; dropped", k->id);
+        len = kr_frame_length(hdr);
+        if (len > KR_OUT_FRAME_MAX) {
+            protocol_error(h, k, a.job_id, "it sent a frame of %u bytes, over the limit of %u", len,
+                           KR_OUT_FRAME_MAX);
+            break;
+        }
+        rate_advance(&k->rl, ed_now_ms(), window);
+        k->rl.raw[k->rl.bucket % RL_BUCKETS] += (int64_t)len + KR_FRAME_HDR;
+        k->rl.sum_raw += (int64_t)len + KR_FRAME_HDR;
+        if (flood > 0 && k->rl.sum_raw > flood) {
+            protocol_error(h, k, a.job_id, "it sent more than %lld MiB within %d s (the limit is %lld MiB/s)",
+                           (long long)(flood >> 20), (window + 999) / 1000, (long long)(flood_rate >> 20));
+            break;
+        }
+        if (n > 0 && nbytes + len > BATCH_BYTES)
+            burst_flush(h, k, msgs, parsed, &n, &nbytes);   /* a large frame is journaled alone */
+        if ((buf = malloc((size_t)len + 1)) == NULL) {
+            ed_log_error("kernel.frame", "kernel %s: no memory for a frame of %u bytes", k->id, len);
+            break;
+        }
+        if ((err = read_exact(a.fd, buf, len)) != 0) {
+            free(buf);
+            break;
+        }
+        buf[len] = '\0';
+        if (ed_json_parse_object(&m, buf, len) < 0 || !json_is_object(json_object_get(m, "header")) ||
+            !json_is_string(json_object_get(json_object_get(m, "header"), "msg_type"))) {
+            json_decref(m);
+            free(buf);
+            protocol_error(h, k, a.job_id, "it sent a frame that is not a Jupyter message");
+            break;
+        }
+        if (!rate_admit(h, k, m, len, notice, sizeof(notice))) {
+            if (notice[0]) {
+                burst_flush(h, k, msgs, parsed, &n, &nbytes);   /* the notice after what came before */
+                journal_notice(h, k, json_object_get(m, "parent_header"), notice);
+                ed_log_info("kernel.output", "kernel %s: over its output rate; dropping output", k->id);
+            }
             json_decref(m);
             free(buf);
             continue;
         }
         msgs[n] = buf;
         parsed[n] = m;
-        if (++n == BATCH_MAX) {
-            pthread_mutex_lock(&k->jmu);
-            journal_publish(h, k, msgs, parsed, n);
-            pthread_mutex_unlock(&k->jmu);
-            for (int i = 0; i < n; i++)
-                json_decref(parsed[i]);
-            n = 0;
-        }
+        nbytes += len;
+        if (++n == BATCH_MAX)
+            burst_flush(h, k, msgs, parsed, &n, &nbytes);
     }
-    if (n > 0) {
-        pthread_mutex_lock(&k->jmu);
-        journal_publish(h, k, msgs, parsed, n);
-        pthread_mutex_unlock(&k->jmu);
-        for (int i = 0; i < n; i++)
-            json_decref(parsed[i]);
-    }
+    burst_flush(h, k, msgs, parsed, &n, &nbytes);
     folds_flush(h, k);
     /* the process ended (or the hub is stopping): close our end */
     pthread_mutex_lock(&k->wmu);
@@ -728,6 +997,37 @@ static int stop_job(kh_hub *h, int64_t user_id, int64_t job_id)
     return err == ED_ECONFLICT ? 0 : err;
 }
 
+/* Delete the journals (and Jupyter sessions) of kernels dead for longer
+ * than kernel_journal_retention_ms, a few kernels per call (culler thread,
+ * no lock held). The kernels' rows stay: GET still says how they ended. */
+static void retention_sweep(kh_hub *h)
+{
+    int64_t keep = h->srv->cfg.kernel_journal_retention_ms;
+    char ids[16][KH_ID_LEN];
+    int n = 0, rc;
+    sqlite3_stmt *q;
+
+    if (keep <= 0 || ed_store_prepare(&q, h->srv->store,
+                                      "SELECT id FROM kernels WHERE status = 'dead' AND ended_at < ?1 AND "
+                                      "(EXISTS (SELECT 1 FROM kernel_journal j WHERE j.kernel_id = kernels.id) OR "
+                                      "EXISTS (SELECT 1 FROM jupyter_sessions s WHERE s.kernel_id = kernels.id)) "
+                                      "LIMIT 16") < 0)
+        return;
+    sqlite3_bind_int64(q, 1, ed_now_ms() - keep);
+    while (n < 16 && (rc = sqlite3_step(q)) == SQLITE_ROW)
+        snprintf(ids[n++], KH_ID_LEN, "%s", (const char *)sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    for (int i = 0; i < n; i++) {
+        if (db_exec(h, "DELETE FROM kernel_journal WHERE kernel_id = ?1", ids[i], NULL, NULL, 0, 0) < 0 ||
+            db_exec(h, "DELETE FROM jupyter_sessions WHERE kernel_id = ?1", ids[i], NULL, NULL, 0, 0) < 0) {
+            ed_log_error("kernel.retention", "kernel %s: %s", ids[i], ed_error_last());
+            break;
+        }
+        ed_log_info("kernel.retention", "kernel %s: dead for over %lld ms; its journal was deleted", ids[i],
+                    (long long)keep);
+    }
+}
+
 static void *culler_main(void *p)
 {
     kh_hub *h = p;
@@ -786,7 +1086,7 @@ static void *culler_main(void *p)
                     k->refs++;
                 pthread_mutex_unlock(&h->mu);
                 if (k) {
-                    journal_notice(h, k, a->text);
+                    journal_notice(h, k, NULL, a->text);
                     pthread_mutex_lock(&h->mu);
                     unref_locked(h, k);
                     pthread_mutex_unlock(&h->mu);
@@ -815,6 +1115,12 @@ static void *culler_main(void *p)
                         persist_dead(h, a->id, why, at);
                 }
             }
+        }
+        int64_t keep = h->srv->cfg.kernel_journal_retention_ms;
+        int64_t every = keep / 4 < SWEEP_MS ? (keep / 4 > TICK_MS ? keep / 4 : TICK_MS) : SWEEP_MS;
+        if (keep > 0 && now - h->swept_ms >= every) {
+            h->swept_ms = now;
+            retention_sweep(h);
         }
         pthread_mutex_lock(&h->mu);
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -1476,8 +1782,15 @@ int kh_kernel_shutdown(gw_server *srv, int64_t user_id, const char *id, const ch
     char why[32];
     int err = 0;
 
-    if ((k = take(h, user_id, id, &err)) == NULL)
-        return err == ED_ECONFLICT ? 0 : err;   /* already dead */
+    if ((k = take(h, user_id, id, &err)) == NULL) {
+        if (err != ED_ECONFLICT)
+            return err;
+        /* already dead (and the caller's): its sessions go all the same */
+        if (db_exec(h, "DELETE FROM jupyter_sessions WHERE kernel_id = ?1", id, NULL, NULL, 0, 0) < 0)
+            ed_log_error("kernel.sessions", "kernel %s: %s", id, ed_error_last());
+        ed_error_clear();
+        return 0;
+    }
     pthread_mutex_lock(&h->mu);
     if (alive(k) && k->stop_reason[0] == '\0')
         snprintf(k->stop_reason, sizeof(k->stop_reason), "%s", reason ? reason : "shutdown");
@@ -1487,6 +1800,9 @@ int kh_kernel_shutdown(gw_server *srv, int64_t user_id, const char *id, const ch
     pthread_mutex_unlock(&h->mu);
     if (job > 0)
         err = stop_job(h, user_id, job);
+    /* a kernel shut down takes its Jupyter sessions with it */
+    if (db_exec(h, "DELETE FROM jupyter_sessions WHERE kernel_id = ?1", id, NULL, NULL, 0, 0) < 0)
+        ed_log_error("kernel.sessions", "kernel %s: %s", id, ed_error_last());
     if (queued_only) {
         /* no process to wait for */
         pthread_mutex_lock(&h->mu);

@@ -8,7 +8,9 @@
  * socketpair. The hub owns that socket: one reader thread per running kernel
  * reads every frame the kernel emits, appends it with a sequence number to the
  * output journal (table kernel_journal, migration 0006) and only then makes
- * it visible to subscribers. Subscribers pull from a cursor, so a slow client
+ * it visible to subscribers. What arrives there is untrusted (user code can
+ * write to the socket): frames are capped (KR_OUT_FRAME_MAX), output is
+ * rate-limited, the journal capped and expired (KERNELS.md "Limits"). Subscribers pull from a cursor, so a slow client
  * never blocks the kernel nor loses a message (what is not in memory is read
  * back from the journal).
  *
@@ -55,7 +57,8 @@ typedef struct kh_kernel {
     char    resource[32];
     char    status[16];           /* queued | starting | idle | busy | dead */
     char    stop_reason[32];      /* "" while alive; else shutdown | idle_timeout | max_session |
-                                   * died | server_restart | out_of_funds | start_failed | ... */
+                                   * died | server_restart | out_of_funds | start_failed |
+                                   * protocol_error (it broke the framing or flooded) | ... */
     int     queue_position;       /* queued: 1-based; else 0 */
     int64_t eta_ms;               /* queued: estimated wait, -1 never; else 0 */
     int64_t created_at, started_at, last_activity_at, ended_at;
@@ -96,7 +99,8 @@ int kh_kernel_interrupt(gw_server *srv, int64_t user_id, const char *id);
 /* Restart: a new process under the same id (a fresh namespace); the journal
  * continues. ED_ENOTFOUND; ED_ECONFLICT when dead. `out` may be NULL. */
 int kh_kernel_restart(kh_kernel *out, gw_server *srv, int64_t user_id, const char *id);
-/* Shut down (reason "shutdown" when `reason` is NULL). A dead kernel: 0. */
+/* Shut down (reason "shutdown" when `reason` is NULL). A dead kernel: 0.
+ * Either way the kernel's Jupyter sessions (table jupyter_sessions) go. */
 int kh_kernel_shutdown(gw_server *srv, int64_t user_id, const char *id, const char *reason);
 
 /* ---- messages to the kernel ---------------------------------------------------- */

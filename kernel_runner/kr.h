@@ -30,6 +30,18 @@
 #define KR_PROTOCOL_VERSION "5.3"
 #define KR_FRAME_MAX        (64u * 1024u * 1024u)  /* bytes of JSON in one frame */
 #define KR_FRAME_HDR        4                      /* bytes of length prefix */
+/* The largest frame a kernel may send (kernel -> gateway): the gateway stops a
+ * kernel that announces more (stop reason protocol_error), and serve mode
+ * never sends more (a larger stream is split, a larger display is replaced
+ * by a notice). 8 MiB holds a ~6 MiB PNG once base64'd with its envelope. */
+#define KR_OUT_FRAME_MAX    (8u * 1024u * 1024u)
+/* Serve mode never sends faster than this many bytes a second (beyond a
+ * one-second burst): its writes wait instead. The gateway stops a kernel
+ * sending more than twice as fast (it is then not eddy-kernel speaking). */
+#define KR_OUT_RATE_MAX     (32u * 1024u * 1024u)
+/* Serve mode moves its socket to the lowest free descriptor at or above this
+ * (close-on-exec), out of the way of code that assumes small numbers. */
+#define KR_SOCKET_FD_MIN    900
 
 /* ---- frames ----------------------------------------------------------------- */
 

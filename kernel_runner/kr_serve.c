@@ -10,6 +10,13 @@
  * blocked so SIGINT always lands on the main thread, where Python turns it
  * into KeyboardInterrupt; the reader interrupts by pthread_kill(SIGINT) of
  * the main thread.
+ *
+ * Output limits: stream text is coalesced (at most one stream message per
+ * STREAM_GAP_MS per run of text, as ipykernel's flush interval does; a
+ * flusher thread sends what waits), cut into pieces of at most
+ * STREAM_CHUNK bytes, and no frame over KR_OUT_FRAME_MAX leaves (the gateway
+ * stops a kernel that sends one): a larger display becomes a notice on
+ * stderr, a larger reply an error reply.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -36,12 +43,24 @@ typedef struct qitem {
     struct qitem *next;
 } qitem;
 
+#define STREAM_GAP_MS 50               /* at most one stream message per this, per run of text */
+#define STREAM_CHUNK  (1024 * 1024)    /* text bytes per stream message: JSON-escaped, still < KR_OUT_FRAME_MAX */
+
 typedef struct kr_serve {
     int fd;
     pid_t pid;                    /* the kernel's; forked children do not send */
     pthread_t main_thread;        /* where Python runs and SIGINT must land */
     char session[33];
-    pthread_mutex_t wlock;        /* one frame at a time on fd */
+    pthread_mutex_t wlock;        /* one frame at a time on fd; the stream text below */
+    pthread_cond_t scond;         /* stream text waits (for the flusher) */
+    char *sbuf;                   /* stream text not sent yet */
+    size_t slen, scap;
+    char sname[8];                /* its stream: stdout | stderr */
+    json_t *sparent;              /* its parent header */
+    int64_t last_stream_ns;       /* when the last stream message left */
+    double out_tokens;            /* bytes that may leave now (KR_OUT_RATE_MAX bucket) */
+    int64_t out_ns;               /* when out_tokens was last filled */
+    int flusher_stop;
     pthread_mutex_t lock;         /* everything below */
     pthread_cond_t cond;
     qitem *head, *tail;           /* requests for the main thread */
@@ -55,19 +74,197 @@ typedef struct kr_serve {
     int shutdown;
 } kr_serve;
 
-static int send_msg(kr_serve *k, const char *channel, const char *type, const json_t *parent,
-                    json_t *content)
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Frame one message (under wlock). Over KR_OUT_FRAME_MAX it is replaced:
+ * iopub output by a stderr notice, anything else by the same msg_type with
+ * an error content, so no client waits for a reply that never comes. */
+static int frame_locked(kr_serve *k, const char *channel, const char *type, const json_t *parent,
+                        json_t *content)
 {
     json_t *m;
+    char *s;
+    size_t len;
     int err;
 
     if ((err = kr_msg_new(&m, channel, type, k->session, parent, content)) < 0)
         return err;
-    pthread_mutex_lock(&k->wlock);
-    err = kr_msg_send(k->fd, m);
-    pthread_mutex_unlock(&k->wlock);
+    s = json_dumps(m, JSON_COMPACT);
     json_decref(m);
+    if (s == NULL)
+        return ed_error_set(ED_ENOMEM, "serialising message %s", type);
+    len = strlen(s);
+    if (len > KR_OUT_FRAME_MAX) {
+        char text[300];
+        free(s);
+        fprintf(stderr, "eddy-kernel: a %s message of %zu bytes is over the %u-byte limit; not sent\n", type, len,
+                KR_OUT_FRAME_MAX);
+        snprintf(text, sizeof(text),
+                 "[eddy-kernel] a %s message of %zu bytes is over the limit of %u MiB and was not sent.\n", type,
+                 len, KR_OUT_FRAME_MAX >> 20);
+        if (strcmp(channel, "iopub") == 0)
+            content = json_pack("{s:s, s:s}", "name", "stderr", "text", text), type = "stream";
+        else
+            content = json_pack("{s:s, s:s, s:s, s:[s]}", "status", "error", "ename", "OutputTooLarge", "evalue",
+                                text, "traceback", text);
+        if ((err = kr_msg_new(&m, channel, type, k->session, parent, content)) < 0)
+            return err;
+        s = json_dumps(m, JSON_COMPACT);
+        json_decref(m);
+        if (s == NULL)
+            return ed_error_set(ED_ENOMEM, "serialising message %s", type);
+        len = strlen(s);
+    }
+    /* at most KR_OUT_RATE_MAX bytes a second beyond a one-second burst:
+     * a cell that prints without end waits here, as on a slow terminal */
+    int64_t now = mono_ns();
+    k->out_tokens += (double)(now - k->out_ns) * KR_OUT_RATE_MAX / 1e9;
+    if (k->out_tokens > KR_OUT_RATE_MAX)
+        k->out_tokens = KR_OUT_RATE_MAX;
+    k->out_ns = now;
+    if (k->out_tokens < 0) {
+        double wait = -k->out_tokens / KR_OUT_RATE_MAX;
+        struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+    k->out_tokens -= (double)(len + KR_FRAME_HDR);
+    err = kr_frame_write(k->fd, s, len);
+    free(s);
     return err;
+}
+
+/* Send the waiting stream text (under wlock), in pieces of at most
+ * STREAM_CHUNK bytes cut between UTF-8 characters. */
+static int stream_flush_locked(kr_serve *k)
+{
+    size_t off = 0;
+    int err = 0;
+
+    while (off < k->slen && err == 0) {
+        size_t n = k->slen - off;
+        if (n > STREAM_CHUNK) {
+            n = STREAM_CHUNK;
+            while (n > 1 && ((unsigned char)k->sbuf[off + n] & 0xC0) == 0x80)
+                n--;   /* not inside a character */
+        }
+        json_t *text = json_stringn(k->sbuf + off, n);
+        err = text ? frame_locked(k, "iopub", "stream", k->sparent,
+                                  json_pack("{s:s, s:o}", "name", k->sname, "text", text))
+                   : ed_error_set(ED_EINVAL, "stream text is not UTF-8");
+        off += n;
+    }
+    k->slen = 0;
+    json_decref(k->sparent);
+    k->sparent = NULL;
+    k->last_stream_ns = mono_ns();
+    if (k->scap > 4 * STREAM_CHUNK) {   /* do not keep a huge buffer */
+        free(k->sbuf);
+        k->sbuf = NULL;
+        k->scap = 0;
+    }
+    return err;
+}
+
+static int same_parent(const json_t *a, const json_t *b)
+{
+    const char *x = json_string_value(json_object_get(a, "msg_id"));
+    const char *y = json_string_value(json_object_get(b, "msg_id"));
+    return (x == NULL && y == NULL) || (x && y && strcmp(x, y) == 0);
+}
+
+/* Stream text joins what waits, or goes at once when nothing went out for
+ * STREAM_GAP_MS. `content` is taken. */
+static int stream_add(kr_serve *k, const json_t *parent, json_t *content)
+{
+    const char *name = json_string_value(json_object_get(content, "name"));
+    const json_t *t = json_object_get(content, "text");
+    size_t n = json_string_length(t);
+    int err = 0;
+
+    if (name == NULL || strlen(name) >= sizeof(k->sname) || !json_is_string(t)) {
+        err = ed_error_set(ED_EINVAL, "a stream needs a name (stdout, stderr) and a text");
+        json_decref(content);
+        return err;
+    }
+    pthread_mutex_lock(&k->wlock);
+    if (k->slen > 0 && (strcmp(k->sname, name) != 0 || !same_parent(k->sparent, parent)))
+        err = stream_flush_locked(k);
+    if (k->slen + n > k->scap) {
+        size_t cap = k->scap ? k->scap : 4096;
+        while (cap < k->slen + n)
+            cap *= 2;
+        char *nb = realloc(k->sbuf, cap);
+        if (nb == NULL) {
+            pthread_mutex_unlock(&k->wlock);
+            json_decref(content);
+            return ed_error_set(ED_ENOMEM, "stream text");
+        }
+        k->sbuf = nb;
+        k->scap = cap;
+    }
+    if (k->slen == 0) {
+        snprintf(k->sname, sizeof(k->sname), "%s", name);
+        k->sparent = parent ? json_deep_copy(parent) : NULL;
+    }
+    memcpy(k->sbuf + k->slen, json_string_value(t), n);
+    k->slen += n;
+    if (mono_ns() - k->last_stream_ns >= (int64_t)STREAM_GAP_MS * 1000000 || k->slen >= STREAM_CHUNK)
+        err = stream_flush_locked(k);
+    else
+        pthread_cond_signal(&k->scond);
+    pthread_mutex_unlock(&k->wlock);
+    json_decref(content);
+    return err;
+}
+
+static int send_msg(kr_serve *k, const char *channel, const char *type, const json_t *parent,
+                    json_t *content)
+{
+    int err = 0;
+
+    if (strcmp(channel, "iopub") == 0 && strcmp(type, "stream") == 0)
+        return stream_add(k, parent, content);
+    pthread_mutex_lock(&k->wlock);
+    if (k->slen > 0)
+        err = stream_flush_locked(k);   /* output keeps its order */
+    if (err == 0)
+        err = frame_locked(k, channel, type, parent, content);
+    else
+        json_decref(content);
+    pthread_mutex_unlock(&k->wlock);
+    return err;
+}
+
+/* Sends stream text that waited STREAM_GAP_MS. All signals blocked. */
+static void *flusher_main(void *arg)
+{
+    kr_serve *k = arg;
+
+    pthread_mutex_lock(&k->wlock);
+    while (!k->flusher_stop) {
+        if (k->slen == 0) {
+            pthread_cond_wait(&k->scond, &k->wlock);
+            continue;
+        }
+        int64_t wait = k->last_stream_ns + (int64_t)STREAM_GAP_MS * 1000000 - mono_ns();
+        if (wait <= 0) {
+            stream_flush_locked(k);
+            continue;
+        }
+        pthread_mutex_unlock(&k->wlock);
+        struct timespec ts = {0, (long)wait};
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&k->wlock);
+    }
+    if (k->slen > 0)
+        stream_flush_locked(k);
+    pthread_mutex_unlock(&k->wlock);
+    return NULL;
 }
 
 static void send_status(kr_serve *k, const char *state)
@@ -413,9 +610,9 @@ int kr__serve(int argc, char **argv)
     const char *addr = NULL, *token = NULL;
     char *token_copy = NULL;
     long fdn = -1;
-    pthread_t reader;
+    pthread_t reader, flusher;
     sigset_t all, old;
-    int rc = 0, have_reader = 0;
+    int rc = 0, have_reader = 0, have_flusher = 0;
     char *sargv[1] = {"eddy-kernel"};
 
     for (int i = 0; i < argc; i++) {
@@ -446,7 +643,6 @@ int kr__serve(int argc, char **argv)
             return 2;
         }
         k.fd = (int)fdn;
-        fcntl(k.fd, F_SETFD, FD_CLOEXEC);   /* cells' subprocesses must not hold it */
     } else {
         if (token == NULL)
             token = getenv("EDDY_KERNEL_TOKEN");
@@ -476,6 +672,19 @@ int kr__serve(int argc, char **argv)
             return 1;
         }
     }
+    /* Out of the way: a high descriptor, close-on-exec (cells' subprocesses
+     * must not hold it). User code runs in this process and can still find
+     * it in /proc/self/fd; the gateway treats whatever arrives on it as
+     * untrusted (frame limit, protocol checks, rate limits). */
+    {
+        int hi = fcntl(k.fd, F_DUPFD_CLOEXEC, KR_SOCKET_FD_MIN);
+        if (hi >= 0) {
+            close(k.fd);
+            k.fd = hi;
+        } else {
+            fcntl(k.fd, F_SETFD, FD_CLOEXEC);   /* a low descriptor limit: keep it where it is */
+        }
+    }
     signal(SIGPIPE, SIG_IGN);
     kr_msg_new_id(k.session);
     k.pid = getpid();
@@ -483,6 +692,7 @@ int kr__serve(int argc, char **argv)
     pthread_mutex_init(&k.wlock, NULL);
     pthread_mutex_init(&k.lock, NULL);
     pthread_cond_init(&k.cond, NULL);
+    pthread_cond_init(&k.scond, NULL);
 
     if (kr__py_init(KR__SERVE, 1, sargv, NULL, NULL) < 0 ||
         kr__py_start_kernel(&k.kernel, "serve", 0) < 0) {
@@ -501,8 +711,15 @@ int kr__serve(int argc, char **argv)
         rc = 1;
         goto done;
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     have_reader = 1;
+    if (pthread_create(&flusher, NULL, flusher_main, &k) != 0) {
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        fprintf(stderr, "eddy-kernel: cannot start the output thread\n");
+        rc = 1;
+        goto done;
+    }
+    have_flusher = 1;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 
     send_status(&k, "starting");
     while (!k.shutdown) {
@@ -517,6 +734,15 @@ int kr__serve(int argc, char **argv)
     }
 done:
     kr__py_set_io(NULL);
+    if (have_flusher) {
+        pthread_mutex_lock(&k.wlock);
+        k.flusher_stop = 1;   /* it sends what still waits, then ends */
+        pthread_cond_signal(&k.scond);
+        pthread_mutex_unlock(&k.wlock);
+        Py_BEGIN_ALLOW_THREADS
+        pthread_join(flusher, NULL);
+        Py_END_ALLOW_THREADS
+    }
     if (k.fd >= 0)
         shutdown(k.fd, SHUT_RDWR);   /* wakes the reader */
     if (have_reader) {
@@ -530,6 +756,8 @@ done:
         free(q);
     }
     json_decref(k.parent);
+    json_decref(k.sparent);
+    free(k.sbuf);
     free(k.input_value);
     Py_XDECREF(k.kernel);
     if (Py_IsInitialized())

@@ -264,6 +264,100 @@ int sbx_disk_tree_remove(const sbx_disk *d, const char *const *paths, size_t n, 
  * sbx_disk_probe / sbx_disk_tree_init attach them again. 0, ED_EIO. */
 int sbx_disk_detach(const char *dir);
 
+/* ---- disk quotas (sbx_disk.c) ---------------------------------------------
+ *
+ * A tree is one or more directories (a job's work and output, a project's
+ * workspace) that share one limit on the bytes written into them from inside
+ * a sandbox: a write past it fails with EDQUOT or ENOSPC. Mechanisms, probed
+ * at start in this order (README.md "Disk quotas"):
+ *   SBX_DISK_PRJQUOTA  the data directory's filesystem has project quotas on
+ *                      (ext4 -O quota,project mounted prjquota; XFS pquota)
+ *   SBX_DISK_VOLUME    DATA/volume.img: a sparse ext4 image with project
+ *                      quotas, loop-mounted at DATA/volume (made at start)
+ *   SBX_DISK_IMAGES    a sparse ext4 image per tree in DATA/images/ (kernels
+ *                      without quota formats, e.g. no CONFIG_QFMT_V2)
+ * Every function takes what it needs as arguments and keeps no state, so
+ * the privileged launcher can run each as a request; all need root except
+ * the probe's read-only part and sbx_disk_tree_usage on images.
+ *
+ *     sbx_disk d;
+ *     sbx_disk_probe(&d, "/srv/eddy", 0, SBX_DISK_SETUP);
+ *     if (d.mech == SBX_DISK_NONE) ... fail closed: d.detail says what is missing ...
+ *     const char *dirs[] = {"/srv/eddy/jobs/7/work", "/srv/eddy/jobs/7/output"};
+ *     sbx_disk_tree_init(&d, dirs, 2, SBX_DISK_PROJID_JOBS + 7, 1LL << 30);
+ *     ... the job runs; writes past 1 GiB fail with EDQUOT/ENOSPC ...
+ *     sbx_disk_path_clear(dirs[0]);                     // work goes at the end
+ *     sbx_disk_tree_remove(&d, dirs + 1, 1, SBX_DISK_PROJID_JOBS + 7);  // retention
+ */
+typedef enum {
+    SBX_DISK_NONE = 0,
+    SBX_DISK_PRJQUOTA,
+    SBX_DISK_VOLUME,
+    SBX_DISK_IMAGES
+} sbx_disk_mech;
+
+/* Project ids: jobs use SBX_DISK_PROJID_JOBS + (job id mod 2^30); ids below
+ * it are for project workspaces. 0 is never a tree. */
+#define SBX_DISK_PROJID_JOBS 0x40000000u
+
+#define SBX_DISK_SETUP        1u   /* probe: make and mount the loop volume if needed */
+#define SBX_DISK_NO_PRJQUOTA  2u   /* probe: skip the data directory's own quotas */
+#define SBX_DISK_NO_VOLUME    4u   /* probe: skip the loop volume (tests; volume_bytes < 0 too) */
+
+typedef struct sbx_disk {
+    sbx_disk_mech mech;
+    char data_dir[400];           /* absolute */
+    char detail[768];             /* what is used, or what was tried and why it failed */
+} sbx_disk;
+
+/* "prjquota", "loop volume", "loop images", "none". */
+const char *sbx_disk_mech_name(sbx_disk_mech m);
+
+/* Find the best mechanism for trees under `data_dir` (absolute). With
+ * SBX_DISK_SETUP the loop volume DATA/volume.img of `volume_bytes` (0: half
+ * the data filesystem, sparse; < 0: no volume) is created if missing and
+ * mounted (again) at DATA/volume; without it the probe only tries small
+ * images in the data directory. mech NONE with `detail` naming what is
+ * missing when nothing works (that is not an error: the caller fails closed
+ * when a quota is configured). A volume image that exists but cannot be
+ * mounted gives NONE, never a fallback. 0, or ED_EINVAL. */
+int sbx_disk_probe(sbx_disk *out, const char *data_dir, int64_t volume_bytes, unsigned flags);
+
+/* Create (mkfs.ext4, with `project_quota`: -O quota,project) the sparse
+ * image `image` of `bytes` if it does not exist, and loop-mount it at `mnt`
+ * (prjquota when project_quota) unless something is mounted there already.
+ * 0, ED_EINVAL, ED_EIO (the message names the step). */
+int sbx_disk_volume_mount(const char *image, const char *mnt, int64_t bytes, int project_quota);
+
+/* Make `paths` (absolute, 1..8, distinct last components; created 0700 when
+ * missing) one tree with project id `projid` and a limit of `limit_bytes`,
+ * or attach an existing tree of that id again (after a restart: remount its
+ * image or volume directory; set the limit again). Content already in a
+ * directory counts under "prjquota"; under the loop mechanisms a directory
+ * becomes a mount and what was in it is hidden, so initialise empty
+ * directories. Idempotent. ED_EINVAL, ED_EIO, ED_EUNPROC (mech NONE). */
+int sbx_disk_tree_init(const sbx_disk *d, const char *const *paths, size_t n, uint32_t projid,
+                       int64_t limit_bytes);
+
+/* Bytes and inodes the tree holding `path` uses now. ED_ENOTFOUND when the
+ * tree is not attached, ED_EIO. */
+int sbx_disk_tree_usage(const sbx_disk *d, const char *path, uint32_t projid, int64_t *out_bytes,
+                        int64_t *out_inodes);
+
+/* Delete one directory of a tree and what is in it (without following
+ * symbolic links or leaving its filesystem), unmounting it if it is a
+ * mount; the tree's other directories and limit stay. ENOENT is success. */
+int sbx_disk_path_clear(const char *path);
+
+/* Delete a whole tree: its directories (unmounted), its image or volume
+ * directory, and its limit. 0, ED_EINVAL, ED_EIO. */
+int sbx_disk_tree_remove(const sbx_disk *d, const char *const *paths, size_t n, uint32_t projid);
+
+/* At shutdown: unmount (lazily) every tree and the loop volume mounted
+ * beneath `dir` (the data directory); images and volume stay on disk and
+ * sbx_disk_probe / sbx_disk_tree_init attach them again. 0, ED_EIO. */
+int sbx_disk_detach(const char *dir);
+
 /* ---- the privileged launcher (sbx_launcher.c, sbx_remote.c, sbx_wire.c) ----
  *
  * `eddy serve` started as root forks a launcher that keeps root, then drops

@@ -230,6 +230,8 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
     env[ne] = NULL;
 #undef ENV
 
+    if ((err = sched__disk_job_attach(s, j->id)) < 0)   /* its disk quota tree, again after a restart */
+        goto out;
     if ((err = sbx_slot_claim(&r->slot, s->cfg.slot_dir, s->cfg.slot_base, s->cfg.slot_count)) < 0)
         goto out;
     /* The job's trees go to its slot uid (through the launcher when the

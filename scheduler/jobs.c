@@ -143,6 +143,7 @@ int sched_job_get(sched_job_info *out, sched *s, int64_t user_id, int64_t id)
         return err;
     if (user_id != 0 && out->user_id != user_id)
         return ed_error_set(ED_ENOTFOUND, "job %lld not found", (long long)id);
+    sched__disk_job_fill(s, out);
     err = fill_position(s, out, &p);
     positions_free(&p);
     return err;
@@ -473,13 +474,16 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
         goto fail;
     snprintf(sub, sizeof(sub), "%s/jobs", s->cfg.data_dir);
     mkdir(sub, 0700);
+    sched__disk_job_remove(s, id);   /* a stale tree of a reused id */
     sched__rm_rf(dir);
     if (mkdir(dir, 0700) < 0) {
         err = ed_error_set(ED_EIO, "cannot create %s: %s", dir, strerror(errno));
         goto fail;
     }
+    if ((err = sched__disk_job_init(s, id, sp->tier)) < 0)   /* work + output: one disk quota tree */
+        goto fail;
     snprintf(sub, sizeof(sub), "%s/work", dir);
-    if (mkdir(sub, 0700) < 0) {
+    if (mkdir(sub, 0700) < 0 && errno != EEXIST) {
         err = ed_error_set(ED_EIO, "cannot create %s: %s", sub, strerror(errno));
         goto fail;
     }
@@ -504,6 +508,7 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
     pthread_mutex_unlock(&s->mu);
     return sched_job_get(out, s, sp->user_id, id);
 fail:
+    sched__disk_job_remove(s, id);
     if (sched_job_dir(dir, sizeof(dir), s, id) == 0)
         sched__rm_rf(dir);
     if (ed_store_prepare(&q, s->st, "DELETE FROM jobs WHERE id = ?1 AND status = 'preparing'") == 0) {

@@ -48,6 +48,7 @@ int sched_config_defaults(sched_config *c, const char *data_dir)
     c->slot_base = 200000;
     c->slot_count = 1000;
     c->start_thread = true;
+    c->job_retention_ms = INT64_C(7) * 86400000;   /* gw config job_retention_days */
     if ((err = env_int(&c->meter_interval_ms, "EDDY_METER_INTERVAL_MS", 1000, 86400000)) < 0)
         return err;
     c->oof_grace_ms = 2 * c->meter_interval_ms;

@@ -121,6 +121,8 @@ typedef struct sched_config {
     char     slot_dir[256];       /* sandbox uid slot locks: /run/eddy-sandbox */
     unsigned slot_base, slot_count; /* host uids base..base+count-1 */
     bool     start_thread;        /* false: no scheduler thread (unit tests drive sched_tick) */
+    int64_t  volume_bytes;        /* loop volume for disk quotas (sbx_disk_probe): 0 auto, < 0 none */
+    int64_t  job_retention_ms;    /* ended jobs' directories are deleted after this; 0 keeps them */
     /* The effective daily budget of API key `key_id` in mcoins into *out
      * (-1: none), e.g. the smaller of the key's own and its env's; 0 or a
      * negative ED_E* code. Called from any thread, with the scheduler's lock
@@ -237,6 +239,9 @@ typedef struct sched_job_info {
     int64_t created_at, started_at, ended_at;   /* ms; 0 when not yet */
     int64_t cpu_ms, peak_mem_bytes;
     int     attempt;
+    int64_t disk_limit_bytes;    /* work + output limit; -1 none (sched_job_get only) */
+    int64_t disk_used_bytes;     /* live while running, at the end after; -1 unknown */
+    int64_t artifacts_expired_at;/* ms: retention deleted its directory; 0 kept */
     int64_t key_id;              /* the API key that started it; 0 none */
 } sched_job_info;
 

@@ -76,6 +76,8 @@ struct sched {
     const sched__executor *exec;
     sched_kernel_fn  kernel_hook;       /* kernels.c: receives kernels' sockets */
     void            *kernel_hook_arg;
+    struct sbx_disk *disk;              /* retention.c: the disk quota mechanism (never NULL once open) */
+    int64_t          swept_at;          /* retention.c: last sweep (ms), 0 before the first */
 };
 
 /* Discover GPUs at run time (dlopen of NVML, then libcuda); 0 when neither
@@ -127,5 +129,22 @@ int sched__user_suspended(bool *out, sched *s, int64_t user_id);
 
 /* rm -rf, best effort. */
 void sched__rm_rf(const char *path);
+
+/* retention.c: a job's disk quota tree (DATA/jobs/<id>/work + output, the
+ * tier's job_disk_bytes) and the sweep that deletes work directories of
+ * ended jobs and whole directories past job_retention_ms. */
+int  sched__disk_open(sched *s);                  /* probe at start; logs the mechanism */
+void sched__disk_close(sched *s);
+/* Make the job's work and output directories its tree (at submit). ED_EUNPROC
+ * when the tier has a limit and the host no mechanism (fail closed). */
+int  sched__disk_job_init(sched *s, int64_t id, const char *tier);
+/* Attach the tree again before launch (a restart unmounted it). */
+int  sched__disk_job_attach(sched *s, int64_t id);
+/* Remove the tree (a submit that failed after init). */
+void sched__disk_job_remove(sched *s, int64_t id);
+/* Fill j's disk_* and artifacts_expired_at (live usage while running). */
+void sched__disk_job_fill(sched *s, sched_job_info *j);
+/* From the scheduler loop, with s->mu held (released while it works). */
+void sched__retention_sweep(sched *s);
 
 #endif

@@ -672,6 +672,7 @@ static void *thread_main(void *p)
     while (!s->stopping) {
         if (tick_locked(s) < 0)
             ed_log_warn("sched.tick", "%s", ed_error_last());
+        sched__retention_sweep(s);   /* retention.c: ended jobs' work dirs, expired job dirs */
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 100 * 1000000L;
         if (ts.tv_nsec >= 1000000000L) {
@@ -815,7 +816,7 @@ int sched_open(sched **out, ed_store *st, const sched_config *cfg)
         err = ed_error_set(ED_EIO, "cannot create %s: %s", path, strerror(errno));
         goto fail;
     }
-    if ((err = reconcile(s)) < 0)
+    if ((err = sched__disk_open(s)) < 0 || (err = reconcile(s)) < 0)   /* retention.c: disk quotas */
         goto fail;
     if (cfg->start_thread) {
         if (pthread_create(&s->thread, NULL, thread_main, s) != 0) {
@@ -870,6 +871,7 @@ void sched_close(sched *s)
         if (s->nrun > 0)
             usleep(10000);
     }
+    sched__disk_close(s);
     free(s->run);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);

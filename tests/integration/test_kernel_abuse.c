@@ -1,0 +1,615 @@
+/* Abuse from inside a kernel and through the Jupyter API, against the real
+ * server, scheduler, sandbox and eddy-kernel (issue 11, items 4-6):
+ *
+ *  - frame flood: a cell finds the kernel's socket in /proc/self/fd and
+ *    writes 60 MiB frames of garbage, then (a second kernel) well-formed
+ *    7 MiB messages in a loop: each kernel is stopped with stop reason
+ *    protocol_error, the gateway's RSS stays within RSS_BOUND_MIB of what it
+ *    was before (it reached 1.1 GiB before the limits), and another user's
+ *    kernel answers print() meanwhile. The socket sits at a high,
+ *    close-on-exec descriptor;
+ *  - print flood: a cell printing without end for 10 s grows eddy.db (+WAL)
+ *    by less than DB_BOUND_MIB (157-198 MiB before) and the user sees the
+ *    "output dropped" notice;
+ *  - journal cap and retention: a kernel's journal stays under its cap with
+ *    the latest output kept, and a dead kernel's journal is deleted after
+ *    the retention time;
+ *  - session flood: oversized session fields are refused (413), sessions are
+ *    capped per user (429), persist across a restart and go with their
+ *    kernel. */
+#include "harness.h"
+#include "it_db.h"
+
+#include <check.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RSS_BOUND_MIB 192   /* growth of the gateway's VmRSS during both frame floods */
+#define DB_BOUND_MIB  40    /* growth of eddy.db + eddy.db-wal during a 10 s print flood */
+
+static it_server srv;
+
+typedef struct user {
+    char cookie[600], csrf[300];
+    const char *hdrs[3];
+} user;
+
+static void make_user(user *u, const char *name)
+{
+    char *cookie = NULL, *csrf = NULL, pw[64];
+
+    snprintf(pw, sizeof(pw), "pass-%s-123", name);
+    ck_assert_int_eq(it_signup_login(&srv, name, pw, &cookie, &csrf), 0);
+    snprintf(u->cookie, sizeof(u->cookie), "Cookie: %s", cookie);
+    snprintf(u->csrf, sizeof(u->csrf), "X-CSRF-Token: %s", csrf);
+    free(cookie);
+    free(csrf);
+    u->hdrs[0] = u->cookie;
+    u->hdrs[1] = u->csrf;
+    u->hdrs[2] = NULL;
+}
+
+static const char *jstr(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static void make_project(char *pid, size_t n, user *u)
+{
+    it_resp r;
+    it_request(&r, &srv, "POST", "/api/v1/projects", "{\"name\":\"abuse\",\"visibility\":\"private\"}", u->hdrs);
+    ck_assert_msg(r.status == 201, "project: %ld %s", r.status, r.body);
+    snprintf(pid, n, "%s", jstr(r.json, "id"));
+    it_resp_free(&r);
+}
+
+static json_t *get_kernel(user *u, const char *kid)
+{
+    char path[128];
+    it_resp r;
+    json_t *j;
+
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
+    it_request(&r, &srv, "GET", path, NULL, u->hdrs);
+    ck_assert_msg(r.status == 200, "kernel %s: %ld %s", kid, r.status, r.body);
+    j = json_incref(r.json);
+    it_resp_free(&r);
+    return j;
+}
+
+/* Wait (up to 120 s) for the kernel to reach `status`; returns its JSON. */
+static json_t *wait_status(user *u, const char *kid, const char *status)
+{
+    for (int i = 0; i < 1200; i++) {
+        json_t *k = get_kernel(u, kid);
+        if (strcmp(jstr(k, "status"), status) == 0)
+            return k;
+        if (strcmp(jstr(k, "status"), "dead") == 0)
+            ck_abort_msg("kernel %s died (%s) waiting for %s", kid, jstr(k, "stop_reason"), status);
+        json_decref(k);
+        usleep(100000);
+    }
+    ck_abort_msg("kernel %s never became %s", kid, status);
+    return NULL;
+}
+
+static void start_kernel(char *kid, size_t n, user *u, const char *pid)
+{
+    char body[256];
+    it_resp r;
+
+    snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"resource\":\"cpu-basic\"}", pid);
+    it_request(&r, &srv, "POST", "/api/v1/kernels", body, u->hdrs);
+    ck_assert_msg(r.status == 201, "start: %ld %s", r.status, r.body);
+    snprintf(kid, n, "%s", jstr(r.json, "id"));
+    it_resp_free(&r);
+    json_decref(wait_status(u, kid, "idle"));
+}
+
+static void execute(char *msg_id, size_t n, user *u, const char *kid, const char *code)
+{
+    char path[128];
+    json_t *b = json_pack("{s:s}", "code", code);
+    char *body = json_dumps(b, 0);
+    it_resp r;
+
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s/execute", kid);
+    it_request(&r, &srv, "POST", path, body, u->hdrs);
+    ck_assert_msg(r.status == 202, "execute: %ld %s", r.status, r.body);
+    snprintf(msg_id, n, "%s", jstr(r.json, "msg_id"));
+    it_resp_free(&r);
+    free(body);
+    json_decref(b);
+}
+
+/* ---- Server-Sent Events: the messages of one request ------------------------- */
+
+typedef struct sse {
+    char       *buf;
+    size_t      len, cap;
+    const char *parent;      /* stop at status idle with this parent */
+    json_t     *msgs;        /* the parent's messages (all when parent is NULL) */
+    bool        done;
+} sse;
+
+static void sse_event(sse *s, const char *ev)
+{
+    const char *data = NULL;
+
+    for (const char *line = ev; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        if (strncmp(line, "event: end", 10) == 0) {
+            s->done = true;
+            return;
+        }
+        if (strncmp(line, "data: ", 6) == 0)
+            data = line + 6;
+        line = nl ? nl + 1 : NULL;
+    }
+    if (data == NULL)
+        return;
+    json_t *m = json_loadb(data, strcspn(data, "\n"), 0, NULL);
+    ck_assert_ptr_nonnull(m);
+    const char *p = jstr(json_object_get(m, "parent_header"), "msg_id");
+    if (s->parent && (p == NULL || strcmp(p, s->parent) != 0)) {
+        json_decref(m);
+        return;
+    }
+    if (s->parent && strcmp(jstr(json_object_get(m, "header"), "msg_type"), "status") == 0 &&
+        strcmp(jstr(json_object_get(m, "content"), "execution_state") ?: "", "idle") == 0)
+        s->done = true;
+    json_array_append_new(s->msgs, m);
+}
+
+static size_t sse_write(char *p, size_t sz, size_t nm, void *ud)
+{
+    sse *s = ud;
+    size_t n = sz * nm;
+    char *end;
+
+    if (s->len + n + 1 > s->cap) {
+        s->cap = (s->len + n + 1) * 2;
+        s->buf = realloc(s->buf, s->cap);
+        ck_assert_ptr_nonnull(s->buf);
+    }
+    memcpy(s->buf + s->len, p, n);
+    s->len += n;
+    s->buf[s->len] = '\0';
+    while (!s->done && (end = strstr(s->buf, "\n\n")) != NULL) {
+        *end = '\0';
+        sse_event(s, s->buf);
+        size_t used = (size_t)(end + 2 - s->buf);
+        memmove(s->buf, end + 2, s->len - used + 1);
+        s->len -= used;
+    }
+    return s->done ? 0 : n;
+}
+
+/* The messages of request `parent` up to its idle status (parent NULL: every
+ * message until the stream ends). Fails after `timeout_s`. */
+static json_t *collect(user *u, const char *kid, const char *parent, long timeout_s)
+{
+    char url[256];
+    sse s = {.parent = parent, .msgs = json_array()};
+    struct curl_slist *h = curl_slist_append(NULL, u->cookie);
+    CURL *c = curl_easy_init();
+
+    snprintf(url, sizeof(url), "%s/api/v1/kernels/%s/events?after=0", srv.base_url, kid);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sse_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
+    curl_easy_perform(c);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    ck_assert_msg(s.done, "events of %s ended early after %zu messages", kid, json_array_size(s.msgs));
+    free(s.buf);
+    return s.msgs;
+}
+
+/* All stream text of `msgs`, concatenated (malloc'd). */
+static char *stream_text(json_t *msgs)
+{
+    size_t i, n = 0;
+    json_t *m;
+    char *out = calloc(1, 1);
+
+    json_array_foreach(msgs, i, m) {
+        if (strcmp(jstr(json_object_get(m, "header"), "msg_type"), "stream") != 0)
+            continue;
+        const char *t = jstr(json_object_get(m, "content"), "text");
+        size_t l = strlen(t);
+        out = realloc(out, n + l + 1);
+        memcpy(out + n, t, l + 1);
+        n += l;
+    }
+    return out;
+}
+
+/* Run `code` in the kernel and return its stream output (malloc'd). */
+static char *run(user *u, const char *kid, const char *code)
+{
+    char mid[64];
+    execute(mid, sizeof(mid), u, kid, code);
+    json_t *msgs = collect(u, kid, mid, 60);
+    char *text = stream_text(msgs);
+    json_decref(msgs);
+    return text;
+}
+
+/* ---- the gateway's memory --------------------------------------------------- */
+
+static long rss_kib(pid_t pid)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    it_slurp(buf, sizeof(buf), path);
+    const char *p = strstr(buf, "VmRSS:");
+    return p ? atol(p + 6) : -1;
+}
+
+typedef struct sampler {
+    pthread_t   t;
+    atomic_bool stop;
+    atomic_long max_kib;
+} sampler;
+
+static void *sample_main(void *arg)
+{
+    sampler *s = arg;
+    while (!atomic_load(&s->stop)) {
+        long v = rss_kib(srv.pid);
+        if (v > atomic_load(&s->max_kib))
+            atomic_store(&s->max_kib, v);
+        usleep(20000);
+    }
+    return NULL;
+}
+
+/* ---- tests ------------------------------------------------------------------------- */
+
+/* Finds the kernel's socket as an attacker would. */
+#define FIND_SOCKET                                                                 \
+    "import os, struct\n"                                                           \
+    "fds = []\n"                                                                    \
+    "for n in os.listdir('/proc/self/fd'):\n"                                       \
+    "    try:\n"                                                                    \
+    "        if os.readlink('/proc/self/fd/' + n).startswith('socket:'):\n"         \
+    "            fds.append(int(n))\n"                                              \
+    "    except OSError:\n"                                                         \
+    "        pass\n"                                                                \
+    "fd = max(fds)\n"                                                               \
+    "def put(frame):\n"                                                             \
+    "    v = memoryview(frame)\n"                                                   \
+    "    while v:\n"                                                                \
+    "        v = v[os.write(fd, v):]\n"
+
+static const char GARBAGE_FLOOD[] = FIND_SOCKET
+    "body = b'x' * (60 << 20)\n"
+    "frame = struct.pack('>I', len(body)) + body\n"
+    "for i in range(20):\n"
+    "    put(frame)\n";
+
+static const char MESSAGE_FLOOD[] = FIND_SOCKET
+    "import json\n"
+    "msg = json.dumps({'channel': 'iopub', 'header': {'msg_id': 'f', 'msg_type': 'display_data'},\n"
+    "                  'parent_header': {}, 'metadata': {},\n"
+    "                  'content': {'data': {'text/plain': 'y' * (7 << 20)}, 'metadata': {}}}).encode()\n"
+    "frame = struct.pack('>I', len(msg)) + msg\n"
+    "for i in range(200):\n"
+    "    put(frame)\n";
+
+START_TEST(frame_flood_stops_the_kernel_and_leaves_the_gateway_bounded)
+{
+    user alice, bob;
+    char pa[64], pb[64], ka[64], kb[64], mid[64];
+    sampler smp = {0};
+
+    ck_assert_int_eq(it_server_start(&srv, NULL), 0);
+    make_user(&alice, "alice");
+    make_user(&bob, "bob");
+    make_project(pa, sizeof(pa), &alice);
+    make_project(pb, sizeof(pb), &bob);
+    start_kernel(kb, sizeof(kb), &bob, pb);
+    start_kernel(ka, sizeof(ka), &alice, pa);
+
+    /* the socket sits high and close-on-exec, the only socket there */
+    char *out = run(&bob, kb,
+                    "import os, fcntl\n"
+                    "def link(n):\n"
+                    "    try:\n"
+                    "        return os.readlink('/proc/self/fd/' + n)\n"
+                    "    except OSError:\n"
+                    "        return ''\n"
+                    "s = [int(n) for n in os.listdir('/proc/self/fd') if link(n).startswith('socket:')]\n"
+                    "print('sockets', len(s), 'fd', min(s), 'cloexec', fcntl.fcntl(min(s), fcntl.F_GETFD) & 1)\n");
+    int nsock = 0, fd = 0, cloexec = 0;
+    ck_assert_msg(sscanf(out, "sockets %d fd %d cloexec %d", &nsock, &fd, &cloexec) == 3, "got: %s", out);
+    ck_assert_int_eq(nsock, 1);
+    ck_assert_int_ge(fd, 900);
+    ck_assert_int_eq(cloexec, 1);
+    free(out);
+
+    long rss0 = rss_kib(srv.pid);
+    ck_assert_int_gt(rss0, 0);
+    atomic_store(&smp.max_kib, rss0);
+    ck_assert_int_eq(pthread_create(&smp.t, NULL, sample_main, &smp), 0);
+
+    /* 1: 60 MiB frames of garbage */
+    execute(mid, sizeof(mid), &alice, ka, GARBAGE_FLOOD);
+    out = run(&bob, kb, "print(1)");
+    ck_assert_str_eq(out, "1\n");
+    free(out);
+    json_t *k = wait_status(&alice, ka, "dead");
+    ck_assert_str_eq(jstr(k, "stop_reason"), "protocol_error");
+    json_decref(k);
+    /* alice is told why */
+    json_t *msgs = collect(&alice, ka, NULL, 60);
+    out = stream_text(msgs);
+    ck_assert_msg(strstr(out, "protocol_error") && strstr(out, "over the limit"), "alice saw: %.300s", out);
+    free(out);
+    json_decref(msgs);
+
+    /* 2: well-formed 7 MiB messages, as fast as the socket takes them */
+    start_kernel(ka, sizeof(ka), &alice, pa);
+    execute(mid, sizeof(mid), &alice, ka, MESSAGE_FLOOD);
+    out = run(&bob, kb, "print(2)");
+    ck_assert_str_eq(out, "2\n");
+    free(out);
+    k = wait_status(&alice, ka, "dead");
+    ck_assert_str_eq(jstr(k, "stop_reason"), "protocol_error");
+    json_decref(k);
+    out = run(&bob, kb, "print(3)");
+    ck_assert_str_eq(out, "3\n");
+    free(out);
+
+    atomic_store(&smp.stop, true);
+    pthread_join(smp.t, NULL);
+    long grew = (atomic_load(&smp.max_kib) - rss0) / 1024;
+    fprintf(stderr, "frame flood: gateway VmRSS %ld MiB before, peak %ld MiB (+%ld MiB)\n", rss0 / 1024,
+            atomic_load(&smp.max_kib) / 1024, grew);
+    ck_assert_msg(grew < RSS_BOUND_MIB, "the gateway grew by %ld MiB (bound %d)", grew, RSS_BOUND_MIB);
+    ck_assert_int_eq(it_server_stop(&srv), 0);
+}
+END_TEST
+
+static long long file_size(const char *dir, const char *name)
+{
+    char path[400];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    return stat(path, &st) == 0 ? (long long)st.st_size : 0;
+}
+
+START_TEST(print_flood_is_dropped_with_a_notice_and_the_database_stays_small)
+{
+    user alice;
+    char pa[64], ka[64], mid[64];
+
+    ck_assert_int_eq(it_server_start(&srv, NULL), 0);
+    make_user(&alice, "alice");
+    make_project(pa, sizeof(pa), &alice);
+    start_kernel(ka, sizeof(ka), &alice, pa);
+    long long db0 = file_size(srv.data_dir, "eddy.db") + file_size(srv.data_dir, "eddy.db-wal");
+    execute(mid, sizeof(mid), &alice, ka,
+            "import time\n"
+            "t = time.time()\n"
+            "i = 0\n"
+            "while time.time() - t < 10:\n"
+            "    print(i, 'x' * 200)\n"
+            "    i += 1\n");
+    json_t *msgs = collect(&alice, ka, mid, 120);
+    long long db1 = file_size(srv.data_dir, "eddy.db") + file_size(srv.data_dir, "eddy.db-wal");
+    char *out = stream_text(msgs);
+    ck_assert_msg(strstr(out, "output dropped") && strstr(out, "kernel_output_bytes_per_s"),
+                  "no notice in %zu bytes of output", strlen(out));
+    fprintf(stderr, "print flood: %zu bytes of output shown, eddy.db+wal grew by %lld KiB\n", strlen(out),
+            (db1 - db0) / 1024);
+    ck_assert_msg(db1 - db0 < (long long)DB_BOUND_MIB << 20, "eddy.db+wal grew by %lld MiB (bound %d)",
+                  (db1 - db0) >> 20, DB_BOUND_MIB);
+    free(out);
+    json_decref(msgs);
+    /* the kernel lives on, and prints again once its rate fell */
+    out = run(&alice, ka, "import time\ntime.sleep(3)\nprint('still here')");
+    ck_assert_str_eq(out, "still here\n");
+    free(out);
+    ck_assert_str_eq(jstr(get_kernel(&alice, ka), "status"), "idle");
+    ck_assert_int_eq(it_server_stop(&srv), 0);
+}
+END_TEST
+
+START_TEST(journal_is_capped_and_a_dead_kernels_journal_expires)
+{
+    static const char *const env[] = {"EDDY_KERNEL_JOURNAL_MAX_BYTES=1M", "EDDY_KERNEL_OUTPUT_BYTES_PER_S=0",
+                                      "EDDY_KERNEL_OUTPUT_MSGS_PER_S=0", "EDDY_KERNEL_JOURNAL_RETENTION_MS=2000",
+                                      NULL};
+    user alice;
+    char pa[64], ka[64], path[128];
+    it_resp r;
+
+    ck_assert_int_eq(it_server_start(&srv, env), 0);
+    make_user(&alice, "alice");
+    make_project(pa, sizeof(pa), &alice);
+    start_kernel(ka, sizeof(ka), &alice, pa);
+    /* about 6 MB of output into a 1 MiB journal */
+    char *out = run(&alice, ka, "for i in range(30):\n    print(str(i % 10) * 200000)\n");
+    free(out);
+    out = run(&alice, ka, "print('the latest')");
+    ck_assert_str_eq(out, "the latest\n");
+    free(out);
+    long long bytes = it_db_int(&srv, "SELECT sum(length(msg)) FROM kernel_journal WHERE kernel_id = '%s'", ka);
+    long long first = it_db_int(&srv, "SELECT min(seq) FROM kernel_journal WHERE kernel_id = '%s'", ka);
+    ck_assert_msg(bytes <= 1 << 20, "journal holds %lld bytes (cap 1 MiB)", bytes);
+    ck_assert_int_gt(first, 1);   /* the oldest went */
+    /* a dead kernel's journal goes after the retention time; its row stays */
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s", ka);
+    it_request(&r, &srv, "DELETE", path, NULL, alice.hdrs);
+    ck_assert_int_eq(r.status, 200);
+    it_resp_free(&r);
+    long long rows = -1;
+    for (int i = 0; i < 300 && rows != 0; i++) {
+        rows = it_db_int(&srv, "SELECT count(*) FROM kernel_journal WHERE kernel_id = '%s'", ka);
+        if (rows != 0)
+            usleep(100000);
+    }
+    ck_assert_int_eq(rows, 0);
+    json_t *k = get_kernel(&alice, ka);
+    ck_assert_str_eq(jstr(k, "status"), "dead");
+    json_decref(k);
+    ck_assert_int_eq(it_server_stop(&srv), 0);
+}
+END_TEST
+
+static long status_of(const char *method, const char *path, const char *body, const char *const *hdrs)
+{
+    it_resp r;
+    it_request(&r, &srv, method, path, body, hdrs);
+    long st = r.status;
+    it_resp_free(&r);
+    return st;
+}
+
+static size_t session_count(user *u)
+{
+    it_resp r;
+    it_request(&r, &srv, "GET", "/api/sessions", NULL, u->hdrs);
+    ck_assert_int_eq(r.status, 200);
+    size_t n = json_array_size(r.json);
+    it_resp_free(&r);
+    return n;
+}
+
+START_TEST(session_flood_is_refused_capped_persisted_and_deleted_with_the_kernel)
+{
+    user alice;
+    char kid[64], body[512], path[128];
+    it_resp r;
+
+    ck_assert_int_eq(it_server_start(&srv, NULL), 0);
+    srv.keep_data = 1;
+    make_user(&alice, "alice");
+    it_request(&r, &srv, "POST", "/api/kernels", "{\"name\":\"python3\"}", alice.hdrs);
+    ck_assert_msg(r.status == 201, "kernel: %ld %s", r.status, r.body);
+    snprintf(kid, sizeof(kid), "%s", jstr(r.json, "id"));
+    it_resp_free(&r);
+
+    /* a 40 MiB path, and 5000-byte name and type, are refused */
+    size_t big = (size_t)40 << 20;
+    char *huge = malloc(big + 256);
+    int n = snprintf(huge, 256, "{\"type\":\"notebook\",\"kernel\":{\"id\":\"%s\"},\"path\":\"", kid);
+    memset(huge + n, 'a', big);
+    memcpy(huge + n + big, "\"}", 3);
+    long rss0 = rss_kib(srv.pid);
+    for (int i = 0; i < 6; i++) {
+        it_request(&r, &srv, "POST", "/api/sessions", huge, alice.hdrs);
+        ck_assert_msg(r.status == 413, "40 MiB path: %ld %.200s", r.status, r.body);
+        ck_assert_ptr_nonnull(strstr(r.body, "path"));
+        it_resp_free(&r);
+    }
+    long rss1 = rss_kib(srv.pid);
+    /* nothing of them is kept: six more do not grow the gateway again (the
+     * first round's growth is the request bodies, freed but cached by malloc) */
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(status_of("POST", "/api/sessions", huge, alice.hdrs), 413);
+    long rss2 = rss_kib(srv.pid);
+    free(huge);
+    fprintf(stderr, "session flood: gateway VmRSS %ld MiB before six 40 MiB paths, %ld MiB after, %ld MiB after six more\n",
+            rss0 / 1024, rss1 / 1024, rss2 / 1024);
+    ck_assert_msg(rss2 - rss1 < 64 * 1024, "the gateway kept %ld MiB of refused sessions", (rss2 - rss1) / 1024);
+    char field[5001];
+    memset(field, 'n', 5000);
+    field[5000] = '\0';
+    snprintf(body, sizeof(body), "{\"path\":\"x.ipynb\",\"kernel\":{\"id\":\"%s\"},\"name\":\"", kid);
+    char *nb = malloc(strlen(body) + 5100);
+    sprintf(nb, "%s%s\"}", body, field);
+    ck_assert_int_eq(status_of("POST", "/api/sessions", nb, alice.hdrs), 413);
+    sprintf(nb, "{\"path\":\"x.ipynb\",\"kernel\":{\"id\":\"%s\"},\"type\":\"%s\"}", kid, field);
+    ck_assert_int_eq(status_of("POST", "/api/sessions", nb, alice.hdrs), 413);
+    ck_assert_uint_eq(session_count(&alice), 0);
+
+    /* 64 sessions, then 429 */
+    char first[64] = "";
+    for (int i = 0; i < 64; i++) {
+        snprintf(body, sizeof(body), "{\"path\":\"nb-%d.ipynb\",\"type\":\"notebook\",\"kernel\":{\"id\":\"%s\"}}", i,
+                 kid);
+        it_request(&r, &srv, "POST", "/api/sessions", body, alice.hdrs);
+        ck_assert_msg(r.status == 201, "session %d: %ld %s", i, r.status, r.body);
+        if (i == 0)
+            snprintf(first, sizeof(first), "%s", jstr(r.json, "id"));
+        it_resp_free(&r);
+    }
+    snprintf(body, sizeof(body), "{\"path\":\"one-more.ipynb\",\"kernel\":{\"id\":\"%s\"}}", kid);
+    it_request(&r, &srv, "POST", "/api/sessions", body, alice.hdrs);
+    ck_assert_int_eq(r.status, 429);
+    ck_assert_msg(strstr(r.body, "64"), "%s", r.body);
+    it_resp_free(&r);
+    ck_assert_uint_eq(session_count(&alice), 64);
+    /* renaming to an oversized path is refused too */
+    snprintf(path, sizeof(path), "/api/sessions/%s", first);
+    sprintf(nb, "{\"path\":\"%s\"}", field);
+    ck_assert_int_eq(status_of("PATCH", path, nb, alice.hdrs), 413);
+    free(nb);
+
+    /* they survive a restart (their kernel died with the server) */
+    char data[256];
+    snprintf(data, sizeof(data), "%s", srv.data_dir);
+    ck_assert_int_eq(it_server_stop(&srv), 0);
+    ck_assert_int_eq(it_server_start_in(&srv, data, NULL), 0);
+    srv.keep_data = 0;
+    ck_assert_uint_eq(session_count(&alice), 64);
+    it_request(&r, &srv, "GET", path, NULL, alice.hdrs);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(jstr(r.json, "path"), "nb-0.ipynb");
+    it_resp_free(&r);
+    /* and go with their kernel */
+    snprintf(path, sizeof(path), "/api/kernels/%s", kid);
+    ck_assert_int_eq(status_of("DELETE", path, NULL, alice.hdrs), 204);
+    ck_assert_uint_eq(session_count(&alice), 0);
+    ck_assert_int_eq(it_db_int(&srv, "SELECT count(*) FROM jupyter_sessions"), 0);
+
+    /* a live kernel's session goes when the kernel is deleted through /api/v1 */
+    it_request(&r, &srv, "POST", "/api/sessions", "{\"path\":\"live.ipynb\",\"kernel\":{\"name\":\"python3\"}}",
+               alice.hdrs);
+    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+    snprintf(kid, sizeof(kid), "%s", jstr(json_object_get(r.json, "kernel"), "id"));
+    it_resp_free(&r);
+    ck_assert_uint_eq(session_count(&alice), 1);
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
+    ck_assert_int_eq(status_of("DELETE", path, NULL, alice.hdrs), 200);
+    ck_assert_uint_eq(session_count(&alice), 0);
+    ck_assert_int_eq(it_server_stop(&srv), 0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("kernel_abuse");
+    TCase *tc = tcase_create("abuse");
+    tcase_set_timeout(tc, 240);
+    tcase_add_test(tc, frame_flood_stops_the_kernel_and_leaves_the_gateway_bounded);
+    tcase_add_test(tc, print_flood_is_dropped_with_a_notice_and_the_database_stays_small);
+    tcase_add_test(tc, journal_is_capped_and_a_dead_kernels_journal_expires);
+    tcase_add_test(tc, session_flood_is_refused_capped_persisted_and_deleted_with_the_kernel);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    SRunner *r = srunner_create(suite());
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    curl_global_cleanup();
+    return failed ? 1 : 0;
+}
