@@ -58,6 +58,13 @@ static const struct field {
     STR(user),
     STR(key_envs),
     STR(allow_origins),
+    NUM(kernel_output_msgs_per_s, F_INT, 0, 100000000),
+    NUM(kernel_output_bytes_per_s, F_SIZE, 0, INT64_C(1) << 40),
+    NUM(kernel_output_window_ms, F_INT, 100, 3600000),
+    NUM(kernel_flood_bytes_per_s, F_SIZE, 0, INT64_C(1) << 40),
+    NUM(kernel_journal_max_bytes, F_SIZE, 0, INT64_C(1) << 50),
+    NUM(kernel_journal_retention_ms, F_I64, 0, INT64_C(3660) * 24 * 3600 * 1000),
+    NUM(jupyter_sessions_per_user, F_INT, 1, 1000000),
 #undef STR
 #undef NUM
 };
@@ -87,6 +94,13 @@ void gw_config_defaults(gw_config *c)
     snprintf(c->env_name, sizeof(c->env_name), "prod");
     snprintf(c->web_dir, sizeof(c->web_dir), "%s", EDDY_WEB_DIR);
     snprintf(c->user, sizeof(c->user), "eddy");
+    c->kernel_output_msgs_per_s = 1000;                /* Jupyter's iopub_msg_rate_limit */
+    c->kernel_output_bytes_per_s = 1000000;            /* Jupyter's iopub_data_rate_limit */
+    c->kernel_output_window_ms = 3000;                 /* Jupyter's rate_limit_window */
+    c->kernel_flood_bytes_per_s = INT64_C(64) << 20;
+    c->kernel_journal_max_bytes = INT64_C(64) << 20;
+    c->kernel_journal_retention_ms = INT64_C(7) * 24 * 3600 * 1000;
+    c->jupyter_sessions_per_user = 64;
 }
 
 static int parse_bool(bool *out, const char *v)

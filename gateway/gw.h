@@ -46,6 +46,14 @@ typedef struct gw_config {
     char     user[64];             /* started as root, serve as this user ("eddy"); "root": no split */
     char     key_envs[32];         /* "dev,prod": API key envs accepted ("" = dev, test and prod) */
     char     allow_origins[1024];  /* comma-separated extra origins cookie callers may come from ("*" = any) */
+    /* interactive kernels (gateway/kernel_hub.c, KERNELS.md "Limits") */
+    int      kernel_output_msgs_per_s;     /* iopub output messages a second, over the window (0: no limit) */
+    int64_t  kernel_output_bytes_per_s;    /* iopub output bytes a second, over the window (0: no limit) */
+    int      kernel_output_window_ms;      /* the window both rates are averaged over */
+    int64_t  kernel_flood_bytes_per_s;     /* frame bytes a second past which a kernel is stopped (protocol_error) */
+    int64_t  kernel_journal_max_bytes;     /* per kernel; oldest output pruned past it (0: no cap) */
+    int64_t  kernel_journal_retention_ms;  /* dead kernels' journals deleted after this (0: kept) */
+    int      jupyter_sessions_per_user;    /* /api/sessions rows per user */
 } gw_config;
 
 /* Fill `c` with the built-in defaults (listen 127.0.0.1:8080, data ./data, ...). */
