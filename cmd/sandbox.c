@@ -1,7 +1,8 @@
 /*
  * eddy sandbox check | run - the sandbox for operators and tests.
  *
- *   eddy sandbox check
+ *   eddy sandbox check [--data DIR]     (also: the disk quota mechanism for DIR,
+ *                                       default $EDDY_DATA_DIR or ./data)
  *   eddy sandbox run [--mem MB] [--cpus N] [--pids N] [--wall S]
  *                    [--net none|loopback|host] [--ro SRC:DST] [--rw SRC:DST]
  *                    [--tmpfs DST:MB] [--gpu K] [--nofile N] [--fsize MB]
@@ -19,6 +20,7 @@
 #include "sbx.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,7 +66,32 @@ static int split_pair(char *arg, const char **a, const char **b)
     return 0;
 }
 
-static int do_check(void)
+/* Which disk quota mechanism a server with this data directory would use
+ * (sbx_disk_probe without making the loop volume). */
+static void check_disk(const char *data_dir)
+{
+    char abs[PATH_MAX];
+    const char *dir = data_dir;
+    sbx_disk d;
+
+    if (realpath(data_dir, abs) != NULL) {
+        dir = abs;
+    } else {
+        printf("%-32s %s does not exist; probed /var/tmp instead\n", "disk quota data directory", data_dir);
+        dir = "/var/tmp";
+    }
+    if (sbx_disk_probe(&d, dir, 0, 0) < 0) {
+        printf("%-32s none (%s)\n", "disk quotas", ed_error_last());
+        return;
+    }
+    printf("%-32s %s\n", "disk quotas", sbx_disk_mech_name(d.mech));
+    printf("%-32s %s\n", "disk quota detail", d.detail);
+    if (d.mech == SBX_DISK_NONE)
+        printf("%-32s %s\n", "disk quota verdict",
+               "jobs of tiers with a job_disk_bytes limit will not start (fail closed)");
+}
+
+static int do_check(const char *data_dir)
 {
     sbx_caps c;
     if (sbx_check(&c) < 0) {
@@ -91,6 +118,7 @@ static int do_check(void)
     printf("%-32s %s\n", "confinement", verdict);
     if (c.detail[0])
         printf("%-32s %s\n", "detail", c.detail);
+    check_disk(data_dir);
     return c.launch && !c.degraded_only ? 0 : 1;
 }
 
@@ -240,10 +268,18 @@ static int do_run(int argc, char **argv)
 
 int cmd_sandbox(int argc, char **argv)
 {
-    if (argc >= 2 && strcmp(argv[1], "check") == 0)
-        return do_check();
+    if (argc >= 2 && strcmp(argv[1], "check") == 0) {
+        const char *data = getenv("EDDY_DATA_DIR") ? getenv("EDDY_DATA_DIR") : "./data";
+        if (argc == 4 && strcmp(argv[2], "--data") == 0)
+            data = argv[3];
+        else if (argc != 2) {
+            fprintf(stderr, "usage: eddy sandbox check [--data DIR]\n");
+            return 2;
+        }
+        return do_check(data);
+    }
     if (argc >= 2 && strcmp(argv[1], "run") == 0)
         return do_run(argc - 1, argv + 1);
-    fprintf(stderr, "usage: eddy sandbox check\n%s", run_usage);
+    fprintf(stderr, "usage: eddy sandbox check [--data DIR]\n%s", run_usage);
     return 2;
 }

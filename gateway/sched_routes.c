@@ -46,6 +46,8 @@ int gw__sched_start(gw_server *srv)
 
     if ((err = sched_config_defaults(&cfg, srv->cfg.data_dir)) < 0)
         return err;
+    cfg.volume_bytes = srv->cfg.volume_bytes;                           /* disk quotas */
+    cfg.job_retention_ms = (int64_t)srv->cfg.job_retention_days * 86400000;
     return sched_open(&srv->sched, srv->store, &cfg);
 }
 
@@ -98,6 +100,19 @@ static json_t *time_or_null(gw_request *req, int64_t ms)
     return ms > 0 ? json_string(gw__time(req, ms)) : json_null();
 }
 
+/* A job's disk (sched_job_get fills it; listings leave it 0 and omit it):
+ * its limit, what it uses (live while it runs), and when retention deleted
+ * its directory. */
+static json_t *job_disk_json(gw_request *req, const sched_job_info *j, json_t *o)
+{
+    if (o == NULL || j->disk_limit_bytes == 0)
+        return o;
+    json_object_set_new(o, "disk_limit_bytes", j->disk_limit_bytes > 0 ? json_integer(j->disk_limit_bytes) : json_null());
+    json_object_set_new(o, "disk_used_bytes", j->disk_used_bytes >= 0 ? json_integer(j->disk_used_bytes) : json_null());
+    json_object_set_new(o, "artifacts_expired_at", time_or_null(req, j->artifacts_expired_at));
+    return o;
+}
+
 static json_t *job_json(gw_request *req, const sched_job_info *j)
 {
     json_t *args = NULL;
@@ -105,7 +120,7 @@ static json_t *job_json(gw_request *req, const sched_job_info *j)
 
     if ((args = json_loads(j->args_json, 0, &e)) == NULL)
         args = json_array();
-    return json_pack("{s:I, s:s, s:s, s:o, s:s, s:o, s:s, s:i, s:I, s:i, s:I, s:o, s:o, s:I, s:s, s:o, s:o, "
+    return job_disk_json(req, j, json_pack("{s:I, s:s, s:s, s:o, s:s, s:o, s:s, s:i, s:I, s:i, s:I, s:o, s:o, s:I, s:s, s:o, s:o, "
                      "s:I, s:I, s:i}",
                      "id", (json_int_t)j->id, "status", j->status, "project_id", j->project_id, "version",
                      j->version[0] ? json_string(j->version) : json_null(), "entry", j->entry, "args", args,
@@ -116,7 +131,7 @@ static json_t *job_json(gw_request *req, const sched_job_info *j)
                      j->failure_reason[0] ? json_string(j->failure_reason) : json_null(), "charged_mcoins",
                      (json_int_t)j->charged_mcoins, "created_at", gw__time(req, j->created_at), "started_at",
                      time_or_null(req, j->started_at), "ended_at", time_or_null(req, j->ended_at), "cpu_ms",
-                     (json_int_t)j->cpu_ms, "peak_mem_bytes", (json_int_t)j->peak_mem_bytes, "attempt", j->attempt);
+                     (json_int_t)j->cpu_ms, "peak_mem_bytes", (json_int_t)j->peak_mem_bytes, "attempt", j->attempt));
 }
 
 /* Admins (role admin, scope admin) see every job; others their own. */

@@ -627,12 +627,12 @@ int sbx_disk_probe(sbx_disk *out, const char *data_dir, int64_t volume_bytes, un
             append(out->detail, sizeof(out->detail), "loop volume: %s; ", why);
         }
     }
-    /* 3. an image per tree */
-    if (mkdir(idir, 0700) < 0 && errno != EEXIST) {
+    /* 3. an image per tree (tried in DATA/images when setting up, else in DATA) */
+    if ((flags & SBX_DISK_SETUP) && mkdir(idir, 0700) < 0 && errno != EEXIST) {
         append(out->detail, sizeof(out->detail), "loop images: cannot create %s: %s", idir, strerror(errno));
         return 0;
     }
-    if (try_image(idir, 0, why, sizeof(why))) {
+    if (try_image((flags & SBX_DISK_SETUP) ? idir : data_dir, 0, why, sizeof(why))) {
         char tried[sizeof(out->detail)];
         size_t len = strlen(out->detail);
         if (len >= 2 && strcmp(out->detail + len - 2, "; ") == 0)
@@ -836,4 +836,77 @@ int sbx_disk_tree_remove(const sbx_disk *d, const char *const *paths, size_t n, 
         set_limit(d->data_dir, projid, 0, 0);
     }
     return 0;
+}
+
+/* ---- shutdown ------------------------------------------------------------------ */
+
+/* A mountinfo path field with its octal escapes (\040 ...) decoded in place. */
+static void unescape(char *p)
+{
+    char *w = p;
+
+    for (; *p; p++) {
+        if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
+            *w++ = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+            p += 3;
+        } else {
+            *w++ = *p;
+        }
+    }
+    *w = '\0';
+}
+
+static int longer_first(const void *a, const void *b)
+{
+    size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
+    return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
+int sbx_disk_detach(const char *dir)
+{
+    char line[4096 + 256], **list = NULL;
+    size_t n = 0, cap = 0, dlen;
+    int err = 0;
+    FILE *f;
+
+    if (dir == NULL || dir[0] != '/')
+        return ed_error_set(ED_EINVAL, "directory must be absolute");
+    dlen = strlen(dir);
+    while (dlen > 1 && dir[dlen - 1] == '/')
+        dlen--;
+    if ((f = fopen("/proc/self/mountinfo", "re")) == NULL)
+        return ed_error_set(ED_EIO, "/proc/self/mountinfo: %s", strerror(errno));
+    while (fgets(line, sizeof(line), f)) {
+        char *save = NULL, *tok = strtok_r(line, " ", &save);
+        for (int i = 0; tok && i < 4; i++)
+            tok = strtok_r(NULL, " ", &save);   /* id, parent, dev, root -> mount point */
+        if (tok == NULL)
+            continue;
+        unescape(tok);
+        if (strncmp(tok, dir, dlen) != 0 || tok[dlen] != '/')
+            continue;   /* beneath dir only, never dir itself */
+        if (n == cap) {
+            char **g = realloc(list, (cap = cap ? cap * 2 : 32) * sizeof(*list));
+            if (g == NULL) {
+                err = ed_error_set(ED_ENOMEM, "mount list");
+                break;
+            }
+            list = g;
+        }
+        if ((list[n] = strdup(tok)) == NULL) {
+            err = ed_error_set(ED_ENOMEM, "mount list");
+            break;
+        }
+        n++;
+    }
+    fclose(f);
+    if (err == 0 && n > 0)
+        qsort(list, n, sizeof(*list), longer_first);
+    for (size_t i = 0; i < n; i++) {
+        if (err == 0 && umount2(list[i], MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+            err = ed_error_set(ED_EIO, "cannot unmount %s: %s", list[i], strerror(errno));
+        free(list[i]);
+    }
+    free(list);
+    return err;
 }

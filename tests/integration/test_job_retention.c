@@ -1,0 +1,267 @@
+/*
+ * Retention of finished jobs' directories (issue 11, item 5): a job's
+ * work directory is deleted once it ends while its output stays;
+ * job_retention_days after it ended the whole directory goes (output, log,
+ * its disk quota image), the job row stays, GET job says when its artifacts
+ * expired and GET artifacts answers 404 "... expired on ...".
+ * job_retention_days = 0 keeps them forever. The job's end is moved back
+ * in the database between restarts, so nothing waits for days; the sweep
+ * that runs at start does the work and logs "first sweep".
+ *
+ * Before the fix job directories stayed forever. Skips (77) where the host
+ * offers no disk quota mechanism or the test is not root (the job's tree is
+ * a quota tree; without one its tier's limit refuses the job).
+ */
+#include "harness.h"
+
+#include <check.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static it_server srv;
+static char dir[64], data[128];
+static char admin_cookie[512], admin_csrf[256], ucookie[512], ucsrf[256];
+static const char *uh[3];
+
+static const char JOB_PY[] =
+    "open('/home/aistudio/output/model.txt', 'w').write('weights')\n"
+    "open('/home/aistudio/work/scratch.bin', 'wb').write(b'x' * 100000)\n"
+    "print('done', flush=True)\n";
+
+static void start(const char *retention)
+{
+    char ret[64];
+    const char *env[] = {"EDDY_METER_INTERVAL_MS=1000", "EDDY_STOP_GRACE_MS=1000", "EDDY_USER=root", ret, NULL};
+
+    snprintf(ret, sizeof(ret), "EDDY_JOB_RETENTION_DAYS=%s", retention);
+    ck_assert_int_eq(it_server_start_in(&srv, data, env), 0);
+    ck_assert_int_eq(it_login(&srv, "root", "correct horse battery", admin_cookie, sizeof(admin_cookie),
+                              admin_csrf, sizeof(admin_csrf)), 0);
+}
+
+/* Wait for the start's first retention sweep (its log line) since `from`. */
+static void wait_first_sweep(long from)
+{
+    static char log[1 << 20];
+    for (int i = 0; i < 600; i++) {
+        it_slurp(log, sizeof(log), srv.log_path);
+        if ((long)strlen(log) > from && strstr(log + from, "first sweep"))
+            return;
+        usleep(50000);
+    }
+    ck_abort_msg("no first retention sweep in %s", srv.log_path);
+}
+
+static long log_size(void)
+{
+    struct stat sb;
+    return stat(srv.log_path, &sb) == 0 ? (long)sb.st_size : 0;
+}
+
+static void backdate(int64_t id, int days)
+{
+    char dbpath[200], sql[200];
+    sqlite3 *db = NULL;
+
+    snprintf(dbpath, sizeof(dbpath), "%s/eddy.db", data);
+    ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+    snprintf(sql, sizeof(sql), "UPDATE jobs SET ended_at = ended_at - %d * 86400000 WHERE id = %lld", days,
+             (long long)id);
+    ck_assert_int_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+static json_t *get_job(int64_t id)
+{
+    char path[64];
+    it_resp r;
+    json_t *j;
+    snprintf(path, sizeof(path), "/api/v1/jobs/%lld", (long long)id);
+    it_request(&r, &srv, "GET", path, NULL, uh);
+    ck_assert_int_eq(r.status, 200);
+    j = json_incref(r.json);
+    it_resp_free(&r);
+    return j;
+}
+
+static long get_artifact(int64_t id, char *body, size_t n)
+{
+    char path[96];
+    it_resp r;
+    long st;
+    snprintf(path, sizeof(path), "/api/v1/jobs/%lld/artifacts/model.txt", (long long)id);
+    it_request(&r, &srv, "GET", path, NULL, uh);
+    st = r.status;
+    snprintf(body, n, "%s", r.body ? r.body : "");
+    it_resp_free(&r);
+    return st;
+}
+
+static void setup(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/eddy-it-ret-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(data, sizeof(data), "%s/data", dir);
+    mkdir(data, 0700);
+    char *argv[] = {"eddy", "admin", "create-user", "--data", data, "--username", "root",
+                    "--email", "root@example.com", "--password", "correct horse battery",
+                    "--role", "admin", NULL};
+    ck_assert_int_eq(it_eddy_status(argv), 0);
+    start("7");
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    ck_assert_int_eq(it_server_stop(&srv), 0);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+START_TEST(finished_job_directories_expire_after_retention_and_the_api_says_so)
+{
+    char body[512], pid[64], vid[64], path[256], jdir[300], art[512];
+    const char *ah[] = {admin_cookie, admin_csrf, "Idempotency-Key: grant-u", NULL};
+    int64_t uid, id;
+    struct stat sb;
+    it_resp r;
+    json_t *j;
+    long from;
+
+    it_request(&r, &srv, "POST", "/api/v1/auth/signup",
+               "{\"username\":\"ursula\",\"email\":\"u@example.com\",\"password\":\"pass-ursula-123\"}", NULL);
+    ck_assert_int_eq(r.status, 201);
+    uid = json_integer_value(json_object_get(r.json, "id"));
+    it_resp_free(&r);
+    snprintf(path, sizeof(path), "/api/v1/admin/users/%lld/grants", (long long)uid);
+    it_request(&r, &srv, "POST", path, "{\"amount_mcoins\": 1000000, \"reason\": \"test\"}", ah);
+    ck_assert_int_eq(r.status, 201);
+    it_resp_free(&r);
+    ck_assert_int_eq(it_login(&srv, "ursula", "pass-ursula-123", ucookie, sizeof(ucookie), ucsrf, sizeof(ucsrf)), 0);
+    uh[0] = ucookie, uh[1] = ucsrf, uh[2] = NULL;
+
+    it_request(&r, &srv, "POST", "/api/v1/projects", "{\"name\":\"keep\",\"visibility\":\"private\"}", uh);
+    ck_assert_int_eq(r.status, 201);
+    snprintf(pid, sizeof(pid), "%s", json_string_value(json_object_get(r.json, "id")));
+    it_resp_free(&r);
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/job.py", pid);
+    it_request(&r, &srv, "PUT", path, JOB_PY, uh);
+    ck_assert_int_lt(r.status, 300);
+    it_resp_free(&r);
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/versions", pid);
+    it_request(&r, &srv, "POST", path, "{\"message\":\"v1\"}", uh);
+    ck_assert_int_eq(r.status, 201);
+    snprintf(vid, sizeof(vid), "%s", json_string_value(json_object_get(r.json, "id")));
+    it_resp_free(&r);
+    snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"version\":\"%s\",\"entry\":\"job.py\","
+             "\"resource\":\"cpu-basic\",\"max_runtime_s\":60}", pid, vid);
+    it_request(&r, &srv, "POST", "/api/v1/jobs", body, uh);
+    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+    id = json_integer_value(json_object_get(r.json, "id"));
+    it_resp_free(&r);
+    for (int i = 0;; i++) {
+        const char *st;
+        j = get_job(id);
+        st = json_string_value(json_object_get(j, "status"));
+        if (strcmp(st, "queued") != 0 && strcmp(st, "running") != 0)
+            break;
+        json_decref(j);
+        ck_assert_int_lt(i, 1200);
+        usleep(100000);
+    }
+    ck_assert_str_eq(json_string_value(json_object_get(j, "status")), "succeeded");
+    ck_assert(json_is_null(json_object_get(j, "artifacts_expired_at")));
+    json_decref(j);
+
+    /* ended: the work copy goes, the output stays */
+    snprintf(jdir, sizeof(jdir), "%s/jobs/%lld/work", data, (long long)id);
+    for (int i = 0; i < 300 && lstat(jdir, &sb) == 0; i++)
+        usleep(100000);
+    ck_assert_msg(lstat(jdir, &sb) != 0, "%s stays after the job ended", jdir);
+    ck_assert_int_eq(get_artifact(id, art, sizeof(art)), 200);
+    ck_assert_str_eq(art, "weights");
+
+    /* job_retention_days = 0: kept forever, however old */
+    ck_assert_int_eq(it_server_stop(&srv), 0);
+    backdate(id, 30);
+    from = log_size();
+    start("0");
+    wait_first_sweep(from);
+    ck_assert_int_eq(get_artifact(id, art, sizeof(art)), 200);
+    ck_assert_str_eq(art, "weights");   /* and its tree was attached again after the restart */
+
+    /* 7 days, ended 30 days ago: the directory goes, the row stays */
+    ck_assert_int_eq(it_server_stop(&srv), 0);
+    from = log_size();
+    start("7");
+    wait_first_sweep(from);
+    snprintf(jdir, sizeof(jdir), "%s/jobs/%lld", data, (long long)id);
+    ck_assert_msg(lstat(jdir, &sb) != 0, "%s stays past retention", jdir);
+    snprintf(jdir, sizeof(jdir), "%s/images/%u.img", data, 0x40000000u + (unsigned)id);
+    ck_assert_msg(lstat(jdir, &sb) != 0, "%s stays past retention", jdir);
+    j = get_job(id);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "status")), "succeeded");
+    ck_assert_msg(json_is_string(json_object_get(j, "artifacts_expired_at")), "artifacts_expired_at missing");
+    json_decref(j);
+    ck_assert_int_eq(get_artifact(id, art, sizeof(art)), 404);
+    ck_assert_msg(strstr(art, "expired on"), "%s", art);
+    snprintf(path, sizeof(path), "/api/v1/jobs/%lld/artifacts", (long long)id);
+    it_request(&r, &srv, "GET", path, NULL, uh);
+    ck_assert_int_eq(r.status, 404);
+    ck_assert_msg(strstr(r.body, "expired on"), "%s", r.body);
+    it_resp_free(&r);
+}
+END_TEST
+
+static int host_has_quotas(char *why, size_t n)
+{
+    char cmd[512], line[1024];
+    FILE *p;
+    int found = 0;
+
+    if (geteuid() != 0) {
+        snprintf(why, n, "disk quotas need root");
+        return 0;
+    }
+    snprintf(cmd, sizeof(cmd), "%s sandbox check --data /tmp 2>&1", it_eddy_bin());
+    if ((p = popen(cmd, "r")) == NULL) {
+        snprintf(why, n, "cannot run eddy sandbox check");
+        return 0;
+    }
+    snprintf(why, n, "eddy sandbox check said nothing about disk quotas");
+    while (fgets(line, sizeof(line), p)) {
+        if (strncmp(line, "disk quotas ", 12) == 0)
+            found = strstr(line, " none") == NULL;
+        if (strncmp(line, "disk quota detail", 17) == 0)
+            snprintf(why, n, "no disk quota mechanism: %s", line);
+    }
+    pclose(p);
+    return found;
+}
+
+int main(void)
+{
+    Suite *s = suite_create("job_retention");
+    TCase *tc = tcase_create("retention");
+    SRunner *sr;
+    char why[1100];
+    int failed;
+
+    if (!host_has_quotas(why, sizeof(why))) {
+        printf("SKIP: %s\n", why);
+        return 77;
+    }
+    tcase_set_timeout(tc, 240);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, finished_job_directories_expire_after_retention_and_the_api_says_so);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
