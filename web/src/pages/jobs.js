@@ -79,6 +79,8 @@ export async function jobPage(id) {
     offset = Number(r.headers.get('X-Log-Offset') || offset + text.length);
   }
   async function loadArtifacts() {
+    // scheduler/README.md "Job disk and retention": output is kept job_retention_days after the end
+    if (job && job.artifacts_expired_at) { clear(arts, h('h2', null, 'Artifacts'), h('p', null, `Expired on ${when(job.artifacts_expired_at)}: a finished job's output is deleted after the server's retention period.`)); return; }
     const r = await api.get(`/api/v1/jobs/${enc(id)}/artifacts`);
     clear(arts, h('h2', null, 'Artifacts'), table(['File', 'Size', ''], (r.items || []).map((a) => {
       const b = h('button', { class: 'small', onclick: () => busy(b, async () => download(await (await request('GET', `/api/v1/jobs/${enc(id)}/artifacts/${a.path.split('/').map(enc).join('/')}`, { raw: true })).blob(), a.path.split('/').pop())) }, 'Download');
