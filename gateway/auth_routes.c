@@ -8,6 +8,7 @@
  * leaves no row behind.
  */
 #include "auth_int.h"
+#include "sched.h"
 
 #include "ed_error.h"
 #include "ed_time.h"
@@ -421,6 +422,9 @@ static int patch_admin_user(gw_request *req, gw_response *res)
         return ed_error_set(ED_EINVAL, "administrators cannot suspend themselves");
     if ((err = gw__user_update(req->srv->store, &actor, id, &p)) < 0 ||
         (err = gw__user_get(&u, req->srv->store, id)) < 0)
+        return err;
+    /* a suspended user's kernels and jobs stop too (reason "suspended") */
+    if (p.suspended == 1 && req->srv->sched && (err = sched_user_stop(NULL, req->srv->sched, id, "suspended")) < 0)
         return err;
     return respond(res, 200, gw__user_json(&u, true));
 }

@@ -233,7 +233,10 @@ int jup__kernel_start(kh_kernel *out, gw_request *req, const json_t *body)
             return err;
         resource = res_name;
     }
-    return kh_kernel_start(out, req->srv, req->auth.user_id, req->auth.tier, project, resource);
+    sched_acting_key_set(req->auth.via_key ? req->auth.key_id : 0);   /* the key's daily budget applies */
+    err = kh_kernel_start(out, req->srv, req->auth.user_id, req->auth.tier, project, resource);
+    sched_acting_key_set(0);
+    return err;
 }
 
 static int start_kernel(gw_request *req, gw_response *res)
@@ -285,7 +288,13 @@ static int restart_kernel(gw_request *req, gw_response *res)
     kh_kernel k;
     int err;
 
-    if ((err = kh_kernel_restart(&k, req->srv, req->auth.user_id, req->params[0])) < 0)
+    /* a spent key budget refuses the restart before the running process stops */
+    if (req->auth.via_key && (err = sched_key_budget_check(req->srv->sched, req->auth.key_id)) < 0)
+        return err;
+    sched_acting_key_set(req->auth.via_key ? req->auth.key_id : 0);
+    err = kh_kernel_restart(&k, req->srv, req->auth.user_id, req->params[0]);
+    sched_acting_key_set(0);
+    if (err < 0)
         return err;
     return respond(res, 200, jup__kernel_model(req, &k));
 }

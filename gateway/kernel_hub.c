@@ -584,7 +584,8 @@ static const char *reason_from_job(kh_hub *h, int64_t job_id, int64_t user_id)
     }
     if (strcmp(j.failure_reason, "timeout") == 0)
         return "max_session";
-    static const char *const passed[] = {"out_of_funds", "out_of_memory", "preempted", "platform_error"};
+    static const char *const passed[] = {"out_of_funds", "out_of_memory", "preempted", "platform_error",
+                                         "key_budget", "suspended"};
     for (size_t i = 0; i < sizeof(passed) / sizeof(passed[0]); i++)
         if (strcmp(j.failure_reason, passed[i]) == 0)
             return passed[i];
@@ -1101,7 +1102,11 @@ static void *culler_main(void *p)
                     pthread_mutex_lock(&h->mu);
                     kh_k *k = find_locked(h, a->id);
                     if (k && k->job_id == a->job_id && k->fd < 0 && k->started_at == 0) {
-                        const char *r = strcmp(j.status, "cancelled") == 0 ? "shutdown" : "start_failed";
+                        const char *r = strcmp(j.status, "cancelled") == 0 ? "shutdown"
+                                        : strcmp(j.failure_reason, "key_budget") == 0 ||
+                                                  strcmp(j.failure_reason, "suspended") == 0
+                                            ? j.failure_reason   /* refused before it started */
+                                            : "start_failed";
                         changed = set_dead_locked(h, k, r);
                         at = k->ended_at;
                         snprintf(why, sizeof(why), "%s", k->stop_reason);

@@ -12,6 +12,7 @@
  */
 #include "gw_int.h"
 #include "kernel_hub.h"
+#include "sched.h"
 
 #include "ed_buf.h"
 #include "ed_error.h"
@@ -53,7 +54,10 @@ static int post_kernel(gw_request *req, gw_response *res)
         return err;
     if (resource == NULL)
         resource = "cpu-basic";
-    if ((err = kh_kernel_start(&k, req->srv, req->auth.user_id, req->auth.tier, project, resource)) < 0)
+    sched_acting_key_set(req->auth.via_key ? req->auth.key_id : 0);   /* the key's daily budget applies */
+    err = kh_kernel_start(&k, req->srv, req->auth.user_id, req->auth.tier, project, resource);
+    sched_acting_key_set(0);
+    if (err < 0)
         return err;
     gw__audit(req, "kernel.start", k.id, NULL);
     return gw_respond_json(res, 201, kernel_json(req, &k));
@@ -124,7 +128,13 @@ static int restart_kernel(gw_request *req, gw_response *res)
     kh_kernel k;
     int err;
 
-    if ((err = kh_kernel_restart(&k, req->srv, req->auth.user_id, req->params[0])) < 0)
+    /* a spent key budget refuses the restart before the running process stops */
+    if (req->auth.via_key && (err = sched_key_budget_check(req->srv->sched, req->auth.key_id)) < 0)
+        return err;
+    sched_acting_key_set(req->auth.via_key ? req->auth.key_id : 0);
+    err = kh_kernel_restart(&k, req->srv, req->auth.user_id, req->params[0]);
+    sched_acting_key_set(0);
+    if (err < 0)
         return err;
     gw__audit(req, "kernel.restart", k.id, NULL);
     return gw_respond_json(res, 200, kernel_json(req, &k));

@@ -12,6 +12,7 @@
  * `event: end` with the job's id, status, exit_code, failure_reason and
  * charged_mcoins once it has finished and everything was sent.
  */
+#include "auth_int.h"
 #include "gw_int.h"
 #include "proj.h"
 #include "quota.h"
@@ -39,6 +40,15 @@
 
 /* ---- lifecycle (called by server.c) --------------------------------------- */
 
+/* sched_config.key_budget: the budget that binds an API key (its own, or its
+ * env's for its owner's tier, whichever is smaller). */
+static int key_budget(int64_t *out, int64_t key_id, void *arg)
+{
+    gw_server *srv = arg;
+
+    return gw__key_budget(out, srv->store, key_id);
+}
+
 int gw__sched_start(gw_server *srv)
 {
     sched_config cfg;
@@ -48,6 +58,8 @@ int gw__sched_start(gw_server *srv)
         return err;
     cfg.volume_bytes = srv->cfg.volume_bytes;                           /* disk quotas */
     cfg.job_retention_ms = (int64_t)srv->cfg.job_retention_days * 86400000;
+    cfg.key_budget = key_budget;
+    cfg.key_budget_arg = srv;
     return sched_open(&srv->sched, srv->store, &cfg);
 }
 
@@ -451,6 +463,7 @@ static int post_job(gw_request *req, gw_response *res)
     sp.idem_key = gw_request_header(req, "Idempotency-Key");
     sp.prepare = export_tree;
     sp.payload = &ec;
+    sp.key_id = req->auth.via_key ? req->auth.key_id : 0;   /* its daily budget applies */
     if ((err = sched_job_submit(&j, req->srv->sched, &sp)) < 0)
         goto out;
     err = gw_respond_json(res, 201, job_json(req, &j));
