@@ -426,6 +426,8 @@ SBX_CHILD_SIDE int sbx__child_main(void *arg)
         _exit(127);         /* the parent gave up */
     close(p->go_r);
     scrub_args();
+    /* Nor the launcher's name ("eddy-launcher", sbx_launcher.c) in ps. */
+    prctl(PR_SET_NAME, "sbx-init", 0, 0, 0);
 
     if (unshare(CLONE_NEWCGROUP) < 0)
         fail(p, "cgroup namespace", "", errno);

@@ -98,6 +98,11 @@ int it_login(it_server *s, const char *username, const char *password, char *coo
  * such as `eddy admin create-user --data DIR ...`. */
 int it_eddy_status(char *const argv[]);
 
+/* Started as root, eddy serve drops to the user EDDY_USER names ("eddy"):
+ * 0 when that user exists and can reach the binary under test (or we are not
+ * root), -1 when not; then it_server_start* serve as root (EDDY_USER=root). */
+int it_serve_user_reaches_checkout(void);
+
 /* Path of the eddy binary under test. */
 const char *it_eddy_bin(void);
 
