@@ -832,29 +832,87 @@ static int list_artifacts(gw_request *req, gw_response *res)
     return gw_respond_json(res, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
 }
 
+#define ARTIFACT_INLINE_MAX ((size_t)1 << 20)   /* bytes answered from one buffer; larger are streamed */
+
+/* A large artifact, streamed from its open descriptor in the reader's
+ * chunks, so a job's multi-GiB file costs the gateway no more memory than a
+ * small one. The file is cut at the size it had when opened (a job still
+ * writing cannot make the answer endless). */
+typedef struct artifact_stream {
+    int   fd;
+    off_t off, end;
+} artifact_stream;
+
+static long artifact_fill(void *payload, char *buf, size_t max)
+{
+    artifact_stream *a = payload;
+    size_t want = (size_t)(a->end - a->off) < max ? (size_t)(a->end - a->off) : max;
+    ssize_t n;
+
+    if (want == 0)
+        return -1;
+    do
+        n = pread(a->fd, buf, want, a->off);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0)
+        return -1;      /* shrank meanwhile or unreadable: the body ends here */
+    a->off += n;
+    return (long)n;
+}
+
+static void artifact_release(void *payload)
+{
+    artifact_stream *a = payload;
+
+    close(a->fd);
+    free(a);
+}
+
 static int get_artifact(gw_request *req, gw_response *res)
 {
-    const size_t max = (size_t)1 << 30;
     const char *rel = req->params[1];
+    artifact_stream *a = NULL;
+    struct stat sb;
     int64_t id = 0;
     char *buf = NULL;
     size_t len = 0;
-    int dir, err;
+    int dir, fd, err;
 
     if ((err = output_dir(&dir, req, &id)) < 0)
         return err;
     /* beneath the output's descriptor, no link followed at any component:
      * a path that is malformed, leads outside, crosses a link or names
      * anything but a regular file is simply not there */
-    err = ed_fs_read_beneath(&buf, &len, dir, rel, max);
+    err = ed_fs_open_beneath(&fd, dir, rel, O_RDONLY, 0);
     close(dir);
-    if (err == ED_ETOOBIG)
-        return ed_error_set(ED_ETOOBIG, "artifact %s is over 1 GiB", rel);
     if (err == ED_EINVAL || err == ED_ENOTFOUND)
         return ed_error_set(ED_ENOTFOUND, "artifact %s not found", rel);
     if (err < 0)
         return err;
-    return gw_respond_bytes(res, 200, "application/octet-stream", buf, len);
+    if (fstat(fd, &sb) < 0) {
+        err = ed_error_set(ED_EIO, "artifact %s: %s", rel, strerror(errno));
+        close(fd);
+        return err;
+    }
+    if ((size_t)sb.st_size <= ARTIFACT_INLINE_MAX) {
+        err = ed_fs_read_fd(&buf, &len, fd, ARTIFACT_INLINE_MAX);
+        close(fd);
+        if (err == ED_ETOOBIG)      /* grew past the inline size since the fstat: try again */
+            return ed_error_set(ED_EBUSY, "artifact %s is being written", rel);
+        if (err < 0)
+            return err;
+        return gw_respond_bytes(res, 200, "application/octet-stream", buf, len);
+    }
+    if ((a = calloc(1, sizeof(*a))) == NULL) {
+        close(fd);
+        return ed_error_set(ED_ENOMEM, "artifact stream");
+    }
+    a->fd = fd;
+    a->end = sb.st_size;
+    if ((err = gw_respond_stream(NULL, res, req, 200, "application/octet-stream", 0, artifact_fill,
+                                 artifact_release, a)) < 0)
+        artifact_release(a);
+    return err;
 }
 
 /* ---- admin overview ---------------------------------------------------------- */
