@@ -13,6 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -444,6 +449,40 @@ START_TEST(rename_exchange_race_never_reaches_outside)
 }
 END_TEST
 
+/* A kernel (or a container's seccomp profile) without openat2: the call
+ * answers ENOSYS here (a seccomp filter in Check's forked child), and
+ * ed_fs notices and walks instead, with the same refusals. */
+START_TEST(without_openat2_the_walk_takes_over)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};
+    char *s;
+
+    ck_assert_int_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+    ck_assert_int_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+    ck_assert_int_eq(syscall(SYS_openat2, AT_FDCWD, ".", NULL, 0), -1);
+    ck_assert_int_eq(errno, ENOSYS);
+    s = slurp("a/b/f.txt");
+    ck_assert_str_eq(s, "inside");
+    free(s);
+    ck_assert(!ed_fs__used_openat2());
+    refused("abs/secret", O_RDONLY, ELOOP);
+    refused("leaf", O_RDONLY, ELOOP);
+    s = slurp("d/secret");
+    ck_assert_str_eq(s, "inside secret");
+    free(s);
+    ck_assert(!ed_fs__used_openat2());
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ed_fs");
@@ -472,6 +511,9 @@ int main(void)
     tcase_add_test(tc, walk_limits_depth_and_count);
     tcase_add_test(tc, walk_does_not_follow_a_directory_swapped_for_a_link);
     tcase_add_loop_test(tc, rename_exchange_race_never_reaches_outside, 0, 2);
+#if defined(__x86_64__)
+    tcase_add_test(tc, without_openat2_the_walk_takes_over);
+#endif
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
