@@ -17,6 +17,12 @@ if ! command -v npm >/dev/null 2>&1; then
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
 fi
+# The unprivileged user `eddy serve` drops to when started as root (the
+# privilege split, sandbox/README.md). Idempotent; skipped when not root.
+if [ "$(id -u)" -eq 0 ] && ! getent passwd eddy >/dev/null; then
+  echo "eddy: creating the system user eddy"
+  useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin eddy
+fi
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
