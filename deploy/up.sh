@@ -30,6 +30,6 @@ fi
 echo
 echo "Eddy is starting at http://$listen/"
 echo "Sign in as 'admin' with the password in $pwfile"
-echo "  (curl -X POST http://$listen/api/v1/auth/login -d '{\"username\":\"admin\",\"password\":\"'\$(cat $pwfile)'\"}')"
+echo "  (curl -X POST http://$listen/api/v1/auth/login -H 'Content-Type: application/json' -d '{\"username\":\"admin\",\"password\":\"'\$(cat $pwfile)'\"}')"
 echo
 exec "$eddy" serve --data "$data" --listen "$listen"

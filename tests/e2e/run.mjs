@@ -4,10 +4,12 @@
 //
 //   node tests/e2e/run.mjs --eddy build/cmd/eddy [--out DIR] [--web web/dist]
 //
-// Tests that need kernels (print + matplotlib, reload while printing, a kernel
-// stopped elsewhere) skip with a printed reason while GET /api/v1/kernels
-// answers 404. A failing test leaves FAIL-<name>.png of the page.
+// A route the suite exercises that answers 404 (the router's "no route for")
+// fails the suite: a test that needs jobs or kernels fails, never skips, when
+// the server lacks the route, and every /api/ response of the pages is
+// watched for such 404s. A failing test leaves FAIL-<name>.png of the page.
 import { spawn, execFile, execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -97,6 +99,14 @@ let exitCode = 1;
 try {
   browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
   const ctx = await browser.newContext({ viewport: { width: 1366, height: 820 } });
+  // Every /api/ answer of the pages: a 404 from the router (no such route) is
+  // a route this suite exercises that the server lacks, and fails the suite.
+  const missingRoutes = [];
+  const pending404 = [];
+  ctx.on('response', (r) => {
+    if (r.status() !== 404 || !new URL(r.url()).pathname.startsWith('/api/')) return;
+    pending404.push(r.text().then((t) => { if (/no route for/.test(t)) missingRoutes.push(`${r.request().method()} ${r.url()}`); }).catch(() => {}));
+  });
   const page = await ctx.newPage();
   failPage = page;
   page.setDefaultTimeout(10000);
@@ -360,7 +370,7 @@ try {
     }, { id: state.projectId, csrf });
     await page.goto(`${base}/jobs`);
     await page.waitForSelector('h1:has-text("Jobs")');
-    if (await page.$('[data-testid=unavailable]')) return { skip: 'GET /api/v1/jobs answers 404 on this server' };
+    assert(!(await page.$('[data-testid=unavailable]')), 'the jobs page says jobs are unavailable: GET /api/v1/jobs answers 404');
     await page.selectOption('select[aria-label=Project]', state.projectId);
     await page.fill('input[aria-label="Entry file"]', 'train.py');
     await shot(page, '11-jobs');
@@ -373,16 +383,11 @@ try {
   });
 
   const kernels = await page.request.get(`${base}/api/v1/kernels`);
-  const noKernels = kernels.status() === 404 ? 'GET /api/v1/kernels answers 404: this server has no kernels yet' : null;
-
-  await test('notebook_shows_kernels_unavailable_when_the_route_is_missing', async () => {
-    if (!noKernels) return { skip: 'this server has kernels' };
-    await page.goto(state.notebookUrl);
-    await page.waitForSelector('[data-testid=kernel-unavailable]');
-  });
+  // Kernels are part of the server: their route answering 404 fails the tests that use them.
+  const noKernels = kernels.status() === 404 ? 'GET /api/v1/kernels answers 404: the server lacks kernels' : null;
 
   await test('print_and_matplotlib_cells_show_text_and_image', async () => {
-    if (noKernels) return { skip: noKernels };
+    assert(!noKernels, noKernels);
     await page.goto(state.notebookUrl);
     await page.waitForSelector('.cell .cm-content');
     await page.click('.cell .cm-content');
@@ -407,7 +412,7 @@ try {
   });
 
   await test('reload_while_printing_keeps_every_line', async () => {
-    if (noKernels) return { skip: noKernels };
+    assert(!noKernels, noKernels);
     await page.goto(state.notebookUrl);
     await page.waitForSelector('.cell .cm-content');
     await page.click('.cell .cm-content');
@@ -423,7 +428,7 @@ try {
   });
 
   await test('kernel_stopped_elsewhere_shows_dead_and_the_next_run_starts_a_new_one', async () => {
-    if (noKernels) return { skip: noKernels };
+    assert(!noKernels, noKernels);
     await page.goto(state.notebookUrl);
     await page.waitForSelector('[data-testid=kernel-status][data-status=idle]', { timeout: 60000 });
     // Stop the page's kernel through the API, as another tab or the CLI would.
@@ -446,6 +451,80 @@ try {
     const live = JSON.parse(now.body).items.filter((k) => k.status !== 'dead').map((k) => k.id);
     assert(live.length === 1 && live[0] !== old[0], `a new kernel runs: ${live} (old ${old})`);
     await shot(page, '14-notebook-new-kernel');
+  });
+
+  await test('a_page_on_another_port_cannot_drive_the_users_kernel_with_her_cookie', async () => {
+    assert(!noKernels, noKernels);
+    // The user's live kernel (the notebook's), and the project it works in.
+    await page.goto(state.notebookUrl);
+    await page.waitForSelector('[data-testid=kernel-status][data-status=idle]', { timeout: 60000 });
+    const live = JSON.parse((await fetchJson(page, '/api/v1/kernels')).body).items.filter((k) => k.status !== 'dead');
+    assert(live.length === 1, `one live kernel: ${JSON.stringify(live)}`);
+    const kid = live[0].id;
+    const tag = `x${Date.now()}`;
+    // Prints "ran-<tag>-<who>": the output differs from the code's text, so the
+    // journal shows whether the code ran, not only whether it arrived.
+    const code = (who) => `print("ran-" + "${tag}-${who}")`;
+    // Sends one execute_request over the kernel's channels once open; resolves
+    // with what happened (runs in a page, own or foreign).
+    const drive = async ({ url, source }) => new Promise((resolve) => {
+      let opened = false;
+      const ws = new WebSocket(url);
+      const done = (r) => { try { ws.close(); } catch { /* closed */ } resolve(r); };
+      const msgId = `e2e-${Math.random().toString(36).slice(2)}`;
+      ws.onopen = () => {
+        opened = true;
+        ws.send(JSON.stringify({ channel: 'shell', header: { msg_id: msgId, msg_type: 'execute_request', username: 'e2e', session: msgId, date: new Date().toISOString(), version: '5.3' },
+          parent_header: {}, metadata: {}, content: { code: source, silent: false, store_history: false, user_expressions: {}, allow_stdin: false, stop_on_error: true } }));
+      };
+      ws.onmessage = (ev) => {
+        const m = JSON.parse(ev.data);
+        if (m.msg_type === 'execute_reply' && m.parent_header && m.parent_header.msg_id === msgId) done(`replied:${m.content.status}`);
+      };
+      ws.onerror = () => { if (!opened) done('refused'); };
+      ws.onclose = (ev) => done(opened ? `closed:${ev.code}` : 'refused');
+      setTimeout(() => done(opened ? 'open-no-reply' : 'timeout'), 30000);
+    });
+    // The attacker's page: another port of the same host, served by a tiny server.
+    const evil = createServer((req, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' });
+      res.end(`<!doctype html><title>evil</title><script>window.drive = ${drive.toString()};</script>`);
+    });
+    await new Promise((r) => evil.listen(0, '127.0.0.1', r));
+    const evilBase = `http://127.0.0.1:${evil.address().port}`;
+    const wsUrl = `${base.replace(/^http/, 'ws')}/api/kernels/${encodeURIComponent(kid)}/channels`;
+    const ep = await ctx.newPage();   // same browser, same cookie jar: the user's session cookie goes along
+    try {
+      await ep.goto(`${evilBase}/`);
+      const got = await ep.evaluate((a) => window.drive(a), { url: wsUrl, source: code('foreign') });
+      assert(got === 'refused', `the foreign page's WebSocket: ${got}`);
+    } finally {
+      await ep.close();
+      evil.close();
+    }
+    // The app's own page still drives its kernel over the same route...
+    const own = await page.evaluate(drive, { url: wsUrl, source: code('own') });
+    assert(own === 'replied:ok', `the app's own WebSocket: ${own}`);
+    // ...and the kernel's journal (its REST event stream, replayed from the
+    // start) shows the own code's output and no trace of the foreign code.
+    const journal = await page.evaluate(async ({ id, tag }) => {
+      const ctl = new AbortController();
+      const r = await fetch(`/api/v1/kernels/${encodeURIComponent(id)}/events?after=0`, { signal: ctl.signal });
+      const rd = r.body.getReader();
+      let text = '';
+      const stop = setTimeout(() => ctl.abort(), 5000);
+      try { for (;;) { const { value, done } = await rd.read(); if (done) break; text += new TextDecoder().decode(value); if (text.includes(`ran-${tag}-own`)) break; } } catch { /* aborted */ }
+      clearTimeout(stop);
+      ctl.abort();
+      return text;
+    }, { id: kid, tag });
+    assert(journal.includes(`ran-${tag}-own`), 'the journal shows the own code ran (the check can see a run)');
+    assert(!journal.includes(`${tag}-foreign`), 'the journal has no trace of the foreign code');
+  });
+
+  await test('no_route_the_pages_used_answered_404', async () => {
+    await Promise.all(pending404);
+    assert(missingRoutes.length === 0, `routes missing on this server:\n${missingRoutes.join('\n')}`);
   });
 
   await test('no_console_errors_on_the_pages', async () => {
