@@ -14,25 +14,7 @@
 #include "ed_error.h"
 #include "ed_time.h"
 
-#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
-
-/* Step a write outside a transaction; a busy answer (another writer, or a
- * stale WAL snapshot the busy handler does not wait for) is retried. */
-static int step_write(ed_store *st, sqlite3_stmt *s, const char *what)
-{
-    for (int attempt = 0;; attempt++) {
-        int rc = sqlite3_step(s);
-        if ((rc == SQLITE_BUSY || rc == SQLITE_LOCKED) && attempt < 200) {
-            sqlite3_reset(s);
-            usleep(1000u * (unsigned)(1 + attempt % 8));
-            continue;
-        }
-        sqlite3_finalize(s);
-        return rc == SQLITE_DONE ? 0 : quota__step_error(st, rc, what);
-    }
-}
 
 int quota_budget_ref_set(ed_store *st, const char *ref, int64_t key_id)
 {
@@ -46,7 +28,7 @@ int quota_budget_ref_set(ed_store *st, const char *ref, int64_t key_id)
         if ((err = ed_store_prepare(&s, st, "DELETE FROM quota_budget_refs WHERE ref = ?1")) < 0)
             return err;
         sqlite3_bind_text(s, 1, ref, -1, SQLITE_TRANSIENT);
-        return step_write(st, s, "clear budget ref");
+        return quota__step_write(st, s, "clear budget ref");
     }
     if ((err = ed_store_prepare(&s, st,
                                 "INSERT INTO quota_budget_refs(ref, key_id, created_at) VALUES (?1, ?2, ?3) "
@@ -56,7 +38,7 @@ int quota_budget_ref_set(ed_store *st, const char *ref, int64_t key_id)
     sqlite3_bind_text(s, 1, ref, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(s, 2, key_id);
     sqlite3_bind_int64(s, 3, ed_now_ms());
-    return step_write(st, s, "set budget ref");
+    return quota__step_write(st, s, "set budget ref");
 }
 
 int quota_budget_spent(int64_t *out_mcoins, ed_store *st, int64_t key_id, int64_t at_ms)

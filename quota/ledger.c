@@ -33,6 +33,20 @@ int quota__step_error(ed_store *st, int rc, const char *what)
     return ed_store_error(ed_store_db(st), rc, what);
 }
 
+int quota__step_write(ed_store *st, sqlite3_stmt *s, const char *what)
+{
+    for (int attempt = 0;; attempt++) {
+        int rc = sqlite3_step(s);
+        if ((rc == SQLITE_BUSY || rc == SQLITE_LOCKED) && attempt < 200) {
+            sqlite3_reset(s);
+            usleep(1000u * (unsigned)(1 + attempt % 8));
+            continue;
+        }
+        sqlite3_finalize(s);
+        return rc == SQLITE_DONE ? 0 : quota__step_error(st, rc, what);
+    }
+}
+
 /* The id of the `kind` account of `user_id` (0: a system account), creating a
  * user's account on first use. Must run inside a transaction. */
 static int account_id(int64_t *out, ed_store *st, const char *kind, int64_t user_id)

@@ -18,7 +18,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #define MS_PER_HOUR INT64_C(3600000)
 
@@ -154,18 +153,7 @@ static int mark_row(ed_store *st, int64_t row, const char *status, int64_t trans
     sqlite3_bind_text(s, 2, status, -1, SQLITE_STATIC);
     if (transfer > 0)
         sqlite3_bind_int64(s, 3, transfer);
-    /* outside a transaction: a busy answer (another writer, or a stale WAL
-     * snapshot the busy handler does not wait for) is retried */
-    for (int attempt = 0;; attempt++) {
-        int rc = sqlite3_step(s);
-        if ((rc == SQLITE_BUSY || rc == SQLITE_LOCKED) && attempt < 200) {
-            sqlite3_reset(s);
-            usleep(1000u * (unsigned)(1 + attempt % 8));
-            continue;
-        }
-        sqlite3_finalize(s);
-        return rc == SQLITE_DONE ? 0 : quota__step_error(st, rc, "mark meter row");
-    }
+    return quota__step_write(st, s, "mark meter row");
 }
 
 /* Step 2: post a pending interval's charge (at most once) and record it.
