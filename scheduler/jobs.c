@@ -438,7 +438,8 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
     if ((err = ed_store_prepare(&q, s->st,
                                 "INSERT INTO jobs(user_id, project_id, version, entry, args, resource, gpus, units, "
                                 "max_runtime_ms, requeue, status, created_at, enqueued_at, idem_key, key_id) "
-                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'preparing', ?11, ?11, ?12, ?13)")) < 0)
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'preparing', ?11, ?11, ?12, "
+                                "?13)")) < 0)
         return err;
     sqlite3_bind_int64(q, 1, sp->user_id);
     sqlite3_bind_text(q, 2, sp->project_id, -1, SQLITE_STATIC);

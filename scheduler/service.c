@@ -285,7 +285,7 @@ static void finish_run(sched *s, sched__running *r, const sched__outcome *o, int
         status = "preempted", reason = "preempted";
         requeue = r->requeue;
     } else if (r->stop_reason[0]) {
-        status = "failed", reason = r->stop_reason;      /* out_of_funds, key_budget, suspended, timeout, platform_error */
+        status = "failed", reason = r->stop_reason;      /* out_of_funds, key_budget, suspended, timeout, ... */
     } else if (o->oom) {
         status = "failed", reason = "out_of_memory";
     } else if (o->wall) {
