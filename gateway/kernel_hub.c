@@ -46,6 +46,7 @@
 #define RING_BYTES (1024 * 1024) /* bytes of messages kept in one kernel's ring */
 #define BATCH_MAX 256            /* frames journaled in one transaction */
 #define BATCH_BYTES (1024 * 1024) /* bytes of frames held for one transaction */
+#define DRAIN_MIN (64 * 1024)    /* while dropping output, larger output frames are read past unparsed */
 #define FOLD_MAX  (8u << 20)     /* output bytes folded into the notebook per cell */
 #define RL_BUCKETS 30            /* slices of the output rate window */
 #define SWEEP_MS  60000          /* how often dead kernels' journals are swept (at most) */
@@ -646,11 +647,10 @@ static void rate_advance(rate *r, int64_t now_ms, int window_ms)
  * while the window's bytes before it are under the limit, so one large
  * image after some text still shows. When dropping starts, `notice` gets
  * the text telling the user (else ""). */
-static bool rate_admit(kh_hub *h, kh_k *k, const json_t *m, size_t len, char *notice, size_t nn)
+static bool rate_admit(kh_hub *h, kh_k *k, const char *channel, const char *type, const char *parent, size_t len,
+                       char *notice, size_t nn)
 {
     const gw_config *c = &h->srv->cfg;
-    const char *type = kr_msg_type(m);
-    const char *parent = json_string_value(json_object_get(json_object_get(m, "parent_header"), "msg_id"));
     rate *r = &k->rl;
     int w = c->kernel_output_window_ms > 0 ? c->kernel_output_window_ms : 3000;
     int64_t msg_allow = (int64_t)c->kernel_output_msgs_per_s * w / 1000;
@@ -659,8 +659,8 @@ static bool rate_admit(kh_hub *h, kh_k *k, const json_t *m, size_t len, char *no
     int slot;
 
     notice[0] = '\0';
-    if (strcmp(kr_msg_channel(m), "iopub") != 0 || strcmp(type, "status") == 0 ||
-        strcmp(type, "execute_input") == 0 || strcmp(type, "comm_open") == 0)
+    if (strcmp(channel, "iopub") != 0 || strcmp(type, "status") == 0 || strcmp(type, "execute_input") == 0 ||
+        strcmp(type, "comm_open") == 0)
         return true;
     rate_advance(r, ed_now_ms(), w);
     if (c->kernel_output_msgs_per_s > 0 && r->sum_msgs + 1 > msg_allow)
@@ -697,6 +697,57 @@ static bool rate_admit(kh_hub *h, kh_k *k, const json_t *m, size_t len, char *no
     r->sum_msgs++;
     r->sum_bytes += (int64_t)len;
     return true;
+}
+
+/* The string value of the first "key" in the `n` bytes at `p` (a JSON
+ * prefix), whitespace allowed around the colon; "" when absent, escaped or
+ * cut. After `after` when given (the first "after" key). A heuristic for
+ * frames the reader may drop unparsed: a frame that lies only affects its
+ * own kernel. */
+static void prefix_field(char *out, size_t outn, const char *p, size_t n, const char *after, const char *key)
+{
+    const char *end = p + n, *q = p;
+    size_t kl = strlen(key);
+
+    out[0] = '\0';
+    if (after && (q = memmem(p, n, after, strlen(after))) == NULL)
+        return;
+    for (; (q = memmem(q, (size_t)(end - q), key, kl)) != NULL; q += kl) {
+        const char *v = q + kl, *e;
+        if (q == p || q[-1] != '"' || v >= end || *v != '"')
+            continue;
+        for (v++; v < end && (*v == ' ' || *v == '\t' || *v == '\n' || *v == '\r'); v++)
+            ;
+        if (v >= end || *v != ':')
+            continue;
+        for (v++; v < end && (*v == ' ' || *v == '\t' || *v == '\n' || *v == '\r'); v++)
+            ;
+        if (v >= end || *v != '"')
+            return;
+        for (e = ++v; e < end && *e != '"' && *e != '\\'; e++)
+            ;
+        if (e >= end || *e != '"' || (size_t)(e - v) >= outn)
+            return;
+        memcpy(out, v, (size_t)(e - v));
+        out[e - v] = '\0';
+        return;
+    }
+}
+
+/* Read and discard `len` bytes. 0 or as read_exact. */
+static int drain(int fd, size_t len)
+{
+    char buf[65536];
+    int err = 0;
+
+    while (len > 0 && err == 0) {
+        size_t n = len < sizeof(buf) ? len : sizeof(buf);
+        err = read_exact(fd, buf, n);
+        if (err == 1)
+            err = ed_error_set(ED_EIO, "kernel socket closed inside a frame");
+        len -= n;
+    }
+    return err;
 }
 
 /* The kernel broke the protocol (or flooded the gateway): tell the user,
@@ -813,7 +864,9 @@ static void *reader_main(void *p)
     json_decref(info);
     for (;;) {
         unsigned char hdr[KR_FRAME_HDR];
-        char *buf = NULL, notice[512];
+        char *buf = NULL, notice[512], pre[1024];
+        size_t npre = 0;
+        bool counted = false;   /* rate_admit let it through already */
         uint32_t len;
         json_t *m = NULL;
         struct pollfd pfd = {a.fd, POLLIN, 0};
@@ -842,11 +895,35 @@ static void *reader_main(void *p)
         }
         if (n > 0 && nbytes + len > BATCH_BYTES)
             burst_flush(h, k, msgs, parsed, &n, &nbytes);   /* a large frame is journaled alone */
+        if (len > DRAIN_MIN && (k->rl.msgs_over || k->rl.bytes_over)) {
+            /* Output is being dropped: a large output frame is read past,
+             * unparsed, at the speed of a copy (eddy-kernel's frames name
+             * their channel and type first). */
+            char ch[16], type[64], parent[64];
+            if ((err = read_exact(a.fd, pre, sizeof(pre))) != 0)
+                break;
+            prefix_field(ch, sizeof(ch), pre, sizeof(pre), NULL, "channel");
+            prefix_field(type, sizeof(type), pre, sizeof(pre), "\"header\"", "msg_type");
+            prefix_field(parent, sizeof(parent), pre, sizeof(pre), "\"parent_header\"", "msg_id");
+            if (ch[0] && type[0] && !(counted = rate_admit(h, k, ch, type, parent, len, notice, sizeof(notice)))) {
+                if ((err = drain(a.fd, len - sizeof(pre))) != 0)
+                    break;
+                if (notice[0]) {
+                    json_t *ph = parent[0] ? json_pack("{s:s}", "msg_id", parent) : NULL;
+                    burst_flush(h, k, msgs, parsed, &n, &nbytes);
+                    journal_notice(h, k, ph, notice);
+                    json_decref(ph);
+                }
+                continue;
+            }
+            npre = sizeof(pre);   /* not dropped: read it whole after all */
+        }
         if ((buf = malloc((size_t)len + 1)) == NULL) {
             ed_log_error("kernel.frame", "kernel %s: no memory for a frame of %u bytes", k->id, len);
             break;
         }
-        if ((err = read_exact(a.fd, buf, len)) != 0) {
+        memcpy(buf, pre, npre);
+        if ((err = read_exact(a.fd, buf + npre, len - npre)) != 0) {
             free(buf);
             break;
         }
@@ -858,7 +935,9 @@ static void *reader_main(void *p)
             protocol_error(h, k, a.job_id, "it sent a frame that is not a Jupyter message");
             break;
         }
-        if (!rate_admit(h, k, m, len, notice, sizeof(notice))) {
+        if (!counted && !rate_admit(h, k, kr_msg_channel(m), kr_msg_type(m),
+                        json_string_value(json_object_get(json_object_get(m, "parent_header"), "msg_id")), len,
+                        notice, sizeof(notice))) {
             if (notice[0]) {
                 burst_flush(h, k, msgs, parsed, &n, &nbytes);   /* the notice after what came before */
                 journal_notice(h, k, json_object_get(m, "parent_header"), notice);
