@@ -193,13 +193,48 @@ static int make_sparse(const char *path, int64_t bytes)
     return 0;
 }
 
+/* The loop device `image` is still attached to (a lazily unmounted
+ * filesystem that something still holds), into dev; 0 when there is none.
+ * Mounting that device again reuses the live filesystem; attaching the image
+ * to a second device would run two filesystems over one image. */
+static int attached_loop(char *dev, size_t n, const char *image)
+{
+    char path[96], back[PATH_MAX + 16];
+    struct dirent *e;
+    int found = 0;
+    DIR *d = opendir("/sys/block");
+
+    if (d == NULL)
+        return 0;
+    while (!found && (e = readdir(d)) != NULL) {
+        FILE *f;
+        if (strncmp(e->d_name, "loop", 4) != 0)
+            continue;
+        snprintf(path, sizeof(path), "/sys/block/%.40s/loop/backing_file", e->d_name);
+        if ((f = fopen(path, "re")) == NULL)
+            continue;
+        if (fgets(back, sizeof(back), f)) {
+            back[strcspn(back, "\n")] = '\0';
+            if (strcmp(back, image) == 0) {   /* " (deleted)" when it is another file now */
+                snprintf(dev, n, "/dev/%.40s", e->d_name);
+                found = 1;
+            }
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
 /* Attach `image` to a free loop device (autoclear: it detaches when the
  * filesystem on it is unmounted) and mount it at `mnt` as ext4 with `opts`. */
 static int loop_mount(const char *image, const char *mnt, const char *opts)
 {
-    char dev[32];
+    char dev[64];
     int ctl = -1, img = -1, lfd = -1, err = 0;
 
+    if (attached_loop(dev, sizeof(dev), image) && mount(dev, mnt, "ext4", MS_NOSUID | MS_NODEV, opts) == 0)
+        return 0;
     if ((img = open(image, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) < 0)
         return ed_error_set(ED_EIO, "cannot open %s: %s", image, strerror(errno));
     if ((ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC)) < 0) {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -27,6 +28,32 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 {
     (void)sb; (void)flag; (void)ftw;
     return remove(path);
+}
+
+/* A job's directories are mounts (disk quotas, sandbox/README.md "Disk
+ * quotas"); a server stops by unmounting them, one that was killed leaves
+ * them: unmount whatever is beneath `dir` before removing it, or the
+ * mounts and their loop devices outlive the test. */
+static void unmount_beneath(const char *dir)
+{
+    char line[4096], *list[256];
+    size_t n = 0, len = strlen(dir);
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+
+    if (f == NULL)
+        return;
+    while (n < 256 && fgets(line, sizeof(line), f)) {
+        char *save = NULL, *tok = strtok_r(line, " ", &save);
+        for (int i = 0; tok && i < 4; i++)
+            tok = strtok_r(NULL, " ", &save);
+        if (tok && strncmp(tok, dir, len) == 0 && tok[len] == '/' && (list[n] = strdup(tok)) != NULL)
+            n++;
+    }
+    fclose(f);
+    while (n > 0) {              /* deepest first: mountinfo lists parents before children */
+        umount2(list[--n], MNT_DETACH);
+        free(list[n]);
+    }
 }
 
 int it_serve_user_reaches_checkout(void)
@@ -182,6 +209,7 @@ int it_server_stop(it_server *s)
         char *slash = strrchr(parent, '/');
         if (slash)
             *slash = '\0';
+        unmount_beneath(parent);
         nftw(parent, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     }
     return result;

@@ -231,6 +231,35 @@ START_TEST(tree_attaches_again_after_its_mounts_are_gone)
 }
 END_TEST
 
+START_TEST(attach_while_a_lazy_unmount_lives_reuses_the_filesystem)
+{
+    char work[200], output[200], f[300], buf[16] = "";
+    const char *dirs[2];
+    int fd, fd2;
+
+    if (disk.mech != SBX_DISK_IMAGES)
+        return;   /* only images are attached per tree */
+    job_tree(work, output, "z", SBX_DISK_PROJID_JOBS + 7, 8 * MIB);
+    snprintf(f, sizeof(f), "%s/open.txt", output);
+    ck_assert_int_ge(fd = open(f, O_WRONLY | O_CREAT, 0644), 0);
+    /* a shutdown's lazy unmount while something still holds the filesystem */
+    ck_assert_int_eq(umount2(work, MNT_DETACH), 0);
+    ck_assert_int_eq(umount2(output, MNT_DETACH), 0);
+    dirs[0] = work;
+    dirs[1] = output;
+    ck_assert_msg(sbx_disk_tree_init(&disk, dirs, 2, SBX_DISK_PROJID_JOBS + 7, 8 * MIB) == 0, "%s",
+                  ed_error_last());
+    /* one filesystem, not two over one image: the old descriptor's write shows */
+    ck_assert_int_eq(write(fd, "late", 4), 4);
+    ck_assert_int_eq(fsync(fd), 0);
+    close(fd);
+    ck_assert_int_ge(fd2 = open(f, O_RDONLY), 0);
+    ck_assert_int_eq(read(fd2, buf, sizeof(buf) - 1), 4);
+    close(fd2);
+    ck_assert_str_eq(buf, "late");
+}
+END_TEST
+
 START_TEST(clear_then_remove_frees_everything)
 {
     char work[200], output[200], f[300], img[200];
@@ -415,6 +444,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, tree_limit_refuses_writes_past_it);
     tcase_add_test(tc, hard_link_across_trees_is_refused);
     tcase_add_test(tc, tree_attaches_again_after_its_mounts_are_gone);
+    tcase_add_test(tc, attach_while_a_lazy_unmount_lives_reuses_the_filesystem);
     tcase_add_test(tc, clear_then_remove_frees_everything);
     tcase_add_test(tc, tree_init_rejects_bad_arguments);
     if (volume) {
