@@ -202,6 +202,14 @@ int gw__origin_check(gw_request *req)
                 p++;
         }
     }
+    /* An operator behind a TLS proxy that is not in trusted_proxies sees every
+     * browser refused: say so. */
+    if ((gw_request_header(req, "X-Forwarded-Proto") || gw_request_header(req, "X-Forwarded-Host")) &&
+        !peer_is_trusted_proxy(req))
+        return ed_error_set(ED_EPERM,
+                            "cross-origin request refused: Origin '%.100s' is not this server's origin (%s) nor "
+                            "in allow_origins; X-Forwarded-Proto/-Host were ignored: the peer is not in "
+                            "trusted_proxies", origin, own_origin(own, sizeof(own), req) == 0 ? own : "unknown");
     return ed_error_set(ED_EPERM,
                         "cross-origin request refused: Origin '%.100s' is not this server's origin nor in "
                         "allow_origins (API keys in the Authorization header are not affected)",

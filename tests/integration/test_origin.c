@@ -210,10 +210,15 @@ START_TEST(behind_a_trusted_proxy_the_forwarded_scheme_and_host_are_the_origin)
                                 NULL, NULL), 403);
     ck_assert_int_eq(it_server_stop(&S), 0);
 
-    /* from a peer that is not a trusted proxy the forwarded headers are ignored */
+    /* from a peer that is not a trusted proxy the forwarded headers are ignored, and the answer says so */
     start(NULL);
-    ck_assert_int_eq(cookie_req("GET", "/api/v1/me", "Origin: https://eddy.example.org", NULL, NULL, fw[0], fw[1],
-                                NULL, NULL), 403);
+    {
+        char *msg;
+        ck_assert_int_eq(cookie_req("GET", "/api/v1/me", "Origin: https://eddy.example.org", NULL, &msg, fw[0], fw[1],
+                                    NULL, NULL), 403);
+        ck_assert_ptr_nonnull(strstr(msg, "trusted_proxies"));
+        free(msg);
+    }
     ck_assert_int_eq(it_server_stop(&S), 0);
 }
 END_TEST
