@@ -224,6 +224,35 @@ START_TEST(an_env_caps_the_rate_limit_of_its_keys_per_tier)
 }
 END_TEST
 
+START_TEST(bad_key_envs_or_allow_origins_settings_stop_the_server)
+{
+    static const char *const bad[][2] = {
+        {"EDDY_KEY_ENVS=staging", "key_envs"},
+        {"EDDY_KEY_ENVS=dev,prod,qa", "key_envs"},
+        {"EDDY_ALLOW_ORIGINS=evil.example", "allow_origins"},
+        {"EDDY_ALLOW_ORIGINS=http://a.example/path", "allow_origins"},
+        {"EDDY_ALLOW_ORIGINS=http://*.example", "allow_origins"},
+    };
+    char tmpl[] = "/tmp/eddy-it-keyenvs-XXXXXX", data[300];
+    static it_run o;
+
+    ck_assert_ptr_nonnull(mkdtemp(tmpl));
+    snprintf(data, sizeof(data), "%s/data", tmpl);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *env[] = {bad[i][0], NULL};
+        const char *argv[] = {"eddy", "serve", "--data", data, "--listen", "127.0.0.1:0", NULL};
+        it_run_eddy(&o, tmpl, tmpl, NULL, env, argv);
+        ck_assert_msg(o.status == 2, "%s: exit %d %s", bad[i][0], o.status, o.err);
+        ck_assert_msg(strstr(o.err, bad[i][1]) != NULL, "%s: %s", bad[i][0], o.err);
+    }
+    {
+        char cmd[400];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpl);
+        ck_assert_int_eq(system(cmd), 0);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("key_envs");
@@ -235,6 +264,7 @@ int main(void)
     tcase_add_test(tc, tiers_show_each_env_and_all_envs_are_accepted_by_default);
     tcase_add_test(tc, a_restricted_server_refuses_other_envs_at_creation_not_at_use);
     tcase_add_test(tc, an_env_caps_the_rate_limit_of_its_keys_per_tier);
+    tcase_add_test(tc, bad_key_envs_or_allow_origins_settings_stop_the_server);
     suite_add_tcase(su, tc);
     sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
