@@ -488,30 +488,40 @@ static const char *base_name(const char *p)
     return s ? s + 1 : p;
 }
 
-static int check_paths(const char *const *paths, size_t n)
+/* The name of directory i inside its tree: names[i], or the path's last
+ * component. */
+static const char *name_of(const char *const *paths, const char *const *names, size_t i)
+{
+    return names ? names[i] : base_name(paths[i]);
+}
+
+static int check_paths(const char *const *paths, const char *const *names, size_t n)
 {
     if (n == 0 || n > MAX_PATHS)
         return ed_error_set(ED_EINVAL, "a tree has 1 to %d directories, not %zu", MAX_PATHS, n);
     for (size_t i = 0; i < n; i++) {
-        const char *b = base_name(paths[i]);
-        if (paths[i][0] != '/' || strlen(paths[i]) >= 400 || b[0] == '\0' || b[0] == '.')
-            return ed_error_set(ED_EINVAL, "tree directory '%s' is not an absolute path of a named directory",
-                                paths[i]);
+        const char *b = name_of(paths, names, i);
+        if (paths[i] == NULL || paths[i][0] != '/' || strlen(paths[i]) >= 400)
+            return ed_error_set(ED_EINVAL, "tree directory '%s' is not an absolute path",
+                                paths[i] ? paths[i] : "(null)");
+        if (b == NULL || b[0] == '\0' || b[0] == '.' || strchr(b, '/') || strlen(b) > 64)
+            return ed_error_set(ED_EINVAL, "tree directory '%s' has no usable name", paths[i]);
         for (size_t k = 0; k < i; k++)
-            if (strcmp(b, base_name(paths[k])) == 0)
+            if (strcmp(b, name_of(paths, names, k)) == 0)
                 return ed_error_set(ED_EINVAL, "two directories of one tree are named '%s'", b);
     }
     return 0;
 }
 
-/* Bind `src`/<basename of paths[i]> onto each path that is not a mount yet
- * (creating the source directory, mode 0700, when `create`). */
-static int bind_all(const char *src, const char *const *paths, size_t n, uint32_t projid, int create)
+/* Bind `src`/<name of i> onto each path that is not a mount yet (creating
+ * the source directory, mode 0700, when `create`). */
+static int bind_all(const char *src, const char *const *paths, const char *const *names, size_t n,
+                    uint32_t projid, int create)
 {
     char s[PATH_MAX];
 
     for (size_t i = 0; i < n; i++) {
-        snprintf(s, sizeof(s), "%s/%s", src, base_name(paths[i]));
+        snprintf(s, sizeof(s), "%s/%s", src, name_of(paths, names, i));
         if (create && mkdir(s, 0700) < 0 && errno != EEXIST)
             return ed_error_set(ED_EIO, "cannot create %s: %s", s, strerror(errno));
         if (projid && create) {
@@ -684,14 +694,16 @@ int sbx_disk_probe(sbx_disk *out, const char *data_dir, int64_t volume_bytes, un
 
 /* ---- trees ---------------------------------------------------------------------- */
 
-int sbx_disk_tree_init(const sbx_disk *d, const char *const *paths, size_t n, uint32_t projid,
-                       int64_t limit_bytes)
+/* sbx_disk_tree_init with each directory's name inside the tree given
+ * (NULL: the paths' last components). */
+static int tree_init_named(const sbx_disk *d, const char *const *paths, const char *const *names, size_t n,
+                           uint32_t projid, int64_t limit_bytes)
 {
     char img[PATH_MAX], mnt[PATH_MAX], back[PATH_MAX];
     struct stat sb;
     int err, created = 0, staged = 0;
 
-    if ((err = check_paths(paths, n)) < 0)
+    if ((err = check_paths(paths, names, n)) < 0)
         return err;
     if (projid == 0 || limit_bytes <= 0)
         return ed_error_set(ED_EINVAL, "a tree needs a project id and a limit (got %u, %" PRId64 ")", projid,
@@ -727,7 +739,7 @@ int sbx_disk_tree_init(const sbx_disk *d, const char *const *paths, size_t n, ui
         staged = 1;
         if (created)
             chmod(mnt, 0700);
-        if ((err = bind_all(mnt, paths, n, 0, 1)) < 0)
+        if ((err = bind_all(mnt, paths, names, n, 0, 1)) < 0)
             goto fail;
         umount2(mnt, MNT_DETACH);   /* the binds keep the filesystem */
         rmdir(mnt);
@@ -755,7 +767,7 @@ int sbx_disk_tree_init(const sbx_disk *d, const char *const *paths, size_t n, ui
             if (mkdir(back, 0700) < 0 && errno != EEXIST)
                 return ed_error_set(ED_EIO, "cannot create %s: %s", back, strerror(errno));
         }
-        if ((err = set_limit(back, projid, limit_bytes, 0)) < 0 || (err = bind_all(back, paths, n, projid, 1)) < 0)
+        if ((err = set_limit(back, projid, limit_bytes, 0)) < 0 || (err = bind_all(back, paths, names, n, projid, 1)) < 0)
             return err;
         return 0;
     }
@@ -769,6 +781,12 @@ int sbx_disk_tree_init(const sbx_disk *d, const char *const *paths, size_t n, ui
         return set_limit(paths[0], projid, limit_bytes, 0);
     }
     return ed_error_set(ED_EUNPROC, "no disk quota mechanism on this host: %s", d->detail);
+}
+
+int sbx_disk_tree_init(const sbx_disk *d, const char *const *paths, size_t n, uint32_t projid,
+                       int64_t limit_bytes)
+{
+    return tree_init_named(d, paths, NULL, n, projid, limit_bytes);
 }
 
 int sbx_disk_tree_usage(const sbx_disk *d, const char *path, uint32_t projid, int64_t *out_bytes,
