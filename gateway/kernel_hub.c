@@ -699,41 +699,6 @@ static bool rate_admit(kh_hub *h, kh_k *k, const char *channel, const char *type
     return true;
 }
 
-/* The string value of the first "key" in the `n` bytes at `p` (a JSON
- * prefix), whitespace allowed around the colon; "" when absent, escaped or
- * cut. After `after` when given (the first "after" key). A heuristic for
- * frames the reader may drop unparsed: a frame that lies only affects its
- * own kernel. */
-static void prefix_field(char *out, size_t outn, const char *p, size_t n, const char *after, const char *key)
-{
-    const char *end = p + n, *q = p;
-    size_t kl = strlen(key);
-
-    out[0] = '\0';
-    if (after && (q = memmem(p, n, after, strlen(after))) == NULL)
-        return;
-    for (; (q = memmem(q, (size_t)(end - q), key, kl)) != NULL; q += kl) {
-        const char *v = q + kl, *e;
-        if (q == p || q[-1] != '"' || v >= end || *v != '"')
-            continue;
-        for (v++; v < end && (*v == ' ' || *v == '\t' || *v == '\n' || *v == '\r'); v++)
-            ;
-        if (v >= end || *v != ':')
-            continue;
-        for (v++; v < end && (*v == ' ' || *v == '\t' || *v == '\n' || *v == '\r'); v++)
-            ;
-        if (v >= end || *v != '"')
-            return;
-        for (e = ++v; e < end && *e != '"' && *e != '\\'; e++)
-            ;
-        if (e >= end || *e != '"' || (size_t)(e - v) >= outn)
-            return;
-        memcpy(out, v, (size_t)(e - v));
-        out[e - v] = '\0';
-        return;
-    }
-}
-
 /* Read and discard `len` bytes. 0 or as read_exact. */
 static int drain(int fd, size_t len)
 {
@@ -902,9 +867,9 @@ static void *reader_main(void *p)
             char ch[16], type[64], parent[64];
             if ((err = read_exact(a.fd, pre, sizeof(pre))) != 0)
                 break;
-            prefix_field(ch, sizeof(ch), pre, sizeof(pre), NULL, "channel");
-            prefix_field(type, sizeof(type), pre, sizeof(pre), "\"header\"", "msg_type");
-            prefix_field(parent, sizeof(parent), pre, sizeof(pre), "\"parent_header\"", "msg_id");
+            kr_frame_peek(ch, sizeof(ch), pre, sizeof(pre), NULL, "channel");
+            kr_frame_peek(type, sizeof(type), pre, sizeof(pre), "\"header\"", "msg_type");
+            kr_frame_peek(parent, sizeof(parent), pre, sizeof(pre), "\"parent_header\"", "msg_id");
             if (ch[0] && type[0] && !(counted = rate_admit(h, k, ch, type, parent, len, notice, sizeof(notice)))) {
                 if ((err = drain(a.fd, len - sizeof(pre))) != 0)
                     break;

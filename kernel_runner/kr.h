@@ -63,6 +63,15 @@ int kr_frame_write(int fd, const void *buf, size_t len);
  * announces more than `max` bytes (the stream is then unusable). */
 int kr_frame_read(char **out, size_t *out_len, int fd, size_t max);
 
+/* The string value of the first `"key"` in the `n` bytes at `p` (the start
+ * of a frame), whitespace allowed around the colon, searched after the first
+ * `after` (a literal, e.g. "\"header\"") when that is not NULL. Into `out`
+ * (NUL-terminated); "" when absent, not a string, escaped, cut off or longer
+ * than outn-1. Never reads past p+n. A heuristic for a reader that must
+ * classify a large frame before (or instead of) parsing it: eddy-kernel's
+ * frames name their channel, then a header with msg_id and msg_type, first. */
+void kr_frame_peek(char *out, size_t outn, const char *p, size_t n, const char *after, const char *key);
+
 /* ---- messages ------------------------------------------------------------------ */
 
 /* A new Jupyter message: {channel, header{msg_id, msg_type, session,

@@ -119,6 +119,43 @@ int kr_frame_read(char **out, size_t *out_len, int fd, size_t max)
     return 0;
 }
 
+static int is_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+void kr_frame_peek(char *out, size_t outn, const char *p, size_t n, const char *after, const char *key)
+{
+    const char *end = p + n, *q = p;
+    size_t kl = strlen(key);
+
+    if (outn == 0)
+        return;
+    out[0] = '\0';
+    if (after && (q = memmem(p, n, after, strlen(after))) == NULL)
+        return;
+    for (; kl > 0 && (q = memmem(q, (size_t)(end - q), key, kl)) != NULL; q += kl) {
+        const char *v = q + kl, *e;
+        if (q == p || q[-1] != '"' || v >= end || *v != '"')
+            continue;
+        for (v++; v < end && is_ws(*v); v++)
+            ;
+        if (v >= end || *v != ':')
+            continue;
+        for (v++; v < end && is_ws(*v); v++)
+            ;
+        if (v >= end || *v != '"')
+            return;
+        for (e = ++v; e < end && *e != '"' && *e != '\\'; e++)
+            ;
+        if (e >= end || *e != '"' || (size_t)(e - v) >= outn)
+            return;
+        memcpy(out, v, (size_t)(e - v));
+        out[e - v] = '\0';
+        return;
+    }
+}
+
 void kr_msg_new_id(char out[33])
 {
     unsigned char r[16];

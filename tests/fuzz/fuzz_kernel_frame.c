@@ -4,7 +4,7 @@
  * process running untrusted user code.
  *
  * Input: the byte stream as the reader would see it on the socket, served
- * from an in-memory file. Messages are read until the stream ends or
+ * from an in-memory file (and, first, as the prefix kr_frame_peek classifies). Messages are read until the stream ends or
  * becomes unusable; each one is checked against kr.h's contract.
  */
 #include "fuzz.h"
@@ -19,6 +19,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char path[64];
     int fd = fuzz_memfile(path, data, size);
     int err;
+
+    /* The prefix peek the gateway uses on large frames: bounded, terminated. */
+    {
+        static const char *const keys[][2] = {{NULL, "channel"}, {"\"header\"", "msg_type"},
+                                              {"\"parent_header\"", "msg_id"}, {NULL, ""}};
+        size_t outns[] = {1, 8, 64};
+        char out[64];
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+            for (size_t j = 0; j < sizeof(outns) / sizeof(outns[0]); j++) {
+                memset(out, 'x', sizeof(out));
+                kr_frame_peek(out, outns[j], (const char *)data, size, keys[i][0], keys[i][1]);
+                if (memchr(out, '\0', outns[j]) == NULL || strchr(out, '"') != NULL)
+                    abort();
+            }
+    }
 
     /* Raw frames first: each one a NUL-terminated copy of its payload. */
     for (;;) {
