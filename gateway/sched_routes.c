@@ -249,10 +249,11 @@ static int put_resource(gw_request *req, gw_response *res)
 
 /* PUT /api/v1/admin/tiers/{name} {max_kernels?, max_gpus_per_job?,
  * max_session_ms?, idle_timeout_ms?, weight?, allow_egress?, overdraft_mcoins?,
- * free_gpu_ms_per_day?, free_ms_per_day?: {class: ms | -1}} */
+ * free_gpu_ms_per_day?, free_ms_per_day?: {class: ms | -1}, job_disk_bytes?} */
 static int put_tier(gw_request *req, gw_response *res)
 {
     sched_tier_update u = {-1, -1, -1, -1, -1, -1, -1, -1};
+    int64_t job_disk = -1;
     json_t *body, *allow, *val, *keyenvs;
     const char *key;
     int64_t v;
@@ -281,6 +282,7 @@ static int put_tier(gw_request *req, gw_response *res)
     GET_INT(u.idle_timeout_ms, "idle_timeout_ms", 1000, INT64_C(30) * 86400000);
     GET_INT(u.overdraft_mcoins, "overdraft_mcoins", 0, INT64_C(1000000000000));
     GET_INT(u.free_gpu_ms_per_day, "free_gpu_ms_per_day", 0, 86400000);
+    GET_INT(job_disk, "job_disk_bytes", 0, INT64_C(1) << 50);   /* disk quotas: 0 no limit */
 #undef GET_INT
     if ((keyenvs = json_object_get(body, "key_envs")) != NULL && (err = gw__tier_key_envs_check(keyenvs)) < 0)
         return err;
@@ -301,7 +303,11 @@ static int put_tier(gw_request *req, gw_response *res)
         if ((err = sched_resource_get(&r, req->srv->sched, key)) < 0)
             return err;
     }
+    if (job_disk > 0 && job_disk < (INT64_C(1) << 20))
+        return ed_error_set(ED_EUNPROC, "field 'job_disk_bytes' must be 0 (no limit) or at least 1 MiB");
     if ((err = sched_tier_put(req->srv->sched, t.name, &u)) < 0)
+        return err;
+    if (job_disk >= 0 && (err = sched_tier_disk_set(req->srv->sched, t.name, job_disk)) < 0)
         return err;
     if (keyenvs && (err = gw__tier_key_envs_put(req->srv->store, t.name, keyenvs)) < 0)
         return err;
@@ -315,13 +321,16 @@ static int put_tier(gw_request *req, gw_response *res)
     if ((err = quota_tier_get(&t, req->srv->store, t.name)) < 0 ||
         (err = gw__tier_key_envs_json(&keyenvs, req->srv->store, t.name)) < 0)
         return err;
+    if ((err = sched_tier_disk_get(&job_disk, req->srv->sched, t.name)) < 0)
+        return err;
     return gw_respond_json(
         res, 200,
-        json_pack("{s:s, s:i, s:i, s:I, s:I, s:i, s:b, s:I, s:I, s:o}", "name", t.name, "max_kernels",
+        json_pack("{s:s, s:i, s:i, s:I, s:I, s:i, s:b, s:I, s:I, s:o, s:I}", "name", t.name, "max_kernels",
                   t.max_kernels, "max_gpus_per_job", t.max_gpus_per_job, "max_session_ms",
                   (json_int_t)t.max_session_ms, "idle_timeout_ms", (json_int_t)t.idle_timeout_ms, "weight",
                   t.weight, "allow_egress", t.allow_egress, "overdraft_mcoins", (json_int_t)t.overdraft_mcoins,
-                  "free_gpu_ms_per_day", (json_int_t)t.free_gpu_ms_per_day, "key_envs", keyenvs));
+                  "free_gpu_ms_per_day", (json_int_t)t.free_gpu_ms_per_day, "key_envs", keyenvs,
+                  "job_disk_bytes", (json_int_t)job_disk));
 }
 
 /* ---- jobs ------------------------------------------------------------------------ */

@@ -118,6 +118,35 @@ static int tier_limit(int64_t *out, sched *s, const char *tier)
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : ed_store_error(ed_store_db(s->st), rc, "tier disk limit");
 }
 
+int sched_tier_disk_get(int64_t *out, sched *s, const char *tier)
+{
+    return tier_limit(out, s, tier);
+}
+
+int sched_tier_disk_set(sched *s, const char *tier, int64_t job_disk_bytes)
+{
+    sqlite3_stmt *q = NULL;
+    int rc, err;
+
+    if (job_disk_bytes < 0 || job_disk_bytes > (INT64_C(1) << 50))
+        return ed_error_set(ED_EUNPROC, "field 'job_disk_bytes' must be an integer in 0..%lld",
+                            (long long)(INT64_C(1) << 50));
+    if (job_disk_bytes > 0 && job_disk_bytes < (INT64_C(1) << 20))
+        return ed_error_set(ED_EUNPROC, "field 'job_disk_bytes' must be 0 (no limit) or at least 1 MiB");
+    if ((err = ed_store_prepare(&q, s->st, "UPDATE tiers SET job_disk_bytes = ?2, updated_at = ?3 WHERE name = ?1")) < 0)
+        return err;
+    sqlite3_bind_text(q, 1, tier, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, job_disk_bytes);
+    sqlite3_bind_int64(q, 3, ed_now_ms());
+    rc = sched__step(q);
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE)
+        return ed_store_error(ed_store_db(s->st), rc, "update tier disk");
+    if (sqlite3_changes(ed_store_db(s->st)) == 0)
+        return ed_error_set(ED_ENOTFOUND, "tier '%s' not found", tier);
+    return 0;
+}
+
 int sched__disk_job_init(sched *s, int64_t id, const char *tier)
 {
     char work[760], output[760];

@@ -192,6 +192,12 @@ typedef struct sched_tier_update {
     int64_t max_session_ms, idle_timeout_ms, overdraft_mcoins, free_gpu_ms_per_day;
 } sched_tier_update;
 int sched_tier_put(sched *s, const char *name, const sched_tier_update *u);
+/* A tier's job_disk_bytes: what one job may write into its work and output
+ * directories (disk quotas, retention.c); 0: no limit. Set: 0 or 1 MiB..1 PiB
+ * (ED_EINVAL), ED_ENOTFOUND for an unknown tier. Applies to jobs submitted
+ * after it. */
+int sched_tier_disk_get(int64_t *out, sched *s, const char *tier);
+int sched_tier_disk_set(sched *s, const char *tier, int64_t job_disk_bytes);
 
 /* ---- jobs ---- */
 

@@ -14,7 +14,6 @@
 #include "harness.h"
 
 #include <check.h>
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,9 +159,6 @@ static void job_log(char *out, size_t n, user *u, int64_t id)
 
 static void setup(void)
 {
-    char dbpath[200];
-    sqlite3 *db = NULL;
-
     snprintf(dir, sizeof(dir), "/tmp/eddy-it-disk-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(data, sizeof(data), "%s/data", dir);
@@ -171,15 +167,24 @@ static void setup(void)
                     "--email", "root@example.com", "--password", "correct horse battery",
                     "--role", "admin", NULL};
     ck_assert_int_eq(it_eddy_status(argv), 0);
-    /* a small job disk for the free tier */
-    snprintf(dbpath, sizeof(dbpath), "%s/eddy.db", data);
-    ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_exec(db, "UPDATE tiers SET job_disk_bytes = 33554432 WHERE name = 'free'", NULL, NULL,
-                                  NULL), SQLITE_OK);
-    sqlite3_close(db);
     ck_assert_int_eq(it_server_start_in(&srv, data, env), 0);
     ck_assert_int_eq(it_login(&srv, "root", "correct horse battery", admin_cookie, sizeof(admin_cookie),
                               admin_csrf, sizeof(admin_csrf)), 0);
+    {
+        /* a small job disk for the free tier, set as an operator would */
+        const char *ah[] = {admin_cookie, admin_csrf, NULL};
+        it_resp r;
+        it_request(&r, &srv, "PUT", "/api/v1/admin/tiers/free", "{\"job_disk_bytes\": 100}", ah);
+        ck_assert_msg(r.status == 422 && strstr(r.body, "job_disk_bytes"), "%ld %s", r.status, r.body);
+        it_resp_free(&r);
+        it_request(&r, &srv, "PUT", "/api/v1/admin/tiers/free", "{\"job_disk_bytes\": -1}", ah);
+        ck_assert_msg(r.status == 422 && strstr(r.body, "job_disk_bytes"), "%ld %s", r.status, r.body);
+        it_resp_free(&r);
+        it_request(&r, &srv, "PUT", "/api/v1/admin/tiers/free", "{\"job_disk_bytes\": 33554432}", ah);
+        ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+        ck_assert_int_eq(json_integer_value(json_object_get(r.json, "job_disk_bytes")), LIMIT);
+        it_resp_free(&r);
+    }
 }
 
 static void teardown(void)
