@@ -286,11 +286,18 @@ int gw_ws_send(gw_ws *ws, int opcode, const void *data, size_t len);
  * `on_wake` (NULL: none); afterwards gw_ws_wake() (thread-safe, cheap, never
  * blocks: fit for kh_subscribe's wake) asks for on_wake(ws, payload) on the
  * connection's loop, never before on_open returned nor while on_message runs;
- * wakes that arrive before it runs are merged into one call. on_wake drains
- * without waiting (kh_sub_next with timeout 0) and gw_ws_send()s; it must not
- * block. */
+ * wakes that arrive before it runs are merged into one call. on_wake also
+ * runs when the send queue has been written out. It drains without waiting
+ * (kh_sub_next with timeout 0) and gw_ws_send()s, pausing while
+ * gw_ws_queued() is large (say over 1 MiB: a slow reader) until the next
+ * call; it must not block. */
 void gw_ws_set_on_wake(gw_ws *ws, void (*on_wake)(gw_ws *ws, void *payload));
 void gw_ws_wake(gw_ws *ws);
+/* Run on_wake again in `ms` (for a producer that must poll: a kernel still
+ * starting). Only from the connection's own on_wake or on_message. */
+void gw_ws_wake_after(gw_ws *ws, int ms);
+/* Bytes sent but not yet taken by the socket. Thread-safe. */
+size_t gw_ws_queued(gw_ws *ws);
 /* Start the close handshake with `code` and a short `reason` (may be NULL);
  * the reader ends once the peer answers or goes away. Thread-safe, idempotent. */
 int gw_ws_close(gw_ws *ws, int code, const char *reason);

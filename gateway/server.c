@@ -1174,8 +1174,13 @@ void gw_server_stop(gw_server *srv)
         gw__ws_stop_all(5000);   /* WebSockets hold their requests open */
         gw__stream_stop_all();   /* so do event streams */
         deadline = ed_mono_ns() + (int64_t)GW_DRAIN_TIMEOUT_MS * 1000000;
-        while (atomic_load(&s->inflight) > 0 && ed_mono_ns() < deadline)
+        for (int i = 0; atomic_load(&s->inflight) > 0 && ed_mono_ns() < deadline; i++) {
+            /* A handshake answered just before we stopped accepting hands its
+             * socket over after gw__ws_stop_all looked: close those too. */
+            if (i % 10 == 9)
+                gw__ws_stop_all(0);
             usleep(10000);
+        }
         if (atomic_load(&s->inflight) > 0)
             ed_log_warn("http.stop", "%d requests still running after %d ms; closing them",
                         atomic_load(&s->inflight), GW_DRAIN_TIMEOUT_MS);

@@ -406,6 +406,8 @@ struct gw_ws {
     bool                              wake_queued, finishing;
     bool                              adopted, wake_early;
     bool                              doomed;      /* finish after this batch of events */
+    int64_t                           timer_at_ns; /* gw_ws_wake_after (loop thread); 0: none */
+    struct gw_ws                     *tnext;       /* the loop's timer list */
 
     struct gw_ws                     *next, *prev; /* registry (reg_lock) */
     struct gw_ws                     *rnext;       /* reaper queue (reap_lock) */
@@ -421,6 +423,7 @@ struct ws_loop {
     gw_ws          *wakes;      /* gw_ws_wake() asked for on_wake */
     gw_ws          *conns;      /* the loop thread's own list */
     gw_ws          *doomed;     /* to finish once the current batch is handled */
+    gw_ws          *timers;     /* connections with timer_at_ns set */
     int64_t         next_sweep_ns;
 };
 
@@ -442,6 +445,9 @@ static int             nloops;        /* 0 when none could start */
 static atomic_uint     next_loop;
 
 static atomic_llong    n_open, n_slow_closes;   /* for /metrics */
+
+static bool drained(gw_ws *ws);
+static void doom(ws_loop *l, gw_ws *ws);
 
 static pthread_mutex_t reap_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t  reap_cond = PTHREAD_COND_INITIALIZER;
@@ -528,7 +534,10 @@ static int flush_locked(gw_ws *ws)
             v[nv].iov_base = f->bytes + f->off;
             v[nv].iov_len = f->len - f->off;
         }
-        n = writev(ws->fd, v, nv);
+        {
+            struct msghdr mh = {.msg_iov = v, .msg_iovlen = (size_t)nv};
+            n = sendmsg(ws->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -698,6 +707,68 @@ int gw_ws_close(gw_ws *ws, int code, const char *reason)
     return err;
 }
 
+size_t gw_ws_queued(gw_ws *ws)
+{
+    size_t n;
+
+    if (ws == NULL)
+        return 0;
+    pthread_mutex_lock(&ws->wlock);
+    n = ws->qbytes;
+    pthread_mutex_unlock(&ws->wlock);
+    return n;
+}
+
+void gw_ws_wake_after(gw_ws *ws, int ms)
+{
+    int64_t at;
+
+    if (ws == NULL || ws->finishing)
+        return;
+    at = ed_mono_ns() + (int64_t)(ms > 0 ? ms : 0) * 1000000;
+    if (ws->timer_at_ns == 0) {
+        ws->tnext = ws->loop->timers;
+        ws->loop->timers = ws;
+        ws->timer_at_ns = at;
+    } else if (at < ws->timer_at_ns) {
+        ws->timer_at_ns = at;
+    }
+}
+
+/* Loop thread: run on_wake for the timers that are due; the time of the next
+ * one (INT64_MAX: none). */
+static int64_t run_timers(ws_loop *l, int64_t now)
+{
+    int64_t next = INT64_MAX;
+    gw_ws *due = NULL;
+
+    for (gw_ws **pp = &l->timers; *pp;) {
+        gw_ws *ws = *pp;
+        if (ws->timer_at_ns <= now) {
+            *pp = ws->tnext;
+            ws->timer_at_ns = 0;
+            ws->tnext = due;
+            due = ws;
+        } else {
+            if (ws->timer_at_ns < next)
+                next = ws->timer_at_ns;
+            pp = &ws->tnext;
+        }
+    }
+    while (due) {
+        gw_ws *ws = due;
+        due = ws->tnext;
+        ws->tnext = NULL;
+        if (!ws->doomed && !ws->draining && ws->on_wake)
+            ws->on_wake(ws, ws->payload);
+        if (drained(ws))
+            doom(l, ws);
+        if (ws->timer_at_ns && ws->timer_at_ns < next)
+            next = ws->timer_at_ns;
+    }
+    return next;
+}
+
 void gw_ws_set_on_wake(gw_ws *ws, void (*on_wake)(gw_ws *ws, void *payload))
 {
     if (ws)
@@ -827,6 +898,14 @@ static void finish(ws_loop *l, gw_ws *ws)
         ws->wake_queued = false;
     }
     pthread_mutex_unlock(&l->lock);
+    if (ws->timer_at_ns) {
+        for (gw_ws **pp = &l->timers; *pp; pp = &(*pp)->tnext)
+            if (*pp == ws) {
+                *pp = ws->tnext;
+                break;
+            }
+        ws->timer_at_ns = 0;
+    }
     if (ws->lprev)
         ws->lprev->lnext = ws->lnext;
     else
@@ -1049,10 +1128,13 @@ static void *loop_main(void *arg)
     ws_loop *l = arg;
     struct epoll_event evs[WS_EVENTS];
 
+    int64_t next_timer = INT64_MAX;
+
     l->next_sweep_ns = ed_mono_ns() + WS_SWEEP_MS * INT64_C(1000000);
     for (;;) {
         int64_t now = ed_mono_ns();
-        int timeout = (int)((l->next_sweep_ns - now) / 1000000) + 1;
+        int64_t until = l->next_sweep_ns < next_timer ? l->next_sweep_ns : next_timer;
+        int timeout = (int)((until - now) / 1000000) + 1;
         int n = epoll_wait(l->epfd, evs, WS_EVENTS, timeout < 0 ? 0 : timeout);
 
         if (n < 0 && errno != EINTR) {
@@ -1100,13 +1182,18 @@ static void *loop_main(void *arg)
                 continue;
             if (e & EPOLLOUT) {
                 int rc;
+                bool emptied;
                 pthread_mutex_lock(&ws->wlock);
                 rc = ws->dead ? -1 : flush_locked(ws);
+                emptied = rc == 0 && ws->qhead == NULL && !ws->close_sent;
                 pthread_mutex_unlock(&ws->wlock);
                 if (rc < 0) {
                     doom(l, ws);
                     continue;
                 }
+                /* A producer that paused on a full queue (gw_ws_queued) goes on. */
+                if (emptied && ws->on_wake && !ws->draining)
+                    ws->on_wake(ws, ws->payload);
             }
             if ((e & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) && !on_readable(ws)) {
                 doom(l, ws);
@@ -1121,6 +1208,12 @@ static void *loop_main(void *arg)
             finish(l, ws);
         }
         now = ed_mono_ns();
+        next_timer = l->timers ? run_timers(l, now) : INT64_MAX;
+        while (l->doomed) {
+            gw_ws *ws = l->doomed;
+            l->doomed = ws->rnext;
+            finish(l, ws);
+        }
         if (now >= l->next_sweep_ns) {
             sweep(l, now);
             l->next_sweep_ns = now + WS_SWEEP_MS * INT64_C(1000000);
