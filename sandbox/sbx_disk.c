@@ -33,6 +33,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <linux/dqblk_xfs.h>
 #include <linux/loop.h>
 #include <linux/quota.h>
 #include <spawn.h>
@@ -456,10 +457,13 @@ static int set_limit(const char *path, uint32_t projid, int64_t bytes, int64_t i
     return 0;
 }
 
-/* 1 if the filesystem holding `path` has project quotas switched on. */
+/* 1 if the filesystem holding `path` accounts and enforces project quotas
+ * (accounting alone, as ext4's quota feature without the prjquota mount
+ * option or XFS pqnoenforce, would limit nothing). */
 static int prjquota_on(const char *path, char *why, size_t n)
 {
     struct if_dqinfo info;
+    struct fs_quota_statv st;
     int fd, rc;
 
     if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
@@ -467,12 +471,23 @@ static int prjquota_on(const char *path, char *why, size_t n)
         return 0;
     }
     rc = quotactl_fd(fd, QCMD(Q_GETINFO, PRJQUOTA), 0, &info);
-    if (rc < 0)
+    if (rc < 0) {
         snprintf(why, n, "%s", errno == ENOSYS ? "the kernel has no quotactl_fd (Linux < 5.14)"
                                : errno == ESRCH || errno == ENOENT || errno == EINVAL || errno == ENOTTY
                                    ? "project quotas are not on (ext4 needs -O quota,project and prjquota, "
                                      "XFS pquota)"
                                    : strerror(errno));
+    } else {
+        memset(&st, 0, sizeof(st));
+        st.qs_version = FS_QSTATV_VERSION1;
+        if (quotactl_fd(fd, QCMD(Q_XGETQSTATV, PRJQUOTA), 0, &st) < 0) {
+            snprintf(why, n, "cannot tell whether project quotas are enforced: %s", strerror(errno));
+            rc = -1;
+        } else if (!(st.qs_flags & FS_QUOTA_PDQ_ENFD)) {
+            snprintf(why, n, "project quotas are counted but not enforced (mount option prjquota / pquota)");
+            rc = -1;
+        }
+    }
     close(fd);
     return rc == 0;
 }
