@@ -65,8 +65,8 @@ typedef struct fold {
     bool     dirty, done, capped;
 } fold;
 
-/* A kernel's output rate over the configured window, in RL_BUCKETS slices
- * (Jupyter's iopub rate limits). The reader thread alone touches it. */
+/* A kernel process's output rate over the configured window, in RL_BUCKETS
+ * slices (Jupyter's iopub rate limits). Its reader thread's own. */
 typedef struct rate {
     int64_t bucket;              /* number of the current slice (ms / slice) */
     int64_t msgs[RL_BUCKETS], bytes[RL_BUCKETS], raw[RL_BUCKETS];
@@ -94,7 +94,6 @@ typedef struct kh_k {
     char    *ring[RING];
     size_t   ring_len[RING], ring_bytes;
     int64_t  journal_bytes;      /* journaled since the last prune (under jmu) */
-    rate     rl;                 /* the current reader's */
     int      nsubs, refs, readers;
     struct kh_sub *subs;
     fold    *folds;
@@ -621,7 +620,7 @@ static void rate_advance(rate *r, int64_t now_ms, int window_ms)
     int64_t slice = window_ms / RL_BUCKETS > 0 ? window_ms / RL_BUCKETS : 1;
     int64_t b = now_ms / slice;
 
-    if (b - r->bucket >= RL_BUCKETS) {
+    if (b - r->bucket >= RL_BUCKETS || b < r->bucket) {
         memset(r->msgs, 0, sizeof(r->msgs));
         memset(r->bytes, 0, sizeof(r->bytes));
         memset(r->raw, 0, sizeof(r->raw));
@@ -647,11 +646,10 @@ static void rate_advance(rate *r, int64_t now_ms, int window_ms)
  * while the window's bytes before it are under the limit, so one large
  * image after some text still shows. When dropping starts, `notice` gets
  * the text telling the user (else ""). */
-static bool rate_admit(kh_hub *h, kh_k *k, const char *channel, const char *type, const char *parent, size_t len,
+static bool rate_admit(kh_hub *h, rate *r, const char *channel, const char *type, const char *parent, size_t len,
                        char *notice, size_t nn)
 {
     const gw_config *c = &h->srv->cfg;
-    rate *r = &k->rl;
     int w = c->kernel_output_window_ms > 0 ? c->kernel_output_window_ms : 3000;
     int64_t msg_allow = (int64_t)c->kernel_output_msgs_per_s * w / 1000;
     int64_t byte_allow = c->kernel_output_bytes_per_s * w / 1000;
@@ -662,7 +660,7 @@ static bool rate_admit(kh_hub *h, kh_k *k, const char *channel, const char *type
     if (strcmp(channel, "iopub") != 0 || strcmp(type, "status") == 0 || strcmp(type, "execute_input") == 0 ||
         strcmp(type, "comm_open") == 0)
         return true;
-    rate_advance(r, ed_now_ms(), w);
+    rate_advance(r, ed_mono_ns() / 1000000, w);
     if (c->kernel_output_msgs_per_s > 0 && r->sum_msgs + 1 > msg_allow)
         r->msgs_over = true;
     else if (r->msgs_over && (r->sum_msgs + 1) * 10 < msg_allow * 8)
@@ -812,6 +810,7 @@ static void *reader_main(void *p)
     int n = 0, err = 0;
     size_t nbytes = 0;
     bool mine, died = false;
+    rate rl = {0};
     const gw_config *cfg = &h->srv->cfg;
     int window = cfg->kernel_output_window_ms > 0 ? cfg->kernel_output_window_ms : 3000;
     /* never below twice what eddy-kernel itself may send (KR_OUT_RATE_MAX) */
@@ -820,7 +819,6 @@ static void *reader_main(void *p)
     int64_t flood = cfg->kernel_flood_bytes_per_s > 0 ? flood_rate * window / 1000 : 0;
 
     free(p);
-    memset(&k->rl, 0, sizeof(k->rl));
     /* ask for kernel_info: the kernel goes busy then idle once Python is
      * ready, which is when the hub reports it idle */
     json_t *info = NULL;
@@ -850,17 +848,17 @@ static void *reader_main(void *p)
                            KR_OUT_FRAME_MAX);
             break;
         }
-        rate_advance(&k->rl, ed_now_ms(), window);
-        k->rl.raw[k->rl.bucket % RL_BUCKETS] += (int64_t)len + KR_FRAME_HDR;
-        k->rl.sum_raw += (int64_t)len + KR_FRAME_HDR;
-        if (flood > 0 && k->rl.sum_raw > flood) {
+        rate_advance(&rl, ed_mono_ns() / 1000000, window);
+        rl.raw[rl.bucket % RL_BUCKETS] += (int64_t)len + KR_FRAME_HDR;
+        rl.sum_raw += (int64_t)len + KR_FRAME_HDR;
+        if (flood > 0 && rl.sum_raw > flood) {
             protocol_error(h, k, a.job_id, "it sent more than %lld MiB within %d s (the limit is %lld MiB/s)",
                            (long long)(flood >> 20), (window + 999) / 1000, (long long)(flood_rate >> 20));
             break;
         }
         if (n > 0 && nbytes + len > BATCH_BYTES)
             burst_flush(h, k, msgs, parsed, &n, &nbytes);   /* a large frame is journaled alone */
-        if (len > DRAIN_MIN && (k->rl.msgs_over || k->rl.bytes_over)) {
+        if (len > DRAIN_MIN && (rl.msgs_over || rl.bytes_over)) {
             /* Output is being dropped: a large output frame is read past,
              * unparsed, at the speed of a copy (eddy-kernel's frames name
              * their channel and type first). */
@@ -870,7 +868,7 @@ static void *reader_main(void *p)
             kr_frame_peek(ch, sizeof(ch), pre, sizeof(pre), NULL, "channel");
             kr_frame_peek(type, sizeof(type), pre, sizeof(pre), "\"header\"", "msg_type");
             kr_frame_peek(parent, sizeof(parent), pre, sizeof(pre), "\"parent_header\"", "msg_id");
-            if (ch[0] && type[0] && !(counted = rate_admit(h, k, ch, type, parent, len, notice, sizeof(notice)))) {
+            if (ch[0] && type[0] && !(counted = rate_admit(h, &rl, ch, type, parent, len, notice, sizeof(notice)))) {
                 if ((err = drain(a.fd, len - sizeof(pre))) != 0)
                     break;
                 if (notice[0]) {
@@ -900,7 +898,7 @@ static void *reader_main(void *p)
             protocol_error(h, k, a.job_id, "it sent a frame that is not a Jupyter message");
             break;
         }
-        if (!counted && !rate_admit(h, k, kr_msg_channel(m), kr_msg_type(m),
+        if (!counted && !rate_admit(h, &rl, kr_msg_channel(m), kr_msg_type(m),
                         json_string_value(json_object_get(json_object_get(m, "parent_header"), "msg_id")), len,
                         notice, sizeof(notice))) {
             if (notice[0]) {
