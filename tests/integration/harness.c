@@ -79,6 +79,30 @@ int it_serve_user_reaches_checkout(void)
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
+static uid_t share_uid;
+static gid_t share_gid;
+
+static int share_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return lchown(path, share_uid, share_gid) == 0 ? 0 : -1;
+}
+
+void it_share_with_server(const char *path)
+{
+    const char *user = getenv("EDDY_USER") ? getenv("EDDY_USER") : "eddy";
+    struct passwd *pw;
+
+    if (geteuid() != 0 || it_serve_user_reaches_checkout() != 0 || strcmp(user, "root") == 0 ||
+        (pw = getpwnam(user)) == NULL)
+        return;
+    share_uid = pw->pw_uid;
+    share_gid = pw->pw_gid;
+    nftw(path, share_one, 16, FTW_PHYS);
+}
+
 int it_server_start_in(it_server *s, const char *data_dir, const char *const *env)
 {
     static int reach = 1;   /* 1 unknown, 0 yes, -1 no */

@@ -103,6 +103,12 @@ int it_eddy_status(char *const argv[]);
  * root), -1 when not; then it_server_start* serve as root (EDDY_USER=root). */
 int it_serve_user_reaches_checkout(void);
 
+/* Started as root, eddy serve works as that user: hand it `path` (a
+ * directory a test made for the server, mkdtemp's 0700 root, with everything
+ * in it: a web app, TLS files, a data directory's parent) so it can use it.
+ * Does nothing when not root or when the server keeps root. */
+void it_share_with_server(const char *path);
+
 /* Path of the eddy binary under test. */
 const char *it_eddy_bin(void);
 

@@ -140,6 +140,7 @@ static void make_tmpdir(char *out, size_t cap)
 {
     snprintf(out, cap, "/tmp/eddy-it-http-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(out));
+    it_share_with_server(out);      /* the server serves as eddy when started as root */
 }
 
 static void rm_rf(const char *dir)
@@ -555,6 +556,7 @@ START_TEST(tls_serves_https_with_the_configured_certificate)
                  "--load-privkey %s --template tmpl --outfile %s) >/dev/null 2>&1",
                  dir, key, key, cert);
     ck_assert_int_eq(system(cmd), 0);
+    it_share_with_server(dir);      /* the key is 0600: eddy must read it */
     snprintf(env_cert, sizeof(env_cert), "EDDY_TLS_CERT=%s", cert);
     snprintf(env_key, sizeof(env_key), "EDDY_TLS_KEY=%s", key);
     ck_assert_int_eq(pipe(out), 0);

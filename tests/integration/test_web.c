@@ -49,6 +49,7 @@ static void start_with_app(void)
     snprintf(p, sizeof(p), "%s/assets/link.js", web);
     ck_assert_int_eq(symlink("/etc/passwd", p), 0);
     snprintf(env_web, sizeof(env_web), "EDDY_WEB_DIR=%s", web);
+    it_share_with_server(web);      /* the server serves as eddy when started as root */
     const char *env[] = {env_web, NULL};
     ck_assert_msg(it_server_start(&srv, env) == 0, "server did not start");
 }
