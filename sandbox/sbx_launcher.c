@@ -339,7 +339,8 @@ static int open_binds(launcher *L, sbx_bind *b, size_t n, int rw, int *fds, size
             if ((rel = under(b[i].src, L->cfg->ro_roots[k])) != NULL)
                 root = L->ro_fd[k];
         if (root < 0)
-            return ed_error_set(ED_EPERM, "sandbox launcher: bind source '%s' is not beneath an allowed root", b[i].src ? b[i].src : "");
+            return ed_error_set(ED_EPERM, "sandbox launcher: bind source '%s' is not beneath an allowed root",
+                                b[i].src ? b[i].src : "");
         if (*rel == '\0')
             fd = fcntl(root, F_DUPFD_CLOEXEC, 3);
         else
@@ -473,7 +474,8 @@ static int do_tree_give(launcher *L, sbx_wire_req *q)
         return ed_error_set(ED_EPERM, "sandbox launcher: uid %u is neither the server nor a slot this "
                             "launcher handed out", (unsigned)q->uid);
     if (!rel || *rel == '\0')
-        return ed_error_set(ED_EPERM, "sandbox launcher: '%s' is not a directory beneath the data directory", q->path ? q->path : "");
+        return ed_error_set(ED_EPERM, "sandbox launcher: '%s' is not a directory beneath the data directory",
+                            q->path ? q->path : "");
     if ((fd = open_beneath(L->data_fd, rel, O_RDONLY | O_DIRECTORY)) < 0)
         return ed_error_set(ED_EINVAL, "sandbox launcher: '%s': %s", q->path,
                             errno == ELOOP ? "a symbolic link on the way" : strerror(errno));
@@ -485,7 +487,8 @@ static int do_tree_give(launcher *L, sbx_wire_req *q)
             ;
         if (i == s->n_trees) {
             if (s->n_trees == MAX_TREES || (s->trees[s->n_trees] = strdup(rel)) == NULL)
-                return ed_error_set(ED_ETOOBIG, "sandbox launcher: more than %d trees for one slot", MAX_TREES);
+                return ed_error_set(ED_ETOOBIG, "sandbox launcher: more than %d trees for one slot",
+                                    MAX_TREES);
             s->n_trees++;
         }
     }

@@ -242,7 +242,8 @@ int sbx__remote_slot_claim(uint32_t *handle, unsigned *uid)
     int err;
 
     sbx__wire_begin(&b, SBX_OP_SLOT_CLAIM, seq);
-    if ((err = sbx__wire_finish(&b)) < 0 || (err = call(&b, SBX_OP_SLOT_CLAIM, seq, NULL, 0, &rep, NULL)) < 0) {
+    if ((err = sbx__wire_finish(&b)) < 0 ||
+        (err = call(&b, SBX_OP_SLOT_CLAIM, seq, NULL, 0, &rep, NULL)) < 0) {
         sbx__wire_buf_free(&b);
         return err;
     }
