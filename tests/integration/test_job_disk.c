@@ -222,6 +222,8 @@ START_TEST(a_job_writing_past_its_disk_limit_gets_edquot_and_nobody_else_notices
     {
         const char *after = strstr(logs, "after ");
         long long wrote = after ? atoll(after + 6) : -1;
+        printf("disk-filling job under a %d-byte limit: %.*s\n", LIMIT, (int)strcspn(strstr(logs, "OSError"), "\n"),
+               strstr(logs, "OSError"));
         ck_assert_msg(wrote >= 0 && wrote <= LIMIT, "wrote %lld bytes under a %d-byte limit", wrote, LIMIT);
     }
     ck_assert_msg(strstr(logs, "output OSError EDQUOT") || strstr(logs, "output OSError ENOSPC"),
