@@ -47,6 +47,7 @@
 #define BATCH_MAX 256            /* frames journaled in one transaction */
 #define BATCH_BYTES (1024 * 1024) /* bytes of frames held for one transaction */
 #define DRAIN_MIN (64 * 1024)    /* while dropping output, larger output frames are read past unparsed */
+#define EXEMPT_MAX (64 * 1024)   /* replies and status up to this size pass the output rate limits */
 #define FOLD_MAX  (8u << 20)     /* output bytes folded into the notebook per cell */
 #define RL_BUCKETS 30            /* slices of the output rate window */
 #define SWEEP_MS  60000          /* how often dead kernels' journals are swept (at most) */
@@ -641,8 +642,9 @@ static void rate_advance(rate *r, int64_t now_ms, int window_ms)
 /* Whether a message of `len` bytes goes out, Jupyter Server's way
  * (iopub_msg_rate_limit, iopub_data_rate_limit, rate_limit_window): iopub
  * output past either rate over the window is dropped until the rate falls
- * below 80% of the limit; status, execute_input and comm_open always pass,
- * as does every other channel. One difference: a message is let through
+ * below 80% of the limit; status, execute_input, comm_open and every other
+ * channel pass when at most EXEMPT_MAX bytes (and count), unless the window
+ * holds ten times the limits. One difference: a message is let through
  * while the window's bytes before it are under the limit, so one large
  * image after some text still shows. When dropping starts, `notice` gets
  * the text telling the user (else ""). */
@@ -654,13 +656,24 @@ static bool rate_admit(kh_hub *h, rate *r, const char *channel, const char *type
     int64_t msg_allow = (int64_t)c->kernel_output_msgs_per_s * w / 1000;
     int64_t byte_allow = c->kernel_output_bytes_per_s * w / 1000;
     bool was = r->msgs_over || r->bytes_over;
-    int slot;
+    int slot = 0;
 
     notice[0] = '\0';
-    if (strcmp(channel, "iopub") != 0 || strcmp(type, "status") == 0 || strcmp(type, "execute_input") == 0 ||
-        strcmp(type, "comm_open") == 0)
-        return true;
     rate_advance(r, ed_mono_ns() / 1000000, w);
+    slot = (int)(r->bucket % RL_BUCKETS);
+    if (len <= EXEMPT_MAX && (strcmp(channel, "iopub") != 0 || strcmp(type, "status") == 0 ||
+                              strcmp(type, "execute_input") == 0 || strcmp(type, "comm_open") == 0)) {
+        /* Replies and status always pass (clients wait for them), and count:
+         * only a kernel sending ten times the limits in them loses them. */
+        if ((c->kernel_output_msgs_per_s > 0 && r->sum_msgs >= 10 * msg_allow) ||
+            (c->kernel_output_bytes_per_s > 0 && r->sum_bytes >= 10 * byte_allow))
+            return false;
+        r->msgs[slot]++;
+        r->bytes[slot] += (int64_t)len;
+        r->sum_msgs++;
+        r->sum_bytes += (int64_t)len;
+        return true;
+    }
     if (c->kernel_output_msgs_per_s > 0 && r->sum_msgs + 1 > msg_allow)
         r->msgs_over = true;
     else if (r->msgs_over && (r->sum_msgs + 1) * 10 < msg_allow * 8)
@@ -689,7 +702,6 @@ static bool rate_admit(kh_hub *h, rate *r, const char *channel, const char *type
         }
         return false;
     }
-    slot = (int)(r->bucket % RL_BUCKETS);
     r->msgs[slot]++;
     r->bytes[slot] += (int64_t)len;
     r->sum_msgs++;
