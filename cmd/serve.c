@@ -98,7 +98,8 @@ static int own_tree(int dfd, uid_t uid, gid_t gid, unsigned slot_base, unsigned 
     if ((st.st_uid == 0 || (st.st_uid >= slot_base && st.st_uid - slot_base < slot_count)) &&
         fchown(dfd, uid, gid) < 0)
         return -1;
-    if (depth > 128 || (dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3)) < 0 || (d = fdopendir(dup_fd)) == NULL)
+    if (depth > 128 || (dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3)) < 0 || lseek(dup_fd, 0, SEEK_SET) < 0 ||
+        (d = fdopendir(dup_fd)) == NULL)
         return depth > 128 ? 0 : -1;
     while (rc == 0 && (e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
@@ -124,6 +125,37 @@ static int own_tree(int dfd, uid_t uid, gid_t gid, unsigned slot_base, unsigned 
     }
     closedir(d);
     return rc;
+}
+
+/* 1 when the directory open at `dfd` is one Eddy made (or could have): empty,
+ * or holding eddy.db, or only names Eddy puts there. Handing anything else
+ * to the serving user (--data /var/lib by mistake) would give it the host. */
+static int is_data_dir(int dfd)
+{
+    static const char *const ours[] = {"eddy.db", "eddy.db-wal", "eddy.db-shm", "eddy.db-journal", "projects",
+                                       "jobs", "datasets", "models", "admin-password", "volume", "volume.img",
+                                       "images"};
+    int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3), ok = 1, has_db = 0;
+    DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+    struct dirent *e;
+
+    if (!d) {
+        if (dup_fd >= 0)
+            close(dup_fd);
+        return 0;
+    }
+    while ((e = readdir(d)) != NULL) {
+        size_t i, n = sizeof(ours) / sizeof(ours[0]);
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        has_db |= strcmp(e->d_name, "eddy.db") == 0;
+        for (i = 0; i < n && strcmp(e->d_name, ours[i]) != 0; i++)
+            ;
+        ok &= i < n;
+    }
+    rewinddir(d);       /* the offset is shared with dfd, which own_tree() reads next */
+    closedir(d);
+    return ok || has_db;
 }
 
 /* mkdir -p: parents 0755 (the serving user must pass through), the leaf 0700. */
@@ -278,7 +310,14 @@ static int split_privileges(gw_config *cfg)
         return 1;
     }
     snprintf(cfg->data_dir, sizeof(cfg->data_dir), "%s", data);
-    if ((fd = open(data, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0 ||
+    if ((fd = open(data, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0 &&
+        (strcmp(data, "/") == 0 || !is_data_dir(fd))) {
+        fprintf(stderr, "eddy serve: %s is not empty and holds no eddy.db: not handing it to user %s; point "
+                        "--data at an Eddy data directory or a new one\n", data, cfg->user);
+        close(fd);
+        return 2;
+    }
+    if (fd < 0 || fstat(fd, &st) < 0 ||
         own_tree(fd, pw->pw_uid, pw->pw_gid, sc.slot_base, sc.slot_count, st.st_dev, 0) < 0) {
         fprintf(stderr, "eddy serve: cannot hand %s to %s: %s\n", data, cfg->user, strerror(errno));
         if (fd >= 0)

@@ -205,7 +205,8 @@ static int walk(int dfd, uid_t uid, gid_t gid, const sbx_launcher_config *cfg, i
         return 0;
     if ((dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3)) < 0)
         return -1;
-    if ((d = fdopendir(dup_fd)) == NULL) {
+    /* the dup shares dfd's offset: start from the first entry */
+    if (lseek(dup_fd, 0, SEEK_SET) < 0 || (d = fdopendir(dup_fd)) == NULL) {
         close(dup_fd);
         return -1;
     }

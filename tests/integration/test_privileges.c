@@ -7,7 +7,9 @@
  *     to the server), and from inside it the launcher cannot be reached
  *     (no socket among its descriptors, not in its PID namespace);
  *   - killing the launcher stops the server with status 1 and a log line;
- *   - killing the server makes the launcher kill the job and exit.
+ *   - killing the server makes the launcher kill the job and exit;
+ *   - a --data directory that is not Eddy's (not empty, no eddy.db) is
+ *     refused, not handed to the eddy user.
  * Skips (77) when not root, without the `eddy` user, or when the checkout is
  * not reachable by that user (the harness then serves as root).
  */
@@ -16,6 +18,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -341,6 +344,39 @@ START_TEST(a_dead_server_takes_its_launcher_and_jobs_along)
 }
 END_TEST
 
+START_TEST(a_directory_that_is_not_eddys_is_not_handed_over)
+{
+    char junk[64], file[128], cmd[128];
+    struct stat sb;
+    int st = 0;
+
+    snprintf(junk, sizeof(junk), "/tmp/eddy-it-junk-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(junk));
+    snprintf(file, sizeof(file), "%s/passwd", junk);
+    FILE *f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("root:x:0:0::/root:/bin/sh\n", f);
+    fclose(f);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int nul = open("/dev/null", O_WRONLY);
+        dup2(nul, 1);
+        dup2(nul, 2);
+        execl(it_eddy_bin(), "eddy", "serve", "--data", junk, "--listen", "127.0.0.1:0", (char *)NULL);
+        _exit(127);
+    }
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFEXITED(st));
+    ck_assert_int_eq(WEXITSTATUS(st), 2);
+    ck_assert_int_eq(stat(file, &sb), 0);
+    ck_assert_uint_eq(sb.st_uid, 0);
+    ck_assert_int_eq(stat(junk, &sb), 0);
+    ck_assert_uint_eq(sb.st_uid, 0);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", junk);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void)
 {
     struct passwd *pw;
@@ -370,6 +406,9 @@ int main(void)
     tcase_add_test(t, a_dead_launcher_stops_the_server_loudly);
     tcase_add_test(t, a_dead_server_takes_its_launcher_and_jobs_along);
     suite_add_tcase(s, t);
+    TCase *g = tcase_create("guard");
+    tcase_add_test(g, a_directory_that_is_not_eddys_is_not_handed_over);
+    suite_add_tcase(s, g);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
