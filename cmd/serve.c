@@ -55,7 +55,9 @@ static void usage(FILE *f)
                "  --listen HOST:PORT  address to serve on; port 0 picks a free port\n"
                "  --config FILE       'key = value' settings (see deploy/eddy.conf.example)\n"
                "\n"
-               "Settings: defaults < config file < EDDY_* environment < flags.\n");
+               "Settings: defaults < config file < EDDY_* environment < flags.\n"
+               "Started as root it serves as the user 'eddy' (setting user, EDDY_USER; 'root': no\n"
+               "split), which gets DIR, while a small launcher keeps root for the sandboxes.\n");
 }
 
 /* "--name VALUE" or "--name=VALUE": the value, advancing *i; NULL if absent. */
