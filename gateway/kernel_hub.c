@@ -769,7 +769,8 @@ static void journal_prune(kh_hub *h, kh_k *k)
     if (cap <= 0 || k->journal_bytes <= cap)
         return;
     if (ed_store_prepare(&q, h->srv->store,
-                         "SELECT seq, length(msg) FROM kernel_journal WHERE kernel_id = ?1 ORDER BY seq") < 0)
+                         "SELECT seq, length(CAST(msg AS BLOB)) FROM kernel_journal WHERE kernel_id = ?1 "
+                         "ORDER BY seq") < 0)
         goto fail;
     sqlite3_bind_text(q, 1, k->id, -1, SQLITE_STATIC);
     while ((rc = sqlite3_step(q)) == SQLITE_ROW)

@@ -448,7 +448,8 @@ START_TEST(journal_is_capped_and_a_dead_kernels_journal_expires)
     out = run(&alice, ka, "print('the latest')");
     ck_assert_str_eq(out, "the latest\n");
     free(out);
-    long long bytes = it_db_int(&srv, "SELECT sum(length(msg)) FROM kernel_journal WHERE kernel_id = '%s'", ka);
+    long long bytes =
+        it_db_int(&srv, "SELECT sum(length(CAST(msg AS BLOB))) FROM kernel_journal WHERE kernel_id = '%s'", ka);
     long long first = it_db_int(&srv, "SELECT min(seq) FROM kernel_journal WHERE kernel_id = '%s'", ka);
     ck_assert_msg(bytes <= 1 << 20, "journal holds %lld bytes (cap 1 MiB)", bytes);
     ck_assert_int_gt(first, 1);   /* the oldest went */
@@ -559,7 +560,8 @@ START_TEST(session_flood_is_refused_capped_persisted_and_deleted_with_the_kernel
         ck_assert_int_eq(status_of("POST", "/api/sessions", huge, alice.hdrs), 413);
     long rss2 = rss_kib(srv.pid);
     free(huge);
-    fprintf(stderr, "session flood: gateway VmRSS %ld MiB before six 40 MiB paths, %ld MiB after, %ld MiB after six more\n",
+    fprintf(stderr,
+            "session flood: gateway VmRSS %ld MiB before six 40 MiB paths, %ld MiB after, %ld MiB after six more\n",
             rss0 / 1024, rss1 / 1024, rss2 / 1024);
     /* Nothing of them is kept (six took it +273 MiB before): what remains is
      * the request bodies, freed but cached by malloc's arenas. */
