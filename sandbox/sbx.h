@@ -255,8 +255,23 @@ int sbx_disk_tree_usage(const sbx_disk *d, const char *path, uint32_t projid, in
  * mount; the tree's other directories and limit stay. ENOENT is success. */
 int sbx_disk_path_clear(const char *path);
 
-/* Delete a whole tree: its directories (unmounted), its image or volume
- * directory, and its limit. 0, ED_EINVAL, ED_EIO. */
+/* When a tree's writer is done for good (a job ended): if `path` is a mount
+ * (the loop mechanisms), copy what is in it to a plain directory on the
+ * parent's filesystem (no link followed; symbolic links copied as links,
+ * hard links as links, holes as holes, owners, modes and times kept; fifos,
+ * sockets and devices dropped), unmount it and put the copy in its place,
+ * so the tree's image or volume directory can go and no mount is kept per
+ * finished tree. A plain directory is left as it is. Safe to repeat after a
+ * crash at any step (the copy restarts). 0, ED_EINVAL, ED_EIO. */
+int sbx_disk_path_freeze(const char *path);
+
+/* 1 if the tree `projid` has an image or a volume directory (it was made
+ * under a loop mechanism and not removed), else 0. */
+int sbx_disk_tree_exists(const sbx_disk *d, uint32_t projid);
+
+/* Delete a whole tree: its directories (unmounted; n may be 0 when they
+ * were frozen or deleted already), its image or volume directory, and its
+ * limit. 0, ED_EINVAL, ED_EIO. */
 int sbx_disk_tree_remove(const sbx_disk *d, const char *const *paths, size_t n, uint32_t projid);
 
 /* At shutdown: unmount (lazily) every tree and the loop volume mounted

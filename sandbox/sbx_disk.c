@@ -843,6 +843,257 @@ int sbx_disk_tree_usage(const sbx_disk *d, const char *path, uint32_t projid, in
     return 0;
 }
 
+/* ---- freezing an ended tree's directory ------------------------------------------ */
+
+typedef struct link_seen {
+    dev_t dev;
+    ino_t ino;
+    char *rel;                    /* where its first copy went, beneath the destination root */
+} link_seen;
+
+typedef struct copy_state {
+    int root;                     /* destination root directory */
+    int64_t bytes, max_bytes;     /* data copied; refuse past max (sanity: the source is bounded) */
+    link_seen *links;
+    size_t nlinks, caplinks;
+    int err;                      /* first errno */
+} copy_state;
+
+static void keep_err(copy_state *cs, int e)
+{
+    if (cs->err == 0)
+        cs->err = e ? e : EIO;
+}
+
+/* Copy a regular file's data, holes kept as holes (SEEK_DATA/SEEK_HOLE), so
+ * a sparse file costs what it held, not its size. */
+static int copy_data(int in, int out, off_t size, copy_state *cs)
+{
+    static __thread char buf[1 << 16];
+    off_t off = 0;
+
+    for (;;) {
+        off_t data = lseek(in, off, SEEK_DATA), hole;
+        if (data < 0)
+            break;                /* ENXIO: no data past off */
+        if ((hole = lseek(in, data, SEEK_HOLE)) < 0)
+            return -1;
+        for (off = data; off < hole;) {
+            size_t want = (size_t)(hole - off) < sizeof(buf) ? (size_t)(hole - off) : sizeof(buf);
+            ssize_t n = pread(in, buf, want, off);
+            if (n <= 0)
+                return n == 0 ? 0 : -1;
+            if (cs->bytes + n > cs->max_bytes) {
+                errno = EFBIG;
+                return -1;
+            }
+            if (pwrite(out, buf, (size_t)n, off) != n)
+                return -1;
+            off += n;
+            cs->bytes += n;
+        }
+    }
+    return ftruncate(out, size);
+}
+
+static void copy_dir(int sfd, int dfd, const char *rel, int depth, copy_state *cs);
+
+static void copy_entry(int sfd, int dfd, const char *rel, const char *name, int depth, copy_state *cs)
+{
+    char sub[PATH_MAX];
+    struct stat st;
+    struct timespec times[2];
+
+    if (fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        keep_err(cs, errno);
+        return;
+    }
+    if (snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", name) >= (int)sizeof(sub)) {
+        keep_err(cs, ENAMETOOLONG);
+        return;
+    }
+    times[0] = st.st_atim;
+    times[1] = st.st_mtim;
+    if (S_ISDIR(st.st_mode)) {
+        int s2, d2;
+        if (depth >= 128) {
+            keep_err(cs, ELOOP);
+            return;
+        }
+        if (mkdirat(dfd, name, 0700) < 0 && errno != EEXIST) {
+            keep_err(cs, errno);
+            return;
+        }
+        if ((s2 = openat(sfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+            keep_err(cs, errno);
+            return;
+        }
+        if ((d2 = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+            keep_err(cs, errno);
+            close(s2);
+            return;
+        }
+        copy_dir(s2, d2, sub, depth + 1, cs);
+        if (fchown(d2, st.st_uid, st.st_gid) < 0 || fchmod(d2, st.st_mode & 07777) < 0)
+            keep_err(cs, errno);
+        futimens(d2, times);
+        close(s2);
+        close(d2);
+    } else if (S_ISREG(st.st_mode)) {
+        int in, out;
+        if (st.st_nlink > 1) {
+            /* hard links stay links: a thousand links to one file are one copy */
+            for (size_t i = 0; i < cs->nlinks; i++)
+                if (cs->links[i].dev == st.st_dev && cs->links[i].ino == st.st_ino) {
+                    if (linkat(cs->root, cs->links[i].rel, dfd, name, 0) < 0)
+                        keep_err(cs, errno);
+                    return;
+                }
+        }
+        if ((in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)) < 0) {
+            keep_err(cs, errno);
+            return;
+        }
+        if ((out = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0) {
+            keep_err(cs, errno);
+            close(in);
+            return;
+        }
+        if (copy_data(in, out, st.st_size, cs) < 0 || fchown(out, st.st_uid, st.st_gid) < 0 ||
+            fchmod(out, st.st_mode & 07777) < 0)
+            keep_err(cs, errno);
+        futimens(out, times);
+        close(in);
+        close(out);
+        if (st.st_nlink > 1) {
+            if (cs->nlinks == cs->caplinks) {
+                size_t cap = cs->caplinks ? cs->caplinks * 2 : 64;
+                link_seen *g = realloc(cs->links, cap * sizeof(*g));
+                if (g == NULL) {
+                    keep_err(cs, ENOMEM);
+                    return;
+                }
+                cs->links = g;
+                cs->caplinks = cap;
+            }
+            if ((cs->links[cs->nlinks].rel = strdup(sub)) == NULL) {
+                keep_err(cs, ENOMEM);
+                return;
+            }
+            cs->links[cs->nlinks].dev = st.st_dev;
+            cs->links[cs->nlinks].ino = st.st_ino;
+            cs->nlinks++;
+        }
+    } else if (S_ISLNK(st.st_mode)) {
+        char target[PATH_MAX];
+        ssize_t n = readlinkat(sfd, name, target, sizeof(target) - 1);
+        if (n < 0) {
+            keep_err(cs, errno);
+            return;
+        }
+        target[n] = '\0';
+        /* copied as a link, never followed (the gateway does not follow them either) */
+        if (symlinkat(target, dfd, name) < 0 || fchownat(dfd, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0)
+            keep_err(cs, errno);
+    }
+    /* fifos, sockets, devices: not artifacts */
+}
+
+static void copy_dir(int sfd, int dfd, const char *rel, int depth, copy_state *cs)
+{
+    int fd = dup(sfd);
+    DIR *d;
+    struct dirent *e;
+
+    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+        if (fd >= 0)
+            close(fd);
+        keep_err(cs, errno);
+        return;
+    }
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (strcmp(e->d_name, "lost+found") == 0 && depth == 0)
+            continue;     /* the image's own */
+        copy_entry(sfd, dfd, rel, e->d_name, depth, cs);
+    }
+    closedir(d);
+}
+
+int sbx_disk_path_freeze(const char *path)
+{
+    char tmp[PATH_MAX];
+    struct stat st;
+    struct statfs fs;
+    copy_state cs;
+    int sfd = -1, dfd = -1, err = 0;
+
+    if (path == NULL || path[0] != '/' || snprintf(tmp, sizeof(tmp), "%s.frozen", path) >= (int)sizeof(tmp))
+        return ed_error_set(ED_EINVAL, "path must be absolute");
+    if (!is_mount_point(path))
+        return 0;                 /* a plain directory already (prjquota, or frozen before) */
+    memset(&cs, 0, sizeof(cs));
+    cs.root = -1;
+    /* a copy a crash interrupted starts again */
+    empty_dir(tmp);
+    rmdir(tmp);
+    if ((sfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(sfd, &st) < 0 ||
+        fstatfs(sfd, &fs) < 0) {
+        err = ed_error_set(ED_EIO, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (mkdir(tmp, 0700) < 0 || (dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+        err = ed_error_set(ED_EIO, "cannot create %s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    cs.root = dfd;
+    cs.max_bytes = (int64_t)fs.f_blocks * fs.f_bsize + (INT64_C(1) << 20);   /* what the source can hold */
+    copy_dir(sfd, dfd, "", 0, &cs);
+    if (cs.err) {
+        err = ed_error_set(ED_EIO, "cannot copy %s out of its disk quota: %s", path, strerror(cs.err));
+        goto out;
+    }
+    if (fchown(dfd, st.st_uid, st.st_gid) < 0 || fchmod(dfd, st.st_mode & 07777) < 0 || fsync(dfd) < 0) {
+        err = ed_error_set(ED_EIO, "%s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    close(sfd);
+    sfd = -1;
+    if (umount2(path, MNT_DETACH) < 0) {
+        err = ed_error_set(ED_EIO, "cannot unmount %s: %s", path, strerror(errno));
+        goto out;
+    }
+    empty_dir(path);              /* beneath the mount: a copy frozen before a crash */
+    if (rmdir(path) < 0 || rename(tmp, path) < 0)
+        err = ed_error_set(ED_EIO, "cannot put %s in place of %s: %s", tmp, path, strerror(errno));
+out:
+    if (sfd >= 0)
+        close(sfd);
+    if (dfd >= 0)
+        close(dfd);
+    for (size_t i = 0; i < cs.nlinks; i++)
+        free(cs.links[i].rel);
+    free(cs.links);
+    if (err < 0) {
+        empty_dir(tmp);
+        rmdir(tmp);
+    }
+    return err;
+}
+
+int sbx_disk_tree_exists(const sbx_disk *d, uint32_t projid)
+{
+    char p[PATH_MAX];
+    struct stat sb;
+
+    image_path(p, sizeof(p), d->data_dir, projid, ".img");
+    if (lstat(p, &sb) == 0)
+        return 1;
+    snprintf(p, sizeof(p), "%s/volume/trees/%u", d->data_dir, projid);
+    return lstat(p, &sb) == 0;
+}
+
 int sbx_disk_path_clear(const char *path)
 {
     struct stat sb;

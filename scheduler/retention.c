@@ -12,13 +12,13 @@
  * is missing).
  *
  * The sweep, run from the scheduler's loop every SWEEP_MS (and at once at
- * start): for each job that has ended, it records the disk it used and
- * deletes its work directory (a copy of the project version: nothing there
- * is an artifact); once a job ended more than job_retention_ms ago, it
+ * start): for each job that has ended, it records the disk it used, deletes
+ * its work directory (a copy of the project version: nothing there is an
+ * artifact) and takes its output out of the quota tree into a plain
+ * directory (under the loop mechanisms a finished job then holds no mount
+ * or loop device); once a job ended more than job_retention_ms ago, it
  * deletes the job's directory (output, log) and marks the row
- * artifacts_expired_at. The row stays. At start it first attaches the trees
- * of ended jobs whose output is still kept (their mounts are gone after a
- * reboot under the loop mechanisms).
+ * artifacts_expired_at. The row stays.
  */
 #include "sched.h"
 #include "sched_int.h"
@@ -30,6 +30,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,45 +290,40 @@ static void set_col(sched *s, const char *sql, int64_t id, int64_t v)
 
 #define ENDED "status NOT IN ('preparing', 'queued', 'running') AND ended_at IS NOT NULL"
 
-/* Attach the trees of ended jobs whose output is kept (once, at start). */
-static void attach_kept(sched *s)
-{
-    int64_t ids[SWEEP_MAX], after = 0;
-    int n;
-
-    if (s->disk == NULL || s->disk->mech == SBX_DISK_PRJQUOTA)
-        return;
-    do {
-        n = ids_of(ids, s, "SELECT id FROM jobs WHERE id > ?1 AND " ENDED " AND artifacts_expired_at IS NULL "
-                           "AND disk_limit_bytes > 0 ORDER BY id", after);
-        for (int i = 0; i < n; i++) {
-            char work[760], output[760];
-            const char *dirs[1] = {output};
-            struct stat sb;
-            after = ids[i];
-            tree_paths(work, output, s, ids[i]);
-            if (lstat(output, &sb) < 0)
-                continue;
-            if (sbx_disk_tree_init(s->disk, dirs, 1, projid_of(ids[i]), job_limit(s, ids[i])) < 0)
-                ed_log_warn("sched.retention", "job %lld: cannot attach its output again: %s", (long long)ids[i],
-                            ed_error_last());
-        }
-    } while (n == SWEEP_MAX);
-}
-
-/* An ended job: record what it used, delete its work copy. */
+/* An ended job: record what it used, delete its work copy, and take its
+ * output out of the quota tree (sbx_disk_path_freeze: a plain directory, so
+ * a finished job holds no mount or loop device), then drop the tree. Each
+ * step is safe to repeat: until disk_used_bytes is set the next sweep does
+ * it again; the tree goes only after that, so a crash never loses output
+ * (a tree that is gone is never made again here: its output was frozen). */
 static void finish_disk(sched *s, int64_t id)
 {
     char work[760], output[760];
-    int64_t used = -1, inodes;
+    const char *dirs[2] = {work, output};
+    int64_t used = -1, inodes, limit = job_limit(s, id);
+    bool tree = false;
 
     tree_paths(work, output, s, id);
-    if (s->disk && sbx_disk_tree_usage(s->disk, output, projid_of(id), &used, &inodes) < 0)
-        used = -1;
+    if (s->disk && limit > 0 && s->disk->mech != SBX_DISK_NONE) {
+        tree = s->disk->mech == SBX_DISK_PRJQUOTA || sbx_disk_tree_exists(s->disk, projid_of(id));
+        if (tree && s->disk->mech != SBX_DISK_PRJQUOTA &&
+            sbx_disk_tree_init(s->disk, dirs, 2, projid_of(id), limit) < 0) {   /* attached after a restart */
+            ed_log_warn("sched.retention", "job %lld: cannot attach its tree: %s", (long long)id, ed_error_last());
+            return;
+        }
+        if (tree && sbx_disk_tree_usage(s->disk, output, projid_of(id), &used, &inodes) < 0)
+            used = -1;
+    }
     if (sbx_disk_path_clear(work) < 0)
         ed_log_warn("sched.retention", "job %lld: cannot delete its work directory: %s", (long long)id,
                     ed_error_last());
+    if (tree && sbx_disk_path_freeze(output) < 0) {
+        ed_log_warn("sched.retention", "job %lld: %s", (long long)id, ed_error_last());
+        return;   /* again at the next sweep */
+    }
     set_col(s, "UPDATE jobs SET disk_used_bytes = ?2 WHERE id = ?1", id, used);
+    if (tree && sbx_disk_tree_remove(s->disk, NULL, 0, projid_of(id)) < 0)
+        ed_log_warn("sched.retention", "job %lld: %s", (long long)id, ed_error_last());
 }
 
 /* A job past retention: its directory goes, its row says so. */
@@ -353,8 +349,6 @@ void sched__retention_sweep(sched *s)
     /* Filesystem work can take seconds: not under the scheduler's lock (the
      * loop calling us holds it; ticks and requests go on meanwhile). */
     pthread_mutex_unlock(&s->mu);
-    if (s->swept_at == 0)
-        attach_kept(s);
     n = ids_of(ids, s, "SELECT id FROM jobs WHERE " ENDED " AND disk_used_bytes IS NULL AND ?1 >= 0 "
                        "ORDER BY id LIMIT 64", 0);
     for (int i = 0; i < n; i++)

@@ -259,6 +259,16 @@ START_TEST(a_job_writing_past_its_disk_limit_gets_edquot_and_nobody_else_notices
         ck_assert_int_lt(i, 99);
         usleep(100000);
     }
+    {
+        /* the ended job holds no mount and no quota image: its output was
+         * copied out of the tree into a plain directory */
+        char mounts[1 << 16], img[300];
+        it_slurp(mounts, sizeof(mounts), "/proc/self/mounts");
+        snprintf(jdir, sizeof(jdir), " %s/jobs/%lld/", data, (long long)fill);
+        ck_assert_msg(strstr(mounts, jdir) == NULL, "still mounted: %s", jdir);
+        snprintf(img, sizeof(img), "%s/images/%u.img", data, 0x40000000u + (unsigned)fill);
+        ck_assert_msg(lstat(img, &sb) != 0, "%s stays", img);
+    }
     snprintf(path, sizeof(path), "/api/v1/jobs/%lld/artifacts/result.txt", (long long)fill);
     it_request(&r, &srv, "GET", path, NULL, alice.hdrs);
     ck_assert_msg(r.status == 200 && strcmp(r.body, "kept") == 0, "%ld %s", r.status, r.body);

@@ -289,6 +289,83 @@ START_TEST(clear_then_remove_frees_everything)
 }
 END_TEST
 
+START_TEST(freeze_copies_output_out_of_the_tree_as_it_was)
+{
+    char work[200], output[200], f[300], g[300], buf[64];
+    struct stat st, st2;
+    int fd;
+
+    job_tree(work, output, "f", SBX_DISK_PROJID_JOBS + 8, 8 * MIB);
+    snprintf(f, sizeof(f), "%s/model.bin", output);
+    ck_assert_int_ge(fd = open(f, O_WRONLY | O_CREAT, 0640), 0);
+    ck_assert_int_eq(write(fd, "weights", 7), 7);
+    close(fd);
+    ck_assert_int_eq(chown(f, NOBODY, NOBODY), 0);
+    /* a thousand hard links to 1 MiB: one copy, not a GiB */
+    snprintf(f, sizeof(f), "%s/big.bin", output);
+    ck_assert_int_ge(fd = open(f, O_WRONLY | O_CREAT, 0644), 0);
+    ck_assert_int_eq(ftruncate(fd, MIB), 0);
+    ck_assert_int_eq(pwrite(fd, "x", 1, MIB - 1), 1);
+    close(fd);
+    snprintf(g, sizeof(g), "%s/links", output);
+    ck_assert_int_eq(mkdir(g, 0755), 0);
+    for (int i = 0; i < 1000; i++) {
+        snprintf(g, sizeof(g), "%s/links/%d", output, i);
+        ck_assert_int_eq(link(f, g), 0);
+    }
+    /* a 1 TiB sparse file: holes stay holes */
+    snprintf(f, sizeof(f), "%s/sparse.bin", output);
+    ck_assert_int_ge(fd = open(f, O_WRONLY | O_CREAT, 0644), 0);
+    ck_assert_int_eq(pwrite(fd, "end", 3, (INT64_C(1) << 40) - 3), 3);
+    close(fd);
+    /* a link to a host file is copied as a link, never followed */
+    snprintf(f, sizeof(f), "%s/shadow", output);
+    ck_assert_int_eq(symlink("/etc/shadow", f), 0);
+    snprintf(f, sizeof(f), "%s/pipe", output);
+    ck_assert_int_eq(mkfifo(f, 0644), 0);
+
+    ck_assert_msg(sbx_disk_path_clear(work) == 0, "%s", ed_error_last());
+    ck_assert_msg(sbx_disk_path_freeze(output) == 0, "%s", ed_error_last());
+    /* a plain directory on the parent's filesystem now */
+    {
+        char parent[200];
+        snprintf(parent, sizeof(parent), "%s/jobs/f", data);
+        ck_assert_int_eq(stat(parent, &st), 0);
+        ck_assert_int_eq(stat(output, &st2), 0);
+        ck_assert_int_eq(st.st_dev, st2.st_dev);
+        ck_assert_int_eq(st2.st_uid, NOBODY);
+    }
+    snprintf(f, sizeof(f), "%s/model.bin", output);
+    ck_assert_int_ge(fd = open(f, O_RDONLY), 0);
+    ck_assert_int_eq(read(fd, buf, sizeof(buf)), 7);
+    close(fd);
+    ck_assert_int_eq(stat(f, &st), 0);
+    ck_assert_int_eq(st.st_uid, NOBODY);
+    ck_assert_int_eq(st.st_mode & 0777, 0640);
+    snprintf(f, sizeof(f), "%s/big.bin", output);
+    ck_assert_int_eq(stat(f, &st), 0);
+    ck_assert_int_eq(st.st_nlink, 1001);
+    snprintf(f, sizeof(f), "%s/sparse.bin", output);
+    ck_assert_int_eq(stat(f, &st), 0);
+    ck_assert_int_eq(st.st_size, INT64_C(1) << 40);
+    ck_assert_int_lt((int64_t)st.st_blocks * 512, MIB);
+    snprintf(f, sizeof(f), "%s/shadow", output);
+    ck_assert_int_eq(lstat(f, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    ck_assert_int_eq(readlink(f, buf, sizeof(buf)), 11);
+    snprintf(f, sizeof(f), "%s/pipe", output);
+    ck_assert_int_ne(lstat(f, &st), 0);
+    /* again: nothing to do */
+    ck_assert_int_eq(sbx_disk_path_freeze(output), 0);
+    /* the tree goes; the frozen output stays */
+    ck_assert_int_eq(sbx_disk_tree_exists(&disk, SBX_DISK_PROJID_JOBS + 8), disk.mech != SBX_DISK_PRJQUOTA);
+    ck_assert_int_eq(sbx_disk_tree_remove(&disk, NULL, 0, SBX_DISK_PROJID_JOBS + 8), 0);
+    ck_assert_int_eq(sbx_disk_tree_exists(&disk, SBX_DISK_PROJID_JOBS + 8), 0);
+    snprintf(f, sizeof(f), "%s/model.bin", output);
+    ck_assert_int_eq(access(f, R_OK), 0);
+}
+END_TEST
+
 START_TEST(tree_init_rejects_bad_arguments)
 {
     const char *rel[] = {"jobs/1/work"};
@@ -446,6 +523,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, tree_attaches_again_after_its_mounts_are_gone);
     tcase_add_test(tc, attach_while_a_lazy_unmount_lives_reuses_the_filesystem);
     tcase_add_test(tc, clear_then_remove_frees_everything);
+    tcase_add_test(tc, freeze_copies_output_out_of_the_tree_as_it_was);
     tcase_add_test(tc, tree_init_rejects_bad_arguments);
     if (volume) {
         tcase_add_test(tc, volume_is_created_mounted_and_remounted);
