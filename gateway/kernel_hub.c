@@ -757,6 +757,22 @@ static void protocol_error(kh_hub *h, kh_k *k, int64_t job_id, const char *fmt, 
         ed_log_error("kernel.stop", "kernel %s: %s", k->id, ed_error_last());
 }
 
+/* Delete kernel `id`'s journal up to seq `upto`, 2000 rows per statement so
+ * that no single write holds the store's lock for long. */
+static int journal_delete(kh_hub *h, const char *id, int64_t upto)
+{
+    int err;
+
+    do {
+        if ((err = db_exec(h,
+                           "DELETE FROM kernel_journal WHERE kernel_id = ?1 AND seq IN (SELECT seq FROM "
+                           "kernel_journal WHERE kernel_id = ?1 AND seq <= ?4 ORDER BY seq LIMIT 2000)",
+                           id, NULL, NULL, upto, 0)) < 0)
+            return err;
+    } while (sqlite3_changes(ed_store_db(h->srv->store)) > 0);
+    return 0;
+}
+
 /* Prune the oldest part of k's journal once it passes the configured cap,
  * down to three quarters of it: the newest output always stays.
  * Called by the reader with jmu held. */
@@ -782,8 +798,7 @@ static void journal_prune(kh_hub *h, kh_k *k)
         freed += sqlite3_column_int64(q, 1);
     }
     sqlite3_finalize(q);
-    if (cut > 0 && db_exec(h, "DELETE FROM kernel_journal WHERE kernel_id = ?1 AND seq <= ?4", k->id, NULL, NULL,
-                           cut, 0) < 0)
+    if (cut > 0 && journal_delete(h, k->id, cut) < 0)
         goto fail;
     k->journal_bytes = total - freed;
     if (cut > 0)
@@ -1074,7 +1089,7 @@ static void retention_sweep(kh_hub *h)
         snprintf(ids[n++], KH_ID_LEN, "%s", (const char *)sqlite3_column_text(q, 0));
     sqlite3_finalize(q);
     for (int i = 0; i < n; i++) {
-        if (db_exec(h, "DELETE FROM kernel_journal WHERE kernel_id = ?1", ids[i], NULL, NULL, 0, 0) < 0 ||
+        if (journal_delete(h, ids[i], INT64_MAX) < 0 ||
             db_exec(h, "DELETE FROM jupyter_sessions WHERE kernel_id = ?1", ids[i], NULL, NULL, 0, 0) < 0) {
             ed_log_error("kernel.retention", "kernel %s: %s", ids[i], ed_error_last());
             break;
