@@ -310,6 +310,11 @@ const char *gw_ws_protocol(const gw_ws *ws);
 void gw__ws_stop_all(int timeout_ms);
 /* WebSockets open now, and closed so far because the peer did not read (for /metrics). */
 void gw__ws_counts(long long *open, long long *slow_closes);
+/* For tests: serve the connected stream socket `fd` as an upgraded WebSocket
+ * (no handshake; client frames must be masked) on the event loops, as if
+ * libmicrohttpd had handed it over; the connection closes fd at the end. On
+ * error (ED_ENOMEM, ED_EIO) the caller keeps fd and payload. */
+int gw__ws_serve_fd(int fd, const gw_ws_handler *h, void *payload);
 /* server.c: answer a request whose res->upgrade is set (101 + hand-over). */
 struct MHD_Response *gw__ws_mhd_response(gw_response *res);
 

@@ -367,6 +367,7 @@ void gw__ws_parser_free(gw_ws_parser *p)
 typedef struct ws_frame {
     struct ws_frame *next;
     size_t           len, off;
+    bool             begun;      /* part of the frame is on the wire: it must be finished */
     uint8_t          bytes[];
 } ws_frame;
 
@@ -582,7 +583,7 @@ static void overflow_locked(gw_ws *ws, size_t wanted)
     ed_log_warn("ws.slow_peer", "closing 1008: %zu bytes queued and %zu more for a peer that does "
                                 "not read (limit %u)",
                 ws->qbytes, wanted, (unsigned)WS_SENDQ_MAX);
-    if (keep && keep->off == 0)
+    if (keep && keep->off == 0 && !keep->begun)
         keep = NULL;
     f = keep ? keep->next : ws->qhead;
     while (f) {
@@ -614,6 +615,7 @@ static int queue_frame_locked(gw_ws *ws, const uint8_t *hdr, size_t hlen, const 
     f->next = NULL;
     f->len = total;
     f->off = 0;
+    f->begun = skip > 0;
     if (skip < hlen) {
         memcpy(f->bytes, hdr + skip, hlen - skip);
         if (len)
@@ -845,7 +847,10 @@ static void *reaper_main(void *arg)
             ws->h.on_close(ws, ws->payload);   /* no sends on ws after this */
         reg_remove(ws);
         atomic_fetch_sub(&n_open, 1);
-        MHD_upgrade_action(ws->urh, MHD_UPGRADE_ACTION_CLOSE);
+        if (ws->urh)
+            MHD_upgrade_action(ws->urh, MHD_UPGRADE_ACTION_CLOSE);
+        else
+            close(ws->fd);   /* gw__ws_serve_fd */
         conn_free(ws);
         pthread_mutex_lock(&reap_lock);
     }
@@ -1257,46 +1262,39 @@ static void pending_drop(ws_pending *pd)
     free(pd);
 }
 
-/* On a libmicrohttpd worker: the 101 went out and the socket is ours.
- * on_open runs here, before the connection joins a loop, so no message can
- * reach the handler before it. */
-static void on_upgrade(void *cls, struct MHD_Connection *conn, void *req_cls,
-                       const char *extra_in, size_t extra_in_size, MHD_socket sock,
-                       struct MHD_UpgradeResponseHandle *urh)
+/* Make a connection of `fd` and hand it to a loop, on_open first (so no
+ * message reaches the handler before it). `urh` NULL: not libmicrohttpd's
+ * (the reaper closes fd itself). Takes `protocol` on success; on error
+ * (ED_ENOMEM, ED_EIO) the caller keeps payload, protocol and fd. */
+static int ws_start(int fd, struct MHD_UpgradeResponseHandle *urh, const gw_ws_handler *h,
+                    void *payload, char *protocol, const char *extra, size_t extra_len)
 {
-    ws_pending *pd = cls;
     ws_loop *l;
     gw_ws *ws;
     int one = 1, fl;
 
-    (void)conn;
-    (void)req_cls;
     pthread_once(&loops_once, loops_start);
-    if (nloops == 0 || (ws = calloc(1, sizeof(*ws))) == NULL) {
-        pending_drop(pd);
-        MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
-        return;
-    }
-    if (extra_in_size) {
-        if ((ws->rbuf = malloc(extra_in_size)) == NULL) {
+    if (nloops == 0)
+        return ed_error_set(ED_EIO, "no WebSocket event loop is running");
+    if ((ws = calloc(1, sizeof(*ws))) == NULL)
+        return ed_error_set(ED_ENOMEM, "websocket");
+    if (extra_len) {
+        if ((ws->rbuf = malloc(extra_len)) == NULL) {
             free(ws);
-            pending_drop(pd);
-            MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
-            return;
+            return ed_error_set(ED_ENOMEM, "websocket");
         }
-        memcpy(ws->rbuf, extra_in, extra_in_size);
-        ws->rcap = ws->rend = extra_in_size;
+        memcpy(ws->rbuf, extra, extra_len);
+        ws->rcap = ws->rend = extra_len;
     }
     l = &loops[atomic_fetch_add(&next_loop, 1u) % (unsigned)nloops];
-    ws->fd = (int)sock;
+    ws->fd = fd;
     ws->urh = urh;
     ws->loop = l;
-    ws->h = pd->h;
-    ws->payload = pd->payload;
-    ws->protocol = pd->protocol;
+    ws->h = *h;
+    ws->payload = payload;
+    ws->protocol = protocol;
     ws->parser.require_mask = true;
     ws->last_rx_ns = ed_mono_ns();
-    free(pd);   /* its contents moved into ws */
     pthread_mutex_init(&ws->wlock, NULL);
     if ((fl = fcntl(ws->fd, F_GETFL)) >= 0)
         fcntl(ws->fd, F_SETFL, fl | O_NONBLOCK);
@@ -1313,6 +1311,30 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *req_cls,
     l->incoming = ws;
     pthread_mutex_unlock(&l->lock);
     loop_signal(l);
+    return 0;
+}
+
+/* On a libmicrohttpd worker: the 101 went out and the socket is ours. */
+static void on_upgrade(void *cls, struct MHD_Connection *conn, void *req_cls,
+                       const char *extra_in, size_t extra_in_size, MHD_socket sock,
+                       struct MHD_UpgradeResponseHandle *urh)
+{
+    ws_pending *pd = cls;
+
+    (void)conn;
+    (void)req_cls;
+    if (ws_start((int)sock, urh, &pd->h, pd->payload, pd->protocol, extra_in, extra_in_size) < 0) {
+        ed_log_error("ws.start", "%s", ed_error_last());
+        pending_drop(pd);   /* frees the protocol too */
+        MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+        return;
+    }
+    free(pd);   /* its contents moved into the connection */
+}
+
+int gw__ws_serve_fd(int fd, const gw_ws_handler *h, void *payload)
+{
+    return ws_start(fd, NULL, h, payload, NULL, NULL, 0);
 }
 
 struct MHD_Response *gw__ws_mhd_response(gw_response *res)

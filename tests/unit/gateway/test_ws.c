@@ -338,6 +338,276 @@ START_TEST(server_frame_header_sizes)
 }
 END_TEST
 
+/* ---- the event loops (gw__ws_serve_fd over a socketpair) ------------------------- */
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct lt {
+    gw_ws      *ws;
+    atomic_int  opened, closed, woken;
+    int         mode;          /* 0 echo, 1 wake_after on each message */
+} lt;
+
+static int lt_open(gw_ws *ws, void *payload)
+{
+    lt *t = payload;
+    t->ws = ws;
+    atomic_fetch_add(&t->opened, 1);
+    return 0;
+}
+
+static int lt_message(gw_ws *ws, int opcode, const uint8_t *data, size_t len, void *payload)
+{
+    lt *t = payload;
+    if (t->mode == 1) {
+        gw_ws_wake_after(ws, 30);
+        return 0;
+    }
+    return gw_ws_send(ws, opcode, data, len);
+}
+
+static void lt_close(gw_ws *ws, void *payload)
+{
+    lt *t = payload;
+    (void)ws;
+    atomic_fetch_add(&t->closed, 1);
+}
+
+static void lt_wake(gw_ws *ws, void *payload)
+{
+    lt *t = payload;
+    atomic_fetch_add(&t->woken, 1);
+    gw_ws_send(ws, GW_WS_TEXT, "woken", 5);
+}
+
+static int lt_open_wake(gw_ws *ws, void *payload)
+{
+    gw_ws_set_on_wake(ws, lt_wake);
+    return lt_open(ws, payload);
+}
+
+static int64_t ms_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Serve one end of a socketpair; *client gets the other. */
+static void lt_start(lt *t, int *client, const gw_ws_handler *h)
+{
+    int sv[2];
+    memset(t, 0, sizeof(*t));
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    ck_assert_int_eq(gw__ws_serve_fd(sv[0], h, t), 0);
+    *client = sv[1];
+}
+
+static void client_send(int fd, int opcode, const void *data, size_t len)
+{
+    uint8_t f[256], m[4] = {0x11, 0x22, 0x33, 0x44};
+    size_t h = gw__ws_frame_header(f, opcode, true, len, m);
+    ck_assert_uint_le(h + len, sizeof(f));
+    for (size_t i = 0; i < len; i++)
+        f[h + i] = ((const uint8_t *)data)[i] ^ m[i & 3];
+    ck_assert_int_eq(send(fd, f, h + len, MSG_NOSIGNAL), (ssize_t)(h + len));
+}
+
+/* Next server frame (unmasked) into buf: its opcode, -1 on EOF, 0 on a 10 s
+ * timeout (a hang detector). Big payloads are skipped (len set, data not kept). */
+static int client_recv(int fd, uint8_t *buf, size_t cap, size_t *len)
+{
+    uint8_t h[10];
+    uint64_t n;
+    size_t got = 0, need = 2;
+    int64_t deadline = ms_now() + 10000;
+
+    while (got < need) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        ssize_t r;
+        if (poll(&p, 1, (int)(deadline - ms_now())) != 1)
+            return 0;
+        r = recv(fd, h + got, need - got, 0);
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+        if (got == 2 && (h[1] & 0x7F) == 126)
+            need = 4;
+        else if (got == 2 && (h[1] & 0x7F) == 127)
+            need = 10;
+    }
+    n = h[1] & 0x7F;
+    if (n == 126)
+        n = (uint64_t)h[2] << 8 | h[3];
+    else if (n == 127)
+        for (int i = 0, k = 2; i < 8; i++, k++)
+            n = (i ? n << 8 : 0) | h[k];
+    *len = (size_t)n;
+    for (uint64_t off = 0; off < n;) {
+        uint8_t sink[65536];
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        size_t want = (size_t)(n - off) < sizeof(sink) ? (size_t)(n - off) : sizeof(sink);
+        ssize_t r;
+        if (poll(&p, 1, (int)(deadline - ms_now())) != 1)
+            return 0;
+        r = recv(fd, sink, want, 0);
+        if (r <= 0)
+            return -1;
+        if (off < cap)
+            memcpy(buf + off, sink, (size_t)r < cap - off ? (size_t)r : cap - off);
+        off += (uint64_t)r;
+    }
+    return h[0] & 0x0F;
+}
+
+static void wait_for(atomic_int *v, int want)
+{
+    int64_t deadline = ms_now() + 10000;
+    while (atomic_load(v) < want && ms_now() < deadline)
+        usleep(1000);
+    ck_assert_int_ge(atomic_load(v), want);
+}
+
+static const gw_ws_handler echo_h = {lt_open, lt_message, lt_close};
+
+START_TEST(loop_echoes_pongs_and_answers_a_close)
+{
+    lt t;
+    int c, op;
+    uint8_t buf[256];
+    size_t len;
+
+    lt_start(&t, &c, &echo_h);
+    client_send(c, GW_WS_TEXT, "hello", 5);
+    ck_assert_int_eq(client_recv(c, buf, sizeof(buf), &len), GW_WS_TEXT);
+    ck_assert_uint_eq(len, 5);
+    ck_assert_int_eq(memcmp(buf, "hello", 5), 0);
+    client_send(c, GW_WS_PING, "p1", 2);
+    ck_assert_int_eq(client_recv(c, buf, sizeof(buf), &len), GW_WS_PONG);
+    ck_assert_int_eq(memcmp(buf, "p1", 2), 0);
+    client_send(c, GW_WS_CLOSE, "\x03\xe8", 2);
+    ck_assert_int_eq(client_recv(c, buf, sizeof(buf), &len), GW_WS_CLOSE);
+    ck_assert_int_eq(buf[0] << 8 | buf[1], 1000);
+    op = client_recv(c, buf, sizeof(buf), &len);
+    ck_assert_int_eq(op, -1);           /* then the server closes the socket */
+    wait_for(&t.closed, 1);
+    ck_assert_int_eq(atomic_load(&t.opened), 1);
+    usleep(50000);
+    ck_assert_int_eq(atomic_load(&t.closed), 1);
+    close(c);
+}
+END_TEST
+
+/* A peer that reads nothing: gw_ws_send never blocks its caller (the old
+ * send waited up to 10 s per frame); past 16 MiB queued the connection
+ * closes with 1008 and the rest is dropped. */
+START_TEST(slow_peer_never_blocks_the_sender_and_is_closed_1008)
+{
+    lt t;
+    int c, op, sent_ok = 0, refused = 0;
+    uint8_t buf[256];
+    size_t len, chunk = 1u << 20;
+    char *big = calloc(1, chunk);
+    int64_t t0;
+
+    lt_start(&t, &c, &echo_h);
+    wait_for(&t.opened, 1);
+    t0 = ms_now();
+    for (int i = 0; i < 40; i++) {
+        if (gw_ws_send(t.ws, GW_WS_BINARY, big, chunk) == 0)
+            sent_ok++;
+        else
+            refused++;
+    }
+    /* A generous hang bound, not a timing figure: 40 blocking sends to a
+     * peer that never reads would take minutes. */
+    ck_assert_msg(ms_now() - t0 < 10000, "sends blocked for %lld ms", (long long)(ms_now() - t0));
+    ck_assert_int_ge(sent_ok, 16);
+    ck_assert_int_gt(refused, 0);
+    /* The client reads now: whole frames, then close 1008, then EOF. */
+    for (;;) {
+        op = client_recv(c, buf, sizeof(buf), &len);
+        ck_assert_int_ne(op, 0);
+        ck_assert_int_ne(op, -1);
+        if (op == GW_WS_CLOSE)
+            break;
+        ck_assert_int_eq(op, GW_WS_BINARY);
+    }
+    ck_assert_int_eq(buf[0] << 8 | buf[1], 1008);
+    client_send(c, GW_WS_CLOSE, "\x03\xf0", 2);
+    wait_for(&t.closed, 1);
+    close(c);
+    free(big);
+}
+END_TEST
+
+START_TEST(wake_from_another_thread_runs_on_wake_on_the_loop)
+{
+    static const gw_ws_handler h = {lt_open_wake, lt_message, lt_close};
+    lt t;
+    int c;
+    uint8_t buf[256];
+    size_t len;
+
+    lt_start(&t, &c, &h);
+    wait_for(&t.opened, 1);
+    gw_ws_wake(t.ws);
+    ck_assert_int_eq(client_recv(c, buf, sizeof(buf), &len), GW_WS_TEXT);
+    ck_assert_int_eq(memcmp(buf, "woken", 5), 0);
+    /* A timer set from on_message fires on_wake too. */
+    t.mode = 1;
+    client_send(c, GW_WS_TEXT, "later", 5);
+    ck_assert_int_eq(client_recv(c, buf, sizeof(buf), &len), GW_WS_TEXT);
+    ck_assert_int_eq(memcmp(buf, "woken", 5), 0);
+    ck_assert_int_ge(atomic_load(&t.woken), 2);
+    close(c);                     /* a dropped TCP connection ends it too */
+    wait_for(&t.closed, 1);
+}
+END_TEST
+
+START_TEST(protocol_error_closes_1002_and_ends_the_connection)
+{
+    lt t;
+    int c;
+    uint8_t buf[256], bad[2] = {0x81, 0x00};   /* unmasked client frame */
+    size_t len;
+
+    lt_start(&t, &c, &echo_h);
+    ck_assert_int_eq(send(c, bad, 2, MSG_NOSIGNAL), 2);
+    ck_assert_int_eq(client_recv(c, buf, sizeof(buf), &len), GW_WS_CLOSE);
+    ck_assert_int_eq(buf[0] << 8 | buf[1], 1002);
+    wait_for(&t.closed, 1);       /* within the 2 s close wait, the peer silent */
+    close(c);
+}
+END_TEST
+
+START_TEST(stop_all_closes_every_connection_1001)
+{
+    lt t[20];
+    int c[20];
+    uint8_t buf[256];
+    size_t len;
+
+    for (int i = 0; i < 20; i++)
+        lt_start(&t[i], &c[i], &echo_h);
+    for (int i = 0; i < 20; i++)
+        wait_for(&t[i].opened, 1);
+    gw__ws_stop_all(4000);
+    for (int i = 0; i < 20; i++) {
+        ck_assert_int_eq(atomic_load(&t[i].closed), 1);
+        ck_assert_int_eq(client_recv(c[i], buf, sizeof(buf), &len), GW_WS_CLOSE);
+        ck_assert_int_eq(buf[0] << 8 | buf[1], 1001);
+        close(c[i]);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ws");
@@ -364,6 +634,14 @@ static Suite *suite(void)
     tcase_add_test(c, bad_close_frames_close_1002);
     tcase_add_test(c, utf8_validation);
     tcase_add_test(c, server_frame_header_sizes);
+    suite_add_tcase(s, c);
+    c = tcase_create("loop");
+    tcase_set_timeout(c, 60);
+    tcase_add_test(c, loop_echoes_pongs_and_answers_a_close);
+    tcase_add_test(c, slow_peer_never_blocks_the_sender_and_is_closed_1008);
+    tcase_add_test(c, wake_from_another_thread_runs_on_wake_on_the_loop);
+    tcase_add_test(c, protocol_error_closes_1002_and_ends_the_connection);
+    tcase_add_test(c, stop_all_closes_every_connection_1001);
     suite_add_tcase(s, c);
     return s;
 }
