@@ -276,6 +276,60 @@ START_TEST(a_job_writing_past_its_disk_limit_gets_edquot_and_nobody_else_notices
 }
 END_TEST
 
+/* No mechanism (EDDY_DISK_QUOTA=none stands for a host without loop devices
+ * or project quotas): a job whose tier has a disk limit is refused at
+ * submit with a message naming what is missing; with the tier's limit at 0
+ * the same job runs. */
+START_TEST(without_a_quota_mechanism_limited_jobs_fail_closed)
+{
+    static const char *const env_none[] = {"EDDY_METER_INTERVAL_MS=1000", "EDDY_USER=root", "EDDY_DISK_QUOTA=none",
+                                           NULL};
+    const char *ah[] = {admin_cookie, admin_csrf, NULL};
+    char pid[64], vid[64], body[512], path[256];
+    user alice;
+    it_resp r;
+    int64_t id;
+    json_t *j;
+
+    ck_assert_int_eq(it_server_stop(&srv), 0);
+    ck_assert_int_eq(it_server_start_in(&srv, data, env_none), 0);
+    ck_assert_int_eq(it_login(&srv, "root", "correct horse battery", admin_cookie, sizeof(admin_cookie),
+                              admin_csrf, sizeof(admin_csrf)), 0);
+    make_user(&alice, "alice");
+    it_request(&r, &srv, "POST", "/api/v1/projects", "{\"name\":\"closed\",\"visibility\":\"private\"}",
+               alice.hdrs);
+    ck_assert_int_eq(r.status, 201);
+    snprintf(pid, sizeof(pid), "%s", json_string_value(json_object_get(r.json, "id")));
+    it_resp_free(&r);
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/main.py", pid);
+    it_request(&r, &srv, "PUT", path, SMALL_PY, alice.hdrs);
+    it_resp_free(&r);
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/versions", pid);
+    it_request(&r, &srv, "POST", path, "{\"message\":\"v1\"}", alice.hdrs);
+    ck_assert_int_eq(r.status, 201);
+    snprintf(vid, sizeof(vid), "%s", json_string_value(json_object_get(r.json, "id")));
+    it_resp_free(&r);
+    snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"version\":\"%s\",\"entry\":\"main.py\","
+             "\"resource\":\"cpu-basic\",\"max_runtime_s\":60}", pid, vid);
+    it_request(&r, &srv, "POST", "/api/v1/jobs", body, alice.hdrs);
+    ck_assert_msg(r.status == 422 && strstr(r.body, "no disk quota mechanism") &&
+                  strstr(r.body, "EDDY_DISK_QUOTA=none"), "%ld %s", r.status, r.body);
+    it_resp_free(&r);
+    /* the operator's way out: no limit for the tier */
+    it_request(&r, &srv, "PUT", "/api/v1/admin/tiers/free", "{\"job_disk_bytes\": 0}", ah);
+    ck_assert_int_eq(r.status, 200);
+    it_resp_free(&r);
+    it_request(&r, &srv, "POST", "/api/v1/jobs", body, alice.hdrs);
+    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+    id = json_integer_value(json_object_get(r.json, "id"));
+    it_resp_free(&r);
+    j = wait_end(&alice, id);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "status")), "succeeded");
+    ck_assert(json_is_null(json_object_get(j, "disk_limit_bytes")));
+    json_decref(j);
+}
+END_TEST
+
 /* Skip where the host has no mechanism (or we are not root). */
 static int host_has_quotas(char *why, size_t n)
 {
@@ -318,6 +372,7 @@ int main(void)
     tcase_set_timeout(tc, 240);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, a_job_writing_past_its_disk_limit_gets_edquot_and_nobody_else_notices);
+    tcase_add_test(tc, without_a_quota_mechanism_limited_jobs_fail_closed);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
