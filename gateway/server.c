@@ -892,12 +892,37 @@ static int conn_cap(const gw_config *cfg, long nofile)
     return cfg->max_conns;
 }
 
+#define GW_MHD_LOG_PER_S 20   /* libmicrohttpd lines a second; the rest are counted */
+
+/* libmicrohttpd's messages, at most GW_MHD_LOG_PER_S a second: under a flood
+ * of slow clients it says one line per closed connection. */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static int64_t window_ns;
+    static int in_window, dropped;
     char msg[1024];
     size_t n;
+    int64_t now = ed_mono_ns();
+    int report = 0;
+    bool show;
 
     (void)cls;
+    pthread_mutex_lock(&mu);
+    if (now - window_ns >= INT64_C(1000000000)) {
+        report = dropped;
+        dropped = in_window = 0;
+        window_ns = now;
+    }
+    show = in_window++ < GW_MHD_LOG_PER_S;
+    if (!show)
+        dropped++;
+    pthread_mutex_unlock(&mu);
+    if (report)
+        ed_log_warn("http.mhd", "%d more libmicrohttpd messages in the last second were not logged",
+                    report);
+    if (!show)
+        return;
     vsnprintf(msg, sizeof(msg), fmt, ap);
     n = strlen(msg);
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
