@@ -64,7 +64,24 @@ typedef struct fold {
     int64_t  written_ns;
     size_t   bytes;              /* of the messages folded since the last clear_output */
     bool     dirty, done, capped;
+    /* the last output when it is a stream: kept as growing text (appends are
+     * amortised, not a copy of the whole text per message) and made an
+     * nbformat output when another output comes or for a write */
+    char    *stext;
+    size_t   slen, scap;
+    char     sname[8];           /* "" when no stream is pending */
 } fold;
+
+static void fold_free(fold *f)
+{
+    if (f == NULL)
+        return;
+    free(f->path);
+    free(f->cell_id);
+    json_decref(f->outputs);
+    free(f->stext);
+    free(f);
+}
 
 /* A kernel process's output rate over the configured window, in RL_BUCKETS
  * slices (Jupyter's iopub rate limits). Its reader thread's own. */
@@ -166,10 +183,7 @@ static void k_free(kh_k *k)
     while (k->folds) {
         fold *f = k->folds;
         k->folds = f->next;
-        free(f->path);
-        free(f->cell_id);
-        json_decref(f->outputs);
-        free(f);
+        fold_free(f);
     }
     pthread_mutex_destroy(&k->wmu);
     pthread_mutex_destroy(&k->jmu);
@@ -321,6 +335,27 @@ static json_t *nb_output(const char *type, const json_t *content)
     return NULL;
 }
 
+/* The pending stream of f as an nbformat output (new reference). */
+static json_t *stream_output(const fold *f)
+{
+    return json_pack("{s:s, s:s, s:s%}", "output_type", "stream", "name", f->sname, "text", f->stext ? f->stext : "",
+                     f->slen);
+}
+
+/* Make f's pending stream its last output. */
+static void stream_settle(fold *f)
+{
+    if (f->sname[0])
+        json_array_append_new(f->outputs, stream_output(f));
+    f->sname[0] = '\0';
+    f->slen = 0;
+    if (f->scap > (1u << 20)) {
+        free(f->stext);
+        f->stext = NULL;
+        f->scap = 0;
+    }
+}
+
 /* Apply one message (`len` bytes of JSON) to its fold (under mu). A cell's
  * folded outputs stop at FOLD_MAX bytes with one note saying so. */
 static void fold_apply_locked(kh_k *k, const json_t *m, size_t len)
@@ -342,6 +377,8 @@ static void fold_apply_locked(kh_k *k, const json_t *m, size_t len)
         f->dirty = true;
     } else if (strcmp(type, "clear_output") == 0) {
         json_array_clear(f->outputs);
+        f->sname[0] = '\0';
+        f->slen = 0;
         f->bytes = 0;
         f->capped = false;
         f->dirty = true;
@@ -350,17 +387,18 @@ static void fold_apply_locked(kh_k *k, const json_t *m, size_t len)
             f->exec_count = (int)json_integer_value(json_object_get(content, "execution_count"));
         f->done = f->dirty = true;
     } else {
-        json_t *o = nb_output(type, content);
-        size_t n = json_array_size(f->outputs);
-        json_t *last = n ? json_array_get(f->outputs, n - 1) : NULL;
-        if (o == NULL)
-            return;
-        if (f->capped) {
+        const char *name = json_string_value(json_object_get(content, "name"));
+        const json_t *text = json_object_get(content, "text");
+        bool stream = strcmp(type, "stream") == 0;
+        json_t *o = stream ? NULL : nb_output(type, content);
+        if (f->capped || (stream ? name == NULL || strlen(name) >= sizeof(f->sname) || !json_is_string(text)
+                                 : o == NULL)) {
             json_decref(o);
             return;
         }
         if (f->bytes + len > FOLD_MAX) {
             json_decref(o);
+            stream_settle(f);
             f->capped = f->dirty = true;
             json_array_append_new(f->outputs,
                                   json_pack("{s:s, s:s, s:s}", "output_type", "stream", "name", "stderr", "text",
@@ -369,23 +407,27 @@ static void fold_apply_locked(kh_k *k, const json_t *m, size_t len)
             return;
         }
         f->bytes += len;
-        /* consecutive stream outputs of one name are one output in nbformat */
-        if (last && strcmp(type, "stream") == 0 &&
-            strcmp(json_string_value(json_object_get(last, "output_type")) ?: "", "stream") == 0 &&
-            json_equal(json_object_get(last, "name"), json_object_get(o, "name")) &&
-            json_is_string(json_object_get(last, "text")) && json_is_string(json_object_get(o, "text"))) {
-            size_t a = json_string_length(json_object_get(last, "text"));
-            size_t b = json_string_length(json_object_get(o, "text"));
-            char *t = malloc(a + b + 1);
-            if (t) {
-                memcpy(t, json_string_value(json_object_get(last, "text")), a);
-                memcpy(t + a, json_string_value(json_object_get(o, "text")), b);
-                t[a + b] = '\0';
-                json_object_set_new(last, "text", json_stringn(t, a + b));
-                free(t);
+        if (stream) {
+            /* consecutive stream outputs of one name are one output in nbformat */
+            size_t tl = json_string_length(text);
+            if (f->sname[0] && strcmp(f->sname, name) != 0)
+                stream_settle(f);
+            if (f->slen + tl + 1 > f->scap) {
+                size_t cap = f->scap ? f->scap : 1024;
+                while (cap < f->slen + tl + 1)
+                    cap *= 2;
+                char *nt = realloc(f->stext, cap);
+                if (nt == NULL)
+                    return;   /* this piece is lost from the notebook; the journal has it */
+                f->stext = nt;
+                f->scap = cap;
             }
-            json_decref(o);
+            memcpy(f->stext + f->slen, json_string_value(text), tl);
+            f->slen += tl;
+            f->stext[f->slen] = '\0';
+            snprintf(f->sname, sizeof(f->sname), "%s", name);
         } else {
+            stream_settle(f);
             json_array_append_new(f->outputs, o);
         }
         f->dirty = true;
@@ -458,16 +500,15 @@ static void folds_flush(kh_hub *h, kh_k *k)
             path = strdup(f->path);
             cell = strdup(f->cell_id);
             outs = json_deep_copy(f->outputs);
+            if (outs && f->sname[0])
+                json_array_append_new(outs, stream_output(f));
             count = f->exec_count;
             f->dirty = false;
             f->written_ns = now;
             last = f->done;
             if (last) {
                 *pp = f->next;
-                free(f->path);
-                free(f->cell_id);
-                json_decref(f->outputs);
-                free(f);
+                fold_free(f);
             }
         }
         int64_t user = k->user_id;
@@ -1826,10 +1867,7 @@ int kh_execute(char out_msg_id[33], gw_server *srv, int64_t user_id, const char 
                 break;
             }
         pthread_mutex_unlock(&h->mu);
-        free(f->path);
-        free(f->cell_id);
-        json_decref(f->outputs);
-        free(f);
+        fold_free(f);
     }
     json_decref(m);
     drop(h, k);

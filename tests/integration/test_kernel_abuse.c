@@ -15,7 +15,8 @@
  *    the latest output kept, and a dead kernel's journal is deleted after
  *    the retention time;
  *  - eddy-kernel's own large output: a 20 MiB line arrives whole in pieces
- *    under the frame limit, a 9 MiB result becomes a notice;
+ *    under the frame limit, a 9 MiB result becomes a notice, a notebook
+ *    cell's folded outputs stop at 8 MiB with a note;
  *  - session flood: oversized session fields are refused (413), sessions are
  *    capped per user (429), persist across a restart and go with their
  *    kernel. */
@@ -505,6 +506,50 @@ START_TEST(large_output_is_split_or_replaced_and_the_kernel_lives)
     out = run(&alice, ka, "print('alive')");
     ck_assert_str_eq(out, "alive\n");
     free(out);
+
+    /* folded into a notebook, a cell's outputs stop at 8 MiB with a note */
+    char path[160];
+    it_resp r;
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/big.ipynb", pa);
+    it_request(&r, &srv, "PUT", path,
+               "{\"nbformat\": 4, \"nbformat_minor\": 5, \"metadata\": {}, \"cells\": [{\"id\": \"c1\", "
+               "\"cell_type\": \"code\", \"metadata\": {}, \"execution_count\": null, \"outputs\": [], "
+               "\"source\": \"\"}]}",
+               alice.hdrs);
+    ck_assert_msg(r.status < 300, "%ld %s", r.status, r.body);
+    it_resp_free(&r);
+    char xpath[128];
+    snprintf(xpath, sizeof(xpath), "/api/v1/kernels/%s/execute", ka);
+    it_request(&r, &srv, "POST", xpath,
+               "{\"code\": \"for i in range(12):\\n    print('w' * (1 << 20))\", \"cell_id\": \"c1\", "
+               "\"notebook_path\": \"big.ipynb\"}",
+               alice.hdrs);
+    ck_assert_msg(r.status == 202, "%ld %s", r.status, r.body);
+    it_resp_free(&r);
+    bool folded = false;
+    for (int tries = 0; tries < 600 && !folded; tries++) {
+        it_request(&r, &srv, "GET", path, NULL, alice.hdrs);
+        ck_assert_int_eq(r.status, 200);
+        json_t *nb = json_loadb(r.body, r.body_len, 0, NULL);
+        json_t *cell = json_array_get(json_object_get(nb, "cells"), 0);
+        json_t *outs = json_object_get(cell, "outputs");
+        size_t total = 0, j;
+        json_t *o;
+        json_array_foreach(outs, j, o) {
+            const char *t = jstr(o, "text");
+            total += t ? strlen(t) : 0;
+            folded |= t && strstr(t, "not saved in the notebook") != NULL;
+        }
+        if (folded) {
+            ck_assert_uint_le(total, (size_t)9 << 20);
+            ck_assert_uint_ge(total, (size_t)6 << 20);
+        }
+        json_decref(nb);
+        it_resp_free(&r);
+        if (!folded)
+            usleep(100000);
+    }
+    ck_assert_msg(folded, "the notebook never got the cell's outputs with the note");
     ck_assert_int_eq(it_server_stop(&srv), 0);
 }
 END_TEST
