@@ -189,7 +189,7 @@ int sbx__remote_wait(uint32_t handle, int pidfd, int timeout_ms, sbx_usage *out)
 {
     int64_t until = timeout_ms >= 0 ? now_ms() + timeout_ms : -1;
     sbx_wire_reply rep;
-    int err;
+    int err, ready = 0;
 
     for (;;) {
         if ((err = simple(SBX_OP_WAIT, handle, 0, 0, &rep)) < 0)
@@ -207,12 +207,12 @@ int sbx__remote_wait(uint32_t handle, int pidfd, int timeout_ms, sbx_usage *out)
         if (wait > 500)
             wait = 500;
         struct pollfd p = {pidfd, POLLIN, 0};
-        if (poll(&p, 1, (int)wait) > 0) {
-            /* Exited: the launcher reaps it on the next WAIT; give it a moment
-             * if the reap raced us. */
+        if (ready) {
+            /* It exited, yet the launcher did not see it end: do not spin. */
             struct timespec ts = {0, 5 * 1000 * 1000};
             nanosleep(&ts, NULL);
         }
+        ready = poll(&p, 1, (int)wait) > 0;     /* exited: ask again at once */
     }
 }
 
