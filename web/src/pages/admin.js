@@ -98,8 +98,8 @@ async function tiers(box) {
       onclick: () => busy(save, async () => {
         await api.put(`/api/v1/admin/tiers/${enc(t.name)}`, {
           max_kernels: Number(f.max_kernels.value), max_gpus_per_job: Number(f.max_gpus_per_job.value),
-          max_session_ms: Number(f.max_session_ms.value) * 60000, idle_timeout_ms: Number(f.idle_timeout_ms.value) * 60000,
-          free_gpu_ms_per_day: Number(f.free_gpu_ms_per_day.value) * 60000, overdraft_mcoins: Math.round(Number(f.overdraft_mcoins.value) * 1000),
+          max_session_ms: Math.round(Number(f.max_session_ms.value) * 60000), idle_timeout_ms: Math.round(Number(f.idle_timeout_ms.value) * 60000),
+          free_gpu_ms_per_day: Math.round(Number(f.free_gpu_ms_per_day.value) * 60000), overdraft_mcoins: Math.round(Number(f.overdraft_mcoins.value) * 1000),
         });
         toast(`Saved tier ${t.name}`);
       }),
