@@ -77,7 +77,9 @@ void gw_config_defaults(gw_config *c)
     snprintf(c->data_dir, sizeof(c->data_dir), "./data");
     snprintf(c->listen_host, sizeof(c->listen_host), "127.0.0.1");
     c->listen_port = 8080;
-    c->threads = cores < 2 ? 2 : cores > 1024 ? 1024 : (int)cores;
+    /* At most 32 by default: WebSockets and idle streams hold no worker, so
+     * more only adds threads (the whole server stays under 64). */
+    c->threads = cores < 2 ? 2 : cores > 32 ? 32 : (int)cores;
     c->max_body_bytes = INT64_C(64) << 20;
     c->max_header_bytes = 16 << 10;
     c->conn_timeout_s = 60;
