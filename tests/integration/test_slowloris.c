@@ -16,6 +16,8 @@
  *   - every attacking connection is closed, the trickling ones included,
  *     once header_timeout_s (3 s here) has passed without complete headers;
  *   - /metrics (loopback) counts the header timeouts and the refusals.
+ * Also: the header deadline holds per request on a kept-alive connection, and
+ * a trusted proxy is exempt from the per-address cap that others keep.
  * Bounds: 20 s per answer is a hang detector, not a timing assertion; every
  * loop ends by itself.
  */
@@ -296,6 +298,44 @@ START_TEST(header_deadline_applies_per_request_on_a_kept_alive_connection)
 }
 END_TEST
 
+/* A trusted proxy's connections carry many clients: the per-address cap
+ * does not apply to them (libmicrohttpd's per-IP cap did), while any other
+ * address keeps it. */
+START_TEST(trusted_proxy_is_exempt_from_the_per_address_cap)
+{
+    static const char *const env[] = {"EDDY_TRUSTED_PROXIES=127.0.0.1", "EDDY_MAX_CONNS_PER_IP=2",
+                                      NULL};
+    char buf[8192];
+    int proxy[5], other[3], served = 0;
+
+    ck_assert_int_eq(it_server_start(&S, env), 0);
+    for (int i = 0; i < 5; i++) {
+        proxy[i] = connect_from("127.0.0.1");
+        ck_assert_int_ge(proxy[i], 0);
+    }
+    for (int i = 0; i < 5; i++) {
+        ck_assert(send_all(proxy[i], "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", now_ms() + HANG_MS));
+        ck_assert_int_eq(read_answer(proxy[i], buf, sizeof(buf), now_ms() + HANG_MS), 200);
+    }
+    for (int i = 0; i < 3; i++) {
+        other[i] = connect_from("127.0.0.9");
+        ck_assert_int_ge(other[i], 0);
+        usleep(100000);   /* accepted (or refused) in order */
+    }
+    for (int i = 0; i < 3; i++) {
+        if (send_all(other[i], "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", now_ms() + HANG_MS) &&
+            read_answer(other[i], buf, sizeof(buf), now_ms() + HANG_MS) == 200)
+            served++;
+    }
+    ck_assert_int_eq(served, 2);
+    for (int i = 0; i < 5; i++)
+        close(proxy[i]);
+    for (int i = 0; i < 3; i++)
+        close(other[i]);
+    ck_assert_int_eq(it_server_stop(&S), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("slowloris");
@@ -304,6 +344,7 @@ static Suite *suite(void)
     tcase_set_timeout(t, 180);
     tcase_add_test(t, header_deadline_applies_per_request_on_a_kept_alive_connection);
     tcase_add_test(t, many_slow_clients_from_many_addresses_do_not_lock_others_out);
+    tcase_add_test(t, trusted_proxy_is_exempt_from_the_per_address_cap);
     suite_add_tcase(s, t);
     return s;
 }
