@@ -48,6 +48,7 @@
 #define BATCH_BYTES (1024 * 1024) /* bytes of frames held for one transaction */
 #define DRAIN_MIN (64 * 1024)    /* while dropping output, larger output frames are read past unparsed */
 #define EXEMPT_MAX (64 * 1024)   /* replies and status up to this size pass the output rate limits */
+#define SEND_TIMEOUT_MS 5000     /* a caller waits at most this for a kernel to take a message */
 #define FOLD_MAX  (8u << 20)     /* output bytes folded into the notebook per cell */
 #define RL_BUCKETS 30            /* slices of the output rate window */
 #define SWEEP_MS  60000          /* how often dead kernels' journals are swept (at most) */
@@ -106,6 +107,7 @@ typedef struct kh_k {
     int64_t  created_at, started_at, last_activity_at, ended_at;
     int64_t  idle_ms, max_session_ms;
     bool     warned, stopping;
+    bool     stuck;              /* its process stopped reading: sends fail at once (under wmu) */
     int64_t  last_seq;           /* journaled and published */
     int64_t  next_seq;           /* assigned (under jmu) */
     int64_t  ring_seq[RING];
@@ -260,7 +262,7 @@ static void persist_dead(kh_hub *h, const char *id, const char *reason, int64_t 
         ed_log_error("kernel.persist", "kernel %s: %s", id, ed_error_last());
 }
 
-static int send_msg(kh_k *k, const json_t *msg);
+static int send_msg(kh_hub *h, kh_k *k, const json_t *msg);
 static int stop_job(kh_hub *h, int64_t user_id, int64_t job_id);
 
 /* ---- the journal ------------------------------------------------------------------ */
@@ -892,7 +894,7 @@ static void *reader_main(void *p)
      * ready, which is when the hub reports it idle */
     json_t *info = NULL;
     if (kr_msg_new(&info, "shell", "kernel_info_request", "eddy-hub", NULL, NULL) == 0)
-        send_msg(k, info);
+        send_msg(h, k, info);
     json_decref(info);
     for (;;) {
         unsigned char hdr[KR_FRAME_HDR];
@@ -1037,6 +1039,7 @@ static void attach_locked(kh_hub *h, kh_k *k, int64_t job_id, int fd)
     pthread_mutex_lock(&k->wmu);
     k->fd = fd;
     k->fd_job = job_id;
+    k->stuck = false;
     pthread_mutex_unlock(&k->wmu);
     if (strcmp(k->state, "queued") == 0 || strcmp(k->state, "starting") == 0)
         snprintf(k->state, sizeof(k->state), "starting");
@@ -1712,12 +1715,17 @@ static void drop(kh_hub *h, kh_k *k)
     pthread_mutex_unlock(&h->mu);
 }
 
-/* Write one message to k's socket. */
-static int send_msg(kh_k *k, const json_t *msg)
+/* Write one message to k's socket. No caller waits longer than
+ * SEND_TIMEOUT_MS, for the socket or for another sender: a process that
+ * does not take the message by then (eddy-kernel's reader thread always
+ * reads at once; a stopped or hijacked process does not) is stopped as a
+ * protocol error. */
+static int send_msg(kh_hub *h, kh_k *k, const json_t *msg)
 {
     char *s = json_dumps(msg, JSON_COMPACT);
     unsigned char hdr[KR_FRAME_HDR];
     size_t len, off = 0;
+    int64_t deadline = ed_mono_ns() + (int64_t)SEND_TIMEOUT_MS * 1000000, stuck_job = 0;
     int err = 0;
 
     if (s == NULL)
@@ -1728,17 +1736,37 @@ static int send_msg(kh_k *k, const json_t *msg)
         return ed_error_set(ED_ETOOBIG, "a message of %zu bytes is over the kernel's limit", len);
     }
     kr_frame_header(hdr, (uint32_t)len);
-    pthread_mutex_lock(&k->wmu);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += SEND_TIMEOUT_MS / 1000;
+    if (pthread_mutex_timedlock(&k->wmu, &until) != 0) {
+        free(s);
+        return ed_error_set(ED_EBUSY, "kernel %s is not taking messages", k->id);
+    }
     if (k->fd < 0) {
         err = ed_error_set(ED_ECONFLICT, "kernel %s is not running yet", k->id);
+    } else if (k->stuck) {
+        err = ed_error_set(ED_ECONFLICT, "kernel %s stopped reading its messages", k->id);
     } else {
         const char *parts[2] = {(const char *)hdr, s};
         size_t lens[2] = {KR_FRAME_HDR, len};
         for (int i = 0; i < 2 && err == 0; i++) {
             for (off = 0; off < lens[i];) {
-                ssize_t w = send(k->fd, parts[i] + off, lens[i] - off, MSG_NOSIGNAL);
+                ssize_t w = send(k->fd, parts[i] + off, lens[i] - off, MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (w < 0 && errno == EINTR)
                     continue;
+                if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                    int64_t left_ms = (deadline - ed_mono_ns()) / 1000000;
+                    struct pollfd pfd = {k->fd, POLLOUT, 0};
+                    if (left_ms > 0 && poll(&pfd, 1, (int)left_ms) >= 0)
+                        continue;
+                    /* half a frame may be out: the stream is unusable */
+                    k->stuck = true;
+                    stuck_job = k->fd_job;
+                    shutdown(k->fd, SHUT_RDWR);   /* its reader ends */
+                    err = ed_error_set(ED_ECONFLICT, "kernel %s stopped reading its messages", k->id);
+                    break;
+                }
                 if (w <= 0) {
                     err = ed_error_set(ED_ECONFLICT, "kernel %s is not running", k->id);
                     break;
@@ -1749,6 +1777,12 @@ static int send_msg(kh_k *k, const json_t *msg)
     }
     pthread_mutex_unlock(&k->wmu);
     free(s);
+    if (stuck_job > 0) {
+        char msg_copy[256];
+        snprintf(msg_copy, sizeof(msg_copy), "%s", ed_error_last());
+        protocol_error(h, k, stuck_job, "it did not read its messages for %d s", SEND_TIMEOUT_MS / 1000);
+        err = ed_error_set(err, "%s", msg_copy);
+    }
     return err;
 }
 
@@ -1771,7 +1805,7 @@ int kh_send(gw_server *srv, int64_t user_id, const char *id, const json_t *msg)
     k->last_activity_at = ed_now_ms();
     bool ok = alive(k);
     pthread_mutex_unlock(&h->mu);
-    err = ok ? send_msg(k, msg) : ed_error_set(ED_ECONFLICT, "kernel %s is dead", id);
+    err = ok ? send_msg(h, k, msg) : ed_error_set(ED_ECONFLICT, "kernel %s is dead", id);
     drop(h, k);
     return err;
 }
@@ -1858,7 +1892,7 @@ int kh_execute(char out_msg_id[33], gw_server *srv, int64_t user_id, const char 
     k->last_activity_at = ed_now_ms();
     bool ok = alive(k);
     pthread_mutex_unlock(&h->mu);
-    err = ok ? send_msg(k, m) : ed_error_set(ED_ECONFLICT, "kernel %s is dead", id);
+    err = ok ? send_msg(h, k, m) : ed_error_set(ED_ECONFLICT, "kernel %s is dead", id);
     if (err < 0 && f) {
         pthread_mutex_lock(&h->mu);
         for (fold **pp = &k->folds; *pp; pp = &(*pp)->next)

@@ -7,7 +7,8 @@
  *    protocol_error, the gateway's RSS stays within RSS_BOUND_MIB of what it
  *    was before (it reached 1.1 GiB before the limits), and another user's
  *    kernel answers print() meanwhile. The socket sits at a high,
- *    close-on-exec descriptor;
+ *    close-on-exec descriptor; a kernel that stops reading its socket is
+ *    stopped too, and holds no server thread for longer than 5 s;
  *  - print flood: a cell printing without end for 10 s grows eddy.db (+WAL)
  *    by less than DB_BOUND_MIB (157-198 MiB before) and the user sees the
  *    "output dropped" notice;
@@ -421,6 +422,79 @@ START_TEST(frame_flood_stops_the_kernel_and_leaves_the_gateway_bounded)
 }
 END_TEST
 
+typedef struct poster {
+    pthread_t   t;
+    user       *u;
+    const char *kid;
+    long        status;
+} poster;
+
+static void *post_main(void *arg)
+{
+    poster *p = arg;
+    char path[128];
+    size_t n = 256 << 10;
+    char *body = malloc(n + 64);
+    it_resp r;
+
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s/execute", p->kid);
+    int o = snprintf(body, 64, "{\"code\": \"x = '");
+    memset(body + o, 'a', n);
+    memcpy(body + o + n, "'\"}", 4);
+    it_request(&r, &srv, "POST", path, body, p->u->hdrs);
+    p->status = r.status;
+    it_resp_free(&r);
+    free(body);
+    return NULL;
+}
+
+/* A kernel process that stops reading its socket (here: it stops itself)
+ * holds no gateway thread for long: senders give up after 5 s, the kernel is
+ * stopped (protocol_error), and the server and another user's kernel answer
+ * meanwhile. Before, every request for it blocked its server thread for
+ * good. */
+START_TEST(a_kernel_that_stops_reading_is_stopped_and_holds_no_thread)
+{
+    user alice, bob;
+    char pa[64], pb[64], ka[64], kb[64], mid[64];
+    poster ps[8];
+    it_resp r;
+
+    ck_assert_int_eq(it_server_start(&srv, NULL), 0);
+    make_user(&alice, "alice");
+    make_user(&bob, "bob");
+    make_project(pa, sizeof(pa), &alice);
+    make_project(pb, sizeof(pb), &bob);
+    start_kernel(kb, sizeof(kb), &bob, pb);
+    start_kernel(ka, sizeof(ka), &alice, pa);
+    execute(mid, sizeof(mid), &alice, ka, "import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)");
+    usleep(500000);
+    for (int i = 0; i < 8; i++) {
+        ps[i] = (poster){.u = &alice, .kid = ka};
+        ck_assert_int_eq(pthread_create(&ps[i].t, NULL, post_main, &ps[i]), 0);
+    }
+    usleep(500000);
+    it_request(&r, &srv, "GET", "/healthz", NULL, NULL);
+    ck_assert_int_eq(r.status, 200);
+    it_resp_free(&r);
+    char *out = run(&bob, kb, "print('bob')");
+    ck_assert_str_eq(out, "bob\n");
+    free(out);
+    int refused = 0;
+    for (int i = 0; i < 8; i++) {
+        pthread_join(ps[i].t, NULL);
+        ck_assert_msg(ps[i].status == 202 || ps[i].status == 409 || ps[i].status == 503, "execute %d: %ld", i,
+                      ps[i].status);
+        refused += ps[i].status != 202;
+    }
+    ck_assert_int_gt(refused, 0);
+    json_t *k = wait_status(&alice, ka, "dead");
+    ck_assert_str_eq(jstr(k, "stop_reason"), "protocol_error");
+    json_decref(k);
+    ck_assert_int_eq(it_server_stop(&srv), 0);
+}
+END_TEST
+
 static long long file_size(const char *dir, const char *name)
 {
     char path[400];
@@ -719,6 +793,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("abuse");
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, frame_flood_stops_the_kernel_and_leaves_the_gateway_bounded);
+    tcase_add_test(tc, a_kernel_that_stops_reading_is_stopped_and_holds_no_thread);
     tcase_add_test(tc, print_flood_is_dropped_with_a_notice_and_the_database_stays_small);
     tcase_add_test(tc, journal_is_capped_and_a_dead_kernels_journal_expires);
     tcase_add_test(tc, large_output_is_split_or_replaced_and_the_kernel_lives);
