@@ -668,7 +668,7 @@ static enum MHD_Result accept_policy(void *cls, const struct sockaddr *sa, sockl
     unsigned char key[17];
     const char *why = NULL;
     int cap = s->pub.cfg.max_conns, per_ip = s->pub.cfg.max_conns_per_ip;
-    int reserve = cap / 8 > 16 ? cap / 8 : 16;
+    int reserve = cap / 8;   /* the last eighth: for addresses holding few */
     int min_share = per_ip < GW_FAIR_MIN_SHARE ? per_ip : GW_FAIR_MIN_SHARE;
     bool log_now = false;
     int held = 0, total = 0, refused = 0;
