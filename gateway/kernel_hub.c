@@ -817,11 +817,12 @@ static int journal_delete(kh_hub *h, const char *id, int64_t upto)
 }
 
 /* Prune the oldest part of k's journal once it passes the configured cap,
- * down to three quarters of it: the newest output always stays.
+ * down to three quarters of it: the newest output always stays (the newest
+ * message even when it alone is over the cap).
  * Called by the reader with jmu held. */
 static void journal_prune(kh_hub *h, kh_k *k)
 {
-    int64_t cap = h->srv->cfg.kernel_journal_max_bytes, want, freed = 0, cut = 0, total = 0;
+    int64_t cap = h->srv->cfg.kernel_journal_max_bytes, want, freed = 0, cut = 0, total = 0, newest = 0;
     sqlite3_stmt *q;
     int rc;
 
@@ -832,11 +833,14 @@ static void journal_prune(kh_hub *h, kh_k *k)
                          "ORDER BY seq") < 0)
         goto fail;
     sqlite3_bind_text(q, 1, k->id, -1, SQLITE_STATIC);
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        newest = sqlite3_column_int64(q, 0);
         total += sqlite3_column_int64(q, 1);
+    }
     sqlite3_reset(q);
     want = total - cap / 4 * 3;
-    while (freed < want && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+    /* the newest message always stays, whatever its size */
+    while (freed < want && (rc = sqlite3_step(q)) == SQLITE_ROW && sqlite3_column_int64(q, 0) < newest) {
         cut = sqlite3_column_int64(q, 0);
         freed += sqlite3_column_int64(q, 1);
     }
