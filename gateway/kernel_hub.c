@@ -92,6 +92,7 @@ typedef struct rate {
     int64_t sum_msgs, sum_bytes, sum_raw;   /* admitted messages, their bytes; every frame's bytes */
     bool    msgs_over, bytes_over;          /* dropping output until the rate falls */
     char    noticed[64];                    /* the request last told that its output is dropped */
+    int64_t noticed_ms;                     /* when (monotonic ms): at most one notice per window */
 } rate;
 
 typedef struct kh_k {
@@ -726,9 +727,13 @@ static bool rate_admit(kh_hub *h, rate *r, const char *channel, const char *type
     else if (r->bytes_over && r->sum_bytes * 10 < byte_allow * 8)
         r->bytes_over = false;
     if (r->msgs_over || r->bytes_over) {
-        /* say so once when dropping starts, and once more for each new request */
-        if (!was || strcmp(r->noticed, parent ? parent : "") != 0) {
+        /* say so once when dropping starts, and once more for each new
+         * request, at most once per window (parents are the kernel's word) */
+        int64_t now_ms = ed_mono_ns() / 1000000;
+        if ((!was || strcmp(r->noticed, parent ? parent : "") != 0) &&
+            (r->noticed_ms == 0 || now_ms - r->noticed_ms >= w)) {
             snprintf(r->noticed, sizeof(r->noticed), "%s", parent ? parent : "");
+            r->noticed_ms = now_ms;
             if (r->bytes_over)
                 snprintf(notice, nn,
                          "[eddy] output dropped: this kernel sent more than %lld bytes of output a second (over "
