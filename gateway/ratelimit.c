@@ -116,6 +116,43 @@ static void sweep(rl_shard *sh, int64_t now)
     sh->sweep_at = sh->entries * 2 > SWEEP_FLOOR ? sh->entries * 2 : SWEEP_FLOOR;
 }
 
+/* The entry for `key` (its hash `h`) in `sh`, or NULL. Called with the lock held. */
+static rl_entry *entry_find(rl_shard *sh, const char *key, uint64_t h)
+{
+    rl_entry *e;
+
+    for (e = sh->buckets[(h / SHARDS) % BUCKETS]; e; e = e->next)
+        if (e->hash == h && strcmp(e->key, key) == 0)
+            break;
+    return e;
+}
+
+/* A new entry for `key` (its hash `h`) at the head of its bucket in `sh`, no
+ * hit counted, its window (or last failure) at `now` and kept by sweeps for
+ * `keep_ms`; NULL when out of memory. A shard grown past its threshold is
+ * swept first. Called with the lock held. */
+static rl_entry *entry_add(rl_shard *sh, const char *key, uint64_t h, int64_t now, int64_t keep_ms)
+{
+    rl_entry **bucket = &sh->buckets[(h / SHARDS) % BUCKETS];
+    size_t n = strlen(key);
+    rl_entry *e;
+
+    if (sh->entries >= sh->sweep_at)
+        sweep(sh, now);
+    if ((e = malloc(sizeof(*e) + n + 1)) == NULL)
+        return NULL;
+    memcpy(e->key, key, n + 1);
+    e->hash = h;
+    e->window_start = now;
+    e->expires = now + keep_ms;
+    e->locked_until = 0;
+    e->count = 0;
+    e->next = *bucket;
+    *bucket = e;
+    sh->entries++;
+    return e;
+}
+
 static int retry_after(const rl_entry *e, int64_t now)
 {
     int64_t left = e->window_start + GW_RATELIMIT_WINDOW_MS - now;
@@ -129,17 +166,14 @@ static int hit_or_check(struct gw_ratelimit *rl, const char *key, int limit, int
 {
     uint64_t h = fnv1a(key);
     rl_shard *sh = &rl->shards[h % SHARDS];
-    rl_entry *e, **bucket;
+    rl_entry *e;
     int err = 0;
 
     *retry_after_s = 0;
     if (limit <= 0)
         limit = 1;
     pthread_mutex_lock(&sh->lock);
-    bucket = &sh->buckets[(h / SHARDS) % BUCKETS];
-    for (e = *bucket; e; e = e->next)
-        if (e->hash == h && strcmp(e->key, key) == 0)
-            break;
+    e = entry_find(sh, key, h);
     if (e && now - e->window_start >= GW_RATELIMIT_WINDOW_MS) {
         e->window_start = now;   /* the old window ended: open a new one */
         e->expires = now + GW_RATELIMIT_WINDOW_MS;
@@ -149,23 +183,9 @@ static int hit_or_check(struct gw_ratelimit *rl, const char *key, int limit, int
         *retry_after_s = retry_after(e, now);
         err = ed_error_set(ED_ELIMIT, "rate limited: try again in %d s", *retry_after_s);
     } else if (count) {
-        if (e == NULL) {
-            size_t n = strlen(key);
-            if (sh->entries >= sh->sweep_at)
-                sweep(sh, now);
-            if ((e = malloc(sizeof(*e) + n + 1)) == NULL) {
-                pthread_mutex_unlock(&sh->lock);
-                return ed_error_set(ED_ENOMEM, "rate limiter entry");
-            }
-            memcpy(e->key, key, n + 1);
-            e->hash = h;
-            e->window_start = now;
-            e->expires = now + GW_RATELIMIT_WINDOW_MS;
-            e->locked_until = 0;
-            e->count = 0;
-            e->next = *bucket;
-            *bucket = e;
-            sh->entries++;
+        if (e == NULL && (e = entry_add(sh, key, h, now, GW_RATELIMIT_WINDOW_MS)) == NULL) {
+            pthread_mutex_unlock(&sh->lock);
+            return ed_error_set(ED_ENOMEM, "rate limiter entry");
         }
         e->count++;
     }
@@ -195,31 +215,13 @@ static rl_entry *entry_locked(rl_shard **shp, struct gw_ratelimit *rl, const cha
 {
     uint64_t h = fnv1a(key);
     rl_shard *sh = &rl->shards[h % SHARDS];
-    rl_entry *e, **bucket;
-    size_t n = strlen(key);
+    rl_entry *e;
 
     *shp = sh;
     pthread_mutex_lock(&sh->lock);
-    bucket = &sh->buckets[(h / SHARDS) % BUCKETS];
-    for (e = *bucket; e; e = e->next)
-        if (e->hash == h && strcmp(e->key, key) == 0)
-            return e;
-    if (!create)
-        return NULL;
-    if (sh->entries >= sh->sweep_at)
-        sweep(sh, now);
-    if ((e = malloc(sizeof(*e) + n + 1)) == NULL)
-        return NULL;
-    memcpy(e->key, key, n + 1);
-    e->hash = h;
-    e->window_start = now;
-    e->expires = now + GW_BACKOFF_FORGET_MS;
-    e->locked_until = 0;
-    e->count = 0;
-    e->next = *bucket;
-    *bucket = e;
-    sh->entries++;
-    return e;
+    if ((e = entry_find(sh, key, h)) != NULL || !create)
+        return e;
+    return entry_add(sh, key, h, now, GW_BACKOFF_FORGET_MS);
 }
 
 int gw__backoff_check(struct gw_ratelimit *rl, const char *key, int64_t now_ms, int *retry_after_s)
