@@ -478,3 +478,222 @@ void it_run_eddy(it_run *o, const char *scratch, const char *home, const char *i
     it_slurp(o->out, sizeof(o->out), op);
     it_slurp(o->err, sizeof(o->err), ep);
 }
+
+/* ---- an operator, users, projects and jobs ----------------------------------- */
+
+int it_admin_data_make(char *dir, size_t dir_len, char *data, size_t data_len, const char *tag)
+{
+    char *argv[] = {"eddy", "admin", "create-user", "--data", data, "--username", IT_ADMIN_USER,
+                    "--email", "root@example.com", "--password", IT_ADMIN_PASSWORD, "--role", "admin", NULL};
+    int st;
+
+    snprintf(dir, dir_len, "/tmp/eddy-it-%s-XXXXXX", tag);
+    if (mkdtemp(dir) == NULL) {
+        fprintf(stderr, "harness: mkdtemp %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    snprintf(data, data_len, "%s/data", dir);
+    if (mkdir(data, 0700) < 0) {
+        fprintf(stderr, "harness: mkdir %s: %s\n", data, strerror(errno));
+        it_dir_remove(dir);
+        return -1;
+    }
+    if ((st = it_eddy_status(argv)) != 0) {
+        fprintf(stderr, "harness: eddy admin create-user --data %s -> exit %d\n", data, st);
+        it_dir_remove(dir);
+        return -1;
+    }
+    return 0;
+}
+
+int it_admin_server_start(it_server *s, char *dir, size_t dir_len, const char *tag, const char *const *env,
+                          char *cookie_hdr, size_t cookie_len, char *csrf_hdr, size_t csrf_len)
+{
+    char data[300];
+
+    if (it_admin_data_make(dir, dir_len, data, sizeof(data), tag) < 0)
+        return -1;
+    if (it_server_start_in(s, data, env) < 0) {
+        it_dir_remove(dir);
+        return -1;
+    }
+    if (it_login(s, IT_ADMIN_USER, IT_ADMIN_PASSWORD, cookie_hdr, cookie_len, csrf_hdr, csrf_len) < 0) {
+        it_server_stop(s);
+        it_dir_remove(dir);
+        return -1;
+    }
+    return 0;
+}
+
+static int rm_entry_said(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb; (void)flag; (void)ftw;
+    if (remove(path) == 0)
+        return 0;
+    fprintf(stderr, "harness: remove %s: %s\n", path, strerror(errno));
+    return -1;
+}
+
+int it_dir_remove(const char *dir)
+{
+    struct stat sb;
+
+    if (lstat(dir, &sb) < 0 && errno == ENOENT)
+        return 0;
+    unmount_beneath(dir);
+    return nftw(dir, rm_entry_said, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
+}
+
+int it_user_make(it_user *u, it_server *s, const char *admin_cookie, const char *admin_csrf, const char *name,
+                 int64_t grant_mcoins)
+{
+    char body[512], path[128], idem[96];
+    const char *ah[] = {admin_cookie, admin_csrf, idem, NULL};
+    it_resp r;
+
+    memset(u, 0, sizeof(*u));
+    snprintf(u->name, sizeof(u->name), "%s", name);
+    snprintf(u->pw, sizeof(u->pw), "pass-%s-123", name);
+    snprintf(body, sizeof(body), "{\"username\":\"%s\",\"email\":\"%s@example.com\",\"password\":\"%s\"}", name,
+             name, u->pw);
+    it_request(&r, s, "POST", "/api/v1/auth/signup", body, NULL);
+    if (r.status != 201) {
+        fprintf(stderr, "harness: signup %s -> %ld %s\n", name, r.status, r.body);
+        it_resp_free(&r);
+        return -1;
+    }
+    u->id = json_integer_value(json_object_get(r.json, "id"));
+    it_resp_free(&r);
+    if (grant_mcoins > 0) {
+        snprintf(path, sizeof(path), "/api/v1/admin/users/%lld/grants", (long long)u->id);
+        snprintf(idem, sizeof(idem), "Idempotency-Key: grant-%s", name);
+        snprintf(body, sizeof(body), "{\"amount_mcoins\": %lld, \"reason\": \"test\"}", (long long)grant_mcoins);
+        it_request(&r, s, "POST", path, body, ah);
+        if (r.status != 201) {
+            fprintf(stderr, "harness: grant to %s -> %ld %s\n", name, r.status, r.body);
+            it_resp_free(&r);
+            return -1;
+        }
+        it_resp_free(&r);
+    }
+    if (it_login(s, u->name, u->pw, u->cookie, sizeof(u->cookie), u->csrf, sizeof(u->csrf)) < 0)
+        return -1;
+    u->hdrs[0] = u->cookie;
+    u->hdrs[1] = u->csrf;
+    return 0;
+}
+
+int it_key_make(it_key *k, it_server *s, const char *const *hdrs, const char *body)
+{
+    const char *key;
+    it_resp r;
+    int ok = -1;
+
+    memset(k, 0, sizeof(*k));
+    it_request(&r, s, "POST", "/api/v1/keys", body, hdrs);
+    key = r.json ? json_string_value(json_object_get(r.json, "key")) : NULL;
+    if (r.status == 201 && key) {
+        k->id = json_integer_value(json_object_get(r.json, "id"));
+        snprintf(k->auth, sizeof(k->auth), "Authorization: Bearer %s", key);
+        k->hdrs[0] = k->auth;
+        ok = 0;
+    } else {
+        fprintf(stderr, "harness: POST /api/v1/keys %s -> %ld %s\n", body, r.status, r.body);
+    }
+    it_resp_free(&r);
+    return ok;
+}
+
+int it_project_make(char *pid, size_t pid_len, it_server *s, const char *const *hdrs, const char *name,
+                    const char *file, const char *content)
+{
+    char body[256], path[512];
+    const char *id;
+    it_resp r;
+
+    snprintf(body, sizeof(body), "{\"name\":\"%s\",\"visibility\":\"private\"}", name);
+    it_request(&r, s, "POST", "/api/v1/projects", body, hdrs);
+    id = r.json ? json_string_value(json_object_get(r.json, "id")) : NULL;
+    if (r.status != 201 || id == NULL) {
+        fprintf(stderr, "harness: POST /api/v1/projects %s -> %ld %s\n", body, r.status, r.body);
+        it_resp_free(&r);
+        return -1;
+    }
+    snprintf(pid, pid_len, "%s", id);
+    it_resp_free(&r);
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/%s", pid, file);
+    it_request(&r, s, "PUT", path, content, hdrs);
+    if (r.status < 200 || r.status >= 300) {
+        fprintf(stderr, "harness: PUT %s -> %ld %s\n", path, r.status, r.body);
+        it_resp_free(&r);
+        return -1;
+    }
+    it_resp_free(&r);
+    return 0;
+}
+
+long it_request_status(it_server *s, const char *method, const char *path, const char *body,
+                       const char *const *hdrs)
+{
+    it_resp r;
+    long st;
+
+    it_request(&r, s, method, path, body, hdrs);
+    st = r.status;
+    it_resp_free(&r);
+    return st;
+}
+
+json_t *it_get_json(it_server *s, const char *const *hdrs, const char *path)
+{
+    it_resp r;
+    json_t *j = NULL;
+
+    it_request(&r, s, "GET", path, NULL, hdrs);
+    if (r.status == 200 && r.json)
+        j = json_incref(r.json);
+    else
+        fprintf(stderr, "harness: GET %s -> %ld %s\n", path, r.status, r.body);
+    it_resp_free(&r);
+    return j;
+}
+
+const char *it_json_str(const json_t *o, const char *key)
+{
+    const char *v = json_string_value(json_object_get(o, key));
+    return v ? v : "";
+}
+
+json_t *it_status_wait(it_server *s, const char *const *hdrs, const char *path, const char *status, int max_s)
+{
+    for (int i = 0; i < max_s * 10; i++) {
+        json_t *j = it_get_json(s, hdrs, path);
+        const char *now;
+
+        if (j == NULL)
+            return NULL;
+        now = it_json_str(j, "status");
+        if (status ? strcmp(now, status) == 0 : strcmp(now, "queued") != 0 && strcmp(now, "running") != 0)
+            return j;
+        if (strcmp(now, "dead") == 0) {
+            fprintf(stderr, "harness: %s is dead (stop_reason %s), not %s\n", path,
+                    it_json_str(j, "stop_reason"), status ? status : "ended");
+            json_decref(j);
+            return NULL;
+        }
+        json_decref(j);
+        usleep(100000);
+    }
+    fprintf(stderr, "harness: %s never became %s within %d s\n", path, status ? status : "ended", max_s);
+    return NULL;
+}
+
+void it_curl_global_init(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+void it_curl_global_cleanup(void)
+{
+    curl_global_cleanup();
+}

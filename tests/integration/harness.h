@@ -18,8 +18,10 @@
 #ifndef IT_HARNESS_H
 #define IT_HARNESS_H
 
+#include <check.h>
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 typedef struct it_server {
@@ -111,5 +113,134 @@ void it_share_with_server(const char *path);
 
 /* Path of the eddy binary under test. */
 const char *it_eddy_bin(void);
+
+/* ---- an operator, users, projects and jobs -------------------------------- */
+
+/* The admin it_admin_data_make() creates, as an operator would. */
+#define IT_ADMIN_USER     "root"
+#define IT_ADMIN_PASSWORD "correct horse battery"
+
+/* Make a fresh temporary directory "/tmp/eddy-it-<tag>-XXXXXX" (its path into
+ * `dir`) holding a data directory (its path, dir/data, into `data`) in which
+ * `eddy admin create-user` made the admin IT_ADMIN_USER. For a test that
+ * starts the server itself (it_server_start_in); remove `dir` with
+ * it_dir_remove(). 0, or -1 with the reason on stderr (and nothing left). */
+int it_admin_data_make(char *dir, size_t dir_len, char *data, size_t data_len, const char *tag);
+
+/* it_admin_data_make(), then start the server on that data directory with
+ * `env` (as it_server_start_in: stopping it keeps the directory) and log the
+ * admin in: `cookie_hdr` and `csrf_hdr` as it_login() fills them. On
+ * failure a started server is stopped again and `dir` removed. 0, or -1
+ * with the reason on stderr. A fixture's pair:
+ *     ck_assert_int_eq(it_admin_server_start(&srv, dir, sizeof(dir), "jobs", env, admin_cookie,
+ *                                            sizeof(admin_cookie), admin_csrf, sizeof(admin_csrf)), 0);
+ *     ...
+ *     ck_assert_int_eq(it_server_stop(&srv), 0);
+ *     ck_assert_int_eq(it_dir_remove(dir), 0); */
+int it_admin_server_start(it_server *s, char *dir, size_t dir_len, const char *tag, const char *const *env,
+                          char *cookie_hdr, size_t cookie_len, char *csrf_hdr, size_t csrf_len);
+
+/* Remove `dir` and everything beneath it, unmounting what a killed server
+ * left mounted there first. 0 (also when `dir` is already gone), or -1 when
+ * something stayed (the reason on stderr). */
+int it_dir_remove(const char *dir);
+
+/* A user signed up and logged in through the API. */
+typedef struct it_user {
+    int64_t id;
+    char    name[32], pw[64];     /* pw: "pass-<name>-123" */
+    char    cookie[600];          /* "Cookie: eddy_session=..." */
+    char    csrf[300];            /* "X-CSRF-Token: ..." */
+    const char *hdrs[4];          /* {cookie, csrf, NULL}: room for one more */
+} it_user;
+
+/* Sign `name` up (password "pass-<name>-123", email <name>@example.com),
+ * then, when `grant_mcoins` > 0, grant that much as the admin whose
+ * `admin_cookie` and `admin_csrf` headers are given (as it_login fills
+ * them), with the Idempotency-Key "grant-<name>", and log the user in.
+ * 0, or -1 with the reason on stderr. */
+int it_user_make(it_user *u, it_server *s, const char *admin_cookie, const char *admin_csrf, const char *name,
+                 int64_t grant_mcoins);
+
+/* An API key made through the API. */
+typedef struct it_key {
+    int64_t id;
+    char    auth[160];            /* "Authorization: Bearer <key>" */
+    const char *hdrs[2];          /* {auth, NULL} */
+} it_key;
+
+/* POST /api/v1/keys with the JSON `body` ({"name": ..., "scopes": ...}) as
+ * the caller of `hdrs`. 0 when it answered 201, or -1 with the status and
+ * body on stderr. */
+int it_key_make(it_key *k, it_server *s, const char *const *hdrs, const char *body);
+
+/* Create the private project `name` as the caller of `hdrs` (its id into
+ * `pid`) and PUT `content` as its file `file`. 0, or -1 with the step that
+ * failed on stderr. */
+int it_project_make(char *pid, size_t pid_len, it_server *s, const char *const *hdrs, const char *name,
+                    const char *file, const char *content);
+
+/* The status of one request, the response dropped (0 on a transport error). */
+long it_request_status(it_server *s, const char *method, const char *path, const char *body,
+                       const char *const *hdrs);
+
+/* GET `path`: its JSON body (a new reference; json_decref it) when the status
+ * is 200, else NULL with the status and body on stderr. */
+json_t *it_get_json(it_server *s, const char *const *hdrs, const char *path);
+
+/* The string member `key` of `o`, or "" when absent or not a string. */
+const char *it_json_str(const json_t *o, const char *key);
+
+/* Poll GET `path` (a job's or a kernel's) every 100 ms, at most 10 * max_s
+ * times, until its "status" is `status` or, with `status` NULL, neither
+ * "queued" nor "running" (the job ended). A kernel "dead" while another
+ * status is awaited ends the wait. Its JSON when reached (a new reference),
+ * else NULL with the last status (and stop_reason) on stderr. */
+json_t *it_status_wait(it_server *s, const char *const *hdrs, const char *path, const char *status, int max_s);
+
+/* curl_global_init() and curl_global_cleanup(), for a test program's main()
+ * (a test file need not include curl.h: its names may clash with the test's). */
+void it_curl_global_init(void);
+void it_curl_global_cleanup(void);
+
+/* A Check test program's main(): run every test of `s` (CK_NORMAL output)
+ * between it_curl_global_init() and it_curl_global_cleanup(); 0 when all
+ * passed, else 1. Inline, so that the harness library links no Check.
+ *     int main(void) { return it_suite_run(suite()); } */
+static inline int it_suite_run(Suite *s)
+{
+    SRunner *sr;
+    int failed;
+
+    it_curl_global_init();
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    it_curl_global_cleanup();
+    return failed ? 1 : 0;
+}
+
+/* A Check test program's main() for one test case: the tests of `tests`
+ * (as START_TEST names them, NULL-terminated) in a suite and a test case both
+ * named `name`, each limited to `timeout_s` and, when `setup` or `teardown`
+ * is not NULL, run between them as a checked fixture (in the test's own
+ * process); then as it_suite_run().
+ *     const TTest *tests[] = {grant_is_idempotent, grant_refuses_bad_input, NULL};
+ *     return it_tests_run("ledger", 120, setup, teardown, tests); */
+static inline int it_tests_run(const char *name, double timeout_s, SFun setup, SFun teardown,
+                               const TTest *const *tests)
+{
+    Suite *s = suite_create(name);
+    TCase *tc = tcase_create(name);
+
+    if (setup || teardown)
+        tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, timeout_s);
+    for (; *tests; tests++)
+        tcase_add_test(tc, *tests);
+    suite_add_tcase(s, tc);
+    return it_suite_run(s);
+}
 
 #endif

@@ -99,13 +99,7 @@ static void sess_free(sess *s)
 static long req_status(const char *method, const char *path, const char *body,
                        const char *const *hdrs)
 {
-    it_resp r;
-    long st;
-
-    it_request(&r, &S, method, path, body, hdrs);
-    st = r.status;
-    it_resp_free(&r);
-    return st;
+    return it_request_status(&S, method, path, body, hdrs);
 }
 
 /* Create a key through the API; returns it (malloc'd) and its id, or NULL
@@ -746,46 +740,24 @@ START_TEST(admin_cli_refuses_bad_usage_and_values)
     ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM users WHERE tier = 'pro' AND role = 'user'"), 1);
     ck_assert_int_eq(it_db_int(&S, "SELECT count(*) FROM audit WHERE action IN ('user.create', 'user.set_tier')"
                             " AND actor_id IS NULL"), 2);
-    {
-        char cmd[300];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpl);
-        ck_assert_int_eq(system(cmd), 0);
-    }
+    ck_assert_int_eq(it_dir_remove(tmpl), 0);
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("auth");
-    TCase *t = tcase_create("auth");
-
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, signup_login_me_logout_and_cookie_is_dead_after_logout);
-    tcase_add_test(t, login_sets_a_httponly_samesite_cookie_and_rotates_the_session);
-    tcase_add_test(t, wrong_password_and_unknown_user_are_401_alike_and_audited);
-    tcase_add_test(t, login_upgrades_a_hash_made_with_weaker_parameters);
-    tcase_add_test(t, login_is_rate_limited_after_n_failures_with_retry_after);
-    tcase_add_test(t, cookie_post_needs_the_right_csrf_token);
-    tcase_add_test(t, key_works_with_bearer_and_token_is_listed_without_secret_and_revoked_at_once);
-    tcase_add_test(t, tampered_expired_wrong_env_and_wrong_scope_keys_are_refused);
-    tcase_add_test(t, key_rate_limit_gives_429_with_retry_after);
-    tcase_add_test(t, malformed_wrong_type_and_missing_fields_are_400_and_write_nothing);
-    tcase_add_test(t, non_admin_gets_403_on_admin_routes);
-    tcase_add_test(t, admin_lists_users_changes_tier_and_suspends_a_user);
-    tcase_add_test(t, signup_closed_by_admin_is_403_and_audited);
-    tcase_add_test(t, signup_closed_by_config_is_403);
-    tcase_add_test(t, admin_cli_refuses_bad_usage_and_values);
-    suite_add_tcase(s, t);
-    return s;
-}
-
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *tests[] = {signup_login_me_logout_and_cookie_is_dead_after_logout,
+                            login_sets_a_httponly_samesite_cookie_and_rotates_the_session,
+                            wrong_password_and_unknown_user_are_401_alike_and_audited,
+                            login_upgrades_a_hash_made_with_weaker_parameters,
+                            login_is_rate_limited_after_n_failures_with_retry_after,
+                            cookie_post_needs_the_right_csrf_token,
+                            key_works_with_bearer_and_token_is_listed_without_secret_and_revoked_at_once,
+                            tampered_expired_wrong_env_and_wrong_scope_keys_are_refused,
+                            key_rate_limit_gives_429_with_retry_after,
+                            malformed_wrong_type_and_missing_fields_are_400_and_write_nothing,
+                            non_admin_gets_403_on_admin_routes, admin_lists_users_changes_tier_and_suspends_a_user,
+                            signup_closed_by_admin_is_403_and_audited, signup_closed_by_config_is_403,
+                            admin_cli_refuses_bad_usage_and_values, NULL};
+    return it_tests_run("auth", 120, NULL, NULL, tests);
 }

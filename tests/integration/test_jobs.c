@@ -65,57 +65,21 @@ static void login(const char *user, const char *pw, char *cookie_hdr, size_t cl,
 
 static void setup(void)
 {
-    snprintf(dir, sizeof(dir), "/tmp/eddy-it-jobs-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(data, sizeof(data), "%s/data", dir);
-    mkdir(data, 0700);
-    char *argv[] = {"eddy", "admin", "create-user", "--data", data, "--username", "root",
-                    "--email", "root@example.com", "--password", "correct horse battery",
-                    "--role", "admin", NULL};
-    ck_assert_int_eq(it_eddy_status(argv), 0);
-    ck_assert_int_eq(it_server_start_in(&srv, data, env), 0);
-    login("root", "correct horse battery", admin_cookie, sizeof(admin_cookie), admin_csrf, sizeof(admin_csrf));
+    ck_assert_int_eq(it_admin_server_start(&srv, dir, sizeof(dir), "jobs", env, admin_cookie, sizeof(admin_cookie),
+                                           admin_csrf, sizeof(admin_csrf)),
+                     0);
+    snprintf(data, sizeof(data), "%s/data", dir);   /* for the restart */
 }
 
 static void teardown(void)
 {
-    char cmd[128];
     ck_assert_int_eq(it_server_stop(&srv), 0);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(it_dir_remove(dir), 0);
 }
 
-typedef struct user {
-    int64_t id;
-    char    cookie[512], csrf[256];
-    const char *hdrs[4];
-} user;
-
-static void make_user(user *u, const char *name, int64_t grant)
+static void make_user(it_user *u, const char *name, int64_t grant)
 {
-    char body[256], path[128], key[64], pw[64];
-    it_resp r;
-    const char *ah[] = {admin_cookie, admin_csrf, key, NULL};
-
-    snprintf(pw, sizeof(pw), "pass-%s-123", name);
-    snprintf(body, sizeof(body), "{\"username\":\"%s\",\"email\":\"%s@example.com\",\"password\":\"%s\"}", name,
-             name, pw);
-    it_request(&r, &srv, "POST", "/api/v1/auth/signup", body, NULL);
-    ck_assert_int_eq(r.status, 201);
-    u->id = json_integer_value(json_object_get(r.json, "id"));
-    it_resp_free(&r);
-    if (grant > 0) {
-        snprintf(path, sizeof(path), "/api/v1/admin/users/%lld/grants", (long long)u->id);
-        snprintf(key, sizeof(key), "Idempotency-Key: grant-%s", name);
-        snprintf(body, sizeof(body), "{\"amount_mcoins\": %lld, \"reason\": \"test\"}", (long long)grant);
-        it_request(&r, &srv, "POST", path, body, ah);
-        ck_assert_int_eq(r.status, 201);
-        it_resp_free(&r);
-    }
-    login(name, pw, u->cookie, sizeof(u->cookie), u->csrf, sizeof(u->csrf));
-    u->hdrs[0] = u->cookie;
-    u->hdrs[1] = u->csrf;
-    u->hdrs[2] = NULL;
+    ck_assert_int_eq(it_user_make(u, &srv, admin_cookie, admin_csrf, name, grant), 0);
 }
 
 static void admin_put(const char *path, const char *body)
@@ -128,19 +92,12 @@ static void admin_put(const char *path, const char *body)
 }
 
 /* A project with train.py committed as a version; returns the version id. */
-static void make_project(char *pid, size_t pl, char *vid, size_t vl, user *u, const char *src)
+static void make_project(char *pid, size_t pl, char *vid, size_t vl, it_user *u, const char *src)
 {
     it_resp r;
     char path[256];
 
-    it_request(&r, &srv, "POST", "/api/v1/projects", "{\"name\":\"mnist\",\"visibility\":\"private\"}", u->hdrs);
-    ck_assert_int_eq(r.status, 201);
-    snprintf(pid, pl, "%s", json_string_value(json_object_get(r.json, "id")));
-    it_resp_free(&r);
-    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/train.py", pid);
-    it_request(&r, &srv, "PUT", path, src, u->hdrs);
-    ck_assert_int_lt(r.status, 300);
-    it_resp_free(&r);
+    ck_assert_int_eq(it_project_make(pid, pl, &srv, u->hdrs, "mnist", "train.py", src), 0);
     snprintf(path, sizeof(path), "/api/v1/projects/%s/versions", pid);
     it_request(&r, &srv, "POST", path, "{\"message\":\"v1\"}", u->hdrs);
     ck_assert_int_eq(r.status, 201);
@@ -148,14 +105,10 @@ static void make_project(char *pid, size_t pl, char *vid, size_t vl, user *u, co
     it_resp_free(&r);
 }
 
-static json_t *get_json(user *u, const char *path)
+static json_t *get_json(it_user *u, const char *path)
 {
-    it_resp r;
-    json_t *j;
-    it_request(&r, &srv, "GET", path, NULL, u->hdrs);
-    ck_assert_msg(r.status == 200, "GET %s: %ld %s", path, r.status, r.body);
-    j = json_incref(r.json);
-    it_resp_free(&r);
+    json_t *j = it_get_json(&srv, u->hdrs, path);
+    ck_assert_msg(j != NULL, "GET %s: not 200 with JSON", path);
     return j;
 }
 
@@ -166,7 +119,7 @@ static int64_t jint(json_t *o, const char *k)
 
 START_TEST(training_job_round_trip_logs_artifact_charge_and_verify)
 {
-    user u;
+    it_user u;
     char pid[64], vid[64], body[512], path[256], logs[16384] = "", last[32] = "0";
     const char *hdrs[5];
     it_resp r, r2;
@@ -289,7 +242,7 @@ START_TEST(training_job_round_trip_logs_artifact_charge_and_verify)
     }
     json_decref(j);
     {
-        user admin = {0};
+        it_user admin = {0};
         snprintf(admin.cookie, sizeof(admin.cookie), "%s", admin_cookie);
         admin.hdrs[0] = admin.cookie;
         j = get_json(&admin, "/api/v1/admin/ledger/verify");
@@ -306,7 +259,7 @@ END_TEST
 
 START_TEST(resources_refusals_cancel_and_admin_only_editing)
 {
-    user u, v;
+    it_user u, v;
     char pid[64], vid[64], body[512], path[256];
     it_resp r;
     json_t *j;
@@ -452,7 +405,7 @@ static int64_t db_int(const char *dbpath, const char *sql)
 
 START_TEST(kill_9_during_metering_then_restart_loses_and_doubles_nothing)
 {
-    user u;
+    it_user u;
     char pid[64], vid[64], body[512], path[256], dbpath[256], sql[512];
     it_resp r;
     json_t *j;
@@ -488,8 +441,8 @@ START_TEST(kill_9_during_metering_then_restart_loses_and_doubles_nothing)
     ck_assert_int_eq(waitpid(srv.pid, &status, 0), srv.pid);
     srv.keep_data = 1;
     ck_assert_int_eq(it_server_start_in(&srv, data, env), 0);
-    login("dave", "pass-dave-123", u.cookie, sizeof(u.cookie), u.csrf, sizeof(u.csrf));
-    login("root", "correct horse battery", admin_cookie, sizeof(admin_cookie), admin_csrf, sizeof(admin_csrf));
+    login(u.name, u.pw, u.cookie, sizeof(u.cookie), u.csrf, sizeof(u.csrf));
+    login(IT_ADMIN_USER, IT_ADMIN_PASSWORD, admin_cookie, sizeof(admin_cookie), admin_csrf, sizeof(admin_csrf));
 
     j = get_json(&u, path);
     ck_assert_str_eq(json_string_value(json_object_get(j, "status")), "failed");
@@ -523,7 +476,7 @@ START_TEST(kill_9_during_metering_then_restart_loses_and_doubles_nothing)
     ck_assert_int_eq(db_int(dbpath, "SELECT COUNT(*) FROM ledger_holds WHERE status = 'open'"), 0);
     ck_assert_int_eq(db_int(dbpath, "SELECT COUNT(*) FROM quota_meter WHERE status = 'pending'"), 0);
     {
-        user admin = {0};
+        it_user admin = {0};
         snprintf(admin.cookie, sizeof(admin.cookie), "%s", admin_cookie);
         admin.hdrs[0] = admin.cookie;
         j = get_json(&admin, "/api/v1/admin/ledger/verify");
@@ -541,20 +494,8 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("jobs_http");
-    TCase *tc = tcase_create("jobs");
-    SRunner *sr;
-    int failed;
-
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 180);
-    tcase_add_test(tc, training_job_round_trip_logs_artifact_charge_and_verify);
-    tcase_add_test(tc, resources_refusals_cancel_and_admin_only_editing);
-    tcase_add_test(tc, kill_9_during_metering_then_restart_loses_and_doubles_nothing);
-    suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    const TTest *tests[] = {training_job_round_trip_logs_artifact_charge_and_verify,
+                            resources_refusals_cancel_and_admin_only_editing,
+                            kill_9_during_metering_then_restart_loses_and_doubles_nothing, NULL};
+    return it_tests_run("jobs", 180, setup, teardown, tests);
 }

@@ -20,13 +20,9 @@ static char data_dir[300];
 /* A fresh data directory with an admin (root) and a user (uma), server started. */
 static void start_fresh(const char *const *env)
 {
-    char tmpl[] = "/tmp/eddy-it-keyenvs-XXXXXX";
+    char dir[64];
 
-    ck_assert_ptr_nonnull(mkdtemp(tmpl));
-    snprintf(data_dir, sizeof(data_dir), "%s/data", tmpl);
-    char *argv[] = {"eddy", "admin", "create-user", "--data", data_dir, "--username", "root", "--email",
-                    "root@example.com", "--password", "correct horse battery", "--role", "admin", NULL};
-    ck_assert_int_eq(it_eddy_status(argv), 0);
+    ck_assert_int_eq(it_admin_data_make(dir, sizeof(dir), data_dir, sizeof(data_dir), "keyenvs"), 0);
     char *argv2[] = {"eddy", "admin", "create-user", "--data", data_dir, "--username", "uma", "--email",
                      "uma@example.com", "--password", "uma-password-1", NULL};
     ck_assert_int_eq(it_eddy_status(argv2), 0);
@@ -245,30 +241,15 @@ START_TEST(bad_key_envs_or_allow_origins_settings_stop_the_server)
         ck_assert_msg(o.status == 2, "%s: exit %d %s", bad[i][0], o.status, o.err);
         ck_assert_msg(strstr(o.err, bad[i][1]) != NULL, "%s: %s", bad[i][0], o.err);
     }
-    {
-        char cmd[400];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpl);
-        ck_assert_int_eq(system(cmd), 0);
-    }
+    ck_assert_int_eq(it_dir_remove(tmpl), 0);
 }
 END_TEST
 
 int main(void)
 {
-    Suite *su = suite_create("key_envs");
-    TCase *tc = tcase_create("key_envs");
-    SRunner *sr;
-    int failed;
-
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, tiers_show_each_env_and_all_envs_are_accepted_by_default);
-    tcase_add_test(tc, a_restricted_server_refuses_other_envs_at_creation_not_at_use);
-    tcase_add_test(tc, an_env_caps_the_rate_limit_of_its_keys_per_tier);
-    tcase_add_test(tc, bad_key_envs_or_allow_origins_settings_stop_the_server);
-    suite_add_tcase(su, tc);
-    sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    const TTest *tests[] = {tiers_show_each_env_and_all_envs_are_accepted_by_default,
+                            a_restricted_server_refuses_other_envs_at_creation_not_at_use,
+                            an_env_caps_the_rate_limit_of_its_keys_per_tier,
+                            bad_key_envs_or_allow_origins_settings_stop_the_server, NULL};
+    return it_tests_run("key_envs", 120, NULL, NULL, tests);
 }

@@ -23,26 +23,15 @@ static void login(const char *user, const char *pw, char *cookie_hdr, size_t cl,
 
 static void setup(void)
 {
-    char data[128];
-    snprintf(dir, sizeof(dir), "/tmp/eddy-it-ledger-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(data, sizeof(data), "%s/data", dir);
-    mkdir(data, 0700);
-    char *argv[] = {"eddy", "admin", "create-user", "--data", data, "--username", "root",
-                    "--email", "root@example.com", "--password", "correct horse battery",
-                    "--role", "admin", NULL};
-    ck_assert_int_eq(it_eddy_status(argv), 0);
-    ck_assert_int_eq(it_server_start_in(&srv, data, NULL), 0);
-    login("root", "correct horse battery", admin_cookie_hdr, sizeof(admin_cookie_hdr), admin_csrf_hdr,
-          sizeof(admin_csrf_hdr));
+    ck_assert_int_eq(it_admin_server_start(&srv, dir, sizeof(dir), "ledger", NULL, admin_cookie_hdr,
+                                           sizeof(admin_cookie_hdr), admin_csrf_hdr, sizeof(admin_csrf_hdr)),
+                     0);
 }
 
 static void teardown(void)
 {
-    char cmd[128];
     ck_assert_int_eq(it_server_stop(&srv), 0);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(it_dir_remove(dir), 0);
 }
 
 static int64_t signup(const char *name)
@@ -179,20 +168,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("ledger_http");
-    TCase *tc = tcase_create("ledger");
-    SRunner *sr;
-    int failed;
-
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, grant_is_idempotent_and_visible_to_the_user);
-    tcase_add_test(tc, grant_refuses_bad_input_and_posts_nothing);
-    tcase_add_test(tc, cli_grant_moves_coins_and_tiers_are_listed);
-    suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    const TTest *tests[] = {grant_is_idempotent_and_visible_to_the_user, grant_refuses_bad_input_and_posts_nothing,
+                            cli_grant_moves_coins_and_tiers_are_listed, NULL};
+    return it_tests_run("ledger", 120, setup, teardown, tests);
 }

@@ -110,18 +110,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *su = suite_create("lockout");
-    TCase *tc = tcase_create("lockout");
-    SRunner *sr;
-    int failed;
-
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, attacker_elsewhere_cannot_lock_the_owner_out_of_a_known_address);
-    tcase_add_test(tc, failures_from_the_owner_address_lock_that_pair_only);
-    suite_add_tcase(su, tc);
-    sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    const TTest *tests[] = {attacker_elsewhere_cannot_lock_the_owner_out_of_a_known_address,
+                            failures_from_the_owner_address_lock_that_pair_only, NULL};
+    return it_tests_run("lockout", 120, NULL, NULL, tests);
 }

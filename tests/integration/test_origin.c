@@ -264,21 +264,10 @@ END_TEST
 
 int main(void)
 {
-    Suite *su = suite_create("origin");
-    TCase *tc = tcase_create("origin");
-    SRunner *sr;
-    int failed;
-
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, foreign_origin_is_refused_on_upgrades_streams_and_mutations_for_cookies);
-    tcase_add_test(tc, api_keys_are_not_affected_by_origin);
-    tcase_add_test(tc, allow_origins_lists_extra_origins_and_star_allows_any);
-    tcase_add_test(tc, behind_a_trusted_proxy_the_forwarded_scheme_and_host_are_the_origin);
-    tcase_add_test(tc, login_and_signup_take_only_json);
-    suite_add_tcase(su, tc);
-    sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    const TTest *tests[] = {foreign_origin_is_refused_on_upgrades_streams_and_mutations_for_cookies,
+                            api_keys_are_not_affected_by_origin,
+                            allow_origins_lists_extra_origins_and_star_allows_any,
+                            behind_a_trusted_proxy_the_forwarded_scheme_and_host_are_the_origin,
+                            login_and_signup_take_only_json, NULL};
+    return it_tests_run("origin", 120, NULL, NULL, tests);
 }

@@ -62,18 +62,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *su = suite_create("proxy");
-    TCase *tc = tcase_create("xff");
-    SRunner *sr;
-    int failed;
-
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, forwarded_client_is_used_only_from_a_trusted_proxy);
-    tcase_add_test(tc, forwarded_header_is_ignored_from_other_peers);
-    suite_add_tcase(su, tc);
-    sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    const TTest *tests[] = {forwarded_client_is_used_only_from_a_trusted_proxy,
+                            forwarded_header_is_ignored_from_other_peers, NULL};
+    return it_tests_run("proxy", 60, NULL, NULL, tests);
 }

@@ -19,17 +19,12 @@ static char admin_cookie[512], admin_csrf[256];
 
 static void start(void)
 {
-    char tmpl[] = "/tmp/eddy-it-ranges-XXXXXX", data[300];
+    char dir[64];
 
-    ck_assert_ptr_nonnull(mkdtemp(tmpl));
-    snprintf(data, sizeof(data), "%s/data", tmpl);
-    char *argv[] = {"eddy", "admin", "create-user", "--data", data, "--username", "root", "--email",
-                    "root@example.com", "--password", "correct horse battery", "--role", "admin", NULL};
-    ck_assert_int_eq(it_eddy_status(argv), 0);
-    ck_assert_int_eq(it_server_start_in(&S, data, NULL), 0);
+    ck_assert_int_eq(it_admin_server_start(&S, dir, sizeof(dir), "ranges", NULL, admin_cookie, sizeof(admin_cookie),
+                                           admin_csrf, sizeof(admin_csrf)),
+                     0);
     S.keep_data = 0;   /* it_server_stop removes the temporary parent */
-    ck_assert_int_eq(it_login(&S, "root", "correct horse battery", admin_cookie, sizeof(admin_cookie),
-                              admin_csrf, sizeof(admin_csrf)), 0);
 }
 
 /* One integer field of one route: the body is `prefix` + "\"field\": VALUE" + `suffix`. */
@@ -177,18 +172,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *su = suite_create("ranges");
-    TCase *tc = tcase_create("ranges");
-    SRunner *sr;
-    int failed;
-
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, max_kernels_beyond_int_is_422_and_stores_nothing);
-    tcase_add_test(tc, every_integer_field_of_every_route_is_range_checked);
-    suite_add_tcase(su, tc);
-    sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    const TTest *tests[] = {max_kernels_beyond_int_is_422_and_stores_nothing,
+                            every_integer_field_of_every_route_is_range_checked, NULL};
+    return it_tests_run("ranges", 120, NULL, NULL, tests);
 }
