@@ -106,6 +106,8 @@ static int own_tree(int dfd, uid_t uid, gid_t gid, unsigned slot_base, unsigned 
     while (rc == 0 && (e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
+        if (depth == 0 && strcmp(e->d_name, "launcher") == 0)
+            continue;   /* the launcher's store (disk quota images): root's, never the server's */
         int fd = openat(dfd, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != dev) {
             if (fd >= 0)
@@ -136,7 +138,7 @@ static int is_data_dir(int dfd)
 {
     static const char *const ours[] = {"eddy.db", "eddy.db-wal", "eddy.db-shm", "eddy.db-journal", "projects",
                                        "jobs", "datasets", "models", "admin-password", "volume", "volume.img",
-                                       "images"};
+                                       "images", "launcher"};
     int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3), ok = 1, has_db = 0;
     DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
     struct dirent *e;

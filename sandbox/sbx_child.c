@@ -594,6 +594,10 @@ SBX_CHILD_SIDE int sbx__child_main(void *arg)
         fail(p, "open", "/dev/null", errno);
     if (setsid() < 0)
         fail(p, "setsid", "", errno);
+    /* what the program writes is readable by others (the serving process
+     * lists a running job's output: README.md "Privilege split"), whatever
+     * umask the server had (systemd's UMask=0077) */
+    umask(022);
 
     /* Drop every capability: bounding, ambient, then the rest. */
     for (int cap = 0; cap < 64; cap++)

@@ -22,7 +22,8 @@
  * (CAP_SYS_ADMIN in the initial namespaces) except sbx_disk_tree_usage on
  * "loop images" and the read-only part of the probe.
  */
-#include "sbx.h"
+#include "sbx_int.h"
+#include "sbx_wire.h"
 #include "ed_error.h"
 
 #include <dirent.h>
@@ -51,6 +52,12 @@
 
 #ifndef SYS_quotactl_fd
 #define SYS_quotactl_fd 443
+#endif
+#ifndef SYS_open_tree
+#define SYS_open_tree 428
+#endif
+#ifndef SYS_move_mount
+#define SYS_move_mount 429
 #endif
 
 /* linux/fs.h clashes with sys/mount.h on older glibc; these are stable ABI. */
@@ -200,12 +207,16 @@ static int make_sparse(const char *path, int64_t bytes)
  * to a second device would run two filesystems over one image. */
 static int attached_loop(char *dev, size_t n, const char *image)
 {
-    char path[96], back[PATH_MAX + 16];
+    char path[96], back[PATH_MAX + 16], real[PATH_MAX];
     struct dirent *e;
     int found = 0;
-    DIR *d = opendir("/sys/block");
+    DIR *d;
 
-    if (d == NULL)
+    /* the kernel shows where the file is (d_path), not the name it was
+     * attached by (the launcher's /proc/self/fd/N/...) */
+    if (realpath(image, real) != NULL)
+        image = real;
+    if ((d = opendir("/sys/block")) == NULL)
         return 0;
     while (!found && (e = readdir(d)) != NULL) {
         FILE *f;
@@ -438,6 +449,50 @@ static int set_projid_tree(const char *path, uint32_t projid)
     return 0;
 }
 
+/* Give the directory open at `fd` and everything in it on its filesystem
+ * `projid`, through descriptors only (no link followed). -1 and errno. */
+static int set_projid_at(int fd, uint32_t projid, int depth)
+{
+    struct stat top;
+    struct dirent *e;
+    DIR *d;
+    int dup_fd, rc = 0;
+
+    if (fstat(fd, &top) < 0 || set_projid_fd(fd, projid, 1) < 0)
+        return -1;
+    if (depth >= 128)
+        return 0;
+    if ((dup_fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return -1;
+    if ((d = fdopendir(dup_fd)) == NULL) {
+        close(dup_fd);
+        return -1;
+    }
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        struct stat st;
+        int sub;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != top.st_dev)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            if ((sub = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+                continue;   /* swapped meanwhile: not followed */
+            rc = set_projid_at(sub, projid, depth + 1);
+            close(sub);
+        } else if (S_ISREG(st.st_mode)) {
+            if ((sub = openat(fd, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0)
+                continue;
+            rc = set_projid_fd(sub, projid, 0);
+            close(sub);
+        }
+    }
+    int e2 = errno;
+    closedir(d);
+    errno = e2;
+    return rc;
+}
+
 /* Hard limits for `projid` on the filesystem holding `path` (0: none). */
 static int set_limit(const char *path, uint32_t projid, int64_t bytes, int64_t inodes)
 {
@@ -528,28 +583,108 @@ static int check_paths(const char *const *paths, const char *const *names, size_
     return 0;
 }
 
-/* Bind `src`/<name of i> onto each path that is not a mount yet (creating
- * the source directory, mode 0700, when `create`). */
-static int bind_all(const char *src, const char *const *paths, const char *const *names, size_t n,
-                    uint32_t projid, int create)
+/* Where a tree's directories are: by path (in process, a root server), or
+ * as descriptors the launcher opened beneath the data directory without
+ * following links (sbx__disk_tree_init_at), so that nothing is looked up by
+ * a name the serving process could swap. */
+typedef struct targets {
+    const char *const *paths;     /* absolute; by path, or only for messages */
+    const char *const *names;     /* inside the tree; NULL: the paths' last components */
+    const int *fds;               /* NULL: by path */
+    int made[MAX_PATHS];          /* fds: the mounts made here (attached open_tree fds), -1 */
+    uid_t owner;                  /* fds: new directories inside the tree go to owner/group */
+    gid_t group;
+} targets;
+
+/* 1 when the directory open at `fd` is the root of a mount. */
+static int fd_is_mount(int fd)
+{
+    struct stat a, b;
+
+    if (fstat(fd, &a) < 0 || fstatat(fd, "..", &b, 0) < 0)
+        return 0;
+    return S_ISDIR(a.st_mode) && a.st_dev != b.st_dev;
+}
+
+static int target_is_mount(const targets *t, size_t i)
+{
+    return t->fds ? fd_is_mount(t->fds[i]) : is_mount_point(t->paths[i]);
+}
+
+/* Put a copy of the mount at `src` (a path in the launcher's own store, or
+ * the root server's) onto target i. */
+static int target_bind(targets *t, size_t i, const char *src)
+{
+    if (!t->fds) {
+        if (mkdir(t->paths[i], 0700) < 0 && errno != EEXIST)
+            return ed_error_set(ED_EIO, "cannot create %s: %s", t->paths[i], strerror(errno));
+        if (is_mount_point(t->paths[i]))
+            return 0;
+        if (mount(src, t->paths[i], NULL, MS_BIND, NULL) < 0)
+            return ed_error_set(ED_EIO, "cannot bind %s onto %s: %s", src, t->paths[i], strerror(errno));
+        return 0;
+    }
+    if (fd_is_mount(t->fds[i]))
+        return 0;
+    /* a detached copy of the source's mount, moved onto the directory the
+     * descriptor names, whatever its name is now */
+    int tree = (int)syscall(SYS_open_tree, AT_FDCWD, src, 1 /* OPEN_TREE_CLONE */ | O_CLOEXEC);
+    if (tree < 0)
+        return ed_error_set(ED_EIO, "cannot bind %s onto %s: open_tree: %s", src, t->paths[i], strerror(errno));
+    if (syscall(SYS_move_mount, tree, "", t->fds[i], "", 0x4 /* MOVE_MOUNT_F_EMPTY_PATH */ |
+                0x40 /* MOVE_MOUNT_T_EMPTY_PATH */) < 0) {
+        int e = errno;
+        close(tree);
+        return ed_error_set(ED_EIO, "cannot bind %s onto %s: move_mount: %s", src, t->paths[i], strerror(e));
+    }
+    t->made[i] = tree;
+    return 0;
+}
+
+/* Undo target_bind (a failed init that created the tree). */
+static void target_unbind(targets *t, size_t i)
+{
+    char p[64];
+
+    if (!t->fds) {
+        if (is_mount_point(t->paths[i]))
+            umount2(t->paths[i], MNT_DETACH);
+        return;
+    }
+    if (t->made[i] >= 0) {
+        snprintf(p, sizeof(p), "/proc/self/fd/%d", t->made[i]);
+        umount2(p, MNT_DETACH);
+    }
+}
+
+static int set_projid_at(int fd, uint32_t projid, int depth);
+
+/* Bind `src`/<name of i> onto each target that is not a mount yet (creating
+ * the source directory, mode 0700, when `create`; given to t->owner in
+ * descriptor mode). */
+static int bind_all(const char *src, targets *t, size_t n, uint32_t projid, int create)
 {
     char s[PATH_MAX];
 
     for (size_t i = 0; i < n; i++) {
-        snprintf(s, sizeof(s), "%s/%s", src, name_of(paths, names, i));
-        if (create && mkdir(s, 0700) < 0 && errno != EEXIST)
-            return ed_error_set(ED_EIO, "cannot create %s: %s", s, strerror(errno));
+        snprintf(s, sizeof(s), "%s/%s", src, name_of(t->paths, t->names, i));
+        if (create) {
+            if (mkdir(s, 0700) == 0) {
+                if (t->fds && chown(s, t->owner, t->group) < 0)
+                    return ed_error_set(ED_EIO, "cannot hand %s to uid %u: %s", s, (unsigned)t->owner,
+                                        strerror(errno));
+            } else if (errno != EEXIST) {
+                return ed_error_set(ED_EIO, "cannot create %s: %s", s, strerror(errno));
+            }
+        }
         if (projid && create) {
             int err = set_projid_tree(s, projid);
             if (err < 0)
                 return err;
         }
-        if (mkdir(paths[i], 0700) < 0 && errno != EEXIST)
-            return ed_error_set(ED_EIO, "cannot create %s: %s", paths[i], strerror(errno));
-        if (is_mount_point(paths[i]))
-            continue;
-        if (mount(s, paths[i], NULL, MS_BIND, NULL) < 0)
-            return ed_error_set(ED_EIO, "cannot bind %s onto %s: %s", s, paths[i], strerror(errno));
+        int err = target_bind(t, i, s);
+        if (err < 0)
+            return err;
     }
     return 0;
 }
@@ -633,6 +768,8 @@ int sbx_disk_probe(sbx_disk *out, const char *data_dir, int64_t volume_bytes, un
     if (data_dir == NULL || data_dir[0] != '/' || strlen(data_dir) >= sizeof(out->data_dir))
         return ed_error_set(ED_EINVAL, "data directory must be an absolute path under %zu bytes",
                             sizeof(out->data_dir));
+    if (sbx__remote_on())
+        return sbx__remote_disk_probe(out, data_dir, volume_bytes, flags);
     snprintf(out->data_dir, sizeof(out->data_dir), "%s", data_dir);
     snprintf(vimg, sizeof(vimg), "%s/volume.img", data_dir);
     snprintf(vmnt, sizeof(vmnt), "%s/volume", data_dir);
@@ -709,16 +846,14 @@ int sbx_disk_probe(sbx_disk *out, const char *data_dir, int64_t volume_bytes, un
 
 /* ---- trees ---------------------------------------------------------------------- */
 
-/* sbx_disk_tree_init with each directory's name inside the tree given
- * (NULL: the paths' last components). */
-static int tree_init_named(const sbx_disk *d, const char *const *paths, const char *const *names, size_t n,
-                           uint32_t projid, int64_t limit_bytes)
+/* sbx_disk_tree_init for targets by path or by descriptor. */
+static int tree_init_targets(const sbx_disk *d, targets *t, size_t n, uint32_t projid, int64_t limit_bytes)
 {
     char img[PATH_MAX], mnt[PATH_MAX], back[PATH_MAX];
     struct stat sb;
     int err, created = 0, staged = 0;
 
-    if ((err = check_paths(paths, names, n)) < 0)
+    if ((err = check_paths(t->paths, t->names, n)) < 0)
         return err;
     if (projid == 0 || limit_bytes <= 0)
         return ed_error_set(ED_EINVAL, "a tree needs a project id and a limit (got %u, %" PRId64 ")", projid,
@@ -730,7 +865,7 @@ static int tree_init_named(const sbx_disk *d, const char *const *paths, const ch
     if (lstat(img, &sb) == 0 || (d->mech == SBX_DISK_IMAGES && lstat(back, &sb) < 0)) {
         int exists = lstat(img, &sb) == 0, mounted = 1;
         for (size_t i = 0; i < n; i++)
-            mounted = mounted && is_mount_point(paths[i]);
+            mounted = mounted && target_is_mount(t, i);
         if (mounted)
             return 0;
         if (!exists) {
@@ -754,15 +889,14 @@ static int tree_init_named(const sbx_disk *d, const char *const *paths, const ch
         staged = 1;
         if (created)
             chmod(mnt, 0700);
-        if ((err = bind_all(mnt, paths, names, n, 0, 1)) < 0)
+        if ((err = bind_all(mnt, t, n, 0, 1)) < 0)
             goto fail;
         umount2(mnt, MNT_DETACH);   /* the binds keep the filesystem */
         rmdir(mnt);
         return 0;
     fail:
         for (size_t i = 0; created && i < n; i++)
-            if (is_mount_point(paths[i]))
-                umount2(paths[i], MNT_DETACH);
+            target_unbind(t, i);
         if (staged)
             umount2(mnt, MNT_DETACH);
         rmdir(mnt);
@@ -782,18 +916,29 @@ static int tree_init_named(const sbx_disk *d, const char *const *paths, const ch
             if (mkdir(back, 0700) < 0 && errno != EEXIST)
                 return ed_error_set(ED_EIO, "cannot create %s: %s", back, strerror(errno));
         }
-        if ((err = set_limit(back, projid, limit_bytes, 0)) < 0 || (err = bind_all(back, paths, names, n, projid, 1)) < 0)
+        if ((err = set_limit(back, projid, limit_bytes, 0)) < 0 || (err = bind_all(back, t, n, projid, 1)) < 0)
             return err;
         return 0;
     }
     if (d->mech == SBX_DISK_PRJQUOTA) {
         for (size_t i = 0; i < n; i++) {
-            if (mkdir(paths[i], 0700) < 0 && errno != EEXIST)
-                return ed_error_set(ED_EIO, "cannot create %s: %s", paths[i], strerror(errno));
-            if ((err = set_projid_tree(paths[i], projid)) < 0)
+            if (t->fds) {
+                if (set_projid_at(t->fds[i], projid, 0) < 0)
+                    return ed_error_set(ED_EIO, "cannot set project id %u on %s: %s", projid, t->paths[i],
+                                        strerror(errno));
+                continue;
+            }
+            if (mkdir(t->paths[i], 0700) < 0 && errno != EEXIST)
+                return ed_error_set(ED_EIO, "cannot create %s: %s", t->paths[i], strerror(errno));
+            if ((err = set_projid_tree(t->paths[i], projid)) < 0)
                 return err;
         }
-        return set_limit(paths[0], projid, limit_bytes, 0);
+        if (t->fds) {
+            char p[64];
+            snprintf(p, sizeof(p), "/proc/self/fd/%d", t->fds[0]);   /* opened as a directory, no name again */
+            return set_limit(p, projid, limit_bytes, 0);
+        }
+        return set_limit(t->paths[0], projid, limit_bytes, 0);
     }
     return ed_error_set(ED_EUNPROC, "no disk quota mechanism on this host: %s", d->detail);
 }
@@ -801,7 +946,37 @@ static int tree_init_named(const sbx_disk *d, const char *const *paths, const ch
 int sbx_disk_tree_init(const sbx_disk *d, const char *const *paths, size_t n, uint32_t projid,
                        int64_t limit_bytes)
 {
-    return tree_init_named(d, paths, NULL, n, projid, limit_bytes);
+    targets t;
+
+    if (sbx__remote_on())
+        return sbx__remote_disk_tree_init(d, paths, n, projid, limit_bytes);
+    memset(&t, 0, sizeof(t));
+    t.paths = paths;
+    return tree_init_targets(d, &t, n, projid, limit_bytes);
+}
+
+int sbx__disk_tree_init_at(const sbx_disk *d, const int *dirs, const char *const *paths,
+                           const char *const *names, size_t n, uint32_t projid, int64_t limit_bytes,
+                           uid_t owner, gid_t group)
+{
+    targets t;
+    int err;
+
+    if (n > MAX_PATHS)
+        return ed_error_set(ED_EINVAL, "a tree has 1 to %d directories, not %zu", MAX_PATHS, n);
+    memset(&t, 0, sizeof(t));
+    t.paths = paths;
+    t.names = names;
+    t.fds = dirs;
+    t.owner = owner;
+    t.group = group;
+    for (size_t i = 0; i < MAX_PATHS; i++)
+        t.made[i] = -1;
+    err = tree_init_targets(d, &t, n, projid, limit_bytes);
+    for (size_t i = 0; i < MAX_PATHS; i++)
+        if (t.made[i] >= 0)
+            close(t.made[i]);
+    return err;
 }
 
 int sbx_disk_tree_usage(const sbx_disk *d, const char *path, uint32_t projid, int64_t *out_bytes,
@@ -812,6 +987,8 @@ int sbx_disk_tree_usage(const sbx_disk *d, const char *path, uint32_t projid, in
     int fd, rc;
 
     *out_bytes = *out_inodes = 0;
+    if (sbx__remote_on())
+        return sbx__remote_disk_tree_usage(d, path, projid, out_bytes, out_inodes);
     image_path(img, sizeof(img), d->data_dir, projid, ".img");
     if (lstat(img, &sb) == 0) {
         struct statfs fs;
@@ -1031,6 +1208,8 @@ int sbx_disk_path_freeze(const char *path)
 
     if (path == NULL || path[0] != '/' || snprintf(tmp, sizeof(tmp), "%s.frozen", path) >= (int)sizeof(tmp))
         return ed_error_set(ED_EINVAL, "path must be absolute");
+    if (sbx__remote_on())
+        return sbx__remote_disk_path(SBX_OP_DISK_FREEZE, path);
     if (!is_mount_point(path))
         return 0;                 /* a plain directory already (prjquota, or frozen before) */
     memset(&cs, 0, sizeof(cs));
@@ -1087,6 +1266,8 @@ int sbx_disk_tree_exists(const sbx_disk *d, uint32_t projid)
     char p[PATH_MAX];
     struct stat sb;
 
+    if (sbx__remote_on())
+        return sbx__remote_disk_tree_exists(projid);
     image_path(p, sizeof(p), d->data_dir, projid, ".img");
     if (lstat(p, &sb) == 0)
         return 1;
@@ -1100,6 +1281,8 @@ int sbx_disk_path_clear(const char *path)
 
     if (path == NULL || path[0] != '/')
         return ed_error_set(ED_EINVAL, "path must be absolute");
+    if (sbx__remote_on())
+        return sbx__remote_disk_path(SBX_OP_DISK_CLEAR, path);
     if (lstat(path, &sb) < 0)
         return errno == ENOENT ? 0 : ed_error_set(ED_EIO, "%s: %s", path, strerror(errno));
     if (!S_ISDIR(sb.st_mode))
@@ -1121,6 +1304,8 @@ int sbx_disk_tree_remove(const sbx_disk *d, const char *const *paths, size_t n, 
 
     if (projid == 0)
         return ed_error_set(ED_EINVAL, "project id 0 is not a tree");
+    if (sbx__remote_on())
+        return sbx__remote_disk_tree_remove(paths, n, projid);
     for (size_t i = 0; i < n; i++) {
         if (paths[i] == NULL || paths[i][0] != '/')
             return ed_error_set(ED_EINVAL, "tree directories must be absolute paths");
@@ -1181,15 +1366,15 @@ static int longer_first(const void *a, const void *b)
     return la < lb ? 1 : la > lb ? -1 : 0;
 }
 
-int sbx_disk_detach(const char *dir)
+int sbx__disk_mounts_beneath(const char *dir, char ***out, size_t *out_n)
 {
     char line[4096 + 256], **list = NULL;
     size_t n = 0, cap = 0, dlen;
     int err = 0;
     FILE *f;
 
-    if (dir == NULL || dir[0] != '/')
-        return ed_error_set(ED_EINVAL, "directory must be absolute");
+    *out = NULL;
+    *out_n = 0;
     dlen = strlen(dir);
     while (dlen > 1 && dir[dlen - 1] == '/')
         dlen--;
@@ -1219,13 +1404,269 @@ int sbx_disk_detach(const char *dir)
         n++;
     }
     fclose(f);
-    if (err == 0 && n > 0)
+    if (err < 0) {
+        for (size_t i = 0; i < n; i++)
+            free(list[i]);
+        free(list);
+        return err;
+    }
+    if (n > 0)
         qsort(list, n, sizeof(*list), longer_first);
+    *out = list;
+    *out_n = n;
+    return 0;
+}
+
+int sbx_disk_detach(const char *dir)
+{
+    char **list = NULL;
+    size_t n = 0;
+    int err;
+
+    if (dir == NULL || dir[0] != '/')
+        return ed_error_set(ED_EINVAL, "directory must be absolute");
+    if (sbx__remote_on())
+        return sbx__remote_disk_detach();
+    if ((err = sbx__disk_mounts_beneath(dir, &list, &n)) < 0)
+        return err;
     for (size_t i = 0; i < n; i++) {
         if (err == 0 && umount2(list[i], MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
             err = ed_error_set(ED_EIO, "cannot unmount %s: %s", list[i], strerror(errno));
         free(list[i]);
     }
     free(list);
+    return err;
+}
+
+/* ---- through descriptors: the launcher's side (sbx_int.h) ------------------------ */
+
+/* Delete what is in the directory open at `fd`, on its filesystem only,
+ * never following a link; the directory itself stays. -1 and errno at the
+ * first failure (the rest is still tried). */
+static int same_file(const struct stat *a, const struct stat *b)
+{
+    return b && a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+static int rm_contents_at(int fd, int depth, const struct stat *keep_out)
+{
+    struct stat top;
+    struct dirent *e;
+    DIR *d;
+    int dup_fd, rc = 0, first = 0;
+
+    if (fstat(fd, &top) < 0)
+        return -1;
+    if ((dup_fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return -1;
+    if ((d = fdopendir(dup_fd)) == NULL) {
+        close(dup_fd);
+        return -1;
+    }
+    while ((e = readdir(d)) != NULL) {
+        struct stat st;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            int sub;
+            if (st.st_dev != top.st_dev || depth >= 256)
+                continue;   /* another filesystem mounted here, or too deep: left alone */
+            if ((sub = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+                continue;
+            if (fd_is_mount(sub) || same_file(&st, keep_out)) {
+                close(sub);
+                continue;   /* the launcher's store, renamed in here: never emptied */
+            }
+            if (rm_contents_at(sub, depth + 1, keep_out) < 0 && !first)
+                first = errno;
+            close(sub);
+            if (unlinkat(fd, e->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT && !first)
+                first = errno;
+        } else if (unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT && !first) {
+            first = errno;
+        }
+    }
+    closedir(d);
+    if (first) {
+        errno = first;
+        rc = -1;
+    }
+    return rc;
+}
+
+int sbx__disk_umount_fd(int fd)
+{
+    char p[64];
+
+    snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+    return umount2(p, MNT_DETACH);
+}
+
+int sbx__disk_tree_usage_at(const sbx_disk *d, int dir, uint32_t projid, int64_t *out_bytes,
+                            int64_t *out_inodes)
+{
+    char img[PATH_MAX];
+    struct stat sb;
+
+    *out_bytes = *out_inodes = 0;
+    image_path(img, sizeof(img), d->data_dir, projid, ".img");
+    if (lstat(img, &sb) == 0) {
+        struct statfs fs;
+        if (!fd_is_mount(dir))
+            return ed_error_set(ED_ENOTFOUND, "tree %u is not attached", projid);
+        if (fstatfs(dir, &fs) < 0)
+            return ed_error_set(ED_EIO, "tree %u: %s", projid, strerror(errno));
+        *out_bytes = ((int64_t)fs.f_blocks - (int64_t)fs.f_bfree) * fs.f_bsize - 2 * (int64_t)fs.f_bsize;
+        *out_inodes = (int64_t)fs.f_files - (int64_t)fs.f_ffree - 13;
+        if (*out_bytes < 0)
+            *out_bytes = 0;
+        if (*out_inodes < 0)
+            *out_inodes = 0;
+        return 0;
+    }
+    struct if_dqblk dq;
+    memset(&dq, 0, sizeof(dq));
+    if (quotactl_fd(dir, QCMD(Q_GETQUOTA, PRJQUOTA), projid, &dq) < 0)
+        return ed_error_set(ED_EIO, "project quota %u: %s", projid, strerror(errno));
+    *out_bytes = (int64_t)dq.dqb_curspace;
+    *out_inodes = (int64_t)dq.dqb_curinodes;
+    return 0;
+}
+
+int sbx__disk_path_clear_at(int parent, const char *name, const struct stat *keep_out)
+{
+    struct stat sb;
+    int fd;
+
+    if (fstatat(parent, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? 0 : ed_error_set(ED_EIO, "%s: %s", name, strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return unlinkat(parent, name, 0) == 0 || errno == ENOENT
+                   ? 0 : ed_error_set(ED_EIO, "cannot remove %s: %s", name, strerror(errno));
+    for (int round = 0; round < 4; round++) {
+        struct stat st;
+        if ((fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+            return errno == ENOENT ? 0 : ed_error_set(ED_EIO, "%s: %s", name, strerror(errno));
+        if (fstat(fd, &st) < 0 || same_file(&st, keep_out)) {
+            close(fd);
+            return ed_error_set(ED_EPERM, "%s is not a directory to delete", name);
+        }
+        rm_contents_at(fd, 0, keep_out);   /* frees the space inside the tree's limit too */
+        if (!fd_is_mount(fd)) {
+            close(fd);
+            break;
+        }
+        if (sbx__disk_umount_fd(fd) < 0) {
+            int e = errno;
+            close(fd);
+            return ed_error_set(ED_EIO, "cannot unmount %s: %s", name, strerror(e));
+        }
+        close(fd);   /* what was beneath the mount, next round */
+    }
+    if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        return ed_error_set(ED_EIO, "cannot remove %s: %s", name, strerror(errno));
+    return 0;
+}
+
+/* 1 when the directory open at `fd` holds nothing. */
+static int dir_is_empty(int fd)
+{
+    int dup_fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), n = 0;
+    struct dirent *e;
+    DIR *d;
+
+    if (dup_fd < 0 || (d = fdopendir(dup_fd)) == NULL) {
+        if (dup_fd >= 0)
+            close(dup_fd);
+        return 0;
+    }
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            n++;
+    closedir(d);
+    return n == 0;
+}
+
+int sbx__disk_path_freeze_at(int parent, const char *name, const struct stat *keep_out)
+{
+    char tmp[300];
+    struct stat st, made;
+    struct statfs fs;
+    copy_state cs;
+    int sfd = -1, dfd = -1, err = 0, ours = 0;
+
+    if (snprintf(tmp, sizeof(tmp), "%s.frozen", name) >= (int)sizeof(tmp) || strchr(name, '/'))
+        return ed_error_set(ED_EINVAL, "bad directory name");
+    if ((sfd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+        if (errno == ENOENT && renameat(parent, tmp, parent, name) == 0)
+            return 0;             /* a crash came between the unmount and the rename */
+        return ed_error_set(ED_EIO, "%s: %s", name, strerror(errno));
+    }
+    if (!fd_is_mount(sfd)) {
+        close(sfd);
+        return 0;                 /* a plain directory already (prjquota, or frozen before) */
+    }
+    memset(&cs, 0, sizeof(cs));
+    cs.root = -1;
+    /* a copy a crash interrupted starts again */
+    if ((err = sbx__disk_path_clear_at(parent, tmp, keep_out)) < 0)
+        goto out;
+    if (fstat(sfd, &st) < 0 || fstatfs(sfd, &fs) < 0) {
+        err = ed_error_set(ED_EIO, "%s: %s", name, strerror(errno));
+        goto out;
+    }
+    /* Root's and 0700 until the copy is complete: nothing else can enter it
+     * meanwhile, whoever renames it. */
+    if (mkdirat(parent, tmp, 0700) < 0 ||
+        (dfd = openat(parent, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+        fstat(dfd, &made) < 0) {
+        err = ed_error_set(ED_EIO, "cannot create %s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    /* the one we made: root's, 0700, empty, and not some other root
+     * directory (the launcher's store) renamed into its place meanwhile */
+    if (made.st_uid != geteuid() || (made.st_mode & 077) || !dir_is_empty(dfd) ||
+        (keep_out && made.st_dev == keep_out->st_dev && made.st_ino == keep_out->st_ino)) {
+        err = ed_error_set(ED_EIO, "%s was replaced while it was made", tmp);
+        goto out;
+    }
+    ours = 1;
+    cs.root = dfd;
+    cs.max_bytes = (int64_t)fs.f_blocks * fs.f_bsize + (INT64_C(1) << 20);
+    copy_dir(sfd, dfd, "", 0, &cs);
+    if (cs.err) {
+        err = ed_error_set(ED_EIO, "cannot copy %s out of its disk quota: %s", name, strerror(cs.err));
+        goto out;
+    }
+    if (fsync(dfd) < 0 || fchmod(dfd, st.st_mode & 07777) < 0 || fchown(dfd, st.st_uid, st.st_gid) < 0) {
+        err = ed_error_set(ED_EIO, "%s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    if (sbx__disk_umount_fd(sfd) < 0) {
+        err = ed_error_set(ED_EIO, "cannot unmount %s: %s", name, strerror(errno));
+        goto out;
+    }
+    close(sfd);
+    sfd = -1;
+    /* beneath the mount: an empty directory (or a copy frozen before a crash) */
+    if ((err = sbx__disk_path_clear_at(parent, name, keep_out)) < 0)
+        goto out;
+    if (renameat(parent, tmp, parent, name) < 0)
+        err = ed_error_set(ED_EIO, "cannot put %s in place of %s: %s", tmp, name, strerror(errno));
+out:
+    if (err < 0 && ours && sfd >= 0) {
+        /* the output is still where it was: the copy goes */
+        rm_contents_at(dfd, 0, keep_out);        /* ours, through its descriptor */
+        unlinkat(parent, tmp, AT_REMOVEDIR);     /* by name: fails unless empty */
+    }
+    if (sfd >= 0)
+        close(sfd);
+    if (dfd >= 0)
+        close(dfd);
+    for (size_t i = 0; i < cs.nlinks; i++)
+        free(cs.links[i].rel);
+    free(cs.links);
     return err;
 }

@@ -113,6 +113,36 @@ struct sbx_step_msg {
     int err;                  /* errno */
 };
 
+/* ---- disk quotas through descriptors (sbx_disk.c), for the launcher:
+ * nothing beneath the data directory is looked up by a name the serving
+ * process could swap. The sbx_disk's data_dir is the launcher's store
+ * (/proc/self/fd/N of its root-only directory), where images and the
+ * volume live. ---- */
+
+#include <sys/stat.h>
+
+/* sbx_disk_tree_init on directories open at dirs[] (O_RDONLY|O_DIRECTORY,
+ * opened beneath the data directory without following links; a directory
+ * that is a mount root already counts as attached). paths[] only name them
+ * in messages; names[] are their names inside the tree. Directories made
+ * inside the tree go to owner/group. */
+int sbx__disk_tree_init_at(const sbx_disk *d, const int *dirs, const char *const *paths,
+                           const char *const *names, size_t n, uint32_t projid, int64_t limit_bytes,
+                           uid_t owner, gid_t group);
+/* sbx_disk_tree_usage for the tree directory open at `dir`. */
+int sbx__disk_tree_usage_at(const sbx_disk *d, int dir, uint32_t projid, int64_t *out_bytes,
+                            int64_t *out_inodes);
+/* sbx_disk_path_clear / sbx_disk_path_freeze for `name` (one component) in
+ * the directory open at `parent`; never entering or emptying the directory
+ * `keep_out` (the launcher's store, if renamed in). */
+int sbx__disk_path_clear_at(int parent, const char *name, const struct stat *keep_out);
+int sbx__disk_path_freeze_at(int parent, const char *name, const struct stat *keep_out);
+/* Unmount (lazily) the mount whose root is open at `fd`. -1 and errno. */
+int sbx__disk_umount_fd(int fd);
+/* Mount points strictly beneath `dir` (absolute), deepest first; caller
+ * frees each and the list. */
+int sbx__disk_mounts_beneath(const char *dir, char ***out, size_t *n);
+
 /* The child: from clone to the sandbox's init. `arg` is the plan (the
  * child's own copy). Never returns. */
 int sbx__child_main(void *arg);

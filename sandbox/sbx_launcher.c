@@ -23,6 +23,7 @@
  * When the serving process goes (EOF, or PR_SET_PDEATHSIG) every job is
  * killed and freed, every slot released, and the loop returns.
  */
+#include "sbx_int.h"
 #include "sbx_wire.h"
 
 #include "ed_error.h"
@@ -82,6 +83,12 @@ typedef struct launcher {
     const sbx_launcher_config *cfg;
     int sock;
     int data_fd;
+    int store_fd;           /* DATA/launcher: root's, 0700; images and the volume (-1: unusable) */
+    struct stat store_st;
+    char store_path[32];    /* /proc/self/fd/<store_fd>: what sbx_disk.c works beneath */
+    char store_why[256];    /* why store_fd is -1 */
+    sbx_disk disk;          /* probed on request (DISK_PROBE) */
+    int probed;
     int ro_fd[8];
     size_t data_len;
     uint32_t next_handle;
@@ -496,6 +503,272 @@ static int do_tree_give(launcher *L, sbx_wire_req *q)
     return err;
 }
 
+/* ---- disk quotas ---- */
+
+/* The store: DATA/launcher, made here, root's and 0700, used only through
+ * the descriptor opened now. The serving process owns DATA and may rename
+ * the directory, but cannot enter it or change what is in it, so the loop
+ * images and the volume are out of its reach while they are mounted. The
+ * descriptor stays open across exec (not CLOEXEC) so that mkfs.ext4 and
+ * tune2fs reach the images as /proc/self/fd/N/...; sandboxed jobs close it. */
+static void open_store(launcher *L)
+{
+    struct stat st;
+    int fd;
+
+    L->store_fd = -1;
+    if (mkdirat(L->data_fd, "launcher", 0700) < 0 && errno != EEXIST) {
+        snprintf(L->store_why, sizeof(L->store_why), "cannot create %.150s/launcher: %s", L->cfg->data_dir,
+                 strerror(errno));
+        return;
+    }
+    if ((fd = openat(L->data_fd, "launcher", O_RDONLY | O_DIRECTORY | O_NOFOLLOW)) < 0 || fstat(fd, &st) < 0) {
+        snprintf(L->store_why, sizeof(L->store_why), "%.150s/launcher: %s", L->cfg->data_dir, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    if (st.st_uid != 0 || (st.st_mode & 077)) {
+        snprintf(L->store_why, sizeof(L->store_why), "%.150s/launcher is not root's with mode 0700 (made by "
+                 "someone else: remove it)", L->cfg->data_dir);
+        close(fd);
+        return;
+    }
+    L->store_fd = fd;
+    L->store_st = st;
+    snprintf(L->store_path, sizeof(L->store_path), "/proc/self/fd/%d", fd);
+}
+
+/* `text` with the store's /proc/self/fd/N name replaced by where it is. */
+static void store_names(launcher *L, char *out, size_t n, const char *text)
+{
+    size_t k = strlen(L->store_path), used = 0;
+
+    out[0] = '\0';
+    while (*text && used + 1 < n) {
+        if (L->store_fd >= 0 && strncmp(text, L->store_path, k) == 0 && (text[k] == '/' || text[k] == '\0' ||
+                                                                          text[k] == ' ' || text[k] == ')')) {
+            used += (size_t)snprintf(out + used, n - used, "%s/launcher", L->cfg->data_dir);
+            if (used >= n)
+                break;
+            text += k;
+            continue;
+        }
+        out[used++] = *text++;
+        out[used] = '\0';
+    }
+}
+
+static int disk_ready(launcher *L)
+{
+    if (!L->probed)
+        return ed_error_set(ED_EUNPROC, "sandbox launcher: disk quotas were not probed");
+    if (L->disk.mech == SBX_DISK_NONE)
+        return ed_error_set(ED_EUNPROC, "no disk quota mechanism on this host: %s", L->disk.detail);
+    return 0;
+}
+
+/* A job tree's directory: DATA/jobs/<id>/work or /output, <id> decimal
+ * (1 to 18 digits, no leading zero) and `projid` that job's. Opens
+ * DATA/jobs/<id> beneath the data directory without following a link
+ * (it must be the server's directory): *parent, and *name the last part. */
+static int job_target(launcher *L, const char *path, uint32_t projid, int *parent, const char **name)
+{
+    const char *rel = path && path[0] == '/' ? under(path, L->cfg->data_dir) : NULL, *p, *last;
+    char jd[32];
+    struct stat st;
+    long long id;
+    size_t nd;
+    int fd;
+
+    *parent = -1;
+    if (!rel || strncmp(rel, "jobs/", 5) != 0)
+        return ed_error_set(ED_EPERM, "sandbox launcher: '%s' is not a job's directory beneath the data "
+                            "directory", path ? path : "");
+    p = rel + 5;
+    nd = strspn(p, "0123456789");
+    last = p + nd + 1;
+    if (nd == 0 || nd > 18 || p[0] == '0' || p[nd] != '/' || (strcmp(last, "work") != 0 && strcmp(last, "output") != 0))
+        return ed_error_set(ED_EPERM, "sandbox launcher: '%s' is not DATA/jobs/<id>/work or /output", path);
+    id = strtoll(p, NULL, 10);
+    if (projid != SBX_DISK_PROJID_JOBS + (uint32_t)(id & 0x3fffffff))
+        return ed_error_set(ED_EPERM, "sandbox launcher: project id %u is not job %lld's", projid, id);
+    snprintf(jd, sizeof(jd), "jobs/%.*s", (int)nd, p);
+    if ((fd = open_beneath(L->data_fd, jd, O_RDONLY | O_DIRECTORY)) < 0) {
+        if (errno == ENOENT)
+            return ed_error_set(ED_ENOTFOUND, "sandbox launcher: %s: no such directory", jd);
+        int e = errno, link = e == ELOOP || e == ENOTDIR || e == EXDEV;
+        return ed_error_set(link ? ED_EPERM : ED_EIO, "sandbox launcher: '%s': %s", jd,
+                            link ? "not a directory (a symbolic link?)" : strerror(e));
+    }
+    if (fstat(fd, &st) < 0 || st.st_uid != L->cfg->server_uid) {
+        close(fd);
+        return ed_error_set(ED_EPERM, "sandbox launcher: %s is not the server's directory", jd);
+    }
+    *parent = fd;
+    *name = last;
+    return 0;
+}
+
+/* The tree directory `name` in `parent`: a directory of the server's or a
+ * slot's, not followed if a link. */
+static int open_tree_dir(launcher *L, int parent, const char *name, const char *path)
+{
+    struct stat st;
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+    if (fd < 0)
+        return ed_error_set(errno == ENOENT ? ED_ENOTFOUND : errno == ELOOP || errno == ENOTDIR ? ED_EPERM : ED_EIO,
+                            "sandbox launcher: '%s': %s", path,
+                            errno == ELOOP ? "a symbolic link" : strerror(errno));
+    if (fstat(fd, &st) < 0 || !owner_ok(L->cfg, st.st_uid)) {
+        close(fd);
+        return ed_error_set(ED_EPERM, "sandbox launcher: '%s' is neither the server's nor a slot's", path);
+    }
+    return fd;
+}
+
+/* Unmount (lazily) what the launcher mounted beneath the data directory:
+ * job trees and the volume in its store, each resolved beneath the data
+ * directory without following links and unmounted through its descriptor.
+ * Images and the volume stay; the next start attaches them again. */
+static int disk_detach(launcher *L)
+{
+    char **list = NULL;
+    size_t n = 0;
+    int err;
+
+    if ((err = sbx__disk_mounts_beneath(L->cfg->data_dir, &list, &n)) < 0)
+        return err;
+    for (size_t i = 0; i < n; i++) {
+        const char *rel = under(list[i], L->cfg->data_dir);
+        int fd;
+        if (rel && (strncmp(rel, "jobs/", 5) == 0 || strncmp(rel, "launcher/", 9) == 0) &&
+            (fd = open_beneath(L->data_fd, rel, O_PATH | O_DIRECTORY)) >= 0) {
+            if (sbx__disk_umount_fd(fd) < 0 && errno != EINVAL && err == 0)
+                err = ed_error_set(ED_EIO, "cannot unmount %s: %s", list[i], strerror(errno));
+            close(fd);
+        }
+        free(list[i]);
+    }
+    free(list);
+    return err;
+}
+
+static int do_disk(launcher *L, sbx_wire_req *q, answer *a)
+{
+    int parent = -1, dirs[SBX_WIRE_TREE], err = 0;
+    const char *names[SBX_WIRE_TREE], *name;
+    size_t nd = 0;
+    char detail[sizeof(L->disk.detail)];
+
+    for (size_t i = 0; i < SBX_WIRE_TREE; i++)
+        dirs[i] = -1;
+    switch (q->op) {
+    case SBX_OP_DISK_PROBE:
+        if ((q->flags & ~(unsigned)(SBX_DISK_SETUP | SBX_DISK_NO_PRJQUOTA | SBX_DISK_NO_VOLUME)) ||
+            (q->bytes > 0 && (q->bytes < (INT64_C(64) << 20) || q->bytes > (INT64_C(1) << 50))))
+            return ed_error_set(ED_EINVAL, "sandbox launcher: volume of %lld bytes or flags %#x out of range",
+                                (long long)q->bytes, q->flags);
+        memset(&L->disk, 0, sizeof(L->disk));
+        if (L->store_fd < 0) {
+            snprintf(L->disk.detail, sizeof(L->disk.detail), "%s", L->store_why);
+        } else if ((err = sbx_disk_probe(&L->disk, L->store_path, q->bytes < 0 ? -1 : q->bytes, q->flags)) < 0) {
+            return err;
+        }
+        L->probed = 1;
+        store_names(L, detail, sizeof(detail), L->disk.detail);
+        sbx__wire_u32(&a->b, (uint32_t)L->disk.mech);
+        sbx__wire_str(&a->b, detail);
+        return 0;
+    case SBX_OP_DISK_INIT:
+        if (q->bytes < (INT64_C(1) << 20) || q->bytes > (INT64_C(1) << 50))
+            return ed_error_set(ED_EINVAL, "sandbox launcher: a disk limit of %lld bytes is outside 1 MiB..1 PiB",
+                                (long long)q->bytes);
+        if (q->n_paths == 0 || q->n_paths > 2)
+            return ed_error_set(ED_EINVAL, "sandbox launcher: a job's tree has 1 or 2 directories");
+        for (nd = 0; nd < q->n_paths; nd++) {
+            int p2;
+            if ((err = job_target(L, q->paths[nd], q->projid, &p2, &names[nd])) < 0)
+                goto out;
+            if (nd > 0 && strcmp(names[nd], names[0]) == 0) {
+                close(p2);
+                err = ed_error_set(ED_EINVAL, "sandbox launcher: one directory twice in a tree");
+                goto out;
+            }
+            dirs[nd] = open_tree_dir(L, p2, names[nd], q->paths[nd]);
+            close(p2);
+            if (dirs[nd] < 0) {
+                err = dirs[nd];
+                goto out;
+            }
+        }
+        if ((err = disk_ready(L)) == 0)
+            err = sbx__disk_tree_init_at(&L->disk, dirs, q->paths, names, nd, q->projid, q->bytes,
+                                         L->cfg->server_uid, L->cfg->server_gid);
+        goto out;
+    case SBX_OP_DISK_USAGE: {
+        int64_t bytes, inodes;
+        if ((err = job_target(L, q->path, q->projid, &parent, &name)) < 0 || (err = disk_ready(L)) < 0)
+            goto out;
+        if ((dirs[0] = open_tree_dir(L, parent, name, q->path)) < 0) {
+            err = dirs[0];
+            goto out;
+        }
+        if ((err = sbx__disk_tree_usage_at(&L->disk, dirs[0], q->projid, &bytes, &inodes)) < 0)
+            goto out;
+        sbx__wire_i64(&a->b, bytes);
+        sbx__wire_i64(&a->b, inodes);
+        goto out;
+    }
+    case SBX_OP_DISK_EXISTS:
+        if (q->projid < SBX_DISK_PROJID_JOBS)
+            return ed_error_set(ED_EPERM, "sandbox launcher: project id %u is not a job's", q->projid);
+        sbx__wire_u32(&a->b, L->probed && L->disk.mech != SBX_DISK_NONE &&
+                                 sbx_disk_tree_exists(&L->disk, q->projid) ? 1 : 0);
+        return 0;
+    case SBX_OP_DISK_CLEAR:
+    case SBX_OP_DISK_FREEZE: {
+        /* the path names its job: the project id is derived to check it */
+        const char *rel = q->path && q->path[0] == '/' ? under(q->path, L->cfg->data_dir) : NULL;
+        uint32_t projid = rel && strncmp(rel, "jobs/", 5) == 0
+                              ? SBX_DISK_PROJID_JOBS + (uint32_t)(strtoll(rel + 5, NULL, 10) & 0x3fffffff) : 0;
+        if ((err = job_target(L, q->path, projid, &parent, &name)) < 0)
+            return err == ED_ENOTFOUND ? 0 : err;
+        err = q->op == SBX_OP_DISK_CLEAR ? sbx__disk_path_clear_at(parent, name, &L->store_st)
+                                         : sbx__disk_path_freeze_at(parent, name, &L->store_st);
+        goto out;
+    }
+    case SBX_OP_DISK_REMOVE:
+        if (q->projid < SBX_DISK_PROJID_JOBS || q->n_paths > 2)
+            return ed_error_set(ED_EPERM, "sandbox launcher: project id %u is not a job's", q->projid);
+        for (size_t i = 0; i < q->n_paths; i++) {
+            if ((err = job_target(L, q->paths[i], q->projid, &parent, &name)) == ED_ENOTFOUND)
+                continue;
+            if (err < 0)
+                return err;
+            err = sbx__disk_path_clear_at(parent, name, &L->store_st);
+            close(parent);
+            parent = -1;
+            if (err < 0)
+                return err;
+        }
+        if (L->probed && L->disk.mech != SBX_DISK_NONE)
+            err = sbx_disk_tree_remove(&L->disk, NULL, 0, q->projid);
+        return err;
+    case SBX_OP_DISK_DETACH:
+        return disk_detach(L);
+    }
+    return ed_error_set(ED_EINVAL, "sandbox launcher: unknown request");
+out:
+    if (parent >= 0)
+        close(parent);
+    for (size_t i = 0; i < SBX_WIRE_TREE; i++)
+        if (dirs[i] >= 0)
+            close(dirs[i]);
+    return err;
+}
+
 static int dispatch(launcher *L, sbx_wire_req *q, int *fds, size_t n_fds, answer *a)
 {
     ljob *j;
@@ -566,6 +839,15 @@ static int dispatch(launcher *L, sbx_wire_req *q, int *fds, size_t n_fds, answer
         return 0;
     case SBX_OP_TREE_GIVE:
         return do_tree_give(L, q);
+    case SBX_OP_DISK_PROBE:
+    case SBX_OP_DISK_INIT:
+    case SBX_OP_DISK_USAGE:
+    case SBX_OP_DISK_EXISTS:
+    case SBX_OP_DISK_CLEAR:
+    case SBX_OP_DISK_FREEZE:
+    case SBX_OP_DISK_REMOVE:
+    case SBX_OP_DISK_DETACH:
+        return do_disk(L, q, a);
     }
     return ed_error_set(ED_EINVAL, "sandbox launcher: unknown request");
 }
@@ -643,10 +925,12 @@ int sbx_launcher_serve(int sock, const sbx_launcher_config *cfg)
     L->cfg = cfg;
     L->sock = sock;
     L->data_fd = -1;
+    L->store_fd = -1;
     for (size_t i = 0; i < 8; i++)
         L->ro_fd[i] = -1;
     if ((err = open_root(cfg->data_dir, &L->data_fd)) < 0)
         goto out;
+    open_store(L);
     for (size_t i = 0; i < cfg->n_ro_roots; i++)
         if ((err = open_root(cfg->ro_roots[i], &L->ro_fd[i])) < 0)
             goto out;
@@ -720,8 +1004,14 @@ out:
             trees_back(L, &L->slots[i]);
             sbx_slot_free(L->slots[i].slot);
         }
+    /* the server is gone (or let us go): its trees' mounts go too */
+    if (L->probed && L->disk.mech != SBX_DISK_NONE && L->disk.mech != SBX_DISK_PRJQUOTA &&
+        disk_detach(L) < 0)
+        fprintf(stderr, "eddy-launcher: %s\n", ed_error_last());
     if (L->data_fd >= 0)
         close(L->data_fd);
+    if (L->store_fd >= 0)
+        close(L->store_fd);
     for (size_t i = 0; i < 8; i++)
         if (L->ro_fd[i] >= 0)
             close(L->ro_fd[i]);

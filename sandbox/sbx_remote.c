@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -284,4 +285,133 @@ int sbx_tree_give(const char *path, uid_t uid, gid_t gid)
         return err;
     }
     return call(&b, SBX_OP_TREE_GIVE, seq, NULL, 0, &rep, NULL);
+}
+
+/* ---- disk quotas (sbx_disk.c sends every call here while a launcher is in
+ * use; the launcher checks each path itself: README.md "Privilege split") ---- */
+
+static int finish_and_call(sbx_wire_buf *b, unsigned op, uint32_t seq, sbx_wire_reply *rep)
+{
+    int err;
+
+    if ((err = sbx__wire_finish(b)) < 0) {
+        sbx__wire_buf_free(b);
+        return err;
+    }
+    return call(b, op, seq, NULL, 0, rep, NULL);
+}
+
+int sbx__remote_disk_probe(sbx_disk *out, const char *data_dir, int64_t volume_bytes, unsigned flags)
+{
+    sbx_wire_buf b;
+    sbx_wire_reply rep;
+    uint32_t seq = seq_next();
+    int err;
+
+    sbx__wire_begin(&b, SBX_OP_DISK_PROBE, seq);
+    sbx__wire_i64(&b, volume_bytes);
+    sbx__wire_u32(&b, flags);
+    if ((err = finish_and_call(&b, SBX_OP_DISK_PROBE, seq, &rep)) < 0)
+        return err;
+    out->mech = (sbx_disk_mech)rep.mech;
+    snprintf(out->data_dir, sizeof(out->data_dir), "%s", data_dir);
+    snprintf(out->detail, sizeof(out->detail), "%s", rep.detail);
+    return 0;
+}
+
+static void put_paths(sbx_wire_buf *b, const char *const *paths, size_t n)
+{
+    sbx__wire_u32(b, (uint32_t)n);
+    for (size_t i = 0; i < n; i++)
+        sbx__wire_str(b, paths[i]);
+}
+
+int sbx__remote_disk_tree_init(const sbx_disk *d, const char *const *paths, size_t n, uint32_t projid,
+                               int64_t limit_bytes)
+{
+    sbx_wire_buf b;
+    sbx_wire_reply rep;
+    uint32_t seq;
+
+    (void)d;
+    if (n == 0 || n > SBX_WIRE_TREE)
+        return ed_error_set(ED_EINVAL, "a tree has 1 to %d directories, not %zu", SBX_WIRE_TREE, n);
+    /* the directories are ours to make; the launcher mounts onto them */
+    for (size_t i = 0; i < n; i++)
+        if (paths[i] == NULL || paths[i][0] != '/' || (mkdir(paths[i], 0700) < 0 && errno != EEXIST))
+            return ed_error_set(ED_EIO, "cannot create %s: %s", paths[i] ? paths[i] : "(null)",
+                                paths[i] ? strerror(errno) : "no path");
+    seq = seq_next();
+    sbx__wire_begin(&b, SBX_OP_DISK_INIT, seq);
+    put_paths(&b, paths, n);
+    sbx__wire_u32(&b, projid);
+    sbx__wire_i64(&b, limit_bytes);
+    return finish_and_call(&b, SBX_OP_DISK_INIT, seq, &rep);
+}
+
+int sbx__remote_disk_tree_usage(const sbx_disk *d, const char *path, uint32_t projid, int64_t *out_bytes,
+                                int64_t *out_inodes)
+{
+    sbx_wire_buf b;
+    sbx_wire_reply rep;
+    uint32_t seq = seq_next();
+    int err;
+
+    (void)d;
+    sbx__wire_begin(&b, SBX_OP_DISK_USAGE, seq);
+    sbx__wire_str(&b, path);
+    sbx__wire_u32(&b, projid);
+    if ((err = finish_and_call(&b, SBX_OP_DISK_USAGE, seq, &rep)) < 0)
+        return err;
+    *out_bytes = rep.bytes;
+    *out_inodes = rep.inodes;
+    return 0;
+}
+
+int sbx__remote_disk_tree_exists(uint32_t projid)
+{
+    sbx_wire_buf b;
+    sbx_wire_reply rep;
+    uint32_t seq = seq_next();
+
+    sbx__wire_begin(&b, SBX_OP_DISK_EXISTS, seq);
+    sbx__wire_u32(&b, projid);
+    /* an error counts as "exists": the caller then tries to attach and
+     * fails loudly, rather than forgetting the tree */
+    return finish_and_call(&b, SBX_OP_DISK_EXISTS, seq, &rep) < 0 ? 1 : (int)rep.done;
+}
+
+int sbx__remote_disk_path(unsigned op, const char *path)
+{
+    sbx_wire_buf b;
+    sbx_wire_reply rep;
+    uint32_t seq = seq_next();
+
+    sbx__wire_begin(&b, op, seq);
+    sbx__wire_str(&b, path);
+    return finish_and_call(&b, op, seq, &rep);
+}
+
+int sbx__remote_disk_tree_remove(const char *const *paths, size_t n, uint32_t projid)
+{
+    sbx_wire_buf b;
+    sbx_wire_reply rep;
+    uint32_t seq = seq_next();
+
+    if (n > SBX_WIRE_TREE)
+        return ed_error_set(ED_EINVAL, "a tree has 1 to %d directories, not %zu", SBX_WIRE_TREE, n);
+    sbx__wire_begin(&b, SBX_OP_DISK_REMOVE, seq);
+    put_paths(&b, paths, n);
+    sbx__wire_u32(&b, projid);
+    return finish_and_call(&b, SBX_OP_DISK_REMOVE, seq, &rep);
+}
+
+int sbx__remote_disk_detach(void)
+{
+    sbx_wire_buf b;
+    sbx_wire_reply rep;
+    uint32_t seq = seq_next();
+
+    sbx__wire_begin(&b, SBX_OP_DISK_DETACH, seq);
+    return finish_and_call(&b, SBX_OP_DISK_DETACH, seq, &rep);
 }

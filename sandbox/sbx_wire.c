@@ -479,6 +479,39 @@ int sbx__wire_parse_request(sbx_wire_req *q, const void *data, size_t len, size_
             get_u32(&r, &q->uid) < 0)
             goto bad;
         break;
+    case SBX_OP_DISK_PROBE:
+        if (get_i64(&r, &q->bytes) < 0 || get_u32(&r, &q->flags) < 0)
+            goto bad;
+        break;
+    case SBX_OP_DISK_INIT:
+    case SBX_OP_DISK_REMOVE: {
+        uint32_t n;
+        if (get_count(&r, &n, SBX_WIRE_TREE, 0) < 0)
+            goto bad;
+        for (uint32_t i = 0; i < n; i++)
+            if (get_str(&r, q->text, sizeof(q->text), &q->text_used, &q->paths[i], 0) < 0)
+                goto bad;
+        q->n_paths = n;
+        if (get_u32(&r, &q->projid) < 0 || (q->op == SBX_OP_DISK_INIT && get_i64(&r, &q->bytes) < 0))
+            goto bad;
+        break;
+    }
+    case SBX_OP_DISK_USAGE:
+        if (get_str(&r, q->text, sizeof(q->text), &q->text_used, &q->path, 0) < 0 ||
+            get_u32(&r, &q->projid) < 0)
+            goto bad;
+        break;
+    case SBX_OP_DISK_EXISTS:
+        if (get_u32(&r, &q->projid) < 0)
+            goto bad;
+        break;
+    case SBX_OP_DISK_CLEAR:
+    case SBX_OP_DISK_FREEZE:
+        if (get_str(&r, q->text, sizeof(q->text), &q->text_used, &q->path, 0) < 0)
+            goto bad;
+        break;
+    case SBX_OP_DISK_DETACH:
+        break;
     default:
         r.bad = "unknown request";
         goto bad;
@@ -542,6 +575,24 @@ int sbx__wire_parse_reply(sbx_wire_reply *q, const void *data, size_t len, unsig
     } else if (op == SBX_OP_SLOT_CLAIM) {
         if (get_u32(&r, &q->handle) < 0 || get_u32(&r, &q->uid) < 0)
             goto bad;
+    } else if (op == SBX_OP_DISK_PROBE) {
+        if (get_u32(&r, &q->mech) < 0 || get_str(&r, text, sizeof(text), &used, &s, 0) < 0)
+            goto bad;
+        if (q->mech > SBX_DISK_IMAGES) {
+            r.bad = "unknown disk quota mechanism";
+            goto bad;
+        }
+        snprintf(q->detail, sizeof(q->detail), "%s", s);
+    } else if (op == SBX_OP_DISK_USAGE) {
+        if (get_i64(&r, &q->bytes) < 0 || get_i64(&r, &q->inodes) < 0)
+            goto bad;
+    } else if (op == SBX_OP_DISK_EXISTS) {
+        if (get_u32(&r, &q->done) < 0)
+            goto bad;
+        if (q->done > 1) {
+            r.bad = "bad flag";
+            goto bad;
+        }
     }
     if (r.left != 0) {
         r.bad = "bytes left over";

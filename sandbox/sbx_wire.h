@@ -22,12 +22,22 @@
  *   SIGNAL      u32 handle | i32 signal
  *   SLOT_CLAIM  (empty)
  *   TREE_GIVE   string path | u32 uid
+ *   DISK_PROBE  i64 volume_bytes | u32 flags
+ *   DISK_INIT   list paths (string) | u32 projid | i64 limit_bytes
+ *   DISK_USAGE  string path | u32 projid
+ *   DISK_EXISTS u32 projid
+ *   DISK_CLEAR, DISK_FREEZE   string path
+ *   DISK_REMOVE list paths (string, may be empty) | u32 projid
+ *   DISK_DETACH (empty)
  * Replies: the request's header with op | SBX_OP_REPLY, then i32 status;
  * when negative a string message follows, else:
  *   LAUNCH      u32 handle | i32 pid | string cgroup   (+ the pidfd as SCM_RIGHTS)
  *   WAIT        u32 done | (done: i32 exited, exit_code, term_signal, limit |
  *               i64 cpu_ms, peak_mem_bytes | i32 pids_limit_hit)
  *   SLOT_CLAIM  u32 handle | u32 uid
+ *   DISK_PROBE  u32 mech | string detail
+ *   DISK_USAGE  i64 bytes | i64 inodes
+ *   DISK_EXISTS u32 exists (0 or 1)
  *   others      nothing
  *
  * The parser accepts exactly one well-formed message: the length in the
@@ -52,6 +62,7 @@
 #define SBX_WIRE_BINDS   64            /* ro, rw binds each */
 #define SBX_WIRE_TMPFS   16
 #define SBX_WIRE_FDS     8             /* descriptors with one request */
+#define SBX_WIRE_TREE    8             /* directories of one disk tree */
 
 enum sbx_wire_op {
     SBX_OP_LAUNCH = 1,
@@ -62,7 +73,15 @@ enum sbx_wire_op {
     SBX_OP_SLOT_CLAIM,
     SBX_OP_SLOT_FREE,
     SBX_OP_TREE_GIVE,
-    SBX_OP_MAX_ = SBX_OP_TREE_GIVE,
+    SBX_OP_DISK_PROBE,
+    SBX_OP_DISK_INIT,
+    SBX_OP_DISK_USAGE,
+    SBX_OP_DISK_EXISTS,
+    SBX_OP_DISK_CLEAR,
+    SBX_OP_DISK_FREEZE,
+    SBX_OP_DISK_REMOVE,
+    SBX_OP_DISK_DETACH,
+    SBX_OP_MAX_ = SBX_OP_DISK_DETACH,
     SBX_OP_REPLY = 0x8000
 };
 
@@ -73,7 +92,12 @@ typedef struct sbx_wire_req {
     uint32_t handle;                      /* WAIT, SIGNAL, KILL, FREE, SLOT_FREE */
     int32_t sig;                          /* SIGNAL */
     uint32_t uid;                         /* TREE_GIVE */
-    const char *path;                     /* TREE_GIVE */
+    const char *path;                     /* TREE_GIVE, DISK_USAGE, DISK_CLEAR, DISK_FREEZE */
+    const char *paths[SBX_WIRE_TREE];     /* DISK_INIT, DISK_REMOVE */
+    size_t n_paths;
+    uint32_t projid;                      /* DISK_INIT, _USAGE, _EXISTS, _REMOVE */
+    int64_t bytes;                        /* DISK_INIT: limit; DISK_PROBE: volume size */
+    uint32_t flags;                       /* DISK_PROBE */
     /* LAUNCH: the spec, with stdio[] and pass_fds[] as indexes into the
      * descriptors that came with the message (the launcher maps them). */
     sbx_spec spec;
@@ -98,8 +122,11 @@ typedef struct sbx_wire_reply {
     int32_t pid;                          /* LAUNCH */
     char cgroup[512];                     /* LAUNCH */
     uint32_t uid;                         /* SLOT_CLAIM */
-    uint32_t done;                        /* WAIT */
+    uint32_t done;                        /* WAIT; DISK_EXISTS: exists */
     sbx_usage usage;                      /* WAIT, when done */
+    uint32_t mech;                        /* DISK_PROBE */
+    char detail[768];                     /* DISK_PROBE */
+    int64_t bytes, inodes;                /* DISK_USAGE */
 } sbx_wire_reply;
 
 /* A growing message being encoded. */
@@ -157,6 +184,16 @@ int sbx__remote_kill(uint32_t handle);
 void sbx__remote_free(uint32_t handle);
 int sbx__remote_slot_claim(uint32_t *handle, unsigned *uid);
 void sbx__remote_slot_free(uint32_t handle);
+/* ...and by sbx_disk.c: the disk quota calls, same contracts as sbx.h's */
+int sbx__remote_disk_probe(sbx_disk *out, const char *data_dir, int64_t volume_bytes, unsigned flags);
+int sbx__remote_disk_tree_init(const sbx_disk *d, const char *const *paths, size_t n, uint32_t projid,
+                               int64_t limit_bytes);
+int sbx__remote_disk_tree_usage(const sbx_disk *d, const char *path, uint32_t projid, int64_t *out_bytes,
+                                int64_t *out_inodes);
+int sbx__remote_disk_tree_exists(uint32_t projid);
+int sbx__remote_disk_path(unsigned op, const char *path);     /* DISK_CLEAR, DISK_FREEZE */
+int sbx__remote_disk_tree_remove(const char *const *paths, size_t n, uint32_t projid);
+int sbx__remote_disk_detach(void);
 
 /* ---- sbx_launcher.c ---- */
 /* Change the owner of the directory open at `dirfd` and everything beneath

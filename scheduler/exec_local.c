@@ -235,7 +235,14 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
     if ((err = sbx_slot_claim(&r->slot, s->cfg.slot_dir, s->cfg.slot_base, s->cfg.slot_count)) < 0)
         goto out;
     /* The job's trees go to its slot uid (through the launcher when the
-     * server runs unprivileged; it gives them back when the job ends). */
+     * server runs unprivileged; it gives them back when the job ends). The
+     * output's top stays searchable and readable by others (0755): what the
+     * job writes there under its umask 022 can then be listed and served
+     * while it runs; nobody else reaches it (the data directory is 0700). */
+    if (chmod(output, 0755) < 0) {
+        err = ed_error_set(ED_EIO, "cannot open %s to the server: %s", output, strerror(errno));
+        goto out;
+    }
     if ((err = sbx_tree_give(work, sbx_slot_uid(r->slot), sbx_slot_uid(r->slot))) < 0 ||
         (err = sbx_tree_give(output, sbx_slot_uid(r->slot), sbx_slot_uid(r->slot))) < 0)
         goto out;

@@ -83,11 +83,7 @@ int sched__disk_open(sched *s)
             most = sqlite3_column_int64(q, 0);
         sqlite3_finalize(q);
     }
-    if (s->disk->mech == SBX_DISK_NONE && most > 0 && geteuid() != 0)
-        ed_log_error("sched.disk", "disk quotas: not applied: the server runs unprivileged and the sandbox "
-                     "launcher takes no disk quota requests yet; serve as root (user = root) to enforce "
-                     "job_disk_bytes");
-    else if (s->disk->mech == SBX_DISK_NONE && most > 0)
+    if (s->disk->mech == SBX_DISK_NONE && most > 0)
         ed_log_error("sched.disk", "disk quotas: none available, so jobs of tiers with a job_disk_bytes limit "
                      "will not start (set job_disk_bytes 0 to run them unlimited): %s", s->disk->detail);
     else
@@ -169,16 +165,8 @@ int sched__disk_job_init(sched *s, int64_t id, const char *tier)
             return ed_error_set(ED_EIO, "cannot create %s: %s", work, strerror(errno));
         return 0;
     }
-    if (s->disk && s->disk->mech == SBX_DISK_NONE && geteuid() != 0) {
-        /* Serving unprivileged behind the sandbox launcher, which does not
-         * take disk requests yet (TODO: expose sbx_disk_* there): the limit
-         * cannot be applied. Loud, not fatal, or no job would run at all. */
-        ed_log_warn("sched.disk", "job %lld runs without its %" PRId64 "-byte disk limit: the server is not "
-                    "root and the launcher has no disk quota requests yet", (long long)id, limit);
-        if ((mkdir(work, 0700) < 0 && errno != EEXIST) || (mkdir(output, 0700) < 0 && errno != EEXIST))
-            return ed_error_set(ED_EIO, "cannot create %s: %s", work, strerror(errno));
-        return 0;
-    }
+    /* Serving unprivileged, sbx_disk_* goes to the sandbox launcher (root),
+     * which probed and mounts for us: the same refusal applies. */
     if (s->disk == NULL || s->disk->mech == SBX_DISK_NONE)
         return ed_error_set(ED_EUNPROC,
                             "tier '%s' limits a job's disk to %" PRId64 " bytes, but this host has no disk "

@@ -10,7 +10,8 @@
  * NUL-terminated inside the copy, argv non-NULL, stdio and passed descriptor
  * indexes below the count, numbers inside 3..1023, counts within the bounds;
  * a LAUNCH that parses re-encodes and parses again to the same spec shape.
- * Replies are parsed for every op; only 0 or ED_EIO.
+ * DISK_* requests that parse have their paths (at most SBX_WIRE_TREE) inside
+ * the copy. Replies are parsed for every op; only 0 or ED_EIO.
  */
 #include "fuzz.h"
 
@@ -78,8 +79,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (err == 0) {
         if (req.op < SBX_OP_LAUNCH || req.op > SBX_OP_MAX_)
             abort();
-        if (req.op == SBX_OP_TREE_GIVE)
+        if (req.op == SBX_OP_TREE_GIVE || req.op == SBX_OP_DISK_USAGE || req.op == SBX_OP_DISK_CLEAR ||
+            req.op == SBX_OP_DISK_FREEZE) {
+            if (req.path == NULL)
+                abort();
             check_str(&req, req.path);
+        }
+        if (req.op == SBX_OP_DISK_INIT || req.op == SBX_OP_DISK_REMOVE) {
+            if (req.n_paths > SBX_WIRE_TREE)
+                abort();
+            for (size_t i = 0; i < req.n_paths; i++) {
+                if (req.paths[i] == NULL)
+                    abort();
+                check_str(&req, req.paths[i]);
+            }
+        }
         if (req.op == SBX_OP_LAUNCH) {
             check_launch(&req, n_fds);
             /* round trip: what the server would send for this spec parses */
@@ -109,7 +123,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (err != 0 && err != ED_EIO)
             abort();
         if (err == 0 && (r.status > 0 || strnlen(r.message, sizeof(r.message)) >= sizeof(r.message) ||
-                         strnlen(r.cgroup, sizeof(r.cgroup)) >= sizeof(r.cgroup)))
+                         strnlen(r.cgroup, sizeof(r.cgroup)) >= sizeof(r.cgroup) ||
+                         strnlen(r.detail, sizeof(r.detail)) >= sizeof(r.detail) || r.mech > SBX_DISK_IMAGES))
             abort();
     }
     return 0;

@@ -26,9 +26,13 @@
 static it_server srv;
 static char dir[64], data[128];
 static char admin_cookie[512], admin_csrf[256];
-/* EDDY_USER=root: the server keeps root, so it applies the quotas itself
- * (the privilege-split launcher does not take disk requests yet). */
-static const char *const env[] = {"EDDY_METER_INTERVAL_MS=1000", "EDDY_STOP_GRACE_MS=1000", "EDDY_USER=root", NULL};
+/* The default setup: the server drops to the eddy user and its root
+ * launcher makes, measures and drops the quota trees (sandbox/README.md
+ * "Privilege split"); root_env keeps the server root, which applies them
+ * itself. */
+static const char *const env[] = {"EDDY_METER_INTERVAL_MS=1000", "EDDY_STOP_GRACE_MS=1000", NULL};
+static const char *const root_env[] = {"EDDY_METER_INTERVAL_MS=1000", "EDDY_STOP_GRACE_MS=1000", "EDDY_USER=root",
+                                       NULL};
 
 static const char FILL_PY[] =
     "import errno, os\n"
@@ -268,11 +272,52 @@ START_TEST(a_job_writing_past_its_disk_limit_gets_edquot_and_nobody_else_notices
         ck_assert_msg(strstr(mounts, jdir) == NULL, "still mounted: %s", jdir);
         snprintf(img, sizeof(img), "%s/images/%u.img", data, 0x40000000u + (unsigned)fill);
         ck_assert_msg(lstat(img, &sb) != 0, "%s stays", img);
+        snprintf(img, sizeof(img), "%s/launcher/images/%u.img", data, 0x40000000u + (unsigned)fill);
+        ck_assert_msg(lstat(img, &sb) != 0, "%s stays", img);
     }
     snprintf(path, sizeof(path), "/api/v1/jobs/%lld/artifacts/result.txt", (long long)fill);
     it_request(&r, &srv, "GET", path, NULL, alice.hdrs);
     ck_assert_msg(r.status == 200 && strcmp(r.body, "kept") == 0, "%ld %s", r.status, r.body);
     it_resp_free(&r);
+}
+END_TEST
+
+/* The same limit with the server kept root (user = root): it applies the
+ * quota itself. */
+START_TEST(a_root_server_enforces_the_limit_itself)
+{
+    user alice;
+    char logs[8192];
+    int64_t fill;
+    json_t *j;
+
+    char rdata[160];
+    const char *ah[] = {admin_cookie, admin_csrf, NULL};
+    it_resp r;
+
+    /* a data directory of its own: one served as eddy is eddy's (0700),
+     * which a root server's sandboxes cannot pass through */
+    ck_assert_int_eq(it_server_stop(&srv), 0);
+    snprintf(rdata, sizeof(rdata), "%s/rootdata", dir);
+    char *argv[] = {"eddy", "admin", "create-user", "--data", rdata, "--username", "root",
+                    "--email", "root@example.com", "--password", "correct horse battery",
+                    "--role", "admin", NULL};
+    ck_assert_int_eq(it_eddy_status(argv), 0);
+    ck_assert_int_eq(it_server_start_in(&srv, rdata, root_env), 0);
+    ck_assert_int_eq(it_login(&srv, "root", "correct horse battery", admin_cookie, sizeof(admin_cookie),
+                              admin_csrf, sizeof(admin_csrf)), 0);
+    it_request(&r, &srv, "PUT", "/api/v1/admin/tiers/free", "{\"job_disk_bytes\": 33554432}", ah);
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+    it_resp_free(&r);
+    make_user(&alice, "alice");
+    fill = run_job(&alice, "filler", FILL_PY);
+    j = wait_end(&alice, fill);
+    job_log(logs, sizeof(logs), &alice, fill);
+    ck_assert_msg(strstr(logs, "OSError EDQUOT after") || strstr(logs, "OSError ENOSPC after"),
+                  "the job was not stopped at its limit: %s", logs);
+    ck_assert_msg(strstr(logs, "recovered"), "%s", logs);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "disk_limit_bytes")), LIMIT);
+    json_decref(j);
 }
 END_TEST
 
@@ -282,7 +327,7 @@ END_TEST
  * the same job runs. */
 START_TEST(without_a_quota_mechanism_limited_jobs_fail_closed)
 {
-    static const char *const env_none[] = {"EDDY_METER_INTERVAL_MS=1000", "EDDY_USER=root", "EDDY_DISK_QUOTA=none",
+    static const char *const env_none[] = {"EDDY_METER_INTERVAL_MS=1000", "EDDY_DISK_QUOTA=none",
                                            NULL};
     const char *ah[] = {admin_cookie, admin_csrf, NULL};
     char pid[64], vid[64], body[512], path[256];
@@ -373,6 +418,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, a_job_writing_past_its_disk_limit_gets_edquot_and_nobody_else_notices);
     tcase_add_test(tc, without_a_quota_mechanism_limited_jobs_fail_closed);
+    tcase_add_test(tc, a_root_server_enforces_the_limit_itself);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -35,7 +35,8 @@ static const char JOB_PY[] =
 static void start(const char *retention)
 {
     char ret[64];
-    const char *env[] = {"EDDY_METER_INTERVAL_MS=1000", "EDDY_STOP_GRACE_MS=1000", "EDDY_USER=root", ret, NULL};
+    /* the default setup: served as eddy, the launcher handles the trees */
+    const char *env[] = {"EDDY_METER_INTERVAL_MS=1000", "EDDY_STOP_GRACE_MS=1000", ret, NULL};
 
     snprintf(ret, sizeof(ret), "EDDY_JOB_RETENTION_DAYS=%s", retention);
     ck_assert_int_eq(it_server_start_in(&srv, data, env), 0);
@@ -202,6 +203,8 @@ START_TEST(finished_job_directories_expire_after_retention_and_the_api_says_so)
     snprintf(jdir, sizeof(jdir), "%s/jobs/%lld", data, (long long)id);
     ck_assert_msg(lstat(jdir, &sb) != 0, "%s stays past retention", jdir);
     snprintf(jdir, sizeof(jdir), "%s/images/%u.img", data, 0x40000000u + (unsigned)id);
+    ck_assert_msg(lstat(jdir, &sb) != 0, "%s stays past retention", jdir);
+    snprintf(jdir, sizeof(jdir), "%s/launcher/images/%u.img", data, 0x40000000u + (unsigned)id);
     ck_assert_msg(lstat(jdir, &sb) != 0, "%s stays past retention", jdir);
     j = get_job(id);
     ck_assert_str_eq(json_string_value(json_object_get(j, "status")), "succeeded");

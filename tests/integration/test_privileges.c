@@ -4,7 +4,7 @@
  *   - the serving process runs as the `eddy` user with no capabilities and
  *     no_new_privs, its launcher as root, and the data directory is eddy's;
  *   - a job still runs, its artifacts are still served (its trees came back
- *     to the server), and from inside it the launcher cannot be reached
+ *     to the server), also while it runs (what it writes under umask 022), and from inside it the launcher cannot be reached
  *     (no socket among its descriptors, not in its PID namespace);
  *   - killing the launcher stops the server with status 1 and a log line;
  *   - killing the server makes the launcher kill the job and exit;
@@ -296,6 +296,57 @@ START_TEST(job_runs_artifacts_are_served_and_the_launcher_is_out_of_reach)
 }
 END_TEST
 
+/* While a job runs its output belongs to its slot uid; what it writes there
+ * under its umask (022) is readable by the server, so the artifacts are
+ * listed and served during the run, not only once it has ended (before:
+ * 404 until the end). A file the job keeps to itself (0600) is not. */
+START_TEST(a_running_jobs_artifacts_are_listed_and_served)
+{
+    char st[32], path[200], args[64], file[240];
+    pid_t l = child_named(srv.pid, "eddy-launcher");
+    struct stat sb;
+    it_resp r;
+    int seen = 0;
+
+    ck_assert_int_gt(l, 0);
+    snprintf(args, sizeof(args), "[\"%d\", \"60\"]", (int)l);
+    long long id = submit(args, "probe-running");
+    wait_status(st, sizeof(st), id, "queued", NULL);
+    ck_assert_str_eq(st, "running");
+    snprintf(file, sizeof(file), "%s/jobs/%lld/output/probe.txt", data, id);
+    snprintf(path, sizeof(path), "/api/v1/jobs/%lld/artifacts", id);
+    for (int i = 0; i < 300 && !seen; i++) {
+        it_request(&r, &srv, "GET", path, NULL, hdrs);
+        ck_assert_msg(r.status == 200, "listing a running job's artifacts: %ld %s", r.status, r.body);
+        seen = strstr(r.body, "probe.txt") != NULL;
+        it_resp_free(&r);
+        if (!seen)
+            sleep_ms(100);
+    }
+    ck_assert_msg(seen, "probe.txt was never listed while the job ran");
+    snprintf(path, sizeof(path), "/api/v1/jobs/%lld/artifacts/probe.txt", id);
+    it_request(&r, &srv, "GET", path, NULL, hdrs);
+    ck_assert_msg(r.status == 200 && strstr(r.body, "sockets=[]"), "%ld %s", r.status, r.body);
+    it_resp_free(&r);
+    /* it was the job's (a slot uid's) file, served during the run */
+    ck_assert_int_eq(lstat(file, &sb), 0);
+    ck_assert_uint_ne(sb.st_uid, eddy_uid);
+    ck_assert_uint_eq(sb.st_mode & 0777, 0644);
+    snprintf(path, sizeof(path), "/api/v1/jobs/%lld", id);
+    it_request(&r, &srv, "GET", path, NULL, hdrs);
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "status")), "running");
+    it_resp_free(&r);
+    /* the output's top: the slot's, searchable by the server, nothing more */
+    snprintf(file, sizeof(file), "%s/jobs/%lld/output", data, id);
+    ck_assert_int_eq(lstat(file, &sb), 0);
+    ck_assert_uint_eq(sb.st_mode & 0777, 0755);
+    it_request(&r, &srv, "DELETE", path, NULL, hdrs);
+    ck_assert_int_lt(r.status, 300);
+    it_resp_free(&r);
+    wait_status(st, sizeof(st), id, "running", NULL);
+}
+END_TEST
+
 START_TEST(a_dead_launcher_stops_the_server_loudly)
 {
     pid_t l = child_named(srv.pid, "eddy-launcher");
@@ -403,6 +454,7 @@ int main(void)
     tcase_set_timeout(t, 180);
     tcase_add_test(t, server_is_eddy_launcher_is_root_and_data_is_eddys);
     tcase_add_test(t, job_runs_artifacts_are_served_and_the_launcher_is_out_of_reach);
+    tcase_add_test(t, a_running_jobs_artifacts_are_listed_and_served);
     tcase_add_test(t, a_dead_launcher_stops_the_server_loudly);
     tcase_add_test(t, a_dead_server_takes_its_launcher_and_jobs_along);
     suite_add_tcase(s, t);

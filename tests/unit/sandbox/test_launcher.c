@@ -454,6 +454,238 @@ START_TEST(a_dead_launcher_fails_every_call_loudly)
 }
 END_TEST
 
+
+/* ---- disk quotas through the launcher ---- */
+
+static int disk_req(unsigned op, const char *const *paths, size_t n, uint32_t projid, int64_t bytes)
+{
+    sbx_wire_buf b;
+    sbx__wire_begin(&b, op, 40);
+    sbx__wire_u32(&b, (uint32_t)n);
+    for (size_t i = 0; i < n; i++)
+        sbx__wire_str(&b, paths[i]);
+    sbx__wire_u32(&b, projid);
+    if (op == SBX_OP_DISK_INIT)
+        sbx__wire_i64(&b, bytes);
+    return raw_buf(&b, NULL, 0);
+}
+
+static int path_req(unsigned op, const char *path)
+{
+    sbx_wire_buf b;
+    sbx__wire_begin(&b, op, 41);
+    sbx__wire_str(&b, path);
+    return raw_buf(&b, NULL, 0);
+}
+
+static int mounted_at(const char *dir)
+{
+    char buf[1 << 16];
+    int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    return strstr(buf, dir) != NULL;
+}
+
+#define JOB(id) (SBX_DISK_PROJID_JOBS + (id))
+
+START_TEST(disk_requests_with_bad_ids_links_or_sizes_are_refused)
+{
+    char p[12][200], outside[160], file[240];
+    const char *one[1], *two[2];
+    sbx_wire_buf b;
+    struct stat sb;
+
+    start();
+    snprintf(outside, sizeof(outside), "/tmp/eddy-launcher-outside-XXXXXX");   /* not beneath the data directory */
+    ck_assert_ptr_nonnull(mkdtemp(outside));
+    /* sizes and flags out of range */
+    sbx__wire_begin(&b, SBX_OP_DISK_PROBE, 1);
+    sbx__wire_i64(&b, 1);                  /* a 1-byte volume */
+    sbx__wire_u32(&b, 0);
+    ck_assert_int_eq(raw_buf(&b, NULL, 0), ED_EINVAL);
+    sbx__wire_begin(&b, SBX_OP_DISK_PROBE, 2);
+    sbx__wire_i64(&b, -1);
+    sbx__wire_u32(&b, 0x100);              /* an unknown flag */
+    ck_assert_int_eq(raw_buf(&b, NULL, 0), ED_EINVAL);
+    sbx__wire_begin(&b, SBX_OP_DISK_PROBE, 3);
+    sbx__wire_i64(&b, INT64_C(1) << 60);
+    sbx__wire_u32(&b, 0);
+    ck_assert_int_eq(raw_buf(&b, NULL, 0), ED_EINVAL);
+
+    snprintf(p[0], 200, "%s/jobs", data);
+    ck_assert_int_eq(mkdir(p[0], 0700), 0);
+    snprintf(p[0], 200, "%s/jobs/7", data);
+    ck_assert_int_eq(mkdir(p[0], 0700), 0);
+    snprintf(p[0], 200, "%s/jobs/7/work", data);
+    snprintf(p[1], 200, "%s/jobs/7/output", data);
+    ck_assert_int_eq(mkdir(p[0], 0700), 0);
+    ck_assert_int_eq(mkdir(p[1], 0700), 0);
+    two[0] = p[0];
+    two[1] = p[1];
+    /* not probed yet: no mechanism, refused (fail closed) */
+    ck_assert_int_eq(disk_req(SBX_OP_DISK_INIT, two, 2, JOB(7), 32 << 20), ED_EUNPROC);
+    /* limits outside 1 MiB..1 PiB */
+    ck_assert_int_eq(disk_req(SBX_OP_DISK_INIT, two, 2, JOB(7), 0), ED_EINVAL);
+    ck_assert_int_eq(disk_req(SBX_OP_DISK_INIT, two, 2, JOB(7), 1000), ED_EINVAL);
+    ck_assert_int_eq(disk_req(SBX_OP_DISK_INIT, two, 2, JOB(7), INT64_C(1) << 51), ED_EINVAL);
+    ck_assert_int_eq(disk_req(SBX_OP_DISK_INIT, two, 2, JOB(7), -5), ED_EINVAL);
+    /* ids and names the launcher does not accept */
+    snprintf(p[2], 200, "%s/jobs/../jobs/7/work", data);
+    snprintf(p[3], 200, "%s/jobs/abc/work", data);
+    snprintf(p[4], 200, "%s/jobs/07/work", data);
+    snprintf(p[5], 200, "%s/jobs/7/etc", data);
+    snprintf(p[6], 200, "%s/jobs/1234567890123456789/work", data);
+    snprintf(p[7], 200, "/etc/jobs/7/work");
+    snprintf(p[8], 200, "%s/jobs/7/work/", data);
+    snprintf(p[9], 200, "%s/launcher/images", data);
+    for (int i = 2; i <= 9; i++) {
+        one[0] = p[i];
+        ck_assert_msg(disk_req(SBX_OP_DISK_INIT, one, 1, JOB(7), 32 << 20) == ED_EPERM, "%s", p[i]);
+        ck_assert_msg(path_req(SBX_OP_DISK_CLEAR, p[i]) == ED_EPERM, "%s", p[i]);
+        ck_assert_msg(path_req(SBX_OP_DISK_FREEZE, p[i]) == ED_EPERM, "%s", p[i]);
+    }
+    /* another job's project id */
+    ck_assert_int_eq(disk_req(SBX_OP_DISK_INIT, two, 2, JOB(8), 32 << 20), ED_EPERM);
+    ck_assert_int_eq(disk_req(SBX_OP_DISK_REMOVE, two, 2, JOB(8), 0), ED_EPERM);
+    ck_assert_int_eq(disk_req(SBX_OP_DISK_REMOVE, NULL, 0, 5, 0), ED_EPERM);
+    sbx__wire_begin(&b, SBX_OP_DISK_EXISTS, 4);
+    sbx__wire_u32(&b, 0);
+    ck_assert_int_eq(raw_buf(&b, NULL, 0), ED_EPERM);
+    sbx__wire_begin(&b, SBX_OP_DISK_USAGE, 5);
+    sbx__wire_str(&b, "/etc");
+    sbx__wire_u32(&b, JOB(7));
+    ck_assert_int_eq(raw_buf(&b, NULL, 0), ED_EPERM);
+
+    /* links: jobs/9 a link to a directory outside, jobs/10/work a link */
+    snprintf(p[10], 200, "%s/work", outside);
+    mkdir(p[10], 0700);
+    snprintf(file, sizeof(file), "%s/keep.txt", p[10]);
+    int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    snprintf(p[11], 200, "%s/jobs/9", data);
+    ck_assert_int_eq(symlink(outside, p[11]), 0);
+    snprintf(p[11], 200, "%s/jobs/9/work", data);
+    one[0] = p[11];
+    ck_assert_int_eq(disk_req(SBX_OP_DISK_INIT, one, 1, JOB(9), 32 << 20), ED_EPERM);
+    ck_assert_int_eq(path_req(SBX_OP_DISK_CLEAR, p[11]), ED_EPERM);
+    ck_assert_int_eq(path_req(SBX_OP_DISK_FREEZE, p[11]), ED_EPERM);
+    snprintf(p[11], 200, "%s/jobs/10", data);
+    ck_assert_int_eq(mkdir(p[11], 0700), 0);
+    snprintf(p[11], 200, "%s/jobs/10/work", data);
+    ck_assert_int_eq(symlink(p[10], p[11]), 0);
+    one[0] = p[11];
+    ck_assert_int_eq(disk_req(SBX_OP_DISK_INIT, one, 1, JOB(10), 32 << 20), ED_EPERM);
+    ck_assert_int_eq(path_req(SBX_OP_DISK_FREEZE, p[11]), ED_EIO);      /* not followed */
+    ck_assert_int_eq(path_req(SBX_OP_DISK_CLEAR, p[11]), 0);            /* the link goes, not what it names */
+    ck_assert_int_eq(lstat(p[11], &sb), -1);
+    ck_assert_int_eq(lstat(file, &sb), 0);
+    ck_assert_int_eq(mounted_at(outside), 0);
+    unlink(file);
+    rmdir(p[10]);
+    rmdir(outside);
+    /* the store is root's, 0700, out of the server's reach */
+    snprintf(p[9], 200, "%s/launcher", data);
+    ck_assert_int_eq(lstat(p[9], &sb), 0);
+    ck_assert_uint_eq(sb.st_uid, 0);
+    ck_assert_uint_eq(sb.st_mode & 0777, 0700);
+    snprintf(p[9], 200, "%s/launcher/x", data);
+    ck_assert_int_eq(mkdir(p[9], 0700), -1);
+    ck_assert_int_eq(errno, EACCES);
+    /* still serving */
+    sbx__wire_begin(&b, SBX_OP_SLOT_CLAIM, 10);
+    ck_assert_int_eq(raw_buf(&b, NULL, 0), 0);
+    ck_assert_int_eq(stop(), 0);
+}
+END_TEST
+
+/* Run where loop images work (main checks): a job's tree made, used,
+ * measured, frozen, cleared and removed, all through the launcher, as the
+ * unprivileged server. */
+START_TEST(job_trees_are_made_and_dropped_through_the_launcher)
+{
+    char jobs[160], work[200], output[200], path[240], buf[16] = {0};
+    const char *dirs[2] = {work, output};
+    sbx_disk d;
+    struct stat sb, parent;
+    int64_t used = 0, inodes = 0;
+    int fd;
+
+    start();
+    use_launcher();
+    ck_assert_int_eq(sbx_disk_probe(&d, data, -1, SBX_DISK_SETUP | SBX_DISK_NO_PRJQUOTA | SBX_DISK_NO_VOLUME), 0);
+    ck_assert_msg(d.mech == SBX_DISK_IMAGES, "%s", d.detail);
+    ck_assert_msg(strstr(d.detail, "/proc/self") == NULL && strstr(d.detail, "/launcher/images"), "%s", d.detail);
+    snprintf(jobs, sizeof(jobs), "%s/jobs", data);
+    ck_assert_int_eq(mkdir(jobs, 0700), 0);
+    snprintf(jobs, sizeof(jobs), "%s/jobs/7", data);
+    ck_assert_int_eq(mkdir(jobs, 0700), 0);
+    snprintf(work, sizeof(work), "%s/work", jobs);
+    snprintf(output, sizeof(output), "%s/output", jobs);
+    ck_assert_msg(sbx_disk_tree_init(&d, dirs, 2, JOB(7), 8 << 20) == 0, "%s", ed_error_last());
+    ck_assert_int_eq(sbx_disk_tree_init(&d, dirs, 2, JOB(7), 8 << 20), 0);   /* again: attached already */
+    ck_assert_int_eq(stat(work, &sb), 0);
+    ck_assert_int_eq(stat(jobs, &parent), 0);
+    ck_assert_uint_ne(sb.st_dev, parent.st_dev);           /* a mount */
+    ck_assert_uint_eq(sb.st_uid, SERVER_UID);             /* and ours to write */
+    ck_assert_int_eq(sbx_disk_tree_exists(&d, JOB(7)), 1);
+    /* a write past the limit fails */
+    snprintf(path, sizeof(path), "%s/big", work);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert_int_ge(fd, 0);
+    static char chunk[1 << 20];
+    int wrote = 0, e = 0;
+    for (int i = 0; i < 16; i++) {
+        if (write(fd, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk) || fsync(fd) < 0) {
+            e = errno;
+            break;
+        }
+        wrote++;
+    }
+    close(fd);
+    ck_assert_msg(e == EDQUOT || e == ENOSPC, "wrote %d MiB past an 8 MiB limit (%s)", wrote, strerror(e));
+    ck_assert_int_le(wrote, 8);
+    ck_assert_int_eq(sbx_disk_tree_usage(&d, output, JOB(7), &used, &inodes), 0);
+    ck_assert_int_ge(used, (int64_t)wrote << 20);
+    ck_assert_int_eq(unlink(path), 0);
+    snprintf(path, sizeof(path), "%s/result.txt", output);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert_int_eq(write(fd, "kept", 4), 4);
+    close(fd);
+    /* frozen: a plain directory with the same content, no mount */
+    ck_assert_msg(sbx_disk_path_freeze(output) == 0, "%s", ed_error_last());
+    ck_assert_int_eq(stat(output, &sb), 0);
+    ck_assert_uint_eq(sb.st_dev, parent.st_dev);
+    ck_assert_uint_eq(sb.st_uid, SERVER_UID);
+    fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(read(fd, buf, sizeof(buf)), 4);
+    close(fd);
+    ck_assert_str_eq(buf, "kept");
+    ck_assert_int_eq(sbx_disk_path_freeze(output), 0);    /* again: nothing to do */
+    ck_assert_int_eq(sbx_disk_path_clear(work), 0);
+    ck_assert_int_eq(lstat(work, &sb), -1);
+    ck_assert_int_eq(sbx_disk_tree_remove(&d, NULL, 0, JOB(7)), 0);
+    ck_assert_int_eq(sbx_disk_tree_exists(&d, JOB(7)), 0);
+    ck_assert_int_eq(mounted_at(jobs), 0);
+    /* a second tree, left attached, goes with detach */
+    snprintf(jobs, sizeof(jobs), "%s/jobs/8", data);
+    ck_assert_int_eq(mkdir(jobs, 0700), 0);
+    snprintf(work, sizeof(work), "%s/work", jobs);
+    snprintf(output, sizeof(output), "%s/output", jobs);
+    ck_assert_int_eq(sbx_disk_tree_init(&d, dirs, 2, JOB(8), 4 << 20), 0);
+    ck_assert_int_eq(mounted_at(jobs), 1);
+    ck_assert_int_eq(sbx_disk_detach(data), 0);
+    ck_assert_int_eq(mounted_at(jobs), 0);
+    ck_assert_int_eq(sbx_disk_tree_remove(&d, dirs, 2, JOB(8)), 0);
+    ck_assert_int_eq(sbx_disk_tree_exists(&d, JOB(8)), 0);
+    ck_assert_int_eq(stop(), 0);
+}
+END_TEST
+
 int main(void)
 {
     if (geteuid() != 0) {
@@ -481,6 +713,17 @@ int main(void)
     tcase_add_test(t, signals_and_kill_go_through_the_launcher);
     tcase_add_test(t, closing_the_socket_kills_every_job_and_ends_the_launcher);
     tcase_add_test(t, a_dead_launcher_fails_every_call_loudly);
+    tcase_add_test(t, disk_requests_with_bad_ids_links_or_sizes_are_refused);
+    {
+        /* loop images need loop devices and mkfs.ext4 (e2fsprogs) */
+        sbx_disk d;
+        if (sbx_disk_probe(&d, root, -1, SBX_DISK_NO_PRJQUOTA | SBX_DISK_NO_VOLUME) == 0 &&
+            d.mech == SBX_DISK_IMAGES)
+            tcase_add_test(t, job_trees_are_made_and_dropped_through_the_launcher);
+        else
+            fprintf(stderr, "not run: job_trees_are_made_and_dropped_through_the_launcher (no loop images "
+                            "here: %s)\n", d.detail);
+    }
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
