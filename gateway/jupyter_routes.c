@@ -718,12 +718,27 @@ static int view_of_row(sess_view *v, gw_request *req, sqlite3_stmt *q)
     return 0;
 }
 
+/* Whether the session's kernel is gone (dead, or no longer there). */
+static bool session_kernel_gone(gw_request *req, const sess_view *v)
+{
+    kh_kernel k;
+
+    if (kh_kernel_get(&k, req->srv, req->auth.user_id, v->kernel_id) < 0) {
+        ed_error_clear();
+        return true;
+    }
+    return strcmp(k.status, "dead") == 0;
+}
+
+/* A session as Jupyter shows it. A dead kernel (after a server restart, a
+ * cull) shows as "kernel": null, which Jupyter clients answer by starting
+ * one (PATCH); POSTing the same path does that too. */
 static json_t *session_model(gw_request *req, const sess_view *v)
 {
     kh_kernel k;
     json_t *km = NULL;
 
-    if (kh_kernel_get(&k, req->srv, req->auth.user_id, v->kernel_id) == 0)
+    if (kh_kernel_get(&k, req->srv, req->auth.user_id, v->kernel_id) == 0 && strcmp(k.status, "dead") != 0)
         km = jup__kernel_model(req, &k);
     else
         ed_error_clear();
@@ -907,9 +922,29 @@ int jup__create_session(gw_request *req, gw_response *res)
     }
     if (path == NULL)
         return ed_error_set(ED_EINVAL, "a session needs a path");
-    /* Jupyter answers an existing session for the same path. */
-    if ((err = session_find_by(&v, req, "path", path)) == 0)
+    /* Jupyter answers an existing session for the same path; one whose kernel
+     * died gets a new kernel from this body, as Jupyter (which forgets such
+     * sessions) would start with a new session. */
+    if ((err = session_find_by(&v, req, "path", path)) == 0) {
+        if (session_kernel_gone(req, &v)) {
+            if ((err = session_kernel(kid, &started, req, body)) < 0)
+                return err;
+            if ((err = ed_store_prepare(&q, req->srv->store,
+                                        "UPDATE jupyter_sessions SET kernel_id = ?3 WHERE id = ?1 AND user_id = ?2")) <
+                0)
+                return err;
+            sqlite3_bind_text(q, 1, v.id, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(q, 2, req->auth.user_id);
+            sqlite3_bind_text(q, 3, kid, -1, SQLITE_STATIC);
+            rc = sqlite3_step(q);
+            err = rc == SQLITE_DONE ? 0 : ed_store_error(ed_store_db(req->srv->store), rc, "session");
+            sqlite3_finalize(q);
+            if (err < 0)
+                return err;
+            snprintf(v.kernel_id, sizeof(v.kernel_id), "%s", kid);
+        }
         return respond(res, 201, session_model(req, &v));
+    }
     if (err != ED_ENOTFOUND)
         return err;
     ed_error_clear();

@@ -766,23 +766,27 @@ START_TEST(session_flood_is_refused_capped_persisted_and_deleted_with_the_kernel
     it_request(&r, &srv, "GET", path, NULL, alice.hdrs);
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(jstr(r.json, "path"), "nb-0.ipynb");
+    ck_assert(json_is_null(json_object_get(r.json, "kernel")));   /* died with the server: clients start one */
     it_resp_free(&r);
-    /* and go with their kernel */
-    snprintf(path, sizeof(path), "/api/kernels/%s", kid);
-    ck_assert_int_eq(status_of("DELETE", path, NULL, alice.hdrs), 204);
-    ck_assert_uint_eq(session_count(&alice), 0);
-    ck_assert_int_eq(it_db_int(&srv, "SELECT count(*) FROM jupyter_sessions"), 0);
-
-    /* a live kernel's session goes when the kernel is deleted through /api/v1 */
-    it_request(&r, &srv, "POST", "/api/sessions", "{\"path\":\"live.ipynb\",\"kernel\":{\"name\":\"python3\"}}",
+    /* opening one of them again gets it a new kernel, as Jupyter would */
+    it_request(&r, &srv, "POST", "/api/sessions", "{\"path\":\"nb-1.ipynb\",\"kernel\":{\"name\":\"python3\"}}",
                alice.hdrs);
     ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
-    snprintf(kid, sizeof(kid), "%s", jstr(json_object_get(r.json, "kernel"), "id"));
+    char k2[64];
+    snprintf(k2, sizeof(k2), "%s", jstr(json_object_get(r.json, "kernel"), "id") ?: "");
     it_resp_free(&r);
+    ck_assert_uint_eq(strlen(k2), 36);
+    ck_assert_str_ne(k2, kid);
+    ck_assert_uint_eq(session_count(&alice), 64);
+    /* and they go with their kernel: the dead one through /api/kernels, */
+    snprintf(path, sizeof(path), "/api/kernels/%s", kid);
+    ck_assert_int_eq(status_of("DELETE", path, NULL, alice.hdrs), 204);
     ck_assert_uint_eq(session_count(&alice), 1);
-    snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
+    /* the live one through /api/v1/kernels */
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s", k2);
     ck_assert_int_eq(status_of("DELETE", path, NULL, alice.hdrs), 200);
     ck_assert_uint_eq(session_count(&alice), 0);
+    ck_assert_int_eq(it_db_int(&srv, "SELECT count(*) FROM jupyter_sessions"), 0);
     ck_assert_int_eq(it_server_stop(&srv), 0);
 }
 END_TEST
