@@ -108,7 +108,9 @@ int kh_kernel_shutdown(gw_server *srv, int64_t user_id, const char *id, const ch
 /* Send one Jupyter message (an object with "channel": shell | control |
  * stdin, and a header with msg_type and msg_id) to the kernel. Counts as
  * client activity. ED_ENOTFOUND; ED_ECONFLICT when the kernel is not running
- * (queued or dead); ED_EINVAL for a malformed message. `msg` is borrowed. */
+ * (queued or dead) or stopped reading (it is then stopped: protocol_error);
+ * ED_EBUSY when another send to it held the socket for 5 s; ED_EINVAL for a
+ * malformed message. Never waits longer than 5 s. `msg` is borrowed. */
 int kh_send(gw_server *srv, int64_t user_id, const char *id, const json_t *msg);
 /* An execute_request for `code`; when `notebook_path` and `cell_id` are both
  * given, that cell's outputs and execution_count are folded into the
