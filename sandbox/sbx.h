@@ -182,9 +182,11 @@ void sbx_slot_free(sbx_slot *s);
  *                      quotas, loop-mounted at DATA/volume (made at start)
  *   SBX_DISK_IMAGES    a sparse ext4 image per tree in DATA/images/ (kernels
  *                      without quota formats, e.g. no CONFIG_QFMT_V2)
- * Every function takes what it needs as arguments and keeps no state, so
- * the privileged launcher can run each as a request; all need root except
- * the probe's read-only part and sbx_disk_tree_usage on images.
+ * Every function takes what it needs as arguments and keeps no state; all
+ * need root except the probe's read-only part and sbx_disk_tree_usage on
+ * images. While sbx_launcher_use() is set each goes to the launcher, which
+ * accepts only job trees (DATA/jobs/<id>/work, /output) and keeps images and
+ * the volume in DATA/launcher, root's (README.md "Privilege split").
  *
  *     sbx_disk d;
  *     sbx_disk_probe(&d, "/srv/eddy", 0, SBX_DISK_SETUP);
@@ -316,8 +318,8 @@ typedef struct sbx_launcher_config {
  * ED_EIO when a root cannot be opened. Meant for a process of its own. */
 int sbx_launcher_serve(int fd, const sbx_launcher_config *cfg);
 
-/* From now on send sbx_launch, sbx_job_*, sbx_slot_claim/free and
- * sbx_tree_give to the launcher on `fd` (takes fd; its replies must come
+/* From now on send sbx_launch, sbx_job_*, sbx_slot_claim/free,
+ * sbx_tree_give and sbx_disk_* to the launcher on `fd` (takes fd; its replies must come
  * from `launcher_pid`). fd -1 closes it and returns to in-process launches.
  * When the launcher is gone every request fails with ED_EIO "the sandbox
  * launcher is gone". 0, or ED_EINVAL. */

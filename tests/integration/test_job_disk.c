@@ -237,6 +237,18 @@ START_TEST(a_job_writing_past_its_disk_limit_gets_edquot_and_nobody_else_notices
     ck_assert_int_eq(json_integer_value(json_object_get(j, "disk_limit_bytes")), LIMIT);
     json_decref(j);
 
+    /* served as eddy (the default split), the tree was the launcher's: its
+     * store is root's and 0700 in the eddy-owned data directory */
+    ck_assert_int_eq(stat(data, &sb), 0);
+    if (sb.st_uid != 0) {
+        char store[200];
+        snprintf(store, sizeof(store), "%s/launcher", data);
+        ck_assert_int_eq(lstat(store, &sb), 0);
+        ck_assert_uint_eq(sb.st_uid, 0);
+        ck_assert_uint_eq(sb.st_mode & 0777, 0700);
+        printf("disk-filling job: served unprivileged, quota through the sandbox launcher\n");
+    }
+
     /* bob's job ran beside it */
     j = wait_end(&bob, small);
     ck_assert_str_eq(json_string_value(json_object_get(j, "status")), "succeeded");
