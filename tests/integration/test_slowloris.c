@@ -351,9 +351,8 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *r;
     struct rlimit rl;
-    int failed, probe;
+    int probe;
 
     /* The attack holds 1,250 client sockets in this process. */
     getrlimit(RLIMIT_NOFILE, &rl);
@@ -380,10 +379,5 @@ int main(void)
         }
         close(probe);
     }
-    r = srunner_create(suite());
-
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
+    return it_suite_run(suite());
 }
