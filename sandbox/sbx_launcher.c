@@ -737,6 +737,11 @@ static int do_disk(launcher *L, sbx_wire_req *q, answer *a)
             return err == ED_ENOTFOUND ? 0 : err;
         err = q->op == SBX_OP_DISK_CLEAR ? sbx__disk_path_clear_at(parent, name, &L->store_st)
                                          : sbx__disk_path_freeze_at(parent, name, &L->store_st);
+        if (err == 0 && q->op == SBX_OP_DISK_FREEZE &&
+            (dirs[0] = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0)
+            /* the copy keeps its owners: a slot's files (a job whose end a
+             * crash hid from us) go to the server, as at a job's end */
+            err = sbx__tree_chown(dirs[0], L->cfg->server_uid, L->cfg->server_gid, L->cfg);
         goto out;
     }
     case SBX_OP_DISK_REMOVE:
