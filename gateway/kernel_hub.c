@@ -147,6 +147,7 @@ struct kh_hub {
     int             nthreads;    /* readers + culler running */
     bool            stopping;
     int64_t         swept_ms;    /* last retention sweep (culler thread) */
+    int64_t         sweep_ms;    /* EDDY_KERNEL_SWEEP_MS (tests): sweep this often; 0: by the retention */
 };
 
 typedef struct reader_arg {
@@ -265,6 +266,7 @@ static void persist_dead(kh_hub *h, const char *id, const char *reason, int64_t 
 
 static int send_msg(kh_hub *h, kh_k *k, const json_t *msg);
 static int stop_job(kh_hub *h, int64_t user_id, int64_t job_id);
+static int64_t env_ms(const char *name, int64_t dflt);
 
 /* ---- the journal ------------------------------------------------------------------ */
 
@@ -1122,33 +1124,46 @@ static int stop_job(kh_hub *h, int64_t user_id, int64_t job_id)
 }
 
 /* Delete the journals (and Jupyter sessions) of kernels dead for longer
- * than kernel_journal_retention_ms, a few kernels per call (culler thread,
- * no lock held). The kernels' rows stay: GET still says how they ended. */
+ * than kernel_journal_retention_ms, and of each user's dead kernels past the
+ * newest kernel_dead_journals_per_user, a few kernels per call (culler
+ * thread, no lock held). The kernels' rows stay: GET still says how they
+ * ended. */
 static void retention_sweep(kh_hub *h)
 {
     int64_t keep = h->srv->cfg.kernel_journal_retention_ms;
-    char ids[16][KH_ID_LEN];
+    int per_user = h->srv->cfg.kernel_dead_journals_per_user;
+    char ids[32][KH_ID_LEN];
     int n = 0, rc;
     sqlite3_stmt *q;
 
-    if (keep <= 0 || ed_store_prepare(&q, h->srv->store,
-                                      "SELECT id FROM kernels WHERE status = 'dead' AND ended_at < ?1 AND "
-                                      "(EXISTS (SELECT 1 FROM kernel_journal j WHERE j.kernel_id = kernels.id) OR "
-                                      "EXISTS (SELECT 1 FROM jupyter_sessions s WHERE s.kernel_id = kernels.id)) "
-                                      "LIMIT 16") < 0)
-        return;
-    sqlite3_bind_int64(q, 1, ed_now_ms() - keep);
-    while (n < 16 && (rc = sqlite3_step(q)) == SQLITE_ROW)
-        snprintf(ids[n++], KH_ID_LEN, "%s", (const char *)sqlite3_column_text(q, 0));
-    sqlite3_finalize(q);
+    if (keep > 0 && ed_store_prepare(&q, h->srv->store,
+                                     "SELECT id FROM kernels WHERE status = 'dead' AND ended_at < ?1 AND "
+                                     "(EXISTS (SELECT 1 FROM kernel_journal j WHERE j.kernel_id = kernels.id) OR "
+                                     "EXISTS (SELECT 1 FROM jupyter_sessions s WHERE s.kernel_id = kernels.id)) "
+                                     "LIMIT 16") == 0) {
+        sqlite3_bind_int64(q, 1, ed_now_ms() - keep);
+        while (n < 16 && (rc = sqlite3_step(q)) == SQLITE_ROW)
+            snprintf(ids[n++], KH_ID_LEN, "%s", (const char *)sqlite3_column_text(q, 0));
+        sqlite3_finalize(q);
+    }
+    if (per_user > 0 && ed_store_prepare(&q, h->srv->store,
+                                         "SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY user_id "
+                                         "ORDER BY ended_at DESC, id) AS rn FROM kernels WHERE status = 'dead') "
+                                         "WHERE rn > ?1 AND EXISTS (SELECT 1 FROM kernel_journal j WHERE "
+                                         "j.kernel_id = id) LIMIT 16") == 0) {
+        sqlite3_bind_int64(q, 1, per_user);
+        while (n < 32 && (rc = sqlite3_step(q)) == SQLITE_ROW)
+            snprintf(ids[n++], KH_ID_LEN, "%s", (const char *)sqlite3_column_text(q, 0));
+        sqlite3_finalize(q);
+    }
     for (int i = 0; i < n; i++) {
         if (journal_delete(h, ids[i], INT64_MAX) < 0 ||
             db_exec(h, "DELETE FROM jupyter_sessions WHERE kernel_id = ?1", ids[i], NULL, NULL, 0, 0) < 0) {
             ed_log_error("kernel.retention", "kernel %s: %s", ids[i], ed_error_last());
             break;
         }
-        ed_log_info("kernel.retention", "kernel %s: dead for over %lld ms; its journal was deleted", ids[i],
-                    (long long)keep);
+        ed_log_info("kernel.retention", "kernel %s: dead past the retention time or its user's newest %d; its "
+                    "journal was deleted", ids[i], per_user);
     }
 }
 
@@ -1245,8 +1260,10 @@ static void *culler_main(void *p)
             }
         }
         int64_t keep = h->srv->cfg.kernel_journal_retention_ms;
-        int64_t every = keep / 4 < SWEEP_MS ? (keep / 4 > TICK_MS ? keep / 4 : TICK_MS) : SWEEP_MS;
-        if (keep > 0 && now - h->swept_ms >= every) {
+        int64_t every = keep > 0 && keep / 4 < SWEEP_MS ? (keep / 4 > TICK_MS ? keep / 4 : TICK_MS) : SWEEP_MS;
+        if (h->sweep_ms > 0)
+            every = h->sweep_ms;   /* tests shorten it */
+        if ((keep > 0 || h->srv->cfg.kernel_dead_journals_per_user > 0) && now - h->swept_ms >= every) {
             h->swept_ms = now;
             retention_sweep(h);
         }
@@ -1279,6 +1296,7 @@ int kh_hub_start(gw_server *srv)
     if ((h = calloc(1, sizeof(*h))) == NULL)
         return ed_error_set(ED_ENOMEM, "kernel hub");
     h->srv = srv;
+    h->sweep_ms = env_ms("EDDY_KERNEL_SWEEP_MS", 0);
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
     /* kernels die with the server: whatever a previous run left is dead

@@ -664,6 +664,45 @@ START_TEST(large_output_is_split_or_replaced_and_the_kernel_lives)
 }
 END_TEST
 
+static long status_of(const char *method, const char *path, const char *body, const char *const *hdrs);
+
+/* Past a user's newest kernel_dead_journals_per_user dead kernels, older
+ * ones' journals go even with no retention time. */
+START_TEST(a_user_keeps_the_journals_of_their_newest_dead_kernels_only)
+{
+    static const char *const env[] = {"EDDY_KERNEL_JOURNAL_RETENTION_MS=0", "EDDY_KERNEL_DEAD_JOURNALS_PER_USER=1",
+                                      "EDDY_KERNEL_SWEEP_MS=300", NULL};
+    user alice;
+    char pa[64], ka[64], kb[64], path[128];
+    char *out;
+
+    ck_assert_int_eq(it_server_start(&srv, env), 0);
+    make_user(&alice, "alice");
+    make_project(pa, sizeof(pa), &alice);
+    start_kernel(ka, sizeof(ka), &alice, pa);
+    out = run(&alice, ka, "print('first')");
+    free(out);
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s", ka);
+    ck_assert_int_eq(status_of("DELETE", path, NULL, alice.hdrs), 200);
+    json_decref(wait_status(&alice, ka, "dead"));
+    start_kernel(kb, sizeof(kb), &alice, pa);
+    out = run(&alice, kb, "print('second')");
+    free(out);
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s", kb);
+    ck_assert_int_eq(status_of("DELETE", path, NULL, alice.hdrs), 200);
+    json_decref(wait_status(&alice, kb, "dead"));
+    long long rows = -1;
+    for (int i = 0; i < 300 && rows != 0; i++) {
+        rows = it_db_int(&srv, "SELECT count(*) FROM kernel_journal WHERE kernel_id = '%s'", ka);
+        if (rows != 0)
+            usleep(100000);
+    }
+    ck_assert_int_eq(rows, 0);
+    ck_assert_int_gt(it_db_int(&srv, "SELECT count(*) FROM kernel_journal WHERE kernel_id = '%s'", kb), 0);
+    ck_assert_int_eq(it_server_stop(&srv), 0);
+}
+END_TEST
+
 static long status_of(const char *method, const char *path, const char *body, const char *const *hdrs)
 {
     it_resp r;
@@ -801,6 +840,7 @@ static Suite *suite(void)
     tcase_add_test(tc, print_flood_is_dropped_with_a_notice_and_the_database_stays_small);
     tcase_add_test(tc, journal_is_capped_and_a_dead_kernels_journal_expires);
     tcase_add_test(tc, large_output_is_split_or_replaced_and_the_kernel_lives);
+    tcase_add_test(tc, a_user_keeps_the_journals_of_their_newest_dead_kernels_only);
     tcase_add_test(tc, session_flood_is_refused_capped_persisted_and_deleted_with_the_kernel);
     suite_add_tcase(s, tc);
     return s;
