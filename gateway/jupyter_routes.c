@@ -20,11 +20,13 @@
  * token as X-CSRF-Token or X-XSRFToken. The channels upgrade alone also takes
  * ?token=<key>, because browsers cannot set headers on a WebSocket.
  *
- * A channels connection: the ws.c reader thread turns client frames into
- * kh_send calls; a pump thread per connection follows the kernel's output
- * (kh_subscribe from the kernel's last sequence number at connect, or
- * ?after=<seq> to resume) and writes frames. Messages sent while the kernel
- * is still queued or starting are held and delivered once it runs.
+ * A channels connection has no thread of its own: ws.c's event loop turns
+ * client frames into kh_send calls (on_message) and, woken by the hub when
+ * output arrives, drains the subscription into frames (on_wake), pausing
+ * while the socket's queue is long. The subscription starts from the
+ * kernel's last sequence number at connect, or ?after=<seq> to resume.
+ * Messages sent while the kernel is still queued or starting are held and
+ * delivered once it runs.
  */
 #include "gw_int.h"
 #include "jupyter_int.h"
@@ -38,9 +40,7 @@
 #include "ed_time.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <sodium.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,12 +309,13 @@ typedef struct chan {
     bool            v1;             /* v1.kernel.websocket.jupyter.org framing */
     gw_ws          *ws;
     kh_sub         *sub;
-    pthread_t       pump;
-    bool            pump_started;
-    atomic_bool     stop;
-    pthread_mutex_t lock;           /* pending */
+    bool            done;           /* closing: on_wake has nothing more to do */
     json_t         *pending;        /* array of messages held while the kernel starts */
 } chan;
+
+/* Frames one on_wake call sends before it yields the loop to other
+ * connections, and the queued bytes past which it waits for the socket. */
+enum { CHAN_BATCH = 256, CHAN_QUEUE_PAUSE = 1 << 20, CHAN_RETRY_MS = 50 };
 
 /* v1 framing (jupyter_server's serialize_msg_to_ws_v1): u64le count of
  * offsets, the offsets (u64le), then channel, header, parent_header,
@@ -478,10 +479,10 @@ static int chan_send_msg(chan *c, json_t *msg)
     return err;
 }
 
-/* Deliver held client messages once the kernel runs; drop them if it died. */
-static void flush_pending(chan *c)
+/* Deliver held client messages once the kernel runs; drop them if it died.
+ * True while some are still held (the kernel is still starting). */
+static bool flush_pending(chan *c)
 {
-    pthread_mutex_lock(&c->lock);
     while (json_array_size(c->pending) > 0) {
         json_t *m = json_incref(json_array_get(c->pending, 0));
         int err = kh_send(c->srv, c->user_id, c->kid, m);
@@ -490,60 +491,81 @@ static void flush_pending(chan *c)
             kh_kernel k;
             if (kh_kernel_get(&k, c->srv, c->user_id, c->kid) == 0 &&
                 (strcmp(k.status, "queued") == 0 || strcmp(k.status, "starting") == 0))
-                break;   /* still starting: keep it */
+                return true;   /* still starting: keep it */
         }
         if (err < 0)
             ed_log_warn("jupyter.channels", "kernel %s: message dropped: %s", c->kid,
                         ed_error_last());
         json_array_remove(c->pending, 0);
     }
-    pthread_mutex_unlock(&c->lock);
+    return false;
 }
 
-static void *pump_main(void *arg)
+/* From the hub's threads: new output or the kernel ended. */
+static void chan_output_ready(void *arg)
 {
     chan *c = arg;
 
-    while (!atomic_load(&c->stop)) {
+    gw_ws_wake(c->ws);
+}
+
+/* The process ended: a restart goes on under the same id, so follow the new
+ * one from where we are; a dead kernel ends the connection. */
+static void chan_follow_restart(gw_ws *ws, chan *c)
+{
+    kh_kernel k;
+    kh_sub *ns = NULL;
+
+    if (kh_kernel_get(&k, c->srv, c->user_id, c->kid) == 0 && strcmp(k.status, "dead") != 0 &&
+        kh_subscribe(&ns, c->srv, c->user_id, c->kid, c->after, chan_output_ready, c) == 0) {
+        kh_unsubscribe(c->sub);
+        c->sub = ns;
+        gw_ws_wake_after(ws, CHAN_RETRY_MS);
+        return;
+    }
+    c->done = true;
+    gw_ws_close(ws, 1000, "kernel ended");
+}
+
+/* On the connection's loop: hand held messages on, then send what the
+ * kernel wrote, a batch at a time and never faster than the peer reads. */
+static void chan_wake(gw_ws *ws, void *payload)
+{
+    chan *c = payload;
+
+    if (c->done)
+        return;
+    if (flush_pending(c))
+        gw_ws_wake_after(ws, CHAN_RETRY_MS);
+    for (int n = 0; n < CHAN_BATCH; n++) {
         json_t *m = NULL;
         int64_t seq = 0;
-        bool waiting;
         int rc;
 
-        pthread_mutex_lock(&c->lock);
-        waiting = json_array_size(c->pending) > 0;
-        pthread_mutex_unlock(&c->lock);
-        if (waiting)
-            flush_pending(c);
-        rc = kh_sub_next(&m, &seq, c->sub, waiting ? 50 : 250);
-        if (rc == 1) {
-            c->after = seq;
-            if (chan_send_msg(c, m) < 0) {
-                json_decref(m);
-                break;
-            }
-            json_decref(m);
-        } else if (rc == ED_ENOTFOUND) {
-            /* The process ended: a restart goes on under the same id, so
-             * follow the new one from where we are; a dead kernel ends us. */
-            kh_kernel k;
-            kh_sub *ns = NULL;
-            if (kh_kernel_get(&k, c->srv, c->user_id, c->kid) == 0 && strcmp(k.status, "dead") != 0 &&
-                kh_subscribe(&ns, c->srv, c->user_id, c->kid, c->after, NULL, NULL) == 0) {
-                kh_unsubscribe(c->sub);
-                c->sub = ns;
-                usleep(50000);
-                continue;
-            }
-            gw_ws_close(c->ws, 1000, "kernel ended");
-            break;
-        } else if (rc < 0) {
+        if (gw_ws_queued(ws) > CHAN_QUEUE_PAUSE)
+            return;   /* on_wake runs again once the queue is written out */
+        rc = kh_sub_next(&m, &seq, c->sub, 0);
+        if (rc == 0)
+            return;
+        if (rc == ED_ENOTFOUND) {
+            chan_follow_restart(ws, c);
+            return;
+        }
+        if (rc < 0) {
             ed_log_warn("jupyter.channels", "kernel %s: %s", c->kid, ed_error_last());
-            gw_ws_close(c->ws, 1011, "kernel output unavailable");
-            break;
+            c->done = true;
+            gw_ws_close(ws, 1011, "kernel output unavailable");
+            return;
+        }
+        c->after = seq;
+        rc = chan_send_msg(c, m);
+        json_decref(m);
+        if (rc < 0) {
+            c->done = true;
+            return;
         }
     }
-    return NULL;
+    gw_ws_wake_after(ws, 0);   /* more waiting: after the other connections had a turn */
 }
 
 static int chan_open(gw_ws *ws, void *payload)
@@ -552,11 +574,10 @@ static int chan_open(gw_ws *ws, void *payload)
     int err;
 
     c->ws = ws;
-    if ((err = kh_subscribe(&c->sub, c->srv, c->user_id, c->kid, c->after, NULL, NULL)) < 0)
+    gw_ws_set_on_wake(ws, chan_wake);
+    if ((err = kh_subscribe(&c->sub, c->srv, c->user_id, c->kid, c->after, chan_output_ready, c)) < 0)
         return err;
-    if (pthread_create(&c->pump, NULL, pump_main, c) != 0)
-        return ed_error_set(ED_ENOMEM, "channels thread");
-    c->pump_started = true;
+    gw_ws_wake(ws);   /* replay what the journal holds */
     return 0;
 }
 
@@ -567,7 +588,6 @@ static int chan_message(gw_ws *ws, int opcode, const uint8_t *data, size_t len, 
     json_error_t je;
     int err;
 
-    (void)ws;
     if (opcode == GW_WS_BINARY) {
         if ((err = jup__v1_decode(&msg, data, len)) < 0)
             return err;
@@ -580,24 +600,20 @@ static int chan_message(gw_ws *ws, int opcode, const uint8_t *data, size_t len, 
         json_decref(msg);
         return ed_error_set(ED_EINVAL, "channels: message without a channel");
     }
-    pthread_mutex_lock(&c->lock);
     if (json_array_size(c->pending) > 0) {
         /* Keep the order: behind what is already held. */
         err = json_array_size(c->pending) < JUP_PENDING_MAX ? json_array_append(c->pending, msg)
                                                             : ed_error_set(ED_ELIMIT, "too many held messages");
-        pthread_mutex_unlock(&c->lock);
         json_decref(msg);
         return err < 0 ? ED_ELIMIT : 0;
     }
-    pthread_mutex_unlock(&c->lock);
     err = kh_send(c->srv, c->user_id, c->kid, msg);
     if (err == ED_ECONFLICT) {
         kh_kernel k;
         if (kh_kernel_get(&k, c->srv, c->user_id, c->kid) == 0 &&
             (strcmp(k.status, "queued") == 0 || strcmp(k.status, "starting") == 0)) {
-            pthread_mutex_lock(&c->lock);
             json_array_append(c->pending, msg);
-            pthread_mutex_unlock(&c->lock);
+            gw_ws_wake_after(ws, CHAN_RETRY_MS);   /* chan_wake hands it on once the kernel runs */
             err = 0;
         }
     }
@@ -618,12 +634,8 @@ static void chan_close(gw_ws *ws, void *payload)
     chan *c = payload;
 
     (void)ws;
-    atomic_store(&c->stop, true);
-    if (c->pump_started)
-        pthread_join(c->pump, NULL);
-    kh_unsubscribe(c->sub);
+    kh_unsubscribe(c->sub);   /* under the hub's lock: no chan_output_ready after it */
     json_decref(c->pending);
-    pthread_mutex_destroy(&c->lock);
     free(c);
 }
 
@@ -660,10 +672,7 @@ static int kernel_channels(gw_request *req, gw_response *res)
         }
         c->after = v;
     }
-    pthread_mutex_init(&c->lock, NULL);
-    atomic_init(&c->stop, false);
     if ((err = gw_ws_accept(&chosen, req, res, protos, &chan_handler, c)) < 0) {
-        pthread_mutex_destroy(&c->lock);
         json_decref(c->pending);
         free(c);
         return err;
