@@ -675,9 +675,10 @@ json_t *it_status_wait(it_server *s, const char *const *hdrs, const char *path, 
         now = it_json_str(j, "status");
         if (status ? strcmp(now, status) == 0 : strcmp(now, "queued") != 0 && strcmp(now, "running") != 0)
             return j;
-        if (strcmp(now, "dead") == 0) {
-            fprintf(stderr, "harness: %s is dead (stop_reason %s), not %s\n", path,
-                    it_json_str(j, "stop_reason"), status ? status : "ended");
+        if (strcmp(now, "dead") == 0 || strcmp(now, "succeeded") == 0 || strcmp(now, "failed") == 0 ||
+            strcmp(now, "cancelled") == 0) {
+            fprintf(stderr, "harness: %s is %s (stop_reason %s, failure_reason %s), not %s\n", path, now,
+                    it_json_str(j, "stop_reason"), it_json_str(j, "failure_reason"), status ? status : "ended");
             json_decref(j);
             return NULL;
         }
@@ -696,4 +697,326 @@ void it_curl_global_init(void)
 void it_curl_global_cleanup(void)
 {
     curl_global_cleanup();
+}
+
+/* ---- jobs and kernels ------------------------------------------------------------ */
+
+int it_host_disk_quotas(char *why, size_t n)
+{
+    char cmd[512], line[1024];
+    FILE *p;
+    int found = 0;
+
+    if (geteuid() != 0) {
+        snprintf(why, n, "disk quotas need root");
+        return 0;
+    }
+    snprintf(cmd, sizeof(cmd), "%s sandbox check --data /tmp 2>&1", it_eddy_bin());
+    if ((p = popen(cmd, "r")) == NULL) {
+        snprintf(why, n, "cannot run eddy sandbox check");
+        return 0;
+    }
+    snprintf(why, n, "eddy sandbox check said nothing about disk quotas");
+    while (fgets(line, sizeof(line), p)) {
+        if (strncmp(line, "disk quotas ", 12) == 0)
+            found = strstr(line, " none") == NULL;
+        if (strncmp(line, "disk quota detail", 17) == 0)
+            snprintf(why, n, "no disk quota mechanism: %s", line);
+    }
+    pclose(p);
+    return found;
+}
+
+int it_version_make(char *vid, size_t vid_len, it_server *s, const char *const *hdrs, const char *pid,
+                    const char *message)
+{
+    char path[256];
+    json_t *b = json_pack("{s:s}", "message", message);
+    char *body = json_dumps(b, JSON_COMPACT);
+    const char *id;
+    it_resp r;
+    int ok = -1;
+
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/versions", pid);
+    it_request(&r, s, "POST", path, body, hdrs);
+    id = r.json ? json_string_value(json_object_get(r.json, "id")) : NULL;
+    if (r.status == 201 && id) {
+        snprintf(vid, vid_len, "%s", id);
+        ok = 0;
+    } else {
+        fprintf(stderr, "harness: POST %s -> %ld %s\n", path, r.status, r.body);
+    }
+    it_resp_free(&r);
+    free(body);
+    json_decref(b);
+    return ok;
+}
+
+/* `base` with the members of the JSON object text `more` (NULL: none) added;
+ * its compact text (malloc'd), or NULL when `more` is not an object. */
+static char *json_with(json_t *base, const char *more)
+{
+    char *text = NULL;
+
+    if (more) {
+        json_t *m = json_loads(more, 0, NULL);
+        if (!json_is_object(m) || json_object_update(base, m) < 0) {
+            fprintf(stderr, "harness: not a JSON object: %s\n", more);
+            json_decref(m);
+            json_decref(base);
+            return NULL;
+        }
+        json_decref(m);
+    }
+    text = json_dumps(base, JSON_COMPACT);
+    json_decref(base);
+    return text;
+}
+
+/* POST `path` with `body` as the caller of `hdrs`: the status (0 on a
+ * transport error). When it is `want`, *answer (may be NULL) gets the JSON
+ * answer (a new reference); else the status and body go to stderr and the
+ * error code into `code` (may be NULL). */
+static long post_for(json_t **answer, char *code, size_t code_len, it_server *s, const char *const *hdrs,
+                     const char *path, const char *body, long want)
+{
+    it_resp r;
+    long st;
+
+    it_request(&r, s, "POST", path, body, hdrs);
+    st = r.status;
+    if (st == want && answer)
+        *answer = json_incref(r.json);
+    if (st != want) {
+        fprintf(stderr, "harness: POST %s %s -> %ld %.300s\n", path, body, st, r.body ? r.body : "");
+        if (code)
+            snprintf(code, code_len, "%s", it_resp_error_code(&r) ? it_resp_error_code(&r) : "");
+    }
+    it_resp_free(&r);
+    return st;
+}
+
+long it_job_submit(int64_t *id, char *code, size_t code_len, it_server *s, const char *const *hdrs, const char *pid,
+                   const char *vid, const char *entry, int max_runtime_s, const char *more)
+{
+    json_t *b = json_pack("{s:s, s:s, s:s, s:i}", "project_id", pid, "entry", entry, "resource", "cpu-basic",
+                          "max_runtime_s", max_runtime_s);
+    json_t *a = NULL;
+    char *body;
+    long st;
+
+    *id = 0;
+    if (code)
+        code[0] = '\0';
+    if (vid)
+        json_object_set_new(b, "version", json_string(vid));
+    if ((body = json_with(b, more)) == NULL)
+        return 0;
+    st = post_for(&a, code, code_len, s, hdrs, "/api/v1/jobs", body, 201);
+    if (st == 201)
+        *id = json_integer_value(json_object_get(a, "id"));
+    json_decref(a);
+    free(body);
+    return st;
+}
+
+json_t *it_job_wait(it_server *s, const char *const *hdrs, int64_t id, const char *status, int max_s)
+{
+    char path[64];
+
+    snprintf(path, sizeof(path), "/api/v1/jobs/%lld", (long long)id);
+    return it_status_wait(s, hdrs, path, status, max_s);
+}
+
+long it_kernel_post(char *kid, size_t kid_len, char *code, size_t code_len, it_server *s, const char *const *hdrs,
+                    const char *api, const char *pid)
+{
+    json_t *b = json_pack("{s:s, s:s}", "project_id", pid, "resource", "cpu-basic");
+    json_t *a = NULL;
+    char *body = json_dumps(b, JSON_COMPACT);
+    long st;
+
+    if (code)
+        code[0] = '\0';
+    st = post_for(&a, code, code_len, s, hdrs, api, body, 201);
+    if (st == 201 && kid)
+        snprintf(kid, kid_len, "%s", it_json_str(a, "id"));
+    json_decref(a);
+    free(body);
+    json_decref(b);
+    return st;
+}
+
+json_t *it_kernel_wait(it_server *s, const char *const *hdrs, const char *kid, const char *status, int max_s)
+{
+    char path[128];
+
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
+    return it_status_wait(s, hdrs, path, status, max_s);
+}
+
+int it_kernel_start(char *kid, size_t kid_len, it_server *s, const char *const *hdrs, const char *pid, int max_s)
+{
+    json_t *k;
+
+    if (it_kernel_post(kid, kid_len, NULL, 0, s, hdrs, "/api/v1/kernels", pid) != 201)
+        return -1;
+    if ((k = it_kernel_wait(s, hdrs, kid, "idle", max_s)) == NULL)
+        return -1;
+    json_decref(k);
+    return 0;
+}
+
+int it_kernel_execute(char *msg_id, size_t msg_id_len, it_server *s, const char *const *hdrs, const char *kid,
+                      const char *code, const char *extra)
+{
+    char path[128];
+    char *body = json_with(json_pack("{s:s}", "code", code), extra);
+    json_t *a = NULL;
+    int ok = -1;
+
+    msg_id[0] = '\0';
+    if (body == NULL)
+        return -1;
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s/execute", kid);
+    if (post_for(&a, NULL, 0, s, hdrs, path, body, 202) == 202) {
+        snprintf(msg_id, msg_id_len, "%s", it_json_str(a, "msg_id"));
+        if (msg_id[0])
+            ok = 0;
+        else
+            fprintf(stderr, "harness: POST %s: no msg_id\n", path);
+    }
+    json_decref(a);
+    free(body);
+    return ok;
+}
+
+const char *it_msg_type(const json_t *m)
+{
+    return it_json_str(json_object_get(m, "header"), "msg_type");
+}
+
+const char *it_msg_parent(const json_t *m)
+{
+    return it_json_str(json_object_get(m, "parent_header"), "msg_id");
+}
+
+/* ---- a Server-Sent Events reader for it_kernel_events() ---------------------------- */
+
+typedef struct sse {
+    char       *buf;
+    size_t      len, cap;
+    json_t     *msgs;         /* every message event, in order */
+    const char *parent;       /* stop at this request's ... */
+    int         stop;         /* ... IT_EV_* */
+    int         done, ended, bad;
+    long long   last_id;
+    int         ids_match;    /* each `id:` equals its message's seq, increasing */
+} sse;
+
+static void sse_event(sse *s, const char *ev)
+{
+    char event[32] = "message";
+    const char *data = NULL;
+    long long id = -1;
+    json_t *m;
+
+    for (const char *line = ev; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t ll = nl ? (size_t)(nl - line) : strlen(line);
+        if (ll > 4 && strncmp(line, "id: ", 4) == 0)
+            id = atoll(line + 4);
+        else if (ll > 7 && strncmp(line, "event: ", 7) == 0)
+            snprintf(event, sizeof(event), "%.*s", (int)(ll - 7), line + 7);
+        else if (ll > 6 && strncmp(line, "data: ", 6) == 0)
+            data = line + 6;
+        line = nl ? nl + 1 : NULL;
+    }
+    if (strcmp(event, "end") == 0) {
+        s->ended = s->done = 1;
+        return;
+    }
+    if (data == NULL)
+        return;   /* a comment (heartbeat) */
+    if ((m = json_loadb(data, strcspn(data, "\n"), 0, NULL)) == NULL) {
+        fprintf(stderr, "harness: an event that is not JSON: %.200s\n", data);
+        s->bad = s->done = 1;
+        return;
+    }
+    if (json_integer_value(json_object_get(m, "seq")) != id || id <= s->last_id)
+        s->ids_match = 0;
+    s->last_id = id;
+    json_array_append_new(s->msgs, m);
+    if (s->parent && strcmp(it_msg_parent(m), s->parent) == 0) {
+        const char *t = it_msg_type(m);
+        if ((s->stop == IT_EV_REPLY && strcmp(t, "execute_reply") == 0) ||
+            (s->stop == IT_EV_STREAM && strcmp(t, "stream") == 0) ||
+            (strcmp(t, "status") == 0 &&
+             strcmp(it_json_str(json_object_get(m, "content"), "execution_state"), "idle") == 0))
+            s->done = 1;
+    }
+}
+
+static size_t sse_write(char *p, size_t sz, size_t nm, void *ud)
+{
+    sse *s = ud;
+    size_t n = sz * nm;
+    char *end;
+
+    if (s->len + n + 1 > s->cap) {
+        char *nb = realloc(s->buf, (s->len + n + 1) * 2);
+        if (nb == NULL) {
+            s->bad = 1;
+            return 0;
+        }
+        s->buf = nb;
+        s->cap = (s->len + n + 1) * 2;
+    }
+    memcpy(s->buf + s->len, p, n);
+    s->len += n;
+    s->buf[s->len] = '\0';
+    while (!s->done && (end = strstr(s->buf, "\n\n")) != NULL) {
+        size_t used;
+        *end = '\0';
+        sse_event(s, s->buf);
+        used = (size_t)(end + 2 - s->buf);
+        memmove(s->buf, end + 2, s->len - used + 1);
+        s->len -= used;
+    }
+    return s->done ? 0 : n;   /* 0 aborts the transfer: we have what we wanted */
+}
+
+json_t *it_kernel_events(it_server *s, const char *const *hdrs, const char *kid, long long after, const char *parent,
+                         int stop, long timeout_s, int *ended)
+{
+    char url[256];
+    sse e = {.msgs = json_array(), .parent = parent, .stop = stop, .last_id = after, .ids_match = 1};
+    struct curl_slist *h = NULL;
+    CURL *c = curl_easy_init();
+    CURLcode rc;
+    long status = 0;
+
+    snprintf(url, sizeof(url), "%s/api/v1/kernels/%s/events?after=%lld", s->base_url, kid, after);
+    for (; hdrs && *hdrs; hdrs++)
+        h = curl_slist_append(h, *hdrs);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sse_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &e);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
+    rc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    free(e.buf);
+    if (ended)
+        *ended = e.ended;
+    if (status != 200 || !e.done || e.bad || !e.ids_match) {
+        fprintf(stderr, "harness: events of kernel %s: status %ld, %s (curl %d) after %zu messages%s\n", kid, status,
+                e.done ? "stopped" : "ended early", (int)rc, json_array_size(e.msgs),
+                e.ids_match ? "" : "; event ids are not the increasing seq of each message");
+        json_decref(e.msgs);
+        return NULL;
+    }
+    return e.msgs;
 }

@@ -193,10 +193,78 @@ const char *it_json_str(const json_t *o, const char *key);
 
 /* Poll GET `path` (a job's or a kernel's) every 100 ms, at most 10 * max_s
  * times, until its "status" is `status` or, with `status` NULL, neither
- * "queued" nor "running" (the job ended). A kernel "dead" while another
- * status is awaited ends the wait. Its JSON when reached (a new reference),
+ * "queued" nor "running" (the job ended). A kernel "dead", or a job
+ * "succeeded", "failed" or "cancelled", while another status is awaited
+ * ends the wait (it will not change again). Its JSON when reached (a new reference),
  * else NULL with the last status (and stop_reason) on stderr. */
 json_t *it_status_wait(it_server *s, const char *const *hdrs, const char *path, const char *status, int max_s);
+
+/* ---- jobs and kernels ---------------------------------------------------------- */
+
+/* Whether this host can run jobs under a disk limit: 1 when we are root and
+ * `eddy sandbox check` names a disk quota mechanism, else 0 with the reason
+ * in `why` (for a test's "SKIP: ..." line and exit 77). */
+int it_host_disk_quotas(char *why, size_t n);
+
+/* POST /api/v1/projects/`pid`/versions {"message": `message`} as the caller
+ * of `hdrs`: the new version's id into `vid`. 0, or -1 with the status and
+ * body on stderr. */
+int it_version_make(char *vid, size_t vid_len, it_server *s, const char *const *hdrs, const char *pid,
+                    const char *message);
+
+/* POST /api/v1/jobs as the caller of `hdrs` (add an Idempotency-Key there)
+ * with {"project_id": pid, "version": vid (left out when NULL), "entry":
+ * entry, "resource": "cpu-basic", "max_runtime_s": max_runtime_s} and the
+ * members of the JSON object `more` (NULL, or "{\"args\": [\"1\"]}"). The
+ * status (0 on a transport error); *id the job's id when 201, else 0 and
+ * the error code ("quota_exceeded") into `code` when it is not NULL. */
+long it_job_submit(int64_t *id, char *code, size_t code_len, it_server *s, const char *const *hdrs, const char *pid,
+                   const char *vid, const char *entry, int max_runtime_s, const char *more);
+
+/* it_status_wait() on GET /api/v1/jobs/`id`: `status` NULL waits for its end. */
+json_t *it_job_wait(it_server *s, const char *const *hdrs, int64_t id, const char *status, int max_s);
+
+/* POST `api` ("/api/v1/kernels" or "/api/kernels") {"project_id": pid,
+ * "resource": "cpu-basic"} as the caller of `hdrs`: the status; the
+ * kernel's id into `kid` when 201 (`kid` may be NULL), else the error code
+ * into `code` (may be NULL). */
+long it_kernel_post(char *kid, size_t kid_len, char *code, size_t code_len, it_server *s, const char *const *hdrs,
+                    const char *api, const char *pid);
+
+/* it_status_wait() on GET /api/v1/kernels/`kid` (a kernel that dies while
+ * another status is awaited ends the wait). */
+json_t *it_kernel_wait(it_server *s, const char *const *hdrs, const char *kid, const char *status, int max_s);
+
+/* it_kernel_post() on /api/v1/kernels, then wait up to `max_s` for the
+ * kernel to be idle (Python ready). 0, or -1 with the reason on stderr. */
+int it_kernel_start(char *kid, size_t kid_len, it_server *s, const char *const *hdrs, const char *pid, int max_s);
+
+/* POST /api/v1/kernels/`kid`/execute {"code": code} and the members of the
+ * JSON object `extra` (NULL, or "{\"cell_id\": \"c1\", ...}"): the request's
+ * msg_id into `msg_id`. 0 when it answered 202 with one, or -1 with the
+ * status and body on stderr. */
+int it_kernel_execute(char *msg_id, size_t msg_id_len, it_server *s, const char *const *hdrs, const char *kid,
+                      const char *code, const char *extra);
+
+/* When it_kernel_events() stops (`stop`): at the status idle of `parent`
+ * (IT_EV_IDLE), already at its execute_reply, or at its first stream output. */
+#define IT_EV_IDLE   0
+#define IT_EV_REPLY  1
+#define IT_EV_STREAM 2
+
+/* Read GET /api/v1/kernels/`kid`/events?after=`after` (Server-Sent Events)
+ * as the caller of `hdrs` until request `parent` got as far as `stop` says,
+ * or, with `parent` NULL, until the stream's end; at most `timeout_s`.
+ * Every message event in order (a new array: json_decref it); *ended (may
+ * be NULL) 1 when the stream's end event came. NULL, with the reason on
+ * stderr, when it did not answer 200, the stream stopped first, or an
+ * event's id is not its message's seq, increasing. */
+json_t *it_kernel_events(it_server *s, const char *const *hdrs, const char *kid, long long after, const char *parent,
+                         int stop, long timeout_s, int *ended);
+
+/* A message's header.msg_type and parent_header.msg_id ("" when absent). */
+const char *it_msg_type(const json_t *m);
+const char *it_msg_parent(const json_t *m);
 
 /* curl_global_init() and curl_global_cleanup(), for a test program's main()
  * (a test file need not include curl.h: its names may clash with the test's). */
