@@ -1,6 +1,10 @@
 /*
  * client_jobs.c - eddy jobs submit|list|show|logs|cancel|artifacts, eddy resources
  *
+ * `jobs artifacts ID --to-project P [--dest DIR] [--overwrite]` asks the
+ * server to copy the job's artifacts into project P's working tree (POST
+ * /api/v1/jobs/{id}/artifacts/copy): no bytes pass through the client.
+ *
  * `jobs submit` sends a fresh Idempotency-Key, so a retry after a broken
  * connection never starts the job twice. `jobs logs --follow` reads the
  * log's Server-Sent Events and reconnects with Last-Event-ID (the byte
@@ -56,6 +60,10 @@ static const cli_col artifact_cols[] = {
     {"PATH", "path", CLI_FMT_TEXT}, {"SIZE", "size", CLI_FMT_BYTES},
 };
 
+static const cli_col skipped_cols[] = {
+    {"SKIPPED", "path", CLI_FMT_TEXT}, {"REASON", "reason", CLI_FMT_TEXT},
+};
+
 static const cli_col resource_cols[] = {
     {"NAME", "name", CLI_FMT_TEXT},          {"CPUS", "cpus", CLI_FMT_TEXT},
     {"MEMORY MB", "memory_mb", CLI_FMT_TEXT}, {"GPUS", "gpus", CLI_FMT_TEXT},
@@ -72,7 +80,10 @@ static int jobs_usage(void)
             "       eddy jobs list [--limit N]\n"
             "       eddy jobs show ID | cancel ID\n"
             "       eddy jobs logs ID [--follow]\n"
-            "       eddy jobs artifacts ID [--download DIR]\n");
+            "       eddy jobs artifacts ID [--download DIR]\n"
+            "       eddy jobs artifacts ID --to-project P [--dest DIR] [--overwrite]\n"
+            "         (copy the artifacts into project P's files, by default under jobs/ID/;\n"
+            "          all or nothing; --overwrite replaces files that already exist)\n");
     return CLI_EXIT_USAGE;
 }
 
@@ -279,6 +290,60 @@ static int artifacts(cli *c, cli_resp *r, const char *jid, const char *dir, cons
     return 0;
 }
 
+/* POST /api/v1/jobs/{id}/artifacts/copy: the server copies, the client
+ * prints what was copied and what was skipped (and why). */
+static int copy_to_project(cli *c, cli_resp *r, const char *jid, const char *project, const char *dest,
+                           bool overwrite, const cli_globals *g)
+{
+    char path[128], pid[64], size[32];
+    json_t *body = NULL, *files, *e;
+    char *text = NULL;
+    int64_t bytes = 0;
+    size_t i;
+    int err;
+
+    if ((err = cli_project_resolve(pid, sizeof(pid), c, project)) < 0)
+        return err;
+    body = json_pack("{s:s}", "project_id", pid);
+    if (body && dest)
+        json_object_set_new(body, "dest_dir", json_string(dest));
+    if (body && overwrite)
+        json_object_set_new(body, "overwrite", json_true());
+    if (body == NULL || (text = json_dumps(body, JSON_COMPACT)) == NULL) {
+        json_decref(body);
+        return ed_error_set(ED_ENOMEM, "copy");
+    }
+    json_decref(body);
+    snprintf(path, sizeof(path), "/api/v1/jobs/%s/artifacts/copy", jid);
+    /* not retried: a copy that reached the server and lost its answer is
+     * refused the second time (409: the files exist), never done twice */
+    err = cli_call(r, c, "POST", path, text, strlen(text), "application/json", 0);
+    free(text);
+    if (err < 0)
+        return err;
+    if (g->json) {
+        cli_print_raw(r);
+        return 0;
+    }
+    files = json_object_get(r->json, "files");
+    json_array_foreach(files, i, e)
+        bytes += json_integer_value(json_object_get(e, "size"));
+    if (json_array_size(files))
+        cli_print_table(files, artifact_cols, N(artifact_cols));
+    if (json_array_size(json_object_get(r->json, "skipped"))) {
+        if (json_array_size(files))
+            putchar('\n');
+        cli_print_table(json_object_get(r->json, "skipped"), skipped_cols, N(skipped_cols));
+    }
+    body = json_integer(bytes);
+    cli_format(size, sizeof(size), body, CLI_FMT_BYTES);
+    json_decref(body);
+    printf("Copied %zu files (%s) of job %s into project %s at %s/; %lld skipped.\n", json_array_size(files), size,
+           jid, pid, json_string_value(json_object_get(r->json, "dest_dir")) ?: "?",
+           (long long)json_integer_value(json_object_get(r->json, "skipped_count")));
+    return 0;
+}
+
 static int run_jobs(int argc, char **argv, const cli_globals *g)
 {
     const char *sub = argc > 1 ? argv[1] : "list";
@@ -337,13 +402,25 @@ static int run_jobs(int argc, char **argv, const cli_globals *g)
         if ((err = cli_open(&c, g->url, true)) == 0)
             err = logs(c, argv[2], follow, g);
     } else if (strcmp(sub, "artifacts") == 0) {
-        const char *dir = NULL;
-        if (argc == 5 && strcmp(argv[3], "--download") == 0 && argv[4][0])
-            dir = argv[4];
-        else if (argc != 3)
+        const char *dir = NULL, *project = NULL, *dest = NULL;
+        bool overwrite = false;
+        for (int i = 3; i < argc; i++) {
+            if (strcmp(argv[i], "--download") == 0 && i + 1 < argc && argv[i + 1][0] && dir == NULL)
+                dir = argv[++i];
+            else if (strcmp(argv[i], "--to-project") == 0 && i + 1 < argc && argv[i + 1][0] && project == NULL)
+                project = argv[++i];
+            else if (strcmp(argv[i], "--dest") == 0 && i + 1 < argc && argv[i + 1][0] && dest == NULL)
+                dest = argv[++i];
+            else if (strcmp(argv[i], "--overwrite") == 0)
+                overwrite = true;
+            else
+                return jobs_usage();
+        }
+        if ((dir && project) || ((dest || overwrite) && project == NULL))
             return jobs_usage();
         if ((err = cli_open(&c, g->url, true)) == 0)
-            err = artifacts(c, &r, argv[2], dir, g);
+            err = project ? copy_to_project(c, &r, argv[2], project, dest, overwrite, g)
+                          : artifacts(c, &r, argv[2], dir, g);
     } else {
         return jobs_usage();
     }

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -782,7 +783,7 @@ static int get_logs(gw_request *req, gw_response *res)
  * is opened without following a link and read only beneath this descriptor
  * (ed_fs): a realpath() or a path-string check followed by an open by name
  * loses the race with a job swapping a directory and a link (issue 11). */
-static int output_dir(int *out_fd, gw_request *req, int64_t *id)
+static int output_dir(int *out_fd, gw_request *req, int64_t user, int64_t *id)
 {
     sched_job_info j;
     char dir[700], path[760];
@@ -790,7 +791,7 @@ static int output_dir(int *out_fd, gw_request *req, int64_t *id)
 
     *out_fd = -1;
     if ((err = parse_id(id, req->params[0], "job")) < 0 ||
-        (err = sched_job_get(&j, req->srv->sched, visible_user(req), *id)) < 0 ||
+        (err = sched_job_get(&j, req->srv->sched, user, *id)) < 0 ||
         (err = sched_job_dir(dir, sizeof(dir), req->srv->sched, *id)) < 0)
         return err;
     if (j.artifacts_expired_at > 0)   /* scheduler/retention.c deleted the directory */
@@ -825,7 +826,7 @@ static int list_artifacts(gw_request *req, gw_response *res)
     json_t *items;
     int dir, err;
 
-    if ((err = output_dir(&dir, req, &id)) < 0)
+    if ((err = output_dir(&dir, req, visible_user(req), &id)) < 0)
         return err;
     if ((items = json_array()) == NULL) {
         close(dir);
@@ -887,7 +888,7 @@ static int get_artifact(gw_request *req, gw_response *res)
     size_t len = 0;
     int dir, fd, err;
 
-    if ((err = output_dir(&dir, req, &id)) < 0)
+    if ((err = output_dir(&dir, req, visible_user(req), &id)) < 0)
         return err;
     /* beneath the output's descriptor, no link followed at any component:
      * a path that is malformed, leads outside, crosses a link or names
@@ -921,6 +922,346 @@ static int get_artifact(gw_request *req, gw_response *res)
     if ((err = gw_respond_stream(NULL, res, req, 200, "application/octet-stream", 0, artifact_fill,
                                  artifact_release, a)) < 0)
         artifact_release(a);
+    return err;
+}
+
+/* ---- copying artifacts into a project ------------------------------------------ */
+
+/* POST /api/v1/jobs/{id}/artifacts/copy {project_id, dest_dir?, overwrite?}
+ * -> 201 {job_id, project_id, dest_dir, files: [{path, artifact, size}],
+ *         skipped: [{path, reason}]}
+ *
+ * Every regular file of the job's output goes to `dest_dir` (default
+ * "jobs/<job id>") of the project's working tree, through the projects
+ * module, which checks the caller's right to write, the storage limit and
+ * notebooks. Only the job's owner may copy (another user's job is 404, an
+ * admin's too: the copy is the owner's act); a running job's output is
+ * copied as it is now; an expired job answers 404 "expired on ...".
+ *
+ * The output is the job's own tree: it is walked with ed_fs beneath the
+ * output's descriptor, each file opened there again (a link or a directory
+ * swapped in meanwhile is refused by the kernel at the open, never
+ * followed), and links, FIFOs, sockets and devices are never copied: they
+ * are reported in `skipped`, as are a path that a project cannot hold
+ * (".git", control characters, too long), a directory deeper than
+ * COPY_DEPTH_MAX, a file that went away or cannot be read while the job
+ * runs, and a job-written notebook that is not valid nbformat v4 (one bad
+ * notebook does not keep a job's checkpoints from being copied).
+ *
+ * All or nothing: when a file cannot be written (402 over the storage
+ * limit, an I/O error), the files this call created are deleted again and
+ * the error is the answer. Without `overwrite`, a destination that already
+ * exists is 409 before anything is written, so a failed copy leaves the
+ * project as it was; with `overwrite: true` existing files are replaced, and
+ * a file replaced before a later failure keeps the job's bytes (the
+ * project's versions hold what it was). */
+
+#define COPY_FILES_MAX   10000   /* regular files in one copy */
+#define COPY_DEPTH_MAX   16      /* directory levels entered */
+#define COPY_SKIPPED_MAX 1000    /* entries listed in `skipped` */
+
+typedef struct copy_item {
+    char    *rel;        /* in the job's output */
+    char    *dest;       /* in the project */
+    int64_t  size;       /* at the walk */
+} copy_item;
+
+typedef struct copy_plan {
+    int        root;     /* the output's descriptor (borrowed) */
+    const char *dest_dir;/* "" for the project's root */
+    copy_item *items;
+    size_t     n, cap;
+    json_t    *skipped;
+    size_t     nskipped; /* also those past COPY_SKIPPED_MAX */
+} copy_plan;
+
+static void skip(copy_plan *p, const char *rel, const char *reason)
+{
+    if (p->nskipped++ < COPY_SKIPPED_MAX)
+        json_array_append_new(p->skipped, json_pack("{s:s, s:s}", "path", rel, "reason", reason));
+}
+
+/* Report what the walk never shows (links, FIFOs, sockets, devices) in the
+ * directory `rel` ("" the root). Informative only: the entries are looked
+ * at with fstatat(AT_SYMLINK_NOFOLLOW) beneath the output, never opened. */
+static void skip_specials(copy_plan *p, const char *rel)
+{
+    struct dirent *de;
+    DIR *d;
+    int fd;
+
+    if (rel[0] == '\0')
+        fd = fcntl(p->root, F_DUPFD_CLOEXEC, 0);
+    else if (ed_fs_open_beneath(&fd, p->root, rel, O_RDONLY | O_DIRECTORY, 0) < 0)
+        fd = -1;
+    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    while ((de = readdir(d)) != NULL && p->nskipped < COPY_SKIPPED_MAX) {
+        struct stat sb;
+        char path[ED_FS_PATH_MAX + 1];
+        const char *why;
+
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0 || S_ISREG(sb.st_mode) ||
+            S_ISDIR(sb.st_mode))
+            continue;
+        why = S_ISLNK(sb.st_mode) ? "a symbolic link: links are never followed nor copied"
+                                  : "not a regular file (FIFO, socket or device)";
+        if (snprintf(path, sizeof(path), "%s%s%s", rel, rel[0] ? "/" : "", de->d_name) < (int)sizeof(path))
+            skip(p, path, why);
+    }
+    closedir(d);
+}
+
+/* ed_fs_walk callback: plan each regular file, note what is not copied. */
+static int plan_entry(const char *rel, const struct stat *sb, void *payload)
+{
+    copy_plan *p = payload;
+    char dest[PROJ_PATH_MAX + 2];
+    int depth = 0;
+
+    for (const char *c = rel; *c; c++)
+        depth += *c == '/';
+    if (S_ISDIR(sb->st_mode)) {
+        if (depth >= COPY_DEPTH_MAX - 1) {
+            skip(p, rel, "more than 16 directory levels deep: not entered");
+            return ED_FS_WALK_SKIP;
+        }
+        skip_specials(p, rel);
+        return 0;
+    }
+    if (!S_ISREG(sb->st_mode))
+        return 0;
+    if (p->n >= COPY_FILES_MAX)
+        return ed_error_set(ED_EUNPROC, "the job's output holds more than %d files: copy fewer (write an "
+                            "archive in the job, or download the ones you need)", COPY_FILES_MAX);
+    if (snprintf(dest, sizeof(dest), "%s%s%s", p->dest_dir, p->dest_dir[0] ? "/" : "", rel) >= (int)sizeof(dest) ||
+        proj_path_validate(dest, strlen(dest)) < 0) {
+        char why[300];
+        snprintf(why, sizeof(why), "not a path a project can hold: %s",
+                 strlen(dest) > PROJ_PATH_MAX ? "longer than 1024 bytes" : ed_error_last());
+        skip(p, rel, why);
+        return 0;
+    }
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 64;
+        copy_item *v = realloc(p->items, cap * sizeof(*v));
+        if (v == NULL)
+            return ed_error_set(ED_ENOMEM, "artifact copy");
+        p->items = v;
+        p->cap = cap;
+    }
+    p->items[p->n] = (copy_item){strdup(rel), strdup(dest), (int64_t)sb->st_size};
+    if (p->items[p->n].rel == NULL || p->items[p->n].dest == NULL) {
+        free(p->items[p->n].rel);
+        free(p->items[p->n].dest);
+        return ed_error_set(ED_ENOMEM, "artifact copy");
+    }
+    p->n++;
+    return 0;
+}
+
+static int cmp_item(const void *a, const void *b)
+{
+    return strcmp(((const copy_item *)a)->rel, ((const copy_item *)b)->rel);
+}
+
+static void plan_free(copy_plan *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        free(p->items[i].rel);
+        free(p->items[i].dest);
+    }
+    free(p->items);
+    json_decref(p->skipped);
+}
+
+static int cmp_file_path(const void *key, const void *elem)
+{
+    return strcmp(key, ((const proj_file *)elem)->path);
+}
+
+/* Without overwrite: 409 naming the first destination that exists. */
+static int check_free(gw_request *req, const char *pid, const copy_plan *p)
+{
+    proj_file_list *l = NULL;
+    int err;
+
+    if ((err = proj_files_list(&l, req->srv->projects, req->auth.user_id, pid)) < 0)
+        return err;
+    for (size_t i = 0; i < p->n && err == 0; i++)
+        if (l->count && bsearch(p->items[i].dest, l->items, l->count, sizeof(*l->items), cmp_file_path))
+            err = ed_error_set(ED_ECONFLICT, "%s already exists in project %s: choose another dest_dir, or "
+                               "pass overwrite: true to replace existing files", p->items[i].dest, pid);
+    proj_file_list_free(l);
+    return err;
+}
+
+/* Write the artifact open at `fd` (size bytes when opened) to `dest`. */
+static int write_artifact(bool *out_created, gw_request *req, const char *pid, const char *dest, int fd,
+                          int64_t size)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    int err;
+
+    (void)size;
+    if ((err = ed_fs_read_fd(&buf, &len, fd, (size_t)1 << 30)) < 0)
+        return err;
+    err = proj_file_write(NULL, out_created, req->srv->projects, req->auth.user_id, pid, dest, buf, len);
+    free(buf);
+    return err;
+}
+
+static bool is_notebook(const char *path)
+{
+    size_t n = strlen(path);
+    return n >= 6 && strcasecmp(path + n - 6, ".ipynb") == 0;
+}
+
+static int copy_artifacts(gw_request *req, gw_response *res)
+{
+    copy_plan plan = {.root = -1};
+    const char *pid = NULL, *dest_in = NULL;
+    char dest_dir[PROJ_PATH_MAX + 1], target[64], **created = NULL;
+    size_t ncreated = 0;
+    int64_t id = 0, bytes = 0;
+    bool overwrite = false;
+    json_t *body, *files = NULL, *detail;
+    proj *p = NULL;
+    int err;
+
+    if ((err = parse_id(&id, req->params[0], "job")) < 0 ||
+        (err = gw_request_json(&body, req)) < 0 ||
+        (err = ed_json_get_str(&pid, body, "project_id", true)) < 0 ||
+        (err = ed_json_get_str(&dest_in, body, "dest_dir", false)) < 0 ||
+        (err = ed_json_get_bool(&overwrite, body, "overwrite", false)) < 0)
+        return err;
+    /* dest_dir: a relative directory ("." the project's root); trailing
+     * slashes are dropped; the same rules as any project path */
+    if (dest_in == NULL) {
+        snprintf(dest_dir, sizeof(dest_dir), "jobs/%" PRId64, id);
+    } else {
+        size_t n = strlen(dest_in);
+        while (n > 1 && dest_in[n - 1] == '/')
+            n--;
+        if (n == 0)
+            return ed_error_set(ED_EINVAL, "field 'dest_dir' is empty: name a directory of the project, "
+                                "or \".\" for its root");
+        if (n >= sizeof(dest_dir))
+            return ed_error_set(ED_EINVAL, "field 'dest_dir' is longer than %d bytes", PROJ_PATH_MAX);
+        memcpy(dest_dir, dest_in, n);
+        dest_dir[n] = '\0';
+        if (strcmp(dest_dir, ".") == 0)
+            dest_dir[0] = '\0';
+        else if (proj_path_validate(dest_dir, strlen(dest_dir)) < 0)
+            return ed_error_set(ED_EINVAL, "field 'dest_dir': %s", ed_error_last());
+    }
+    /* the job: the caller's own (404 otherwise, admins included; 404
+     * "expired on" past retention) */
+    if ((err = output_dir(&plan.root, req, req->auth.user_id, &id)) < 0)
+        return err;
+    /* the project: visible (404), and the caller's to write (403) */
+    if ((err = proj_get(&p, req->srv->projects, req->auth.user_id, pid)) < 0)
+        goto out;
+    if (p->owner_id != req->auth.user_id) {
+        err = ed_error_set(ED_EPERM, "project %s is not yours: only its owner can write its files", p->id);
+        goto out;
+    }
+    plan.dest_dir = dest_dir;
+    if ((plan.skipped = json_array()) == NULL || (files = json_array()) == NULL) {
+        err = ed_error_set(ED_ENOMEM, "artifact copy");
+        goto out;
+    }
+    skip_specials(&plan, "");
+    err = ed_fs_walk(plan.root, COPY_DEPTH_MAX, 2 * COPY_FILES_MAX + 1000, plan_entry, &plan);
+    if (err == ED_ETOOBIG)
+        err = ed_error_set(ED_EUNPROC, "the job's output holds more than %d entries: copy fewer",
+                           2 * COPY_FILES_MAX + 1000);
+    if (err < 0)
+        goto out;
+    qsort(plan.items, plan.n, sizeof(*plan.items), cmp_item);
+    if (!overwrite && (err = check_free(req, p->id, &plan)) < 0)
+        goto out;
+    if (plan.n && (created = calloc(plan.n, sizeof(*created))) == NULL) {
+        err = ed_error_set(ED_ENOMEM, "artifact copy");
+        goto out;
+    }
+    for (size_t i = 0; i < plan.n; i++) {
+        copy_item *it = &plan.items[i];
+        struct stat sb;
+        bool was_created = false;
+        int fd;
+
+        err = ed_fs_open_beneath(&fd, plan.root, it->rel, O_RDONLY, 0);
+        if (err == ED_ENOTFOUND) {      /* gone, or swapped for a link or a directory, since the walk */
+            skip(&plan, it->rel, "changed while copying (removed, or replaced by a link or a directory)");
+            continue;
+        }
+        if (err == ED_EIO && errno == EACCES) {
+            skip(&plan, it->rel, "not readable while the job runs (it made the file private): copy again once "
+                 "the job has ended");
+            continue;
+        }
+        if (err < 0)
+            goto rollback;
+        if (fstat(fd, &sb) < 0) {
+            err = ed_error_set(ED_EIO, "artifact %s: %s", it->rel, strerror(errno));
+            close(fd);
+            goto rollback;
+        }
+        err = write_artifact(&was_created, req, p->id, it->dest, fd, (int64_t)sb.st_size);
+        close(fd);
+        if (err == ED_EUNPROC && is_notebook(it->dest)) {
+            char why[600];
+            snprintf(why, sizeof(why), "not a valid notebook: %s", ed_error_last());
+            skip(&plan, it->rel, why);
+            continue;
+        }
+        if (err < 0)
+            goto rollback;
+        if (was_created)
+            created[ncreated++] = it->dest;
+        bytes += sb.st_size;
+        json_array_append_new(files, json_pack("{s:s, s:s, s:I}", "path", it->dest, "artifact", it->rel, "size",
+                                               (json_int_t)sb.st_size));
+    }
+    snprintf(target, sizeof(target), "job:%" PRId64, id);
+    detail = json_pack("{s:s, s:s, s:I, s:I, s:b}", "project_id", p->id, "dest_dir", dest_dir,
+                       "files", (json_int_t)json_array_size(files), "bytes", (json_int_t)bytes, "overwrite", overwrite);
+    gw__audit(req, "job.artifacts_copy", target, detail);
+    json_decref(detail);
+    err = gw_respond_json(res, 201, json_pack("{s:I, s:s, s:s, s:O, s:O, s:I}", "job_id", (json_int_t)id,
+                                              "project_id", p->id, "dest_dir", dest_dir[0] ? dest_dir : ".",
+                                              "files", files, "skipped", plan.skipped, "skipped_count",
+                                              (json_int_t)plan.nskipped));
+    goto out;
+rollback:
+    /* all or nothing: remove what this call created (keeping the error's
+     * message, which the deletes would overwrite) */
+    {
+        char msg[1024];
+        snprintf(msg, sizeof(msg), "%s", ed_error_last());
+        for (size_t i = ncreated; i-- > 0;)
+            if (proj_file_delete(req->srv->projects, req->auth.user_id, p->id, created[i]) < 0)
+                ed_log_warn("jobs.artifacts_copy", "job %" PRId64 ": cannot remove %s from project %s again: %s",
+                            id, created[i], p->id, ed_error_last());
+        err = ed_error_set(err, "%s%s", msg,
+                           overwrite ? " (the files this copy created were removed; files it had already "
+                                       "replaced keep the job's bytes)"
+                                     : " (nothing was copied)");
+    }
+out:
+    free(created);
+    json_decref(files);
+    plan_free(&plan);
+    if (plan.root >= 0)
+        close(plan.root);
+    proj_free(p);
     return err;
 }
 
@@ -991,5 +1332,7 @@ const gw_route gw__routes_sched[] = {
      "A job's output from ?offset= (follow=1: Server-Sent Events)"},
     {"GET", "/api/v1/jobs/{id}/artifacts", list_artifacts, GW_AUTH | GW_SCOPE_READ, "Files a job wrote to its output"},
     {"GET", "/api/v1/jobs/{id}/artifacts/{path*}", get_artifact, GW_AUTH | GW_SCOPE_READ, "Download an artifact"},
+    {"POST", "/api/v1/jobs/{id}/artifacts/copy", copy_artifacts, GW_AUTH | GW_SCOPE_WRITE,
+     "Copy a job's artifacts into a project's working tree {project_id, dest_dir?, overwrite?}"},
     {NULL, NULL, NULL, 0, NULL},
 };
