@@ -44,6 +44,7 @@ const char *ed_error_name(int code)
     case ED_EBUSY:     return "busy";
     case ED_ECONFLICT: return "conflict";
     case ED_EINTERNAL: return "internal";
+    case ED_EPRECOND:  return "precondition_failed";
     }
     return "unknown";
 }

@@ -27,7 +27,8 @@ enum {
     ED_EIO       = -11,  /* filesystem, database, or library failure */
     ED_EBUSY     = -12,  /* temporarily unavailable */
     ED_ECONFLICT = -13,  /* state conflict (idempotency key reused, stale) */
-    ED_EINTERNAL = -14   /* a bug: an invariant did not hold */
+    ED_EINTERNAL = -14,  /* a bug: an invariant did not hold */
+    ED_EPRECOND  = -15   /* a precondition failed (If-Match: the object changed) */
 };
 
 /* Set the thread's last error to `code` and a printf-formatted message.

@@ -19,6 +19,7 @@ static const struct {
     {ED_ENOTFOUND, 404, "not_found"},
     {ED_EEXISTS, 409, "conflict"},
     {ED_ECONFLICT, 409, "conflict"},
+    {ED_EPRECOND, 412, "precondition_failed"},
     {ED_ETOOBIG, 413, "payload_too_large"},
     {ED_EUNPROC, 422, "unprocessable"},
     {ED_ELIMIT, 429, "rate_limited"},

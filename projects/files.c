@@ -7,6 +7,8 @@
 #include "ed_fs.h"
 #include "ed_log.h"
 
+#include <sodium.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -380,14 +382,17 @@ done:
     return err;
 }
 
-int proj_file_read(char **out_buf, size_t *out_len, proj_root *r, int64_t user_id,
-                   const char *id, const char *path, const char *version)
+int proj_file_read_etag(char **out_buf, size_t *out_len, char out_etag[PROJ_ETAG_LEN + 1],
+                        proj_root *r, int64_t user_id, const char *id, const char *path,
+                        const char *version)
 {
     proj *p = NULL;
     int err;
 
     *out_buf = NULL;
     *out_len = 0;
+    if (out_etag)
+        out_etag[0] = '\0';
     if ((err = check_path(path)) < 0)
         return err;
     proj__lock(r, id);
@@ -400,7 +405,16 @@ int proj_file_read(char **out_buf, size_t *out_len, proj_root *r, int64_t user_i
 done:
     proj__unlock(r, id);
     proj_free(p);
+    /* hashed outside the lock: the bytes are ours now */
+    if (err == 0 && out_etag)
+        proj__etag_of(out_etag, *out_buf, *out_len);
     return err;
+}
+
+int proj_file_read(char **out_buf, size_t *out_len, proj_root *r, int64_t user_id,
+                   const char *id, const char *path, const char *version)
+{
+    return proj_file_read_etag(out_buf, out_len, NULL, r, user_id, id, path, version);
 }
 
 /* ---- write ------------------------------------------------------------------- */
@@ -459,65 +473,284 @@ static int write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
-/* The temporary file lives in .git/ (same filesystem, never part of the
- * working tree), so a crash cannot leave a stray file in the project. */
-static int write_atomic(proj_file **out, int base, const char *path, const void *buf,
-                        size_t len)
+void proj__etag_of(char out[PROJ_ETAG_LEN + 1], const void *buf, size_t len)
 {
-    char tmp[40], rnd[17];
-    const char *name;
-    int git = -1, dir = -1, fd = -1, created = 0, err = 0;
-    struct stat sb;
+    ed_sha256_hex(out, buf, len);
+}
 
+int proj__sha256_fd(char out[PROJ_ETAG_LEN + 1], int64_t *out_size, int fd)
+{
+    crypto_hash_sha256_state st;
+    unsigned char digest[crypto_hash_sha256_BYTES];
+    int64_t total = 0;
+    char *chunk = malloc(1 << 16);
+
+    if (chunk == NULL)
+        return ed_error_set(ED_ENOMEM, "hash buffer");
+    crypto_hash_sha256_init(&st);
+    for (;;) {
+        ssize_t n = read(fd, chunk, 1 << 16);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            free(chunk);
+            return ed_error_set(e == EISDIR ? ED_ENOTFOUND : ED_EIO, "read: %s", strerror(e));
+        }
+        if (n == 0)
+            break;
+        crypto_hash_sha256_update(&st, (const unsigned char *)chunk, (unsigned long long)n);
+        total += n;
+    }
+    free(chunk);
+    crypto_hash_sha256_final(&st, digest);
+    sodium_bin2hex(out, PROJ_ETAG_LEN + 1, digest, sizeof(digest));
+    if (out_size)
+        *out_size = total;
+    return 0;
+}
+
+/* The ETag of the regular file `name` in `dir` (not followed if a link). */
+static int etag_at(char out[PROJ_ETAG_LEN + 1], int dir, const char *name, const char *path)
+{
+    int fd, err;
+
+    if ((err = check_regular(dir, name, path)) < 0)
+        return err;
+    if ((fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)) < 0)
+        return errno == ENOENT ? ed_error_set(ED_ENOTFOUND, "no file %s", path)
+                               : ed_error_set(ED_EIO, "open %s: %s", path, strerror(errno));
+    err = proj__sha256_fd(out, NULL, fd);
+    close(fd);
+    return err;
+}
+
+/* `if_match` without one pair of surrounding quotes, in `buf`. */
+static const char *unquote(char buf[PROJ_ETAG_LEN + 3], const char *if_match)
+{
+    size_t n = strlen(if_match);
+
+    if (n >= 2 && n <= PROJ_ETAG_LEN + 2 && if_match[0] == '"' && if_match[n - 1] == '"') {
+        memcpy(buf, if_match + 1, n - 2);
+        buf[n - 2] = '\0';
+        return buf;
+    }
+    return if_match;
+}
+
+/* The precondition of proj_file_write_if against `name` in `dir` now. */
+static int check_if_match(int dir, const char *name, const char *path, const char *if_match)
+{
+    char cur[PROJ_ETAG_LEN + 1], qbuf[PROJ_ETAG_LEN + 3];
+    const char *want;
+    struct stat sb;
+    bool exists;
+    int err;
+
+    if (if_match == NULL)
+        return 0;
+    if (fstatat(dir, name, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
+        if (errno != ENOENT)
+            return ed_error_set(ED_EIO, "stat %s: %s", path, strerror(errno));
+        exists = false;
+    } else {
+        exists = true;
+    }
+    if (if_match[0] == '\0')
+        return exists ? ed_error_set(ED_EPRECOND, "%s already exists", path) : 0;
+    if (!exists)
+        return ed_error_set(ED_EPRECOND, "%s does not exist (it was deleted or never written)",
+                            path);
+    if (strcmp(if_match, "*") == 0)
+        return 0;
+    want = unquote(qbuf, if_match);
+    if ((err = etag_at(cur, dir, name, path)) < 0)
+        return err == ED_ENOTFOUND ? ed_error_set(ED_EPRECOND, "%s does not exist", path) : err;
+    if (strlen(want) != PROJ_ETAG_LEN || strcasecmp(want, cur) != 0)
+        return ed_error_set(ED_EPRECOND,
+                            "%s changed since it was read (its ETag is now \"%s\"); read it "
+                            "again and retry",
+                            path, cur);
+    return 0;
+}
+
+/*
+ * A staged write: the bytes in a temporary file in .git/ (same filesystem,
+ * never part of the working tree, so a crash cannot leave a stray file in the
+ * project), fsync'd, with their size and ETag. publish() renames it into place.
+ */
+typedef struct staged {
+    int         git;        /* .git of the project, or -1 */
+    char        tmp[40];
+    int64_t     size;
+    struct stat sb;
+    char        etag[PROJ_ETAG_LEN + 1];
+} staged;
+
+static void staged_discard(staged *s)
+{
+    if (s->git >= 0) {
+        if (s->tmp[0])
+            unlinkat(s->git, s->tmp, 0);
+        close(s->git);
+    }
+    s->git = -1;
+    s->tmp[0] = '\0';
+}
+
+static int stage_open(staged *s, int base, int *out_fd)
+{
+    char rnd[17];
+
+    s->git = -1;
+    s->tmp[0] = '\0';
     ed_random_token(rnd, 16);
-    snprintf(tmp, sizeof(tmp), "eddy-write-%s", rnd);
-    if ((git = openat(base, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+    if ((s->git = openat(base, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
         return ed_error_set(ED_EIO, "open .git: %s", strerror(errno));
+    snprintf(s->tmp, sizeof(s->tmp), "eddy-write-%s", rnd);
+    if ((*out_fd = openat(s->git, s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                          0644)) < 0) {
+        int err = ed_error_set(ED_EIO, "create temporary file: %s", strerror(errno));
+        s->tmp[0] = '\0';
+        staged_discard(s);
+        return err;
+    }
+    return 0;
+}
+
+static int stage_close(staged *s, int fd, const char *path)
+{
+    if (fsync(fd) < 0 || fstat(fd, &s->sb) < 0) {
+        int err = ed_error_set(ED_EIO, "write %s: %s", path, strerror(errno));
+        close(fd);
+        staged_discard(s);
+        return err;
+    }
+    if (close(fd) < 0) {
+        int err = ed_error_set(ED_EIO, "write %s: %s", path, strerror(errno));
+        staged_discard(s);
+        return err;
+    }
+    return 0;
+}
+
+static int stage_buf(staged *s, int base, const char *path, const void *buf, size_t len)
+{
+    int fd, err;
+
+    if ((err = stage_open(s, base, &fd)) < 0)
+        return err;
+    if (write_all(fd, buf, len) < 0) {
+        err = ed_error_set(ED_EIO, "write %s: %s", path, strerror(errno));
+        close(fd);
+        staged_discard(s);
+        return err;
+    }
+    s->size = (int64_t)len;
+    proj__etag_of(s->etag, buf, len);
+    return stage_close(s, fd, path);
+}
+
+/* Copy `src` to EOF into a staged file, hashing as it goes. */
+static int stage_fd(staged *s, int base, const char *path, int src)
+{
+    crypto_hash_sha256_state st;
+    unsigned char digest[crypto_hash_sha256_BYTES];
+    size_t cap = 1 << 20;
+    char *chunk = malloc(cap);
+    int fd, err;
+
+    if (chunk == NULL)
+        return ed_error_set(ED_ENOMEM, "copy buffer");
+    if ((err = stage_open(s, base, &fd)) < 0) {
+        free(chunk);
+        return err;
+    }
+    crypto_hash_sha256_init(&st);
+    s->size = 0;
+    for (;;) {
+        ssize_t n = read(src, chunk, cap);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            err = ed_error_set(ED_EIO, "read the source of %s: %s", path, strerror(errno));
+            break;
+        }
+        if (n == 0)
+            break;
+        if (write_all(fd, chunk, (size_t)n) < 0) {
+            err = ed_error_set(errno == ENOSPC || errno == EDQUOT ? ED_EQUOTA : ED_EIO,
+                               "write %s: %s", path, strerror(errno));
+            break;
+        }
+        crypto_hash_sha256_update(&st, (const unsigned char *)chunk, (unsigned long long)n);
+        s->size += n;
+    }
+    free(chunk);
+    if (err < 0) {
+        close(fd);
+        staged_discard(s);
+        return err;
+    }
+    crypto_hash_sha256_final(&st, digest);
+    sodium_bin2hex(s->etag, sizeof(s->etag), digest, sizeof(digest));
+    return stage_close(s, fd, path);
+}
+
+/* Check `if_match` and rename the staged file to `path` (parents created,
+ * and removed again on failure). The staged file is consumed either way. */
+static int publish(proj_file **out, staged *s, int base, const char *path, const char *if_match)
+{
+    const char *name;
+    int dir = -1, created = 0, err;
+
     if ((err = open_parent(&dir, &name, &created, base, path, true)) < 0)
         goto fail;
-    if ((fd = openat(git, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0) {
-        err = ed_error_set(ED_EIO, "create temporary file: %s", strerror(errno));
+    /* last thing before the rename, under the project's lock */
+    if ((err = check_if_match(dir, name, path, if_match)) < 0)
         goto fail;
-    }
-    if (write_all(fd, buf, len) < 0 || fsync(fd) < 0) {
-        err = ed_error_set(ED_EIO, "write %s: %s", path, strerror(errno));
-        goto fail;
-    }
-    if (fstat(fd, &sb) < 0 || close(fd) < 0) {
-        fd = -1;
-        err = ed_error_set(ED_EIO, "write %s: %s", path, strerror(errno));
-        goto fail;
-    }
-    fd = -1;
     /* rename replaces a link itself rather than its target; existing_size
      * refused links before, this keeps a link planted meanwhile harmless. */
-    if (renameat(git, tmp, dir, name) < 0) {
+    if (renameat(s->git, s->tmp, dir, name) < 0) {
         err = ed_error_set(errno == EISDIR ? ED_ECONFLICT : ED_EIO, "write %s: %s", path,
                            strerror(errno));
         goto fail;
     }
+    s->tmp[0] = '\0';
+    staged_discard(s);
     fsync(dir);
-    if (out)
-        err = file_entry(out, path, &sb);
     close(dir);
-    close(git);
+    if (out && (err = file_entry(out, path, &s->sb)) == 0)
+        memcpy((*out)->etag, s->etag, sizeof(s->etag));
     return err;
 fail:
-    if (fd >= 0)
-        close(fd);
-    unlinkat(git, tmp, 0);
+    staged_discard(s);
     if (dir >= 0)
         close(dir);
     if (created)
         undo_mkdirs(base, path, created);
-    close(git);
     return err;
 }
 
-int proj_file_write(proj_file **out, bool *out_created, proj_root *r, int64_t user_id,
-                    const char *id, const char *path, const void *buf, size_t len)
+static int check_if_match_arg(const char *if_match)
+{
+    char qbuf[PROJ_ETAG_LEN + 3];
+    const char *w;
+
+    if (if_match == NULL || if_match[0] == '\0' || strcmp(if_match, "*") == 0)
+        return 0;
+    w = unquote(qbuf, if_match);
+    if (strlen(w) != PROJ_ETAG_LEN || strspn(w, "0123456789abcdefABCDEF") != PROJ_ETAG_LEN)
+        return ed_error_set(ED_EPRECOND, "If-Match %.80s is not an ETag this server made", if_match);
+    return 0;
+}
+
+int proj_file_write_if(proj_file **out, bool *out_created, proj_root *r, int64_t user_id,
+                       const char *id, const char *path, const void *buf, size_t len,
+                       const char *if_match)
 {
     proj *p = NULL;
+    staged s = {.git = -1};
     int64_t old = 0;
     bool exists = false;
     int base = -1, err;
@@ -534,17 +767,137 @@ int proj_file_write(proj_file **out, bool *out_created, proj_root *r, int64_t us
         return err;
     proj__lock(r, id);
     if ((err = proj__load(&p, r, user_id, id, PROJ__WRITE)) < 0 ||
+        (err = check_if_match_arg(if_match)) < 0 ||
         (err = proj__open_dir(&base, r, id)) < 0 ||
         (err = existing_size(&old, &exists, base, path)) < 0)
         goto done;
     proj__user_lock(r, p->owner_id);
     if ((err = proj__quota_check(r, p->owner_id, old, (int64_t)len)) == 0 &&
-        (err = write_atomic(out, base, path, buf ? buf : "", len)) == 0)
+        (err = stage_buf(&s, base, path, buf ? buf : "", len)) == 0 &&
+        (err = publish(out, &s, base, path, if_match)) == 0)
         proj__touch(r, id);
     proj__user_unlock(r, p->owner_id);
     if (err == 0 && out_created)
         *out_created = !exists;
 done:
+    if (base >= 0)
+        close(base);
+    proj__unlock(r, id);
+    proj_free(p);
+    return err;
+}
+
+int proj_file_write(proj_file **out, bool *out_created, proj_root *r, int64_t user_id,
+                    const char *id, const char *path, const void *buf, size_t len)
+{
+    return proj_file_write_if(out, out_created, r, user_id, id, path, buf, len, NULL);
+}
+
+/* Largest notebook proj_file_write_fd reads into memory to validate. */
+#define NB_FD_MAX ((size_t)1 << 30)
+
+int proj_file_write_fd(proj_file **out, bool *out_created, proj_root *r, int64_t user_id,
+                       const char *id, const char *path, int src_fd, int64_t size)
+{
+    proj *p = NULL;
+    staged s = {.git = -1};
+    struct stat before, after;
+    int64_t old = 0;
+    bool exists = false;
+    int base = -1, err;
+
+    if (out)
+        *out = NULL;
+    if (out_created)
+        *out_created = false;
+    if ((err = check_path(path)) < 0)
+        return err;
+    if (src_fd < 0)
+        return ed_error_set(ED_EINVAL, "no source to copy from");
+    if (ends_with_ipynb(path)) {
+        /* a notebook is validated whole, like proj_file_write's */
+        char *nb = NULL;
+        size_t n = 0;
+        if ((err = ed_fs_read_fd(&nb, &n, src_fd, NB_FD_MAX)) < 0) {
+            if (err == ED_ENOTFOUND) /* a pipe or socket: read to EOF another way */
+                err = ed_error_set(ED_EINVAL, "notebook source of %s is not a regular file",
+                                   path);
+            return err;
+        }
+        err = proj_file_write_if(out, out_created, r, user_id, id, path, nb, n, NULL);
+        free(nb);
+        return err;
+    }
+    /* access and a storage check against the announced size first */
+    proj__lock(r, id);
+    if ((err = proj__load(&p, r, user_id, id, PROJ__WRITE)) < 0 ||
+        (err = proj__open_dir(&base, r, id)) < 0 ||
+        (err = existing_size(&old, &exists, base, path)) < 0)
+        goto unlock;
+    if (size > 0) {
+        proj__user_lock(r, p->owner_id);
+        err = proj__quota_check(r, p->owner_id, old, size);
+        proj__user_unlock(r, p->owner_id);
+    }
+unlock:
+    proj__unlock(r, id);
+    proj_free(p);
+    p = NULL;
+    if (err < 0)
+        goto done;
+    if (fstat(base, &before) < 0) {
+        err = ed_error_set(ED_EIO, "stat project %s: %s", id, strerror(errno));
+        goto done;
+    }
+    /* the copy itself runs unlocked: it may take long */
+    if ((err = stage_fd(&s, base, path, src_fd)) < 0)
+        goto done;
+    close(base);
+    base = -1;
+    proj__lock(r, id);
+    if ((err = proj__load(&p, r, user_id, id, PROJ__WRITE)) < 0 ||
+        (err = proj__open_dir(&base, r, id)) < 0)
+        goto relock_done;
+    if (fstat(base, &after) < 0 || after.st_dev != before.st_dev || after.st_ino != before.st_ino) {
+        err = ed_error_set(ED_ENOTFOUND, "project %s was deleted during the copy", id);
+        goto relock_done;
+    }
+    if ((err = existing_size(&old, &exists, base, path)) < 0)
+        goto relock_done;
+    proj__user_lock(r, p->owner_id);
+    if ((err = proj__quota_check(r, p->owner_id, old, s.size)) == 0 &&
+        (err = publish(out, &s, base, path, NULL)) == 0)
+        proj__touch(r, id);
+    proj__user_unlock(r, p->owner_id);
+    if (err == 0 && out_created)
+        *out_created = !exists;
+relock_done:
+    proj__unlock(r, id);
+done:
+    staged_discard(&s);
+    if (base >= 0)
+        close(base);
+    proj_free(p);
+    return err;
+}
+
+int proj_file_etag(char out_etag[PROJ_ETAG_LEN + 1], proj_root *r, int64_t user_id,
+                   const char *id, const char *path)
+{
+    proj *p = NULL;
+    const char *name;
+    int base = -1, dir = -1, err;
+
+    out_etag[0] = '\0';
+    if ((err = check_path(path)) < 0)
+        return err;
+    proj__lock(r, id);
+    if ((err = proj__load(&p, r, user_id, id, PROJ__READ)) == 0 &&
+        (err = proj__open_dir(&base, r, id)) == 0 &&
+        (err = open_parent(&dir, &name, NULL, base, path, false)) == 0)
+        err = etag_at(out_etag, dir, name, path);
+    if (dir >= 0)
+        close(dir);
     if (base >= 0)
         close(base);
     proj__unlock(r, id);

@@ -42,6 +42,8 @@
 #define PROJ_DESC_MAX    4000   /* bytes in a description */
 #define PROJ_MESSAGE_MAX 4000   /* bytes in a version message */
 #define PROJ_LIST_MAX    500    /* largest page of a list */
+#define PROJ_ETAG_LEN    64     /* a file's ETag: lowercase sha256 hex of its bytes */
+#define PROJ_LARGE_FILE_DEFAULT (20 * 1024 * 1024) /* version_large_file_bytes */
 
 typedef struct proj_root proj_root;
 
@@ -77,6 +79,8 @@ typedef struct proj_file {
     char    *path;           /* "src/train.py" */
     int64_t  size;           /* bytes */
     int64_t  modified_at;    /* ms since the epoch */
+    char     etag[PROJ_ETAG_LEN + 1]; /* sha256 hex of the bytes; set by writes,
+                                         "" in proj_files_list (not computed) */
 } proj_file;
 
 typedef struct proj_file_list {
@@ -177,6 +181,19 @@ int proj_files_list(proj_file_list **out, proj_root *r, int64_t user_id, const c
 int proj_file_read(char **out_buf, size_t *out_len, proj_root *r, int64_t user_id,
                    const char *id, const char *path, const char *version);
 
+/* proj_file_read, and *out_etag (may be NULL) gets the file's ETag: the
+ * lowercase sha256 hex of its bytes (PROJ_ETAG_LEN characters + NUL), the
+ * same for a version's copy of a file as for the working tree's. A strong
+ * validator: equal ETags mean equal bytes. HTTP sends it quoted. */
+int proj_file_read_etag(char **out_buf, size_t *out_len, char out_etag[PROJ_ETAG_LEN + 1],
+                        proj_root *r, int64_t user_id, const char *id, const char *path,
+                        const char *version);
+
+/* The ETag of a working-tree file without returning its bytes (hashes it).
+ * ED_ENOTFOUND / ED_EINVAL as for proj_file_read. */
+int proj_file_etag(char out_etag[PROJ_ETAG_LEN + 1], proj_root *r, int64_t user_id,
+                   const char *id, const char *path);
+
 /* Write a whole file atomically (temporary file, fsync, rename), creating
  * missing parent directories. A path ending in ".ipynb" must be a valid
  * nbformat v4 notebook (ED_EUNPROC otherwise). *out (may be NULL) gets the
@@ -186,6 +203,44 @@ int proj_file_read(char **out_buf, size_t *out_len, proj_root *r, int64_t user_i
  * a parent is a file or the path is a directory. On error nothing is written. */
 int proj_file_write(proj_file **out, bool *out_created, proj_root *r, int64_t user_id,
                     const char *id, const char *path, const void *buf, size_t len);
+
+/* proj_file_write with a precondition (compare-and-swap). `if_match`:
+ *   NULL            unconditional (same as proj_file_write);
+ *   an ETag         the file must exist with exactly this ETag (64 hex
+ *                   characters; one pair of surrounding double quotes, as
+ *                   HTTP sends it, is accepted);
+ *   "*"             the file must exist (any content);
+ *   ""              the file must not exist (create only).
+ * The check runs under the project's lock right before the rename, so of two
+ * writers holding the same ETag exactly one wins: the other gets ED_EPRECOND
+ * ("precondition_failed", HTTP 412) and nothing is written. (Code running in a
+ * kernel writes the tree without this lock; a kernel write that lands between
+ * the check and the rename is replaced, as with any plain rename.) The new
+ * ETag is in (*out)->etag. A read-modify-write loop:
+ *
+ *     for (int try = 0; try < 5; try++) {
+ *         char etag[PROJ_ETAG_LEN + 1];
+ *         if ((err = proj_file_read_etag(&buf, &len, etag, r, uid, id, path, NULL)) < 0) break;
+ *         ...build `out` from buf...
+ *         err = proj_file_write_if(NULL, NULL, r, uid, id, path, out, n, etag);
+ *         if (err != ED_EPRECOND) break;   // 0: done; ED_EPRECOND: someone wrote, re-read
+ *     }
+ */
+int proj_file_write_if(proj_file **out, bool *out_created, proj_root *r, int64_t user_id,
+                       const char *id, const char *path, const void *buf, size_t len,
+                       const char *if_match);
+
+/* Write a file from `src_fd`, read until EOF, without holding it in memory
+ * (copying job artifacts into the workspace). Same rules as proj_file_write:
+ * path checks, the owner's storage limit, atomic rename, ED_EUNPROC for an
+ * invalid .ipynb (a notebook is read into memory to validate it). `size` is
+ * the size the caller expects (e.g. from fstat; -1 if unknown): it is checked
+ * against the storage limit before copying, and the bytes actually copied are
+ * checked again before the rename. The copy into a temporary file runs
+ * without the project's lock; the check and rename take it. The project
+ * being deleted meanwhile gives ED_ENOTFOUND and nothing is written. */
+int proj_file_write_fd(proj_file **out, bool *out_created, proj_root *r, int64_t user_id,
+                       const char *id, const char *path, int src_fd, int64_t size);
 
 /* Delete a file (owner only); parent directories left empty are removed.
  * ED_ENOTFOUND when there is no such file. */

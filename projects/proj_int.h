@@ -62,6 +62,13 @@ int proj__rm_rf(int dirfd, const char *name);
  * Call with the user's stripe held. */
 int proj__quota_check(proj_root *r, int64_t user_id, int64_t freed, int64_t added);
 
+/* The ETag (sha256 hex) of `len` bytes. */
+void proj__etag_of(char out[PROJ_ETAG_LEN + 1], const void *buf, size_t len);
+
+/* sha256 hex of what `fd` yields until EOF; *out_size (may be NULL) gets the
+ * byte count. ED_EIO on a read error. */
+int proj__sha256_fd(char out[PROJ_ETAG_LEN + 1], int64_t *out_size, int fd);
+
 /* Wrap the last libgit2 error as ED_EIO "<what>: <message>". */
 int proj__git_error(const char *what);
 

@@ -185,7 +185,8 @@ void sbx_slot_free(sbx_slot *s);
  * Every function takes what it needs as arguments and keeps no state; all
  * need root except the probe's read-only part and sbx_disk_tree_usage on
  * images. While sbx_launcher_use() is set each goes to the launcher, which
- * accepts only job trees (DATA/jobs/<id>/work, /output) and keeps images and
+ * accepts only job trees (DATA/jobs/<id>/work, /output) and workspace trees
+ * (DATA/projects/<id>, never frozen) and keeps images and
  * the volume in DATA/launcher, root's (README.md "Privilege split").
  *
  *     sbx_disk d;
@@ -204,9 +205,11 @@ typedef enum {
     SBX_DISK_IMAGES
 } sbx_disk_mech;
 
-/* Project ids: jobs use SBX_DISK_PROJID_JOBS + (job id mod 2^30); ids below
- * it are for project workspaces. 0 is never a tree. */
-#define SBX_DISK_PROJID_JOBS 0x40000000u
+/* Project ids: jobs use SBX_DISK_PROJID_JOBS + (job id mod 2^30); project
+ * workspaces SBX_DISK_PROJID_PROJECTS + their store's disk id (below 2^29;
+ * projects/root.c); ids below that are left to the host. 0 is never a tree. */
+#define SBX_DISK_PROJID_JOBS     0x40000000u
+#define SBX_DISK_PROJID_PROJECTS 0x20000000u
 
 #define SBX_DISK_SETUP        1u   /* probe: make and mount the loop volume if needed */
 #define SBX_DISK_NO_PRJQUOTA  2u   /* probe: skip the data directory's own quotas */
