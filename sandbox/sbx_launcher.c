@@ -568,10 +568,46 @@ static int disk_ready(launcher *L)
     return 0;
 }
 
+/* A project's workspace tree (projects/root.c): DATA/projects/<id>, <id>
+ * "p" + 12 base62 characters, with a project id in the workspace range
+ * [SBX_DISK_PROJID_PROJECTS, SBX_DISK_PROJID_JOBS) (which project holds
+ * which id is in the server's store: a server could only swap its own
+ * projects' trees). Opens DATA/projects beneath the data directory without
+ * following a link (it must be the server's): *parent, *name the id. */
+static int project_target(launcher *L, const char *rel, const char *path, uint32_t projid, int *parent,
+                          const char **name)
+{
+    const char *id = rel + 9;
+    struct stat st;
+    int fd;
+
+    if (strlen(id) != 13 || id[0] != 'p')
+        return ed_error_set(ED_EPERM, "sandbox launcher: '%s' is not DATA/projects/<id>", path);
+    for (int i = 1; i < 13; i++)
+        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z')))
+            return ed_error_set(ED_EPERM, "sandbox launcher: '%s' is not DATA/projects/<id>", path);
+    if (projid != 0 && (projid < SBX_DISK_PROJID_PROJECTS || projid >= SBX_DISK_PROJID_JOBS))
+        return ed_error_set(ED_EPERM, "sandbox launcher: project id %u is not a workspace's", projid);
+    if ((fd = open_beneath(L->data_fd, "projects", O_RDONLY | O_DIRECTORY)) < 0) {
+        int e = errno, link = e == ELOOP || e == ENOTDIR || e == EXDEV;
+        return ed_error_set(e == ENOENT ? ED_ENOTFOUND : link ? ED_EPERM : ED_EIO,
+                            "sandbox launcher: 'projects': %s",
+                            link ? "not a directory (a symbolic link?)" : strerror(e));
+    }
+    if (fstat(fd, &st) < 0 || st.st_uid != L->cfg->server_uid) {
+        close(fd);
+        return ed_error_set(ED_EPERM, "sandbox launcher: projects is not the server's directory");
+    }
+    *parent = fd;
+    *name = id;
+    return 0;
+}
+
 /* A job tree's directory: DATA/jobs/<id>/work or /output, <id> decimal
  * (1 to 18 digits, no leading zero) and `projid` that job's. Opens
  * DATA/jobs/<id> beneath the data directory without following a link
- * (it must be the server's directory): *parent, and *name the last part. */
+ * (it must be the server's directory): *parent, and *name the last part.
+ * A project's workspace (project_target) is accepted too. */
 static int job_target(launcher *L, const char *path, uint32_t projid, int *parent, const char **name)
 {
     const char *rel = path && path[0] == '/' ? under(path, L->cfg->data_dir) : NULL, *p, *last;
@@ -582,6 +618,8 @@ static int job_target(launcher *L, const char *path, uint32_t projid, int *paren
     int fd;
 
     *parent = -1;
+    if (rel && strncmp(rel, "projects/", 9) == 0)
+        return project_target(L, rel, path, projid, parent, name);
     if (!rel || strncmp(rel, "jobs/", 5) != 0)
         return ed_error_set(ED_EPERM, "sandbox launcher: '%s' is not a job's directory beneath the data "
                             "directory", path ? path : "");
@@ -643,7 +681,8 @@ static int disk_detach(launcher *L)
     for (size_t i = 0; i < n; i++) {
         const char *rel = under(list[i], L->cfg->data_dir);
         int fd;
-        if (rel && (strncmp(rel, "jobs/", 5) == 0 || strncmp(rel, "launcher/", 9) == 0) &&
+        if (rel && (strncmp(rel, "jobs/", 5) == 0 || strncmp(rel, "projects/", 9) == 0 ||
+                    strncmp(rel, "launcher/", 9) == 0) &&
             (fd = open_beneath(L->data_fd, rel, O_PATH | O_DIRECTORY)) >= 0) {
             if (sbx__disk_umount_fd(fd) < 0 && errno != EINVAL && err == 0)
                 err = ed_error_set(ED_EIO, "cannot unmount %s: %s", list[i], strerror(errno));
@@ -687,6 +726,8 @@ static int do_disk(launcher *L, sbx_wire_req *q, answer *a)
                                 (long long)q->bytes);
         if (q->n_paths == 0 || q->n_paths > 2)
             return ed_error_set(ED_EINVAL, "sandbox launcher: a job's tree has 1 or 2 directories");
+        if (q->projid < SBX_DISK_PROJID_JOBS && q->n_paths != 1)
+            return ed_error_set(ED_EINVAL, "sandbox launcher: a workspace's tree has 1 directory");
         for (nd = 0; nd < q->n_paths; nd++) {
             int p2;
             if ((err = job_target(L, q->paths[nd], q->projid, &p2, &names[nd])) < 0)
@@ -722,8 +763,9 @@ static int do_disk(launcher *L, sbx_wire_req *q, answer *a)
         goto out;
     }
     case SBX_OP_DISK_EXISTS:
-        if (q->projid < SBX_DISK_PROJID_JOBS)
-            return ed_error_set(ED_EPERM, "sandbox launcher: project id %u is not a job's", q->projid);
+        if (q->projid < SBX_DISK_PROJID_PROJECTS)
+            return ed_error_set(ED_EPERM, "sandbox launcher: project id %u is not a job's or a workspace's",
+                                q->projid);
         sbx__wire_u32(&a->b, L->probed && L->disk.mech != SBX_DISK_NONE &&
                                  sbx_disk_tree_exists(&L->disk, q->projid) ? 1 : 0);
         return 0;
@@ -733,6 +775,8 @@ static int do_disk(launcher *L, sbx_wire_req *q, answer *a)
         const char *rel = q->path && q->path[0] == '/' ? under(q->path, L->cfg->data_dir) : NULL;
         uint32_t projid = rel && strncmp(rel, "jobs/", 5) == 0
                               ? SBX_DISK_PROJID_JOBS + (uint32_t)(strtoll(rel + 5, NULL, 10) & 0x3fffffff) : 0;
+        if (q->op == SBX_OP_DISK_FREEZE && rel && strncmp(rel, "projects/", 9) == 0)
+            return ed_error_set(ED_EPERM, "sandbox launcher: a workspace is never frozen");
         if ((err = job_target(L, q->path, projid, &parent, &name)) < 0)
             return err == ED_ENOTFOUND ? 0 : err;
         err = q->op == SBX_OP_DISK_CLEAR ? sbx__disk_path_clear_at(parent, name, &L->store_st)
@@ -745,8 +789,9 @@ static int do_disk(launcher *L, sbx_wire_req *q, answer *a)
         goto out;
     }
     case SBX_OP_DISK_REMOVE:
-        if (q->projid < SBX_DISK_PROJID_JOBS || q->n_paths > 2)
-            return ed_error_set(ED_EPERM, "sandbox launcher: project id %u is not a job's", q->projid);
+        if (q->projid < SBX_DISK_PROJID_PROJECTS || q->n_paths > 2)
+            return ed_error_set(ED_EPERM, "sandbox launcher: project id %u is not a job's or a workspace's",
+                                q->projid);
         for (size_t i = 0; i < q->n_paths; i++) {
             if ((err = job_target(L, q->paths[i], q->projid, &parent, &name)) == ED_ENOTFOUND)
                 continue;
