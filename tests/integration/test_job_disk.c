@@ -66,91 +66,32 @@ static const char SMALL_PY[] =
     "open('/home/aistudio/output/ok.txt', 'w').write('fine')\n"
     "print('other user ok', flush=True)\n";
 
-typedef struct user {
-    char cookie[512], csrf[256];
-    const char *hdrs[4];
-} user;
-
-static void make_user(user *u, const char *name)
+static void make_user(it_user *u, const char *name)
 {
-    char body[256], path[128], key[64], pw[64];
-    const char *ah[] = {admin_cookie, admin_csrf, key, NULL};
-    it_resp r;
-    int64_t id;
-
-    snprintf(pw, sizeof(pw), "pass-%s-123", name);
-    snprintf(body, sizeof(body), "{\"username\":\"%s\",\"email\":\"%s@example.com\",\"password\":\"%s\"}", name,
-             name, pw);
-    it_request(&r, &srv, "POST", "/api/v1/auth/signup", body, NULL);
-    ck_assert_int_eq(r.status, 201);
-    id = json_integer_value(json_object_get(r.json, "id"));
-    it_resp_free(&r);
-    snprintf(path, sizeof(path), "/api/v1/admin/users/%lld/grants", (long long)id);
-    snprintf(key, sizeof(key), "Idempotency-Key: grant-%s", name);
-    it_request(&r, &srv, "POST", path, "{\"amount_mcoins\": 1000000, \"reason\": \"test\"}", ah);
-    ck_assert_int_eq(r.status, 201);
-    it_resp_free(&r);
-    ck_assert_int_eq(it_login(&srv, name, pw, u->cookie, sizeof(u->cookie), u->csrf, sizeof(u->csrf)), 0);
-    u->hdrs[0] = u->cookie;
-    u->hdrs[1] = u->csrf;
-    u->hdrs[2] = NULL;
+    ck_assert_int_eq(it_user_make(u, &srv, admin_cookie, admin_csrf, name, 1000000), 0);
 }
 
 /* A project holding `src` as main.py, a version of it, and a job running it. */
-static int64_t run_job(user *u, const char *name, const char *src)
+static int64_t run_job(it_user *u, const char *name, const char *src)
 {
-    char pid[64], vid[64], body[512], path[256];
-    it_resp r;
+    char pid[64], vid[64];
     int64_t id;
 
-    snprintf(body, sizeof(body), "{\"name\":\"%s\",\"visibility\":\"private\"}", name);
-    it_request(&r, &srv, "POST", "/api/v1/projects", body, u->hdrs);
-    ck_assert_int_eq(r.status, 201);
-    snprintf(pid, sizeof(pid), "%s", json_string_value(json_object_get(r.json, "id")));
-    it_resp_free(&r);
-    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/main.py", pid);
-    it_request(&r, &srv, "PUT", path, src, u->hdrs);
-    ck_assert_int_lt(r.status, 300);
-    it_resp_free(&r);
-    snprintf(path, sizeof(path), "/api/v1/projects/%s/versions", pid);
-    it_request(&r, &srv, "POST", path, "{\"message\":\"v1\"}", u->hdrs);
-    ck_assert_int_eq(r.status, 201);
-    snprintf(vid, sizeof(vid), "%s", json_string_value(json_object_get(r.json, "id")));
-    it_resp_free(&r);
-    snprintf(body, sizeof(body),
-             "{\"project_id\":\"%s\",\"version\":\"%s\",\"entry\":\"main.py\",\"resource\":\"cpu-basic\","
-             "\"max_runtime_s\":120}", pid, vid);
-    it_request(&r, &srv, "POST", "/api/v1/jobs", body, u->hdrs);
-    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
-    id = json_integer_value(json_object_get(r.json, "id"));
-    it_resp_free(&r);
+    ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, u->hdrs, name, "main.py", src), 0);
+    ck_assert_int_eq(it_version_make(vid, sizeof(vid), &srv, u->hdrs, pid, "v1"), 0);
+    ck_assert_int_eq(it_job_submit(&id, NULL, 0, &srv, u->hdrs, pid, vid, "main.py", 120, NULL), 201);
     return id;
 }
 
 /* GET the job until it has ended; its JSON (caller decrefs). */
-static json_t *wait_end(user *u, int64_t id)
+static json_t *wait_end(it_user *u, int64_t id)
 {
-    char path[64];
-    for (int i = 0; i < 1200; i++) {
-        it_resp r;
-        const char *st;
-        snprintf(path, sizeof(path), "/api/v1/jobs/%lld", (long long)id);
-        it_request(&r, &srv, "GET", path, NULL, u->hdrs);
-        ck_assert_int_eq(r.status, 200);
-        st = json_string_value(json_object_get(r.json, "status"));
-        if (strcmp(st, "queued") != 0 && strcmp(st, "running") != 0) {
-            json_t *j = json_incref(r.json);
-            it_resp_free(&r);
-            return j;
-        }
-        it_resp_free(&r);
-        usleep(100000);
-    }
-    ck_abort_msg("job %lld did not end", (long long)id);
-    return NULL;
+    json_t *j = it_job_wait(&srv, u->hdrs, id, NULL, 120);
+    ck_assert_msg(j != NULL, "job %lld did not end", (long long)id);
+    return j;
 }
 
-static void job_log(char *out, size_t n, user *u, int64_t id)
+static void job_log(char *out, size_t n, it_user *u, int64_t id)
 {
     char path[80];
     it_resp r;
@@ -161,19 +102,19 @@ static void job_log(char *out, size_t n, user *u, int64_t id)
     it_resp_free(&r);
 }
 
+/* Start the server on a fresh data directory (`dir`/data) with `e` and log
+ * the admin in. */
+static void start(const char *tag, const char *const *e)
+{
+    ck_assert_int_eq(it_admin_server_start(&srv, dir, sizeof(dir), tag, e, admin_cookie, sizeof(admin_cookie),
+                                           admin_csrf, sizeof(admin_csrf)),
+                     0);
+    snprintf(data, sizeof(data), "%s/data", dir);
+}
+
 static void setup(void)
 {
-    snprintf(dir, sizeof(dir), "/tmp/eddy-it-disk-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(data, sizeof(data), "%s/data", dir);
-    mkdir(data, 0700);
-    char *argv[] = {"eddy", "admin", "create-user", "--data", data, "--username", "root",
-                    "--email", "root@example.com", "--password", "correct horse battery",
-                    "--role", "admin", NULL};
-    ck_assert_int_eq(it_eddy_status(argv), 0);
-    ck_assert_int_eq(it_server_start_in(&srv, data, env), 0);
-    ck_assert_int_eq(it_login(&srv, "root", "correct horse battery", admin_cookie, sizeof(admin_cookie),
-                              admin_csrf, sizeof(admin_csrf)), 0);
+    start("disk", env);
     {
         /* a small job disk for the free tier, set as an operator would */
         const char *ah[] = {admin_cookie, admin_csrf, NULL};
@@ -193,15 +134,13 @@ static void setup(void)
 
 static void teardown(void)
 {
-    char cmd[128];
     ck_assert_int_eq(it_server_stop(&srv), 0);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(it_dir_remove(dir), 0);
 }
 
 START_TEST(a_job_writing_past_its_disk_limit_gets_edquot_and_nobody_else_notices)
 {
-    user alice, bob;
+    it_user alice, bob;
     char logs[8192], path[256], jdir[300];
     int64_t fill, small;
     json_t *j;
@@ -298,26 +237,19 @@ END_TEST
  * quota itself. */
 START_TEST(a_root_server_enforces_the_limit_itself)
 {
-    user alice;
+    it_user alice;
     char logs[8192];
     int64_t fill;
     json_t *j;
 
-    char rdata[160];
     const char *ah[] = {admin_cookie, admin_csrf, NULL};
     it_resp r;
 
     /* a data directory of its own: one served as eddy is eddy's (0700),
      * which a root server's sandboxes cannot pass through */
     ck_assert_int_eq(it_server_stop(&srv), 0);
-    snprintf(rdata, sizeof(rdata), "%s/rootdata", dir);
-    char *argv[] = {"eddy", "admin", "create-user", "--data", rdata, "--username", "root",
-                    "--email", "root@example.com", "--password", "correct horse battery",
-                    "--role", "admin", NULL};
-    ck_assert_int_eq(it_eddy_status(argv), 0);
-    ck_assert_int_eq(it_server_start_in(&srv, rdata, root_env), 0);
-    ck_assert_int_eq(it_login(&srv, "root", "correct horse battery", admin_cookie, sizeof(admin_cookie),
-                              admin_csrf, sizeof(admin_csrf)), 0);
+    ck_assert_int_eq(it_dir_remove(dir), 0);
+    start("disk-root", root_env);
     it_request(&r, &srv, "PUT", "/api/v1/admin/tiers/free", "{\"job_disk_bytes\": 33554432}", ah);
     ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
     it_resp_free(&r);
@@ -342,30 +274,20 @@ START_TEST(without_a_quota_mechanism_limited_jobs_fail_closed)
     static const char *const env_none[] = {"EDDY_METER_INTERVAL_MS=1000", "EDDY_DISK_QUOTA=none",
                                            NULL};
     const char *ah[] = {admin_cookie, admin_csrf, NULL};
-    char pid[64], vid[64], body[512], path[256];
-    user alice;
+    char pid[64], vid[64], body[512];
+    it_user alice;
     it_resp r;
     int64_t id;
     json_t *j;
 
     ck_assert_int_eq(it_server_stop(&srv), 0);
     ck_assert_int_eq(it_server_start_in(&srv, data, env_none), 0);
-    ck_assert_int_eq(it_login(&srv, "root", "correct horse battery", admin_cookie, sizeof(admin_cookie),
-                              admin_csrf, sizeof(admin_csrf)), 0);
+    ck_assert_int_eq(it_login(&srv, IT_ADMIN_USER, IT_ADMIN_PASSWORD, admin_cookie, sizeof(admin_cookie), admin_csrf,
+                              sizeof(admin_csrf)),
+                     0);
     make_user(&alice, "alice");
-    it_request(&r, &srv, "POST", "/api/v1/projects", "{\"name\":\"closed\",\"visibility\":\"private\"}",
-               alice.hdrs);
-    ck_assert_int_eq(r.status, 201);
-    snprintf(pid, sizeof(pid), "%s", json_string_value(json_object_get(r.json, "id")));
-    it_resp_free(&r);
-    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/main.py", pid);
-    it_request(&r, &srv, "PUT", path, SMALL_PY, alice.hdrs);
-    it_resp_free(&r);
-    snprintf(path, sizeof(path), "/api/v1/projects/%s/versions", pid);
-    it_request(&r, &srv, "POST", path, "{\"message\":\"v1\"}", alice.hdrs);
-    ck_assert_int_eq(r.status, 201);
-    snprintf(vid, sizeof(vid), "%s", json_string_value(json_object_get(r.json, "id")));
-    it_resp_free(&r);
+    ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, alice.hdrs, "closed", "main.py", SMALL_PY), 0);
+    ck_assert_int_eq(it_version_make(vid, sizeof(vid), &srv, alice.hdrs, pid, "v1"), 0);
     snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"version\":\"%s\",\"entry\":\"main.py\","
              "\"resource\":\"cpu-basic\",\"max_runtime_s\":60}", pid, vid);
     it_request(&r, &srv, "POST", "/api/v1/jobs", body, alice.hdrs);
@@ -376,10 +298,7 @@ START_TEST(without_a_quota_mechanism_limited_jobs_fail_closed)
     it_request(&r, &srv, "PUT", "/api/v1/admin/tiers/free", "{\"job_disk_bytes\": 0}", ah);
     ck_assert_int_eq(r.status, 200);
     it_resp_free(&r);
-    it_request(&r, &srv, "POST", "/api/v1/jobs", body, alice.hdrs);
-    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
-    id = json_integer_value(json_object_get(r.json, "id"));
-    it_resp_free(&r);
+    ck_assert_int_eq(it_job_submit(&id, NULL, 0, &srv, alice.hdrs, pid, vid, "main.py", 60, NULL), 201);
     j = wait_end(&alice, id);
     ck_assert_str_eq(json_string_value(json_object_get(j, "status")), "succeeded");
     ck_assert(json_is_null(json_object_get(j, "disk_limit_bytes")));
@@ -387,54 +306,17 @@ START_TEST(without_a_quota_mechanism_limited_jobs_fail_closed)
 }
 END_TEST
 
-/* Skip where the host has no mechanism (or we are not root). */
-static int host_has_quotas(char *why, size_t n)
-{
-    char cmd[512], line[1024];
-    FILE *p;
-    int found = 0;
-
-    if (geteuid() != 0) {
-        snprintf(why, n, "disk quotas need root");
-        return 0;
-    }
-    snprintf(cmd, sizeof(cmd), "%s sandbox check --data /tmp 2>&1", it_eddy_bin());
-    if ((p = popen(cmd, "r")) == NULL) {
-        snprintf(why, n, "cannot run eddy sandbox check");
-        return 0;
-    }
-    snprintf(why, n, "eddy sandbox check said nothing about disk quotas");
-    while (fgets(line, sizeof(line), p)) {
-        if (strncmp(line, "disk quotas ", 12) == 0)
-            found = strstr(line, " none") == NULL;
-        if (strncmp(line, "disk quota detail", 17) == 0)
-            snprintf(why, n, "no disk quota mechanism: %s", line);
-    }
-    pclose(p);
-    return found;
-}
-
 int main(void)
 {
-    Suite *s = suite_create("job_disk");
-    TCase *tc = tcase_create("disk");
-    SRunner *sr;
+    const TTest *tests[] = {a_job_writing_past_its_disk_limit_gets_edquot_and_nobody_else_notices,
+                            without_a_quota_mechanism_limited_jobs_fail_closed,
+                            a_root_server_enforces_the_limit_itself, NULL};
     char why[1100];
-    int failed;
 
-    if (!host_has_quotas(why, sizeof(why))) {
+    /* skip where the host has no mechanism (or we are not root) */
+    if (!it_host_disk_quotas(why, sizeof(why))) {
         printf("SKIP: %s\n", why);
         return 77;
     }
-    tcase_set_timeout(tc, 240);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, a_job_writing_past_its_disk_limit_gets_edquot_and_nobody_else_notices);
-    tcase_add_test(tc, without_a_quota_mechanism_limited_jobs_fail_closed);
-    tcase_add_test(tc, a_root_server_enforces_the_limit_itself);
-    suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return it_tests_run("job_disk", 240, setup, teardown, tests);
 }
