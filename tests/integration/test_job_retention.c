@@ -24,8 +24,8 @@
 
 static it_server srv;
 static char dir[64], data[128];
-static char admin_cookie[512], admin_csrf[256], ucookie[512], ucsrf[256];
-static const char *uh[3];
+static char admin_cookie[512], admin_csrf[256];
+static it_user ursula;
 
 static const char JOB_PY[] =
     "open('/home/aistudio/output/model.txt', 'w').write('weights')\n"
@@ -40,8 +40,9 @@ static void start(const char *retention)
 
     snprintf(ret, sizeof(ret), "EDDY_JOB_RETENTION_DAYS=%s", retention);
     ck_assert_int_eq(it_server_start_in(&srv, data, env), 0);
-    ck_assert_int_eq(it_login(&srv, "root", "correct horse battery", admin_cookie, sizeof(admin_cookie),
-                              admin_csrf, sizeof(admin_csrf)), 0);
+    ck_assert_int_eq(it_login(&srv, IT_ADMIN_USER, IT_ADMIN_PASSWORD, admin_cookie, sizeof(admin_cookie), admin_csrf,
+                              sizeof(admin_csrf)),
+                     0);
 }
 
 /* Wait for the start's first retention sweep (its log line) since `from`. */
@@ -79,13 +80,10 @@ static void backdate(int64_t id, int days)
 static json_t *get_job(int64_t id)
 {
     char path[64];
-    it_resp r;
     json_t *j;
     snprintf(path, sizeof(path), "/api/v1/jobs/%lld", (long long)id);
-    it_request(&r, &srv, "GET", path, NULL, uh);
-    ck_assert_int_eq(r.status, 200);
-    j = json_incref(r.json);
-    it_resp_free(&r);
+    j = it_get_json(&srv, ursula.hdrs, path);
+    ck_assert_msg(j != NULL, "GET %s: not 200 with JSON", path);
     return j;
 }
 
@@ -95,7 +93,7 @@ static long get_artifact(int64_t id, char *body, size_t n)
     it_resp r;
     long st;
     snprintf(path, sizeof(path), "/api/v1/jobs/%lld/artifacts/model.txt", (long long)id);
-    it_request(&r, &srv, "GET", path, NULL, uh);
+    it_request(&r, &srv, "GET", path, NULL, ursula.hdrs);
     st = r.status;
     snprintf(body, n, "%s", r.body ? r.body : "");
     it_resp_free(&r);
@@ -104,76 +102,31 @@ static long get_artifact(int64_t id, char *body, size_t n)
 
 static void setup(void)
 {
-    snprintf(dir, sizeof(dir), "/tmp/eddy-it-ret-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(data, sizeof(data), "%s/data", dir);
-    mkdir(data, 0700);
-    char *argv[] = {"eddy", "admin", "create-user", "--data", data, "--username", "root",
-                    "--email", "root@example.com", "--password", "correct horse battery",
-                    "--role", "admin", NULL};
-    ck_assert_int_eq(it_eddy_status(argv), 0);
+    ck_assert_int_eq(it_admin_data_make(dir, sizeof(dir), data, sizeof(data), "ret"), 0);
     start("7");
 }
 
 static void teardown(void)
 {
-    char cmd[128];
     ck_assert_int_eq(it_server_stop(&srv), 0);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(it_dir_remove(dir), 0);
 }
 
 START_TEST(finished_job_directories_expire_after_retention_and_the_api_says_so)
 {
-    char body[512], pid[64], vid[64], path[256], jdir[300], art[512];
-    const char *ah[] = {admin_cookie, admin_csrf, "Idempotency-Key: grant-u", NULL};
-    int64_t uid, id;
+    char pid[64], vid[64], path[256], jdir[300], art[512];
+    int64_t id;
     struct stat sb;
     it_resp r;
     json_t *j;
     long from;
 
-    it_request(&r, &srv, "POST", "/api/v1/auth/signup",
-               "{\"username\":\"ursula\",\"email\":\"u@example.com\",\"password\":\"pass-ursula-123\"}", NULL);
-    ck_assert_int_eq(r.status, 201);
-    uid = json_integer_value(json_object_get(r.json, "id"));
-    it_resp_free(&r);
-    snprintf(path, sizeof(path), "/api/v1/admin/users/%lld/grants", (long long)uid);
-    it_request(&r, &srv, "POST", path, "{\"amount_mcoins\": 1000000, \"reason\": \"test\"}", ah);
-    ck_assert_int_eq(r.status, 201);
-    it_resp_free(&r);
-    ck_assert_int_eq(it_login(&srv, "ursula", "pass-ursula-123", ucookie, sizeof(ucookie), ucsrf, sizeof(ucsrf)), 0);
-    uh[0] = ucookie, uh[1] = ucsrf, uh[2] = NULL;
-
-    it_request(&r, &srv, "POST", "/api/v1/projects", "{\"name\":\"keep\",\"visibility\":\"private\"}", uh);
-    ck_assert_int_eq(r.status, 201);
-    snprintf(pid, sizeof(pid), "%s", json_string_value(json_object_get(r.json, "id")));
-    it_resp_free(&r);
-    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/job.py", pid);
-    it_request(&r, &srv, "PUT", path, JOB_PY, uh);
-    ck_assert_int_lt(r.status, 300);
-    it_resp_free(&r);
-    snprintf(path, sizeof(path), "/api/v1/projects/%s/versions", pid);
-    it_request(&r, &srv, "POST", path, "{\"message\":\"v1\"}", uh);
-    ck_assert_int_eq(r.status, 201);
-    snprintf(vid, sizeof(vid), "%s", json_string_value(json_object_get(r.json, "id")));
-    it_resp_free(&r);
-    snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"version\":\"%s\",\"entry\":\"job.py\","
-             "\"resource\":\"cpu-basic\",\"max_runtime_s\":60}", pid, vid);
-    it_request(&r, &srv, "POST", "/api/v1/jobs", body, uh);
-    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
-    id = json_integer_value(json_object_get(r.json, "id"));
-    it_resp_free(&r);
-    for (int i = 0;; i++) {
-        const char *st;
-        j = get_job(id);
-        st = json_string_value(json_object_get(j, "status"));
-        if (strcmp(st, "queued") != 0 && strcmp(st, "running") != 0)
-            break;
-        json_decref(j);
-        ck_assert_int_lt(i, 1200);
-        usleep(100000);
-    }
+    ck_assert_int_eq(it_user_make(&ursula, &srv, admin_cookie, admin_csrf, "ursula", 1000000), 0);
+    ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, ursula.hdrs, "keep", "job.py", JOB_PY), 0);
+    ck_assert_int_eq(it_version_make(vid, sizeof(vid), &srv, ursula.hdrs, pid, "v1"), 0);
+    ck_assert_int_eq(it_job_submit(&id, NULL, 0, &srv, ursula.hdrs, pid, vid, "job.py", 60, NULL), 201);
+    j = it_job_wait(&srv, ursula.hdrs, id, NULL, 120);
+    ck_assert_msg(j != NULL, "job %lld did not end", (long long)id);
     ck_assert_str_eq(json_string_value(json_object_get(j, "status")), "succeeded");
     ck_assert(json_is_null(json_object_get(j, "artifacts_expired_at")));
     json_decref(j);
@@ -213,58 +166,21 @@ START_TEST(finished_job_directories_expire_after_retention_and_the_api_says_so)
     ck_assert_int_eq(get_artifact(id, art, sizeof(art)), 404);
     ck_assert_msg(strstr(art, "expired on"), "%s", art);
     snprintf(path, sizeof(path), "/api/v1/jobs/%lld/artifacts", (long long)id);
-    it_request(&r, &srv, "GET", path, NULL, uh);
+    it_request(&r, &srv, "GET", path, NULL, ursula.hdrs);
     ck_assert_int_eq(r.status, 404);
     ck_assert_msg(strstr(r.body, "expired on"), "%s", r.body);
     it_resp_free(&r);
 }
 END_TEST
 
-static int host_has_quotas(char *why, size_t n)
-{
-    char cmd[512], line[1024];
-    FILE *p;
-    int found = 0;
-
-    if (geteuid() != 0) {
-        snprintf(why, n, "disk quotas need root");
-        return 0;
-    }
-    snprintf(cmd, sizeof(cmd), "%s sandbox check --data /tmp 2>&1", it_eddy_bin());
-    if ((p = popen(cmd, "r")) == NULL) {
-        snprintf(why, n, "cannot run eddy sandbox check");
-        return 0;
-    }
-    snprintf(why, n, "eddy sandbox check said nothing about disk quotas");
-    while (fgets(line, sizeof(line), p)) {
-        if (strncmp(line, "disk quotas ", 12) == 0)
-            found = strstr(line, " none") == NULL;
-        if (strncmp(line, "disk quota detail", 17) == 0)
-            snprintf(why, n, "no disk quota mechanism: %s", line);
-    }
-    pclose(p);
-    return found;
-}
-
 int main(void)
 {
-    Suite *s = suite_create("job_retention");
-    TCase *tc = tcase_create("retention");
-    SRunner *sr;
+    const TTest *tests[] = {finished_job_directories_expire_after_retention_and_the_api_says_so, NULL};
     char why[1100];
-    int failed;
 
-    if (!host_has_quotas(why, sizeof(why))) {
+    if (!it_host_disk_quotas(why, sizeof(why))) {
         printf("SKIP: %s\n", why);
         return 77;
     }
-    tcase_set_timeout(tc, 240);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, finished_job_directories_expire_after_retention_and_the_api_says_so);
-    suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return it_tests_run("job_retention", 240, setup, teardown, tests);
 }
