@@ -33,8 +33,8 @@
 static it_server srv;
 static char dir[64], data[128];
 static char admin_cookie[512], admin_csrf[256];
-static char cookie[512], csrf[256];
-static const char *hdrs[3];
+static it_user alice;
+static const char *const *hdrs = alice.hdrs;
 static uid_t eddy_uid;
 static gid_t eddy_gid;
 
@@ -123,93 +123,44 @@ static void sleep_ms(long ms)
 
 static void setup(void)
 {
-    snprintf(dir, sizeof(dir), "/tmp/eddy-it-priv-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ck_assert_int_eq(it_admin_server_start(&srv, dir, sizeof(dir), "priv", NULL, admin_cookie, sizeof(admin_cookie),
+                                           admin_csrf, sizeof(admin_csrf)),
+                     0);
     snprintf(data, sizeof(data), "%s/data", dir);
-    char *argv[] = {"eddy", "admin", "create-user", "--data", data, "--username", "root",
-                    "--email", "root@example.com", "--password", "correct horse battery",
-                    "--role", "admin", NULL};
-    ck_assert_int_eq(it_eddy_status(argv), 0);
-    ck_assert_int_eq(it_server_start_in(&srv, data, NULL), 0);
-    ck_assert_int_eq(it_login(&srv, "root", "correct horse battery", admin_cookie, sizeof(admin_cookie),
-                              admin_csrf, sizeof(admin_csrf)), 0);
     /* a user with coins */
-    it_resp r;
-    it_request(&r, &srv, "POST", "/api/v1/auth/signup",
-               "{\"username\":\"alice\",\"email\":\"alice@example.com\",\"password\":\"pass-alice-123\"}", NULL);
-    ck_assert_int_eq(r.status, 201);
-    long long id = (long long)json_integer_value(json_object_get(r.json, "id"));
-    it_resp_free(&r);
-    char path[128];
-    const char *ah[] = {admin_cookie, admin_csrf, "Idempotency-Key: grant-alice", NULL};
-    snprintf(path, sizeof(path), "/api/v1/admin/users/%lld/grants", id);
-    it_request(&r, &srv, "POST", path, "{\"amount_mcoins\": 1000000, \"reason\": \"test\"}", ah);
-    ck_assert_int_eq(r.status, 201);
-    it_resp_free(&r);
-    ck_assert_int_eq(it_login(&srv, "alice", "pass-alice-123", cookie, sizeof(cookie), csrf, sizeof(csrf)), 0);
-    hdrs[0] = cookie;
-    hdrs[1] = csrf;
-    hdrs[2] = NULL;
+    ck_assert_int_eq(it_user_make(&alice, &srv, admin_cookie, admin_csrf, "alice", 1000000), 0);
 }
 
 static void teardown(void)
 {
-    char cmd[128];
     it_server_stop(&srv);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(it_dir_remove(dir), 0);
 }
 
-/* Submit probe.py with `args` (a JSON array body part); the job id. */
+/* Submit probe.py with `args` (a JSON array) as alice with the
+ * Idempotency-Key `key`; the job id. */
 static long long submit(const char *args, const char *key)
 {
-    it_resp r;
-    char path[256], pid[64], vid[64], body[512];
-    const char *h[4] = {cookie, csrf, NULL, NULL};
-    char idem[64];
+    char pid[64], vid[64], idem[64], more[128];
+    const char *h[] = {alice.cookie, alice.csrf, idem, NULL};
+    int64_t id;
 
-    it_request(&r, &srv, "POST", "/api/v1/projects", "{\"name\":\"probe\",\"visibility\":\"private\"}", hdrs);
-    if (r.status == 201)
-        snprintf(pid, sizeof(pid), "%s", json_string_value(json_object_get(r.json, "id")));
-    ck_assert_int_eq(r.status, 201);
-    it_resp_free(&r);
-    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/probe.py", pid);
-    it_request(&r, &srv, "PUT", path, PROBE_PY, hdrs);
-    ck_assert_int_lt(r.status, 300);
-    it_resp_free(&r);
-    snprintf(path, sizeof(path), "/api/v1/projects/%s/versions", pid);
-    it_request(&r, &srv, "POST", path, "{\"message\":\"v1\"}", hdrs);
-    ck_assert_int_eq(r.status, 201);
-    snprintf(vid, sizeof(vid), "%s", json_string_value(json_object_get(r.json, "id")));
-    it_resp_free(&r);
-    snprintf(body, sizeof(body),
-             "{\"project_id\":\"%s\",\"version\":\"%s\",\"entry\":\"probe.py\",\"args\":%s,"
-             "\"resource\":\"cpu-basic\",\"max_runtime_s\":300}", pid, vid, args);
+    ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, hdrs, "probe", "probe.py", PROBE_PY), 0);
+    ck_assert_int_eq(it_version_make(vid, sizeof(vid), &srv, hdrs, pid, "v1"), 0);
     snprintf(idem, sizeof(idem), "Idempotency-Key: %s", key);
-    h[2] = idem;
-    it_request(&r, &srv, "POST", "/api/v1/jobs", body, h);
-    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
-    long long id = (long long)json_integer_value(json_object_get(r.json, "id"));
-    it_resp_free(&r);
-    return id;
+    snprintf(more, sizeof(more), "{\"args\": %s}", args);
+    ck_assert_int_eq(it_job_submit(&id, NULL, 0, &srv, h, pid, vid, "probe.py", 300, more), 201);
+    return (long long)id;
 }
 
-/* Poll the job until its status is not `while_status`; that status. */
-static void wait_status(char *out, size_t n, long long id, const char *while_a, const char *while_b)
+/* Poll the job until its status is `status` (NULL: until it has ended);
+ * that status into `out`. */
+static void wait_status(char *out, size_t n, long long id, const char *status)
 {
-    char path[128];
-    it_resp r;
-    snprintf(path, sizeof(path), "/api/v1/jobs/%lld", id);
-    for (int i = 0; i < 1200; i++) {
-        it_request(&r, &srv, "GET", path, NULL, hdrs);
-        ck_assert_int_eq(r.status, 200);
-        snprintf(out, n, "%s", json_string_value(json_object_get(r.json, "status")));
-        it_resp_free(&r);
-        if (strcmp(out, while_a) != 0 && (!while_b || strcmp(out, while_b) != 0))
-            return;
-        sleep_ms(100);
-    }
-    ck_abort_msg("job %lld stayed %s", id, out);
+    json_t *j = it_job_wait(&srv, hdrs, id, status, 120);
+    ck_assert_msg(j != NULL, "job %lld never became %s", id, status ? status : "ended");
+    snprintf(out, n, "%s", it_json_str(j, "status"));
+    json_decref(j);
 }
 
 START_TEST(server_is_eddy_launcher_is_root_and_data_is_eddys)
@@ -271,7 +222,7 @@ START_TEST(job_runs_artifacts_are_served_and_the_launcher_is_out_of_reach)
     ck_assert_int_gt(l, 0);
     snprintf(args, sizeof(args), "[\"%d\"]", (int)l);
     long long id = submit(args, "probe-1");
-    wait_status(st, sizeof(st), id, "queued", "running");
+    wait_status(st, sizeof(st), id, NULL);
     snprintf(path, sizeof(path), "/api/v1/jobs/%lld/logs?offset=0", id);
     it_request(&r, &srv, "GET", path, NULL, hdrs);
     ck_assert_msg(strcmp(st, "succeeded") == 0, "job %s: %s", st, r.body);
@@ -311,8 +262,7 @@ START_TEST(a_running_jobs_artifacts_are_listed_and_served)
     ck_assert_int_gt(l, 0);
     snprintf(args, sizeof(args), "[\"%d\", \"60\"]", (int)l);
     long long id = submit(args, "probe-running");
-    wait_status(st, sizeof(st), id, "queued", NULL);
-    ck_assert_str_eq(st, "running");
+    wait_status(st, sizeof(st), id, "running");
     snprintf(file, sizeof(file), "%s/jobs/%lld/output/probe.txt", data, id);
     snprintf(path, sizeof(path), "/api/v1/jobs/%lld/artifacts", id);
     for (int i = 0; i < 300 && !seen; i++) {
@@ -343,7 +293,7 @@ START_TEST(a_running_jobs_artifacts_are_listed_and_served)
     it_request(&r, &srv, "DELETE", path, NULL, hdrs);
     ck_assert_int_lt(r.status, 300);
     it_resp_free(&r);
-    wait_status(st, sizeof(st), id, "running", NULL);
+    wait_status(st, sizeof(st), id, NULL);
 }
 END_TEST
 
@@ -377,8 +327,7 @@ START_TEST(a_dead_server_takes_its_launcher_and_jobs_along)
 
     ck_assert_int_gt(l, 0);
     long long id = submit("[\"1\", \"300\"]", "sleeper");
-    wait_status(st, sizeof(st), id, "queued", NULL);
-    ck_assert_str_eq(st, "running");
+    wait_status(st, sizeof(st), id, "running");
     for (int i = 0; i < 200 && !job; i++) {
         job = child_named(l, NULL);
         if (!job)
@@ -397,7 +346,7 @@ END_TEST
 
 START_TEST(a_directory_that_is_not_eddys_is_not_handed_over)
 {
-    char junk[64], file[128], cmd[128];
+    char junk[64], file[128];
     struct stat sb;
     int st = 0;
 
@@ -423,8 +372,7 @@ START_TEST(a_directory_that_is_not_eddys_is_not_handed_over)
     ck_assert_uint_eq(sb.st_uid, 0);
     ck_assert_int_eq(stat(junk, &sb), 0);
     ck_assert_uint_eq(sb.st_uid, 0);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", junk);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(it_dir_remove(junk), 0);
 }
 END_TEST
 
@@ -461,9 +409,5 @@ int main(void)
     TCase *g = tcase_create("guard");
     tcase_add_test(g, a_directory_that_is_not_eddys_is_not_handed_over);
     suite_add_tcase(s, g);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return it_suite_run(s);
 }
