@@ -74,39 +74,22 @@ static json_t *get_json(const char *const *hdrs, const char *path)
  * error code into code). */
 static int64_t post_job(long *status, char *code, size_t cn, const char *const *hdrs, const char *pid)
 {
-    char body[256];
-    it_resp r;
-    int64_t id = 0;
-
-    snprintf(body, sizeof(body),
-             "{\"project_id\":\"%s\",\"entry\":\"work.py\",\"resource\":\"cpu-basic\",\"max_runtime_s\":100}", pid);
-    it_request(&r, &srv, "POST", "/api/v1/jobs", body, hdrs);
-    *status = r.status;
-    if (code)
-        snprintf(code, cn, "%s", it_resp_error_code(&r) ? it_resp_error_code(&r) : "");
-    if (r.status == 201)
-        id = json_integer_value(json_object_get(r.json, "id"));
-    it_resp_free(&r);
+    int64_t id;
+    *status = it_job_submit(&id, code, cn, &srv, hdrs, pid, NULL, "work.py", 100, NULL);
     return id;
 }
 
 /* Wait (bounded) until job `id` has ended; its JSON. */
 static json_t *wait_job_end(const char *const *hdrs, int64_t id)
 {
-    char path[64];
-    json_t *j;
-    snprintf(path, sizeof(path), "/api/v1/jobs/%lld", (long long)id);
-    j = it_status_wait(&srv, hdrs, path, NULL, 60);
+    json_t *j = it_job_wait(&srv, hdrs, id, NULL, 60);
     ck_assert_msg(j != NULL, "job %lld never ended", (long long)id);
     return j;
 }
 
 static json_t *wait_kernel(const char *const *hdrs, const char *kid, const char *status)
 {
-    char path[128];
-    json_t *k;
-    snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
-    k = it_status_wait(&srv, hdrs, path, status, 60);
+    json_t *k = it_kernel_wait(&srv, hdrs, kid, status, 60);
     ck_assert_msg(k != NULL, "kernel %s never became %s", kid, status);
     return k;
 }
@@ -114,19 +97,7 @@ static json_t *wait_kernel(const char *const *hdrs, const char *kid, const char 
 static long start_kernel(char *kid, size_t n, char *code, size_t cn, const char *const *hdrs, const char *api,
                          const char *pid)
 {
-    char body[256];
-    it_resp r;
-    long st;
-
-    snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"resource\":\"cpu-basic\"}", pid);
-    it_request(&r, &srv, "POST", api, body, hdrs);
-    st = r.status;
-    if (kid && st == 201)
-        snprintf(kid, n, "%s", it_json_str(r.json, "id"));
-    if (code)
-        snprintf(code, cn, "%s", it_resp_error_code(&r) ? it_resp_error_code(&r) : "");
-    it_resp_free(&r);
-    return st;
+    return it_kernel_post(kid, n, code, cn, &srv, hdrs, api, pid);
 }
 
 static long post_status(const char *const *hdrs, const char *path, char *code, size_t cn)

@@ -70,44 +70,21 @@ static json_t *get_json(const char *const *hdrs, const char *path)
 
 static int64_t post_job(const char *const *hdrs, const char *pid)
 {
-    char body[256];
-    it_resp r;
     int64_t id;
-
-    snprintf(body, sizeof(body),
-             "{\"project_id\":\"%s\",\"entry\":\"work.py\",\"resource\":\"cpu-basic\",\"max_runtime_s\":100}", pid);
-    it_request(&r, &srv, "POST", "/api/v1/jobs", body, hdrs);
-    ck_assert_msg(r.status == 201, "job: %ld %s", r.status, r.body);
-    id = json_integer_value(json_object_get(r.json, "id"));
-    it_resp_free(&r);
+    ck_assert_int_eq(it_job_submit(&id, NULL, 0, &srv, hdrs, pid, NULL, "work.py", 100, NULL), 201);
     return id;
 }
 
 static json_t *wait_job(const char *const *hdrs, int64_t id, const char *status)
 {
-    char path[64];
-    json_t *j;
-    snprintf(path, sizeof(path), "/api/v1/jobs/%lld", (long long)id);
-    j = it_status_wait(&srv, hdrs, path, status, 30);
+    json_t *j = it_job_wait(&srv, hdrs, id, status, 30);
     ck_assert_msg(j != NULL, "job %lld never became %s", (long long)id, status);
     return j;
 }
 
 static void start_kernel(char *kid, size_t n, it_user *u, const char *pid)
 {
-    char body[256], path[128];
-    it_resp r;
-    json_t *k;
-
-    snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"resource\":\"cpu-basic\"}", pid);
-    it_request(&r, &srv, "POST", "/api/v1/kernels", body, u->hdrs);
-    ck_assert_msg(r.status == 201, "kernel: %ld %s", r.status, r.body);
-    snprintf(kid, n, "%s", it_json_str(r.json, "id"));
-    it_resp_free(&r);
-    snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
-    k = it_status_wait(&srv, u->hdrs, path, "idle", 30);
-    ck_assert_msg(k != NULL, "kernel %s never became idle", kid);
-    json_decref(k);
+    ck_assert_msg(it_kernel_start(kid, n, &srv, u->hdrs, pid, 30) == 0, "kernel %s never became idle", kid);
 }
 
 static void suspend(const it_user *u, bool on)
