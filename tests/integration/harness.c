@@ -621,6 +621,8 @@ int it_project_make(char *pid, size_t pid_len, it_server *s, const char *const *
     }
     snprintf(pid, pid_len, "%s", id);
     it_resp_free(&r);
+    if (file == NULL)
+        return 0;
     snprintf(path, sizeof(path), "/api/v1/projects/%s/files/%s", pid, file);
     it_request(&r, s, "PUT", path, content, hdrs);
     if (r.status < 200 || r.status >= 300) {

@@ -175,8 +175,8 @@ typedef struct it_key {
 int it_key_make(it_key *k, it_server *s, const char *const *hdrs, const char *body);
 
 /* Create the private project `name` as the caller of `hdrs` (its id into
- * `pid`) and PUT `content` as its file `file`. 0, or -1 with the step that
- * failed on stderr. */
+ * `pid`) and PUT `content` as its file `file` (none when `file` is NULL).
+ * 0, or -1 with the step that failed on stderr. */
 int it_project_make(char *pid, size_t pid_len, it_server *s, const char *const *hdrs, const char *name,
                     const char *file, const char *content);
 
