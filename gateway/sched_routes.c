@@ -1101,20 +1101,13 @@ static int check_free(gw_request *req, const char *pid, const copy_plan *p)
     return err;
 }
 
-/* Write the artifact open at `fd` (size bytes when opened) to `dest`. */
+/* Write the artifact open at `fd` (`size` bytes when opened) to `dest`:
+ * streamed by the projects module (never held in memory, but a notebook,
+ * which it validates whole), its storage check against `size` first. */
 static int write_artifact(bool *out_created, gw_request *req, const char *pid, const char *dest, int fd,
                           int64_t size)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    int err;
-
-    (void)size;
-    if ((err = ed_fs_read_fd(&buf, &len, fd, (size_t)1 << 30)) < 0)
-        return err;
-    err = proj_file_write(NULL, out_created, req->srv->projects, req->auth.user_id, pid, dest, buf, len);
-    free(buf);
-    return err;
+    return proj_file_write_fd(NULL, out_created, req->srv->projects, req->auth.user_id, pid, dest, fd, size);
 }
 
 static bool is_notebook(const char *path)
