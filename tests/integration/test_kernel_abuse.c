@@ -25,7 +25,6 @@
 #include "it_db.h"
 
 #include <check.h>
-#include <curl/curl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -41,196 +40,74 @@
 
 static it_server srv;
 
-typedef struct user {
-    char cookie[600], csrf[300];
-    const char *hdrs[3];
-} user;
+typedef it_user user;
 
 static void make_user(user *u, const char *name)
 {
-    char *cookie = NULL, *csrf = NULL, pw[64];
-
-    snprintf(pw, sizeof(pw), "pass-%s-123", name);
-    ck_assert_int_eq(it_signup_login(&srv, name, pw, &cookie, &csrf), 0);
-    snprintf(u->cookie, sizeof(u->cookie), "Cookie: %s", cookie);
-    snprintf(u->csrf, sizeof(u->csrf), "X-CSRF-Token: %s", csrf);
-    free(cookie);
-    free(csrf);
-    u->hdrs[0] = u->cookie;
-    u->hdrs[1] = u->csrf;
-    u->hdrs[2] = NULL;
-}
-
-static const char *jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
+    ck_assert_int_eq(it_user_make(u, &srv, NULL, NULL, name, 0), 0);
 }
 
 static void make_project(char *pid, size_t n, user *u)
 {
-    it_resp r;
-    it_request(&r, &srv, "POST", "/api/v1/projects", "{\"name\":\"abuse\",\"visibility\":\"private\"}", u->hdrs);
-    ck_assert_msg(r.status == 201, "project: %ld %s", r.status, r.body);
-    snprintf(pid, n, "%s", jstr(r.json, "id"));
-    it_resp_free(&r);
+    ck_assert_int_eq(it_project_make(pid, n, &srv, u->hdrs, "abuse", NULL, NULL), 0);
 }
 
 static json_t *get_kernel(user *u, const char *kid)
 {
     char path[128];
-    it_resp r;
     json_t *j;
 
     snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
-    it_request(&r, &srv, "GET", path, NULL, u->hdrs);
-    ck_assert_msg(r.status == 200, "kernel %s: %ld %s", kid, r.status, r.body);
-    j = json_incref(r.json);
-    it_resp_free(&r);
+    j = it_get_json(&srv, u->hdrs, path);
+    ck_assert_msg(j != NULL, "kernel %s: not 200 with JSON", kid);
     return j;
 }
 
 /* Wait (up to 120 s) for the kernel to reach `status`; returns its JSON. */
 static json_t *wait_status(user *u, const char *kid, const char *status)
 {
-    for (int i = 0; i < 1200; i++) {
-        json_t *k = get_kernel(u, kid);
-        if (strcmp(jstr(k, "status"), status) == 0)
-            return k;
-        if (strcmp(jstr(k, "status"), "dead") == 0)
-            ck_abort_msg("kernel %s died (%s) waiting for %s", kid, jstr(k, "stop_reason"), status);
-        json_decref(k);
-        usleep(100000);
-    }
-    ck_abort_msg("kernel %s never became %s", kid, status);
-    return NULL;
+    json_t *k = it_kernel_wait(&srv, u->hdrs, kid, status, 120);
+    ck_assert_msg(k != NULL, "kernel %s never became %s", kid, status);
+    return k;
 }
 
 static void start_kernel(char *kid, size_t n, user *u, const char *pid)
 {
-    char body[256];
-    it_resp r;
-
-    snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"resource\":\"cpu-basic\"}", pid);
-    it_request(&r, &srv, "POST", "/api/v1/kernels", body, u->hdrs);
-    ck_assert_msg(r.status == 201, "start: %ld %s", r.status, r.body);
-    snprintf(kid, n, "%s", jstr(r.json, "id"));
-    it_resp_free(&r);
-    json_decref(wait_status(u, kid, "idle"));
+    ck_assert_msg(it_kernel_start(kid, n, &srv, u->hdrs, pid, 120) == 0, "kernel %s never became idle", kid);
 }
 
 static void execute(char *msg_id, size_t n, user *u, const char *kid, const char *code)
 {
-    char path[128];
-    json_t *b = json_pack("{s:s}", "code", code);
-    char *body = json_dumps(b, 0);
-    it_resp r;
-
-    snprintf(path, sizeof(path), "/api/v1/kernels/%s/execute", kid);
-    it_request(&r, &srv, "POST", path, body, u->hdrs);
-    ck_assert_msg(r.status == 202, "execute: %ld %s", r.status, r.body);
-    snprintf(msg_id, n, "%s", jstr(r.json, "msg_id"));
-    it_resp_free(&r);
-    free(body);
-    json_decref(b);
-}
-
-/* ---- Server-Sent Events: the messages of one request ------------------------- */
-
-typedef struct sse {
-    char       *buf;
-    size_t      len, cap;
-    const char *parent;      /* stop at status idle with this parent */
-    json_t     *msgs;        /* the parent's messages (all when parent is NULL) */
-    bool        done;
-} sse;
-
-static void sse_event(sse *s, const char *ev)
-{
-    const char *data = NULL;
-
-    for (const char *line = ev; line && *line;) {
-        const char *nl = strchr(line, '\n');
-        if (strncmp(line, "event: end", 10) == 0) {
-            s->done = true;
-            return;
-        }
-        if (strncmp(line, "data: ", 6) == 0)
-            data = line + 6;
-        line = nl ? nl + 1 : NULL;
-    }
-    if (data == NULL)
-        return;
-    json_t *m = json_loadb(data, strcspn(data, "\n"), 0, NULL);
-    ck_assert_ptr_nonnull(m);
-    const char *p = jstr(json_object_get(m, "parent_header"), "msg_id");
-    if (s->parent && (p == NULL || strcmp(p, s->parent) != 0)) {
-        json_decref(m);
-        return;
-    }
-    if (s->parent && strcmp(jstr(json_object_get(m, "header"), "msg_type"), "status") == 0 &&
-        strcmp(jstr(json_object_get(m, "content"), "execution_state") ?: "", "idle") == 0)
-        s->done = true;
-    json_array_append_new(s->msgs, m);
-}
-
-static size_t sse_write(char *p, size_t sz, size_t nm, void *ud)
-{
-    sse *s = ud;
-    size_t n = sz * nm;
-    char *end;
-
-    if (s->len + n + 1 > s->cap) {
-        s->cap = (s->len + n + 1) * 2;
-        s->buf = realloc(s->buf, s->cap);
-        ck_assert_ptr_nonnull(s->buf);
-    }
-    memcpy(s->buf + s->len, p, n);
-    s->len += n;
-    s->buf[s->len] = '\0';
-    while (!s->done && (end = strstr(s->buf, "\n\n")) != NULL) {
-        *end = '\0';
-        sse_event(s, s->buf);
-        size_t used = (size_t)(end + 2 - s->buf);
-        memmove(s->buf, end + 2, s->len - used + 1);
-        s->len -= used;
-    }
-    return s->done ? 0 : n;
+    ck_assert_int_eq(it_kernel_execute(msg_id, n, &srv, u->hdrs, kid, code, NULL), 0);
 }
 
 /* The messages of request `parent` up to its idle status (parent NULL: every
  * message until the stream ends). Fails after `timeout_s`. */
 static json_t *collect(user *u, const char *kid, const char *parent, long timeout_s)
 {
-    char url[256];
-    sse s = {.parent = parent, .msgs = json_array()};
-    struct curl_slist *h = curl_slist_append(NULL, u->cookie);
-    CURL *c = curl_easy_init();
-
-    snprintf(url, sizeof(url), "%s/api/v1/kernels/%s/events?after=0", srv.base_url, kid);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sse_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
-    curl_easy_perform(c);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
-    ck_assert_msg(s.done, "events of %s ended early after %zu messages", kid, json_array_size(s.msgs));
-    free(s.buf);
-    return s.msgs;
+    json_t *msgs = it_kernel_events(&srv, u->hdrs, kid, 0, parent, IT_EV_IDLE, timeout_s, NULL);
+    ck_assert_msg(msgs != NULL, "events of %s ended early", kid);
+    return msgs;
 }
 
-/* All stream text of `msgs`, concatenated (malloc'd). */
-static char *stream_text(json_t *msgs)
+/* Whether `m` is a stream output of request `parent` (of any, when NULL). */
+static bool is_stream(const json_t *m, const char *parent)
+{
+    return strcmp(it_msg_type(m), "stream") == 0 && (!parent || strcmp(it_msg_parent(m), parent) == 0);
+}
+
+/* All stream text of `msgs` (of request `parent` only, when not NULL),
+ * concatenated (malloc'd). */
+static char *stream_text(json_t *msgs, const char *parent)
 {
     size_t i, n = 0;
     json_t *m;
     char *out = calloc(1, 1);
 
     json_array_foreach(msgs, i, m) {
-        if (strcmp(jstr(json_object_get(m, "header"), "msg_type"), "stream") != 0)
+        if (!is_stream(m, parent))
             continue;
-        const char *t = jstr(json_object_get(m, "content"), "text");
+        const char *t = it_json_str(json_object_get(m, "content"), "text");
         size_t l = strlen(t);
         out = realloc(out, n + l + 1);
         memcpy(out + n, t, l + 1);
@@ -245,7 +122,7 @@ static char *run(user *u, const char *kid, const char *code)
     char mid[64];
     execute(mid, sizeof(mid), u, kid, code);
     json_t *msgs = collect(u, kid, mid, 60);
-    char *text = stream_text(msgs);
+    char *text = stream_text(msgs, mid);
     json_decref(msgs);
     return text;
 }
@@ -330,7 +207,7 @@ static double bob_meanwhile(user *bob, const char *kb, user *alice, const char *
     for (;;) {
         char code[64], want[64];
         json_t *k = get_kernel(alice, ka);
-        bool dead = strcmp(jstr(k, "status"), "dead") == 0;
+        bool dead = strcmp(it_json_str(k, "status"), "dead") == 0;
         json_decref(k);
         if (dead && *rounds > 0)
             return worst;
@@ -389,11 +266,11 @@ START_TEST(frame_flood_stops_the_kernel_and_leaves_the_gateway_bounded)
     execute(mid, sizeof(mid), &alice, ka, GARBAGE_FLOOD);
     double t_garbage = bob_meanwhile(&bob, kb, &alice, ka, &n_garbage);
     json_t *k = get_kernel(&alice, ka);
-    ck_assert_str_eq(jstr(k, "stop_reason"), "protocol_error");
+    ck_assert_str_eq(it_json_str(k, "stop_reason"), "protocol_error");
     json_decref(k);
     /* alice is told why */
     json_t *msgs = collect(&alice, ka, NULL, 60);
-    out = stream_text(msgs);
+    out = stream_text(msgs, NULL);
     ck_assert_msg(strstr(out, "protocol_error") && strstr(out, "over the limit"), "alice saw: %.300s", out);
     free(out);
     json_decref(msgs);
@@ -403,7 +280,7 @@ START_TEST(frame_flood_stops_the_kernel_and_leaves_the_gateway_bounded)
     execute(mid, sizeof(mid), &alice, ka, MESSAGE_FLOOD);
     double t_messages = bob_meanwhile(&bob, kb, &alice, ka, &n_messages);
     k = get_kernel(&alice, ka);
-    ck_assert_str_eq(jstr(k, "stop_reason"), "protocol_error");
+    ck_assert_str_eq(it_json_str(k, "stop_reason"), "protocol_error");
     json_decref(k);
     out = run(&bob, kb, "print(3)");
     ck_assert_str_eq(out, "3\n");
@@ -489,7 +366,7 @@ START_TEST(a_kernel_that_stops_reading_is_stopped_and_holds_no_thread)
     }
     ck_assert_int_gt(refused, 0);
     json_t *k = wait_status(&alice, ka, "dead");
-    ck_assert_str_eq(jstr(k, "stop_reason"), "protocol_error");
+    ck_assert_str_eq(it_json_str(k, "stop_reason"), "protocol_error");
     json_decref(k);
     ck_assert_int_eq(it_server_stop(&srv), 0);
 }
@@ -522,7 +399,7 @@ START_TEST(print_flood_is_dropped_with_a_notice_and_the_database_stays_small)
             "    i += 1\n");
     json_t *msgs = collect(&alice, ka, mid, 120);
     long long db1 = file_size(srv.data_dir, "eddy.db") + file_size(srv.data_dir, "eddy.db-wal");
-    char *out = stream_text(msgs);
+    char *out = stream_text(msgs, mid);
     ck_assert_msg(strstr(out, "output dropped") && strstr(out, "kernel_output_bytes_per_s"),
                   "no notice in %zu bytes of output", strlen(out));
     fprintf(stderr, "print flood: %zu bytes of output shown, eddy.db+wal grew by %lld KiB\n", strlen(out),
@@ -535,7 +412,7 @@ START_TEST(print_flood_is_dropped_with_a_notice_and_the_database_stays_small)
     out = run(&alice, ka, "import time\ntime.sleep(3)\nprint('still here')");
     ck_assert_str_eq(out, "still here\n");
     free(out);
-    ck_assert_str_eq(jstr(get_kernel(&alice, ka), "status"), "idle");
+    ck_assert_str_eq(it_json_str(get_kernel(&alice, ka), "status"), "idle");
     ck_assert_int_eq(it_server_stop(&srv), 0);
 }
 END_TEST
@@ -577,7 +454,7 @@ START_TEST(journal_is_capped_and_a_dead_kernels_journal_expires)
     }
     ck_assert_int_eq(rows, 0);
     json_t *k = get_kernel(&alice, ka);
-    ck_assert_str_eq(jstr(k, "status"), "dead");
+    ck_assert_str_eq(it_json_str(k, "status"), "dead");
     json_decref(k);
     ck_assert_int_eq(it_server_stop(&srv), 0);
 }
@@ -597,11 +474,11 @@ START_TEST(large_output_is_split_or_replaced_and_the_kernel_lives)
     start_kernel(ka, sizeof(ka), &alice, pa);
     execute(mid, sizeof(mid), &alice, ka, "print('z' * (20 << 20))");
     json_t *msgs = collect(&alice, ka, mid, 120);
-    char *out = stream_text(msgs);
+    char *out = stream_text(msgs, mid);
     size_t pieces = 0, i;
     json_t *m;
     json_array_foreach(msgs, i, m)
-        pieces += strcmp(jstr(json_object_get(m, "header"), "msg_type"), "stream") == 0;
+        pieces += is_stream(m, mid);
     ck_assert_uint_eq(strlen(out), ((size_t)20 << 20) + 1);
     ck_assert_uint_ge(pieces, 20);
     free(out);
@@ -646,7 +523,7 @@ START_TEST(large_output_is_split_or_replaced_and_the_kernel_lives)
         size_t total = 0, j;
         json_t *o;
         json_array_foreach(outs, j, o) {
-            const char *t = jstr(o, "text");
+            const char *t = it_json_str(o, "text");
             total += t ? strlen(t) : 0;
             folded |= t && strstr(t, "not saved in the notebook") != NULL;
         }
@@ -664,7 +541,6 @@ START_TEST(large_output_is_split_or_replaced_and_the_kernel_lives)
 }
 END_TEST
 
-static long status_of(const char *method, const char *path, const char *body, const char *const *hdrs);
 
 /* Past a user's newest kernel_dead_journals_per_user dead kernels, older
  * ones' journals go even with no retention time. */
@@ -683,13 +559,13 @@ START_TEST(a_user_keeps_the_journals_of_their_newest_dead_kernels_only)
     out = run(&alice, ka, "print('first')");
     free(out);
     snprintf(path, sizeof(path), "/api/v1/kernels/%s", ka);
-    ck_assert_int_eq(status_of("DELETE", path, NULL, alice.hdrs), 200);
+    ck_assert_int_eq(it_request_status(&srv, "DELETE", path, NULL, alice.hdrs), 200);
     json_decref(wait_status(&alice, ka, "dead"));
     start_kernel(kb, sizeof(kb), &alice, pa);
     out = run(&alice, kb, "print('second')");
     free(out);
     snprintf(path, sizeof(path), "/api/v1/kernels/%s", kb);
-    ck_assert_int_eq(status_of("DELETE", path, NULL, alice.hdrs), 200);
+    ck_assert_int_eq(it_request_status(&srv, "DELETE", path, NULL, alice.hdrs), 200);
     json_decref(wait_status(&alice, kb, "dead"));
     long long rows = -1;
     for (int i = 0; i < 300 && rows != 0; i++) {
@@ -702,15 +578,6 @@ START_TEST(a_user_keeps_the_journals_of_their_newest_dead_kernels_only)
     ck_assert_int_eq(it_server_stop(&srv), 0);
 }
 END_TEST
-
-static long status_of(const char *method, const char *path, const char *body, const char *const *hdrs)
-{
-    it_resp r;
-    it_request(&r, &srv, method, path, body, hdrs);
-    long st = r.status;
-    it_resp_free(&r);
-    return st;
-}
 
 static size_t session_count(user *u)
 {
@@ -733,7 +600,7 @@ START_TEST(session_flood_is_refused_capped_persisted_and_deleted_with_the_kernel
     make_user(&alice, "alice");
     it_request(&r, &srv, "POST", "/api/kernels", "{\"name\":\"python3\"}", alice.hdrs);
     ck_assert_msg(r.status == 201, "kernel: %ld %s", r.status, r.body);
-    snprintf(kid, sizeof(kid), "%s", jstr(r.json, "id"));
+    snprintf(kid, sizeof(kid), "%s", it_json_str(r.json, "id"));
     it_resp_free(&r);
 
     /* a 40 MiB path, and 5000-byte name and type, are refused */
@@ -751,7 +618,7 @@ START_TEST(session_flood_is_refused_capped_persisted_and_deleted_with_the_kernel
     }
     long rss1 = rss_kib(srv.pid);
     for (int i = 0; i < 6; i++)
-        ck_assert_int_eq(status_of("POST", "/api/sessions", huge, alice.hdrs), 413);
+        ck_assert_int_eq(it_request_status(&srv, "POST", "/api/sessions", huge, alice.hdrs), 413);
     long rss2 = rss_kib(srv.pid);
     free(huge);
     fprintf(stderr,
@@ -767,9 +634,9 @@ START_TEST(session_flood_is_refused_capped_persisted_and_deleted_with_the_kernel
     snprintf(body, sizeof(body), "{\"path\":\"x.ipynb\",\"kernel\":{\"id\":\"%s\"},\"name\":\"", kid);
     char *nb = malloc(strlen(body) + 5100);
     sprintf(nb, "%s%s\"}", body, field);
-    ck_assert_int_eq(status_of("POST", "/api/sessions", nb, alice.hdrs), 413);
+    ck_assert_int_eq(it_request_status(&srv, "POST", "/api/sessions", nb, alice.hdrs), 413);
     sprintf(nb, "{\"path\":\"x.ipynb\",\"kernel\":{\"id\":\"%s\"},\"type\":\"%s\"}", kid, field);
-    ck_assert_int_eq(status_of("POST", "/api/sessions", nb, alice.hdrs), 413);
+    ck_assert_int_eq(it_request_status(&srv, "POST", "/api/sessions", nb, alice.hdrs), 413);
     ck_assert_uint_eq(session_count(&alice), 0);
 
     /* 64 sessions, then 429 */
@@ -780,7 +647,7 @@ START_TEST(session_flood_is_refused_capped_persisted_and_deleted_with_the_kernel
         it_request(&r, &srv, "POST", "/api/sessions", body, alice.hdrs);
         ck_assert_msg(r.status == 201, "session %d: %ld %s", i, r.status, r.body);
         if (i == 0)
-            snprintf(first, sizeof(first), "%s", jstr(r.json, "id"));
+            snprintf(first, sizeof(first), "%s", it_json_str(r.json, "id"));
         it_resp_free(&r);
     }
     snprintf(body, sizeof(body), "{\"path\":\"one-more.ipynb\",\"kernel\":{\"id\":\"%s\"}}", kid);
@@ -792,7 +659,7 @@ START_TEST(session_flood_is_refused_capped_persisted_and_deleted_with_the_kernel
     /* renaming to an oversized path is refused too */
     snprintf(path, sizeof(path), "/api/sessions/%s", first);
     sprintf(nb, "{\"path\":\"%s\"}", field);
-    ck_assert_int_eq(status_of("PATCH", path, nb, alice.hdrs), 413);
+    ck_assert_int_eq(it_request_status(&srv, "PATCH", path, nb, alice.hdrs), 413);
     free(nb);
 
     /* they survive a restart (their kernel died with the server) */
@@ -804,7 +671,7 @@ START_TEST(session_flood_is_refused_capped_persisted_and_deleted_with_the_kernel
     ck_assert_uint_eq(session_count(&alice), 64);
     it_request(&r, &srv, "GET", path, NULL, alice.hdrs);
     ck_assert_int_eq(r.status, 200);
-    ck_assert_str_eq(jstr(r.json, "path"), "nb-0.ipynb");
+    ck_assert_str_eq(it_json_str(r.json, "path"), "nb-0.ipynb");
     ck_assert(json_is_null(json_object_get(r.json, "kernel")));   /* died with the server: clients start one */
     it_resp_free(&r);
     /* opening one of them again gets it a new kernel, as Jupyter would */
@@ -812,47 +679,32 @@ START_TEST(session_flood_is_refused_capped_persisted_and_deleted_with_the_kernel
                alice.hdrs);
     ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
     char k2[64];
-    snprintf(k2, sizeof(k2), "%s", jstr(json_object_get(r.json, "kernel"), "id") ?: "");
+    snprintf(k2, sizeof(k2), "%s", it_json_str(json_object_get(r.json, "kernel"), "id") ?: "");
     it_resp_free(&r);
     ck_assert_uint_eq(strlen(k2), 36);
     ck_assert_str_ne(k2, kid);
     ck_assert_uint_eq(session_count(&alice), 64);
     /* and they go with their kernel: the dead one through /api/kernels, */
     snprintf(path, sizeof(path), "/api/kernels/%s", kid);
-    ck_assert_int_eq(status_of("DELETE", path, NULL, alice.hdrs), 204);
+    ck_assert_int_eq(it_request_status(&srv, "DELETE", path, NULL, alice.hdrs), 204);
     ck_assert_uint_eq(session_count(&alice), 1);
     /* the live one through /api/v1/kernels */
     snprintf(path, sizeof(path), "/api/v1/kernels/%s", k2);
-    ck_assert_int_eq(status_of("DELETE", path, NULL, alice.hdrs), 200);
+    ck_assert_int_eq(it_request_status(&srv, "DELETE", path, NULL, alice.hdrs), 200);
     ck_assert_uint_eq(session_count(&alice), 0);
     ck_assert_int_eq(it_db_int(&srv, "SELECT count(*) FROM jupyter_sessions"), 0);
     ck_assert_int_eq(it_server_stop(&srv), 0);
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("kernel_abuse");
-    TCase *tc = tcase_create("abuse");
-    tcase_set_timeout(tc, 240);
-    tcase_add_test(tc, frame_flood_stops_the_kernel_and_leaves_the_gateway_bounded);
-    tcase_add_test(tc, a_kernel_that_stops_reading_is_stopped_and_holds_no_thread);
-    tcase_add_test(tc, print_flood_is_dropped_with_a_notice_and_the_database_stays_small);
-    tcase_add_test(tc, journal_is_capped_and_a_dead_kernels_journal_expires);
-    tcase_add_test(tc, large_output_is_split_or_replaced_and_the_kernel_lives);
-    tcase_add_test(tc, a_user_keeps_the_journals_of_their_newest_dead_kernels_only);
-    tcase_add_test(tc, session_flood_is_refused_capped_persisted_and_deleted_with_the_kernel);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    curl_global_cleanup();
-    return failed ? 1 : 0;
+    const TTest *tests[] = {frame_flood_stops_the_kernel_and_leaves_the_gateway_bounded,
+                            a_kernel_that_stops_reading_is_stopped_and_holds_no_thread,
+                            print_flood_is_dropped_with_a_notice_and_the_database_stays_small,
+                            journal_is_capped_and_a_dead_kernels_journal_expires,
+                            large_output_is_split_or_replaced_and_the_kernel_lives,
+                            a_user_keeps_the_journals_of_their_newest_dead_kernels_only,
+                            session_flood_is_refused_capped_persisted_and_deleted_with_the_kernel, NULL};
+    return it_tests_run("kernel_abuse", 240, NULL, NULL, tests);
 }
