@@ -7,8 +7,6 @@
 #include "harness.h"
 
 #include <check.h>
-#include <curl/curl.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,10 +18,7 @@
 
 static it_server srv;
 
-typedef struct user {
-    char cookie[512], csrf[256];
-    const char *hdrs[4];
-} user;
+typedef it_user user;
 
 static void boot(const char *const *env)
 {
@@ -32,45 +27,18 @@ static void boot(const char *const *env)
 
 static void make_user(user *u, const char *name)
 {
-    char body[256], pw[64];
-    it_resp r;
-
-    snprintf(pw, sizeof(pw), "pass-%s-123", name);
-    snprintf(body, sizeof(body), "{\"username\":\"%s\",\"email\":\"%s@example.com\",\"password\":\"%s\"}", name,
-             name, pw);
-    it_request(&r, &srv, "POST", "/api/v1/auth/signup", body, NULL);
-    ck_assert_msg(r.status == 201, "signup: %ld %s", r.status, r.body);
-    it_resp_free(&r);
-    snprintf(body, sizeof(body), "{\"username\":\"%s\",\"password\":\"%s\"}", name, pw);
-    ck_assert_int_eq(it_request(&r, &srv, "POST", "/api/v1/auth/login", body, NULL), 0);
-    ck_assert_int_eq(r.status, 200);
-    const char *sc = it_resp_header(&r, "Set-Cookie");
-    ck_assert_ptr_nonnull(sc);
-    snprintf(u->cookie, sizeof(u->cookie), "Cookie: %.*s", (int)strcspn(sc, ";"), sc);
-    snprintf(u->csrf, sizeof(u->csrf), "X-CSRF-Token: %s", json_string_value(json_object_get(r.json, "csrf_token")));
-    it_resp_free(&r);
-    u->hdrs[0] = u->cookie;
-    u->hdrs[1] = u->csrf;
-    u->hdrs[2] = NULL;
+    ck_assert_int_eq(it_user_make(u, &srv, NULL, NULL, name, 0), 0);
 }
 
 static void make_project(char *pid, size_t n, user *u)
 {
-    it_resp r;
-    it_request(&r, &srv, "POST", "/api/v1/projects", "{\"name\":\"nb\",\"visibility\":\"private\"}", u->hdrs);
-    ck_assert_int_eq(r.status, 201);
-    snprintf(pid, n, "%s", json_string_value(json_object_get(r.json, "id")));
-    it_resp_free(&r);
+    ck_assert_int_eq(it_project_make(pid, n, &srv, u->hdrs, "nb", NULL, NULL), 0);
 }
 
-static json_t *get_json(user *u, const char *path, long *status)
+static json_t *get_json(user *u, const char *path)
 {
-    it_resp r;
-    json_t *j;
-    it_request(&r, &srv, "GET", path, NULL, u->hdrs);
-    *status = r.status;
-    j = json_incref(r.json);
-    it_resp_free(&r);
+    json_t *j = it_get_json(&srv, u->hdrs, path);
+    ck_assert_msg(j != NULL, "GET %s: not 200 with JSON", path);
     return j;
 }
 
@@ -79,12 +47,18 @@ static const char *jstr(const json_t *o, const char *k)
     return json_string_value(json_object_get(o, k));
 }
 
+static json_t *wait_status(user *u, const char *kid, const char *status)
+{
+    json_t *k = it_kernel_wait(&srv, u->hdrs, kid, status, 60);
+    ck_assert_msg(k != NULL, "kernel %s never became %s", kid, status);
+    return k;
+}
+
 /* Start a kernel and wait until it is idle (Python ready). */
 static void start_kernel(char *kid, size_t n, user *u, const char *pid)
 {
-    char body[256], path[128];
+    char body[256];
     it_resp r;
-    long st;
 
     snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"resource\":\"cpu-basic\"}", pid);
     it_request(&r, &srv, "POST", "/api/v1/kernels", body, u->hdrs);
@@ -94,168 +68,32 @@ static void start_kernel(char *kid, size_t n, user *u, const char *pid)
     ck_assert_ptr_nonnull(json_object_get(r.json, "queue_position"));
     ck_assert_ptr_nonnull(json_object_get(r.json, "eta_s"));
     it_resp_free(&r);
-    snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
-    for (int i = 0; i < 300; i++) {
-        json_t *k = get_json(u, path, &st);
-        ck_assert_int_eq(st, 200);
-        bool idle = strcmp(jstr(k, "status"), "idle") == 0;
-        ck_assert_msg(strcmp(jstr(k, "status"), "dead") != 0, "kernel died at start: %s", jstr(k, "stop_reason"));
-        json_decref(k);
-        if (idle)
-            return;
-        usleep(100000);
-    }
-    ck_abort_msg("kernel %s never became idle", kid);
+    json_decref(wait_status(u, kid, "idle"));
 }
 
 static void execute(char *msg_id, size_t n, user *u, const char *kid, const char *code, const char *extra)
 {
-    char path[128];
-    json_t *b = json_pack("{s:s}", "code", code);
-    if (extra) {
-        json_t *x = json_loads(extra, 0, NULL);
-        json_object_update(b, x);
-        json_decref(x);
-    }
-    char *body = json_dumps(b, 0);
-    it_resp r;
-
-    snprintf(path, sizeof(path), "/api/v1/kernels/%s/execute", kid);
-    it_request(&r, &srv, "POST", path, body, u->hdrs);
-    ck_assert_msg(r.status == 202, "execute: %ld %s", r.status, r.body);
-    snprintf(msg_id, n, "%s", jstr(r.json, "msg_id"));
-    ck_assert_int_gt(strlen(msg_id), 0);
-    it_resp_free(&r);
-    free(body);
-    json_decref(b);
+    ck_assert_int_eq(it_kernel_execute(msg_id, n, &srv, u->hdrs, kid, code, extra), 0);
 }
 
-/* ---- a Server-Sent Events reader ----------------------------------------------- */
-
-typedef struct sse {
-    char    *buf;
-    size_t   len, cap;
-    json_t  *msgs;           /* every message event, in order */
-    const char *until_parent; /* stop at status idle with this parent */
-    bool     stop_at_reply;  /* stop at the execute_reply instead */
-    bool     stop_at_stream; /* stop at the first stream output instead */
-    bool     done, ended;
-    long long last_id;
-    bool     ids_match;      /* each `id:` equals the message's seq */
-} sse;
-
-static const char *parent_of(const json_t *m)
+/* Read /events?after=AFTER until `parent` got as far as `stop` (IT_EV_*)
+ * says, or with `parent` NULL the end of the stream; returns the messages.
+ * Fails after 60 s, or when the event ids are not each message's seq. */
+static json_t *sse_collect_to(user *u, const char *kid, long long after, const char *parent, int stop, bool *ended)
 {
-    return jstr(json_object_get(m, "parent_header"), "msg_id");
-}
+    int end = 0;
+    json_t *msgs = it_kernel_events(&srv, u->hdrs, kid, after, parent, stop, 60, &end);
 
-static const char *type_of(const json_t *m)
-{
-    return jstr(json_object_get(m, "header"), "msg_type");
-}
-
-static void sse_event(sse *s, const char *ev)
-{
-    char event[32] = "message";
-    const char *data = NULL;
-    long long id = -1;
-
-    for (const char *line = ev; line && *line;) {
-        const char *nl = strchr(line, '\n');
-        size_t ll = nl ? (size_t)(nl - line) : strlen(line);
-        if (ll > 4 && strncmp(line, "id: ", 4) == 0)
-            id = atoll(line + 4);
-        else if (ll > 7 && strncmp(line, "event: ", 7) == 0)
-            snprintf(event, sizeof(event), "%.*s", (int)(ll - 7), line + 7);
-        else if (ll > 6 && strncmp(line, "data: ", 6) == 0)
-            data = line + 6;
-        line = nl ? nl + 1 : NULL;
-    }
-    if (strcmp(event, "end") == 0) {
-        s->ended = s->done = true;
-        return;
-    }
-    if (data == NULL)
-        return;   /* a comment (heartbeat) */
-    json_t *m = json_loadb(data, strcspn(data, "\n"), 0, NULL);
-    ck_assert_ptr_nonnull(m);
-    if (json_integer_value(json_object_get(m, "seq")) != id)
-        s->ids_match = false;
-    if (id <= s->last_id)
-        s->ids_match = false;
-    s->last_id = id;
-    json_array_append_new(s->msgs, m);
-    if (s->until_parent && parent_of(m) && strcmp(parent_of(m), s->until_parent) == 0) {
-        const char *t = type_of(m);
-        if (s->stop_at_reply && strcmp(t, "execute_reply") == 0)
-            s->done = true;
-        if (s->stop_at_stream && strcmp(t, "stream") == 0)
-            s->done = true;
-        if (strcmp(t, "status") == 0 &&
-            strcmp(jstr(json_object_get(m, "content"), "execution_state") ?: "", "idle") == 0)
-            s->done = true;
-    }
-}
-
-static size_t sse_write(char *p, size_t sz, size_t nm, void *ud)
-{
-    sse *s = ud;
-    size_t n = sz * nm;
-    char *end;
-
-    if (s->len + n + 1 > s->cap) {
-        s->cap = (s->len + n + 1) * 2;
-        s->buf = realloc(s->buf, s->cap);
-    }
-    memcpy(s->buf + s->len, p, n);
-    s->len += n;
-    s->buf[s->len] = '\0';
-    while (!s->done && (end = strstr(s->buf, "\n\n")) != NULL) {
-        *end = '\0';
-        sse_event(s, s->buf);
-        size_t used = (size_t)(end + 2 - s->buf);
-        memmove(s->buf, end + 2, s->len - used + 1);
-        s->len -= used;
-    }
-    return s->done ? 0 : n;   /* 0 aborts the transfer: we have what we wanted */
-}
-
-/* Read /events?after=AFTER until the idle status of `parent` (or the end of
- * the stream); returns the messages. Fails after 60 s. */
-static json_t *sse_collect_to(user *u, const char *kid, long long after, const char *parent, bool stop_at_reply,
-                              bool stop_at_stream, bool *ended)
-{
-    char url[256];
-    sse s = {.msgs = json_array(), .until_parent = parent, .stop_at_reply = stop_at_reply,
-             .stop_at_stream = stop_at_stream, .last_id = after, .ids_match = true};
-    struct curl_slist *h = NULL;
-    CURL *c = curl_easy_init();
-
-    snprintf(url, sizeof(url), "%s/api/v1/kernels/%s/events?after=%lld", srv.base_url, kid, after);
-    h = curl_slist_append(h, u->cookie);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sse_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-    CURLcode rc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
-    ck_assert_msg(status == 200, "events: status %ld", status);
-    ck_assert_msg(s.done, "events stream ended early (curl %d) after %zu messages", (int)rc, json_array_size(s.msgs));
-    ck_assert_msg(s.ids_match, "event ids are not the increasing seq of each message");
+    ck_assert_msg(msgs != NULL, "events of %s: not 200, ended early or ids not the seq", kid);
     if (ended)
-        *ended = s.ended;
-    free(s.buf);
-    return s.msgs;
+        *ended = end;
+    return msgs;
 }
 
 static json_t *sse_collect(user *u, const char *kid, long long after, const char *parent, bool stop_at_reply,
                            bool *ended)
 {
-    return sse_collect_to(u, kid, after, parent, stop_at_reply, false, ended);
+    return sse_collect_to(u, kid, after, parent, stop_at_reply ? IT_EV_REPLY : IT_EV_IDLE, ended);
 }
 
 /* The messages of one request, in order, as "type" or "type:detail". */
@@ -265,10 +103,9 @@ static void trace(char *out, size_t n, json_t *msgs, const char *parent)
     json_t *m;
     out[0] = '\0';
     json_array_foreach(msgs, i, m) {
-        const char *p = parent_of(m);
-        if (p == NULL || strcmp(p, parent) != 0)
+        if (strcmp(it_msg_parent(m), parent) != 0)
             continue;
-        const char *t = type_of(m);
+        const char *t = it_msg_type(m);
         const json_t *c = json_object_get(m, "content");
         char item[128];
         if (strcmp(t, "status") == 0)
@@ -288,25 +125,8 @@ static json_t *find_type(json_t *msgs, const char *parent, const char *type)
     size_t i;
     json_t *m;
     json_array_foreach(msgs, i, m)
-        if (parent_of(m) && strcmp(parent_of(m), parent) == 0 && strcmp(type_of(m), type) == 0)
+        if (strcmp(it_msg_parent(m), parent) == 0 && strcmp(it_msg_type(m), type) == 0)
             return m;
-    return NULL;
-}
-
-static json_t *wait_status(user *u, const char *kid, const char *status)
-{
-    char path[128];
-    long st;
-    snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
-    for (int i = 0; i < 600; i++) {
-        json_t *k = get_json(u, path, &st);
-        ck_assert_int_eq(st, 200);
-        if (strcmp(jstr(k, "status"), status) == 0)
-            return k;
-        json_decref(k);
-        usleep(100000);
-    }
-    ck_abort_msg("kernel %s never became %s", kid, status);
     return NULL;
 }
 
@@ -400,7 +220,7 @@ START_TEST(interrupt_stops_a_busy_loop_and_the_kernel_survives)
     start_kernel(kid, sizeof(kid), &u, pid);
     execute(mid, sizeof(mid), &u, kid, "x = 5\nprint('started', flush=True)\nwhile True:\n    pass", NULL);
     /* interrupt once the cell's own code runs: "busy" comes before that */
-    json_decref(sse_collect_to(&u, kid, 0, mid, false, true, NULL));
+    json_decref(sse_collect_to(&u, kid, 0, mid, IT_EV_STREAM, NULL));
     post_ok(&u, kid, "interrupt", 200);
     json_t *msgs = sse_collect(&u, kid, 0, mid, false, NULL);
     json_t *err = find_type(msgs, mid, "error");
@@ -421,7 +241,6 @@ START_TEST(restart_keeps_the_id_and_clears_the_namespace)
 {
     user u;
     char pid[64], kid[64], mid[64], path[128];
-    long st;
 
     boot(NULL);
     make_user(&u, "alice");
@@ -432,7 +251,7 @@ START_TEST(restart_keeps_the_id_and_clears_the_namespace)
     post_ok(&u, kid, "restart", 200);
     json_decref(wait_status(&u, kid, "idle"));
     snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
-    json_t *k = get_json(&u, path, &st);
+    json_t *k = get_json(&u, path);
     ck_assert_str_eq(jstr(k, "id"), kid);
     json_decref(k);
     execute(mid, sizeof(mid), &u, kid, "secret + 1", NULL);
@@ -511,7 +330,7 @@ START_TEST(journal_keeps_every_line_with_no_client_and_folds_into_the_notebook)
     json_t *m;
     int next = 0;
     json_array_foreach(msgs, i, m) {
-        if (parent_of(m) && strcmp(parent_of(m), mid) == 0 && strcmp(type_of(m), "stream") == 0) {
+        if (strcmp(it_msg_parent(m), mid) == 0 && strcmp(it_msg_type(m), "stream") == 0) {
             const char *text = jstr(json_object_get(m, "content"), "text");
             for (const char *p = text; (p = strstr(p, "line ")) != NULL; p += 5) {
                 ck_assert_int_eq(atoi(p + 5), next);
@@ -540,7 +359,7 @@ START_TEST(a_burst_larger_than_memory_is_replayed_in_order_from_the_journal)
     execute(mid, sizeof(mid), &u, kid, "for i in range(3000):\n    print(i)", NULL);
     json_t *msgs = sse_collect(&u, kid, 0, mid, false, NULL);
     json_array_foreach(msgs, i, m) {
-        if (!parent_of(m) || strcmp(parent_of(m), mid) != 0 || strcmp(type_of(m), "stream") != 0)
+        if (strcmp(it_msg_parent(m), mid) != 0 || strcmp(it_msg_type(m), "stream") != 0)
             continue;
         const char *p = jstr(json_object_get(m, "content"), "text");
         while (*p) {
@@ -561,36 +380,15 @@ END_TEST
  * position; a queued kernel can be shut down; it starts when a slot frees. */
 START_TEST(kernels_queue_for_a_slot_with_their_position)
 {
-    char dir[64], data[128], cmd[200], body[256], path[160];
+    char dir[64], body[256], path[160];
     user root, a, b, c;
     char pa[64], pb[64], pc[64], ka[64], kb[64], kc[64];
     it_resp r;
-    pid_t pid;
-    int st;
 
-    snprintf(dir, sizeof(dir), "/tmp/eddy-it-kq-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(data, sizeof(data), "%s/data", dir);
-    mkdir(data, 0700);
-    if ((pid = fork()) == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        dup2(null, 1);
-        execl(it_eddy_bin(), "eddy", "admin", "create-user", "--data", data, "--username", "root", "--email",
-              "root@example.com", "--password", "correct horse battery", "--role", "admin", (char *)NULL);
-        _exit(127);
-    }
-    waitpid(pid, &st, 0);
-    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    ck_assert_int_eq(it_server_start_in(&srv, data, NULL), 0);
-    /* log root in */
-    it_request(&r, &srv, "POST", "/api/v1/auth/login", "{\"username\":\"root\",\"password\":\"correct horse battery\"}",
-               NULL);
-    ck_assert_int_eq(r.status, 200);
-    const char *sc = it_resp_header(&r, "Set-Cookie");
-    snprintf(root.cookie, sizeof(root.cookie), "Cookie: %.*s", (int)strcspn(sc, ";"), sc);
-    snprintf(root.csrf, sizeof(root.csrf), "X-CSRF-Token: %s", jstr(r.json, "csrf_token"));
+    ck_assert_int_eq(it_admin_server_start(&srv, dir, sizeof(dir), "kq", NULL, root.cookie, sizeof(root.cookie),
+                                           root.csrf, sizeof(root.csrf)),
+                     0);
     root.hdrs[0] = root.cookie, root.hdrs[1] = root.csrf, root.hdrs[2] = NULL;
-    it_resp_free(&r);
     it_request(&r, &srv, "PUT", "/api/v1/admin/resources/cpu-basic", "{\"capacity\": 1}", root.hdrs);
     ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
     it_resp_free(&r);
@@ -615,8 +413,7 @@ START_TEST(kernels_queue_for_a_slot_with_their_position)
     snprintf(kc, sizeof(kc), "%s", jstr(r.json, "id"));
     it_resp_free(&r);
     snprintf(path, sizeof(path), "/api/v1/kernels/%s", kc);
-    long status;
-    json_t *k = get_json(&c, path, &status);
+    json_t *k = get_json(&c, path);
     ck_assert_str_eq(jstr(k, "status"), "queued");
     ck_assert_int_eq(json_integer_value(json_object_get(k, "queue_position")), 2);
     json_decref(k);
@@ -634,8 +431,7 @@ START_TEST(kernels_queue_for_a_slot_with_their_position)
     post_ok(&a, ka, "", 200);
     json_decref(wait_status(&b, kb, "idle"));
     ck_assert_int_eq(it_server_stop(&srv), 0);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(it_dir_remove(dir), 0);
 }
 END_TEST
 
@@ -644,7 +440,6 @@ START_TEST(busy_kernel_outlives_its_idle_timeout_and_an_idle_one_is_culled)
     static const char *const env[] = {"EDDY_KERNEL_IDLE_MS=1500", NULL};
     user u;
     char pid[64], kid[64], mid[64], path[128];
-    long st;
 
     boot(env);
     make_user(&u, "alice");
@@ -655,7 +450,7 @@ START_TEST(busy_kernel_outlives_its_idle_timeout_and_an_idle_one_is_culled)
     /* twice the idle timeout later, it still runs */
     sleep(3);
     snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
-    json_t *k = get_json(&u, path, &st);
+    json_t *k = get_json(&u, path);
     ck_assert_str_eq(jstr(k, "status"), "busy");
     json_decref(k);
     json_t *msgs = sse_collect(&u, kid, 0, mid, false, NULL);
@@ -674,7 +469,7 @@ START_TEST(busy_kernel_outlives_its_idle_timeout_and_an_idle_one_is_culled)
     msgs = sse_collect(&u, kid, 0, NULL, false, &ended);
     ck_assert(ended);
     json_array_foreach(msgs, i, m)
-        if (strcmp(type_of(m), "status") == 0 &&
+        if (strcmp(it_msg_type(m), "status") == 0 &&
             strcmp(jstr(json_object_get(m, "content"), "execution_state"), "dead") == 0)
             dead = true;
     ck_assert(dead);
@@ -702,7 +497,7 @@ START_TEST(kernel_past_its_max_session_is_warned_then_stopped)
     json_t *msgs = sse_collect(&u, kid, 0, NULL, false, &ended);
     ck_assert(ended);
     json_array_foreach(msgs, i, m)
-        if (strcmp(type_of(m), "stream") == 0 &&
+        if (strcmp(it_msg_type(m), "stream") == 0 &&
             strstr(jstr(json_object_get(m, "content"), "text"), "maximum session length"))
             warned = true;
     ck_assert_msg(warned, "no warning before the stop");
@@ -781,7 +576,6 @@ START_TEST(kernels_die_with_the_server_and_say_why_after_a_restart)
 {
     user u;
     char pid[64], kid[64], path[128], data[256];
-    long st;
 
     boot(NULL);
     make_user(&u, "alice");
@@ -796,14 +590,12 @@ START_TEST(kernels_die_with_the_server_and_say_why_after_a_restart)
     srv.keep_data = 0;
     /* the session survives in the store */
     snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
-    json_t *k = get_json(&u, path, &st);
-    ck_assert_int_eq(st, 200);
+    json_t *k = get_json(&u, path);
     ck_assert_str_eq(jstr(k, "status"), "dead");
     ck_assert_str_eq(jstr(k, "stop_reason"), "server_restart");
     json_decref(k);
     /* its job failed as a platform error and was refunded */
-    json_t *jobs = get_json(&u, "/api/v1/jobs", &st);
-    ck_assert_int_eq(st, 200);
+    json_t *jobs = get_json(&u, "/api/v1/jobs");
     json_t *job = json_array_get(json_object_get(jobs, "items"), 0);
     ck_assert_str_eq(jstr(job, "entry"), "@kernel");
     ck_assert_str_eq(jstr(job, "failure_reason"), "platform_error");
@@ -813,33 +605,18 @@ START_TEST(kernels_die_with_the_server_and_say_why_after_a_restart)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("kernels");
-    TCase *tc = tcase_create("kernels");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, execute_streams_busy_input_outputs_reply_idle_in_order);
-    tcase_add_test(tc, traceback_of_a_raising_cell_and_a_matplotlib_png);
-    tcase_add_test(tc, interrupt_stops_a_busy_loop_and_the_kernel_survives);
-    tcase_add_test(tc, restart_keeps_the_id_and_clears_the_namespace);
-    tcase_add_test(tc, journal_keeps_every_line_with_no_client_and_folds_into_the_notebook);
-    tcase_add_test(tc, a_burst_larger_than_memory_is_replayed_in_order_from_the_journal);
-    tcase_add_test(tc, kernels_queue_for_a_slot_with_their_position);
-    tcase_add_test(tc, busy_kernel_outlives_its_idle_timeout_and_an_idle_one_is_culled);
-    tcase_add_test(tc, kernel_past_its_max_session_is_warned_then_stopped);
-    tcase_add_test(tc, another_users_kernel_answers_404);
-    tcase_add_test(tc, kernels_die_with_the_server_and_say_why_after_a_restart);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    curl_global_cleanup();
-    return failed ? 1 : 0;
+    const TTest *tests[] = {execute_streams_busy_input_outputs_reply_idle_in_order,
+                            traceback_of_a_raising_cell_and_a_matplotlib_png,
+                            interrupt_stops_a_busy_loop_and_the_kernel_survives,
+                            restart_keeps_the_id_and_clears_the_namespace,
+                            journal_keeps_every_line_with_no_client_and_folds_into_the_notebook,
+                            a_burst_larger_than_memory_is_replayed_in_order_from_the_journal,
+                            kernels_queue_for_a_slot_with_their_position,
+                            busy_kernel_outlives_its_idle_timeout_and_an_idle_one_is_culled,
+                            kernel_past_its_max_session_is_warned_then_stopped,
+                            another_users_kernel_answers_404,
+                            kernels_die_with_the_server_and_say_why_after_a_restart, NULL};
+    return it_tests_run("kernels", 120, NULL, NULL, tests);
 }
