@@ -93,6 +93,30 @@ async function fetchJson(page, path) {
   return page.evaluate(async (p) => { const r = await fetch(p); return { status: r.status, body: await r.text() }; }, path);
 }
 
+// A REST call from the page's session, as another tab would make it:
+// {status, etag, body}.
+async function rest(page, method, path, body, headers = {}) {
+  return page.evaluate(async ({ method, path, body, headers }) => {
+    const h = { ...headers };
+    if (method !== 'GET') h['X-CSRF-Token'] = (await (await fetch('/api/v1/me')).json()).csrf_token;
+    if (body !== null && typeof body === 'object') { h['Content-Type'] = 'application/json'; body = JSON.stringify(body); }
+    const r = await fetch(path, { method, headers: h, body: body ?? undefined });
+    return { status: r.status, etag: r.headers.get('ETag'), body: await r.text() };
+  }, { method, path, body: body ?? null, headers });
+}
+const fileUrl = (id, path) => `/api/v1/projects/${encodeURIComponent(id)}/files/${path.split('/').map(encodeURIComponent).join('/')}`;
+
+// Server features of the workspaces contract (API.md "Workspaces", issue 12)
+// each test probes before it runs. A feature the server lacks fails its test;
+// a feature named in SKIP_MISSING (none: every one has landed) prints
+// "SKIP <test>: server lacks <route>" instead.
+const SKIP_MISSING = new Set([]);
+function needServer(feature, ok, route) {
+  if (ok) return null;
+  if (SKIP_MISSING.has(feature)) return { skip: `server lacks ${route}` };
+  throw new Error(`the server lacks ${route}`);
+}
+
 const USER = { username: `ada${Date.now() % 100000}`, email: 'ada@example.org', password: 'correct-horse-9' };
 const state = {};
 let exitCode = 1;
@@ -174,6 +198,82 @@ try {
     const r = await fetchJson(page, `/api/v1/projects/${encodeURIComponent(state.projectId)}/files/data.csv`);
     assert(r.body === 'a,b\n3,4\n', `saved ${JSON.stringify(r.body)}`);
     await shot(page, '04b-file-editor');
+    await page.goto(state.projectUrl);
+    await page.waitForSelector('[data-testid=files]');
+  });
+
+  await test('file_list_shows_a_file_written_elsewhere_within_1_5_s', async () => {
+    await page.goto(state.projectUrl);
+    await page.waitForSelector('[data-testid=files] tr[data-path="data.csv"]');
+    await page.waitForTimeout(300);
+    // Another writer (a kernel, another tab, the CLI) puts a file in the
+    // working tree; the open file view must show it without a reload.
+    const t0 = Date.now();
+    const r = await rest(page, 'PUT', fileUrl(state.projectId, 'live/from-elsewhere.txt'), 'written elsewhere\n');
+    assert(r.status === 200 || r.status === 201, `PUT ${r.status}`);
+    await page.waitForSelector('[data-testid=files] tr[data-path="live/from-elsewhere.txt"]', { timeout: 1500 });
+    console.log(`e2e: a file written elsewhere showed in the file view after ${Date.now() - t0} ms`);
+    const d = await rest(page, 'DELETE', fileUrl(state.projectId, 'live/from-elsewhere.txt'));
+    assert(d.status === 204, `DELETE ${d.status}`);
+    await page.waitForSelector('[data-testid=files] tr[data-path="live/from-elsewhere.txt"]', { state: 'detached', timeout: 1500 });
+    // The poll is one request at a time, about once a second.
+    const seen = [];
+    const onReq = (q) => { if (q.method() === 'GET' && new URL(q.url()).pathname.endsWith('/files')) seen.push(Date.now()); };
+    page.on('request', onReq);
+    await page.waitForTimeout(3200);
+    page.off('request', onReq);
+    assert(seen.length >= 1 && seen.length <= 5, `${seen.length} file-list requests in 3.2 s`);
+  });
+
+  await test('file_view_and_account_show_workspace_usage', async () => {
+    const q = JSON.parse((await fetchJson(page, '/api/v1/quota')).body);
+    const s = needServer('workspace_quota', q.workspace && typeof q.workspace.used_bytes === 'number', 'GET /api/v1/quota .workspace');
+    if (s) return s;
+    await page.goto(state.projectUrl);
+    const t = await (await page.waitForSelector('[data-testid=workspace-usage]')).textContent();
+    assert(/Workspace: .*(of|no limit)/.test(t), `file view: ${t}`);
+    await page.goto(`${base}/account`);
+    const a = await (await page.waitForSelector('[data-testid=workspace]')).textContent();
+    assert(/ of |no limit/.test(a), `account: ${a}`);
+    await shot(page, '04c-account-workspace');
+  });
+
+  await test('stale_save_asks_and_overwrite_and_reload_work', async () => {
+    const url = fileUrl(state.projectId, 'stale.txt');
+    let r = await rest(page, 'PUT', url, 'v1\n');
+    assert(r.status === 200 || r.status === 201, `PUT ${r.status}`);
+    const g = await rest(page, 'GET', url);
+    const probe = await rest(page, 'PUT', url, 'v1\n', { 'If-Match': '"not-the-etag"' });
+    const s = needServer('etag', g.etag && probe.status === 412, 'ETag on GET and 412 on a stale If-Match (PUT .../files/{path})');
+    if (s) return s;
+    assert(/precondition_failed/.test(probe.body), `412 body: ${probe.body}`);
+    await page.goto(`${state.projectUrl}/edit/stale.txt`);
+    await page.waitForSelector('textarea.editor');
+    // Someone else saves; then I save: the page must ask.
+    r = await rest(page, 'PUT', url, 'theirs\n');
+    assert(r.status === 200, `their PUT ${r.status}`);
+    await page.fill('textarea.editor', 'mine\n');
+    await page.keyboard.press('Control+s');
+    await page.waitForSelector('[data-testid=stale-dialog]:has-text("This file changed since you opened it")');
+    await shot(page, '04d-stale-dialog');
+    await page.click('[data-testid=stale-overwrite]');
+    await page.waitForSelector('[data-testid=save-status]:has-text("Saved at")');
+    assert((await rest(page, 'GET', url)).body === 'mine\n', 'Overwrite saved mine');
+    // Again, and this time Reload: theirs shows and stays.
+    r = await rest(page, 'PUT', url, 'theirs 2\n');
+    await page.fill('textarea.editor', 'mine 2\n');
+    await page.keyboard.press('Control+s');
+    await page.waitForSelector('[data-testid=stale-dialog]');
+    await page.click('[data-testid=stale-reload]');
+    await page.waitForSelector('[data-testid=save-status]:has-text("Reloaded")');
+    assert((await page.inputValue('textarea.editor')) === 'theirs 2\n', 'Reload shows theirs');
+    assert((await rest(page, 'GET', url)).body === 'theirs 2\n', 'Reload wrote nothing');
+    // The page now holds the fresh ETag: the next save goes straight through.
+    await page.fill('textarea.editor', 'mine 3\n');
+    await page.keyboard.press('Control+s');
+    await page.waitForSelector('[data-testid=save-status]:has-text("Saved at")');
+    assert(!(await page.$('[data-testid=stale-dialog]')), 'no dialog on a fresh save');
+    assert((await rest(page, 'GET', url)).body === 'mine 3\n', 'saved after reload');
     await page.goto(state.projectUrl);
     await page.waitForSelector('[data-testid=files]');
   });
@@ -289,6 +389,64 @@ try {
     await p2.close();
   });
 
+  await test('notebook_autosave_merges_a_cell_added_elsewhere_with_the_local_edit', async () => {
+    const url = fileUrl(state.projectId, 'merge.ipynb');
+    const cell = (id, source, outputs = []) => ({ cell_type: 'code', id, metadata: {}, source, outputs, execution_count: null });
+    const nb0 = { nbformat: 4, nbformat_minor: 5, metadata: {}, cells: [cell('c1', 'a = 1'), cell('c2', 'b = 2')] };
+    let r = await rest(page, 'PUT', url, JSON.stringify(nb0));
+    assert(r.status === 200 || r.status === 201, `PUT ${r.status}`);
+    const probe = await rest(page, 'PUT', url, JSON.stringify(nb0), { 'If-Match': '"not-the-etag"' });
+    const s = needServer('etag', r.etag && probe.status === 412, 'ETag and 412 on a stale If-Match (PUT .../files/{path})');
+    if (s) return s;
+    await page.goto(`${state.projectUrl}/notebook/merge.ipynb`);
+    await page.waitForSelector('.cell[data-cell-id=c2] .cm-content');
+    // Elsewhere (another tab, the API, the kernel's output fold): a cell is
+    // added after c1, and c1 gets an output.
+    const theirs = JSON.parse((await rest(page, 'GET', url)).body);
+    theirs.cells.splice(1, 0, { ...cell('rest1', 'print("added by REST")') });
+    theirs.cells[0].outputs = [{ output_type: 'stream', name: 'stdout', text: 'from the fold\n' }];
+    r = await rest(page, 'PUT', url, JSON.stringify(theirs));
+    assert(r.status === 200, `their PUT ${r.status}`);
+    // Here: edit c2. Autosave meets the stale ETag and merges.
+    await page.click('.cell[data-cell-id=c2] .cm-content');
+    await page.keyboard.press('End');
+    await page.keyboard.type(' + 40');
+    let nb;
+    for (let i = 0; i < 60; i++) {
+      nb = JSON.parse((await rest(page, 'GET', url)).body);
+      if (nb.cells.some((c) => c.id === 'c2' && [].concat(c.source).join('') === 'b = 2 + 40')) break;
+      await page.waitForTimeout(200);
+    }
+    const ids = nb.cells.map((c) => c.id);
+    assert(ids.join() === 'c1,rest1,c2', `cells after the merge: ${ids}`);
+    assert([].concat(nb.cells[2].source).join('') === 'b = 2 + 40', 'the local edit is saved');
+    assert([].concat(nb.cells[1].source).join('').includes('added by REST'), 'the REST cell is kept');
+    assert(JSON.stringify(nb.cells[0].outputs).includes('from the fold'), 'the output written elsewhere is kept');
+    await page.waitForSelector('.cell[data-cell-id=rest1]');
+    await page.waitForSelector('.cell[data-cell-id=c1] .outputs pre.stream:has-text("from the fold")');
+    assert(!(await page.$('[data-testid=stale-dialog]')), 'no dialog when the merge is clean');
+    await page.waitForSelector('[data-testid=save-status]:has-text("Saved ")');
+    await shot(page, '05c-notebook-merged');
+
+    // Both sides change the same cell: the page asks; Overwrite keeps mine.
+    const theirs2 = JSON.parse((await rest(page, 'GET', url)).body);
+    theirs2.cells[0].source = 'a = 100  # theirs';
+    r = await rest(page, 'PUT', url, JSON.stringify(theirs2));
+    assert(r.status === 200, `their second PUT ${r.status}`);
+    await page.click('.cell[data-cell-id=c1] .cm-content');
+    await page.keyboard.press('End');
+    await page.keyboard.type('  # mine');
+    await page.waitForSelector('[data-testid=stale-dialog]:has-text("This file changed since you opened it")', { timeout: 10000 });
+    await page.click('[data-testid=stale-overwrite]');
+    await page.waitForSelector('[data-testid=save-status]:has-text("Saved ")');
+    nb = JSON.parse((await rest(page, 'GET', url)).body);
+    assert([].concat(nb.cells[0].source).join('') === 'a = 1  # mine', `Overwrite saved mine: ${JSON.stringify(nb.cells[0].source)}`);
+    assert(nb.cells.map((c) => c.id).join() === 'c1,rest1,c2', `cells after overwrite: ${nb.cells.map((c) => c.id)}`);
+    await page.keyboard.press('Escape');
+    await page.goto(state.projectUrl);
+    await page.waitForSelector('[data-testid=files]');
+  });
+
   await test('versions_restore_and_diff', async () => {
     await page.goto(`${state.projectUrl}?tab=versions`);
     await page.waitForSelector('[data-testid=versions] tbody tr');
@@ -300,11 +458,74 @@ try {
     await page.click('text=Diff vs working tree');
     await page.waitForSelector('[data-testid=diff]');
     await shot(page, '06-versions-diff');
-    await page.click('[data-testid=versions] button:has-text("Restore")');
+    // Restore asks how: keep files the version lacks (the default), or exactly the version.
+    await page.click('[data-testid=versions] tr:has(td:text-is("first version")) button:has-text("Restore")');
+    await page.waitForSelector('[data-testid=restore-dialog]:has-text("Keep files that are not in this version")');
+    assert(await page.isChecked('[data-testid=restore-keep_untracked]'), 'keep_untracked is the default');
+    await shot(page, '06b-restore-dialog');
+    await page.check('[data-testid=restore-exact]');
+    const [req] = await Promise.all([
+      page.waitForRequest((q) => q.method() === 'POST' && /\/restore$/.test(q.url())),
+      page.click('[data-testid=restore-confirm]'),
+    ]);
+    assert(JSON.parse(req.postData() || '{}').mode === 'exact', `restore body: ${req.postData()}`);
     await page.waitForURL(/\/projects\/[^/?]+$/);
     await page.waitForSelector('[data-testid=files]');
     const files = await page.$$eval('[data-testid=files] tbody td:first-child', (t) => t.map((x) => x.textContent));
-    assert(files.includes('analysis.ipynb') && !files.includes('notes.txt'), `after restore: ${files}`);
+    assert(files.includes('analysis.ipynb') && !files.includes('notes.txt'), `after an exact restore: ${files}`);
+  });
+
+  await test('restore_keep_untracked_keeps_files_the_version_lacks', async () => {
+    const r = await rest(page, 'PUT', fileUrl(state.projectId, 'checkpoint.txt'), 'epoch 3\n');
+    assert(r.status === 200 || r.status === 201, `PUT ${r.status}`);
+    await page.goto(`${state.projectUrl}?tab=versions`);
+    await page.click('[data-testid=versions] tr:has(td:text-is("first version")) button:has-text("Restore")');
+    await page.waitForSelector('[data-testid=restore-dialog]');
+    // Cancel sends nothing.
+    let posted = 0;
+    const onReq = (q) => { if (q.method() === 'POST' && /\/restore$/.test(q.url())) posted++; };
+    page.on('request', onReq);
+    await page.click('[data-testid=restore-dialog] button:has-text("Cancel")');
+    await page.waitForSelector('[data-testid=restore-dialog]', { state: 'detached' });
+    await page.waitForTimeout(200);
+    page.off('request', onReq);
+    assert(posted === 0, 'Cancel restored nothing');
+    await page.click('[data-testid=versions] tr:has(td:text-is("first version")) button:has-text("Restore")');
+    const [req] = await Promise.all([
+      page.waitForRequest((q) => q.method() === 'POST' && /\/restore$/.test(q.url())),
+      page.click('[data-testid=restore-confirm]'),
+    ]);
+    assert(JSON.parse(req.postData() || '{}').mode === 'keep_untracked', `restore body: ${req.postData()}`);
+    await page.waitForURL(/\/projects\/[^/?]+$/);
+    await page.waitForSelector('[data-testid=files] tr[data-path="analysis.ipynb"]');
+    const files = await page.$$eval('[data-testid=files] tbody td:first-child', (t) => t.map((x) => x.textContent));
+    assert(files.includes('checkpoint.txt'), `keep_untracked kept checkpoint.txt: ${files}`);
+  });
+
+  await test('version_lists_large_files_not_versioned', async () => {
+    const id = state.projectId;
+    const weights = 'not really weights\n'.repeat(64);
+    for (const [p, b] of [['.eddyignore', '*.bin\n'], ['weights.bin', weights]]) {
+      const r = await rest(page, 'PUT', fileUrl(id, p), b);
+      assert(r.status === 200 || r.status === 201, `PUT ${p}: ${r.status}`);
+    }
+    const v = await rest(page, 'POST', `/api/v1/projects/${encodeURIComponent(id)}/versions`, { message: 'with large files' });
+    assert(v.status === 201, `POST version ${v.status}: ${v.body}`);
+    const ver = JSON.parse(v.body);
+    const s = needServer('large_files', Array.isArray(ver.large_files), 'large_files in a version (POST /api/v1/projects/{id}/versions)');
+    if (s) return s;
+    const lf = ver.large_files.find((f) => f.path === 'weights.bin');
+    assert(lf && lf.size === weights.length, `large_files: ${JSON.stringify(ver.large_files)}`);
+    assert(!(ver.files || []).includes('weights.bin'), 'weights.bin is not tracked');
+    const sha = (await import('node:crypto')).createHash('sha256').update(weights).digest('hex');
+    assert(lf.sha256 === sha, `sha256 ${lf.sha256}`);
+    await page.goto(`${state.projectUrl}?tab=versions`);
+    const row = await page.waitForSelector(`[data-testid=large-files][data-version="${ver.id}"]`);
+    const t = await row.textContent();
+    assert(/large files, not versioned/i.test(t) && t.includes('weights.bin') && t.includes(sha.slice(0, 12)) && t.includes('1.2 KB'), `row: ${t}`);
+    await shot(page, '06c-large-files');
+    await page.goto(state.projectUrl);
+    await page.waitForSelector('[data-testid=files]');
   });
 
   await test('fork_a_project', async () => {
@@ -380,6 +601,33 @@ try {
     await page.waitForSelector('.badge:has-text("succeeded")', { timeout: 30000 });
     await page.waitForSelector('td:has-text("result.txt")', { timeout: 10000 });
     await shot(page, '12-job');
+    state.jobUrl = page.url();
+  });
+
+  await test('copy_job_artifacts_to_a_project', async () => {
+    assert(state.jobUrl, 'the job test ran a job');
+    const jobId = state.jobUrl.split('/').pop();
+    await page.goto(state.jobUrl);
+    await page.waitForSelector('[data-testid=copy-artifacts]');
+    await page.selectOption('[data-testid=copy-project]', state.projectId);
+    await page.fill('[data-testid=copy-dest]', 'from-job');
+    const [resp] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'POST' && /\/artifacts\/copy$/.test(r.url())),
+      page.click('[data-testid=copy-artifacts]'),
+    ]);
+    // A 404 "no route for" here is also counted by no_route_the_pages_used_answered_404.
+    assert(resp.status() === 201, `POST /api/v1/jobs/${jobId}/artifacts/copy answered ${resp.status()}: ${await resp.text()}`);
+    await page.waitForSelector('[data-testid=copied]:has-text("result.txt")');
+    await shot(page, '12b-job-copied');
+    const f = await rest(page, 'GET', fileUrl(state.projectId, 'from-job/result.txt'));
+    assert(f.status === 200 && f.body === '42\n', `from-job/result.txt: ${f.status} ${f.body}`);
+    // The same copy again is refused (the files exist), and the page says so in place.
+    await page.click('[data-testid=copy-artifacts]');
+    const err = await (await page.waitForSelector('[data-testid=copy-result] .error-box')).textContent();
+    assert(/Not copied/.test(err), `error shown: ${err}`);
+    // The project's file view has them.
+    await page.goto(state.projectUrl);
+    await page.waitForSelector('[data-testid=files] tr[data-path="from-job/result.txt"]');
   });
 
   const kernels = await page.request.get(`${base}/api/v1/kernels`);
@@ -520,6 +768,41 @@ try {
     }, { id: kid, tag });
     assert(journal.includes(`ran-${tag}-own`), 'the journal shows the own code ran (the check can see a run)');
     assert(!journal.includes(`${tag}-foreign`), 'the journal has no trace of the foreign code');
+  });
+
+  await test('a_file_a_kernel_writes_shows_in_the_file_view', async () => {
+    assert(!noKernels, noKernels);
+    await page.goto(state.projectUrl);
+    await page.waitForSelector('[data-testid=files]');
+    // The project's live kernel (the notebook tests leave one), else a new one.
+    let k = JSON.parse((await fetchJson(page, '/api/v1/kernels')).body).items.find((x) => x.status !== 'dead' && String(x.project_id) === String(state.projectId));
+    if (!k) {
+      const r = await rest(page, 'POST', '/api/v1/kernels', { project_id: state.projectId, resource: 'cpu-basic' });
+      assert(r.status === 201, `POST kernel ${r.status}: ${r.body}`);
+      k = JSON.parse(r.body);
+    }
+    for (let i = 0; i < 120 && !['idle', 'busy'].includes(k.status); i++) {
+      await page.waitForTimeout(500);
+      k = JSON.parse((await fetchJson(page, `/api/v1/kernels/${encodeURIComponent(k.id)}`)).body);
+      assert(k.status !== 'dead', `the kernel died: ${k.stop_reason}`);
+    }
+    const name = `kernel-made-${Date.now()}.txt`;
+    const ex = await rest(page, 'POST', `/api/v1/kernels/${encodeURIComponent(k.id)}/execute`,
+      { code: `open("/home/aistudio/work/${name}", "w").write("from the kernel\\n")` });
+    assert(ex.status === 202, `execute ${ex.status}: ${ex.body}`);
+    // When the REST list has it (the server's side), the open page shows it within 1.5 s.
+    let t0 = null;
+    for (let i = 0; i < 100 && t0 === null; i++) {
+      const l = JSON.parse((await fetchJson(page, `/api/v1/projects/${encodeURIComponent(state.projectId)}/files`)).body);
+      if (l.items.some((f) => f.path === name)) t0 = Date.now();
+      else await page.waitForTimeout(100);
+    }
+    assert(t0 !== null, `${name}, written by the kernel in /home/aistudio/work, never appeared in GET .../files (the kernel's work directory is not the project's tree)`);
+    await page.waitForSelector(`[data-testid=files] tr[data-path="${name}"]`, { timeout: 1500 });
+    console.log(`e2e: a kernel-written file showed in the file view ${Date.now() - t0} ms after the REST list had it`);
+    const f = await rest(page, 'GET', fileUrl(state.projectId, name));
+    assert(f.body === 'from the kernel\n', `content: ${JSON.stringify(f.body)}`);
+    await shot(page, '15-kernel-file');
   });
 
   await test('no_route_the_pages_used_answered_404', async () => {

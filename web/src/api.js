@@ -71,3 +71,27 @@ export function filePath(projectId, path) {
   return `/api/v1/projects/${encodeURIComponent(projectId)}/files/` +
     path.split('/').map(encodeURIComponent).join('/');
 }
+
+// ---- workspace files with ETags (API.md "Workspaces") ----------------------------
+// Reads return the file's ETag; a write sends it back as If-Match and the server
+// answers 412 (`precondition_failed`) when the file changed meanwhile. A server
+// without ETags sends none, and then writes go unconditionally, as before.
+
+// GET a working-tree file: {res, etag} (`res` is the fetch Response).
+export async function readFile(projectId, path, query) {
+  const res = await request('GET', filePath(projectId, path), { raw: true, query });
+  return { res, etag: res.headers.get('ETag') };
+}
+
+// PUT a working-tree file, conditional on `etag` when given: {etag, file}.
+// A stale etag throws ApiError with status 412 (see isStale).
+export async function writeFile(projectId, path, body, { etag } = {}) {
+  const headers = etag ? { 'If-Match': etag } : {};
+  const res = await request('PUT', filePath(projectId, path), { body, headers, raw: true });
+  let file = null;
+  try { file = await res.json(); } catch { /* no body */ }
+  return { etag: res.headers.get('ETag'), file };
+}
+
+// A write refused because the file changed since it was read.
+export function isStale(e) { return e instanceof ApiError && e.status === 412; }

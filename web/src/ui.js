@@ -54,7 +54,39 @@ export function bytes(n) {
   if (n === undefined || n === null) return '';
   if (n < 1024) return `${n} B`;
   if (n < 1048576) return `${(n / 1024).toFixed(1)} KB`;
-  return `${(n / 1048576).toFixed(1)} MB`;
+  if (n < 1073741824) return `${(n / 1048576).toFixed(1)} MB`;
+  return `${(n / 1073741824).toFixed(1)} GB`;
+}
+
+// A size in binary units for usage and limits: "1.2 GiB", "5 GiB", "340 MiB".
+export function size(n) {
+  if (n === undefined || n === null || isNaN(n)) return '—';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0, v = Number(n);
+  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+  const s = i === 0 || Number.isInteger(v) ? String(Math.round(v)) : v < 10 ? v.toFixed(1) : v.toFixed(0);
+  return `${s.replace(/\.0$/, '')} ${units[i]}`;
+}
+
+// Workspace usage from GET /api/v1/quota's `workspace` ({used_bytes, limit_bytes};
+// limit 0 is unlimited): "1.2 GiB of 5 GiB" (null when the server reports none).
+export function workspaceUsage(w) {
+  if (!w || w.used_bytes === undefined || w.used_bytes === null) return null;
+  const limit = Number(w.limit_bytes) || 0;
+  return {
+    text: limit ? `${size(w.used_bytes)} of ${size(limit)}` : `${size(w.used_bytes)} (no limit)`,
+    fraction: limit ? Math.min(1, Number(w.used_bytes) / limit) : null,
+  };
+}
+
+// A workspace usage line with a small meter ("Workspace: 1.2 GiB of 5 GiB").
+export function workspaceMeter(w, testid = 'workspace-usage') {
+  const u = workspaceUsage(w);
+  if (!u) return null;
+  const full = u.fraction !== null && u.fraction >= 0.9;
+  return h('span', { class: `ws-usage${full ? ' full' : ''}`, 'data-testid': testid },
+    u.fraction !== null ? h('meter', { min: '0', max: '1', low: '0.75', high: '0.9', optimum: '0', value: String(u.fraction), 'aria-hidden': 'true' }) : null,
+    `Workspace: ${u.text}`);
 }
 
 let toastBox;
@@ -103,4 +135,70 @@ export function download(blob, name) {
   a.click();
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+// A modal dialog (the native <dialog>, so focus stays inside and Esc cancels).
+// `actions` are buttons [{label, value, kind?, testid?}]; resolves with the
+// value of the one pressed, or null when cancelled. `body` may be a Node, or a
+// function given the dialog that returns one; `read(value)` turns the pressed
+// value into the result (e.g. a form's choice).
+export function modal({ title, message, body, actions, testid, read }) {
+  return new Promise((resolve) => {
+    const dlg = h('dialog', { class: 'modal', 'data-testid': testid, 'aria-labelledby': 'modal-title' });
+    let done = false;
+    const finish = (v) => {
+      if (done) return;
+      done = true;
+      if (dlg.open) dlg.close();
+      dlg.remove();
+      resolve(v);
+    };
+    const buttons = actions.map((a) => h('button', {
+      type: 'button', class: a.kind || null, 'data-testid': a.testid, 'data-value': a.value,
+      onclick: () => finish(read ? read(a.value, dlg) : a.value),
+    }, a.label));
+    const cancel = h('button', { type: 'button', onclick: () => finish(null) }, 'Cancel');
+    append(dlg, [h('h2', { id: 'modal-title' }, title),
+      message ? h('p', null, message) : null,
+      typeof body === 'function' ? body(dlg) : body,
+      h('div', { class: 'modal-actions' }, buttons, cancel)]);
+    dlg.addEventListener('cancel', (ev) => { ev.preventDefault(); finish(null); });
+    document.body.append(dlg);
+    dlg.showModal();
+  });
+}
+
+// After a 412 on a save: "reload" (discard mine), "overwrite" (save mine
+// anyway) or null (cancelled, nothing saved).
+export function staleDialog(path, detail) {
+  return modal({
+    title: 'This file changed since you opened it', testid: 'stale-dialog',
+    message: `${path} was changed elsewhere (in another tab, by code in a kernel, or through the API) after this page loaded it.${detail ? ` ${detail}` : ''}`,
+    actions: [
+      { label: 'Reload (discard mine)', value: 'reload', testid: 'stale-reload' },
+      { label: 'Overwrite (save mine anyway)', value: 'overwrite', kind: 'danger', testid: 'stale-overwrite' },
+    ],
+  });
+}
+
+// Run `fn` about every `period` ms (start to start) while the tab is visible,
+// never two at once. Paused while the tab is hidden and run at once when it
+// shows again; after a failure the wait doubles, up to `maxWait`. Returns stop().
+export function visiblePoll(fn, { period = 1000, maxWait = 30000 } = {}) {
+  let stopped = false, timer = null, running = false, wait = period;
+  const hidden = () => document.visibilityState === 'hidden';
+  const schedule = (ms) => { clearTimeout(timer); timer = setTimeout(tick, ms); };
+  async function tick() {
+    timer = null;
+    if (stopped || running || hidden()) return;
+    running = true;
+    const t0 = Date.now();
+    try { await fn(); wait = period; } catch { wait = Math.min(maxWait, wait * 2); }
+    running = false;
+    if (!stopped && !hidden()) schedule(Math.max(0, t0 + wait - Date.now()));
+  }
+  const onVis = () => { if (!stopped && !hidden() && !running && !timer) schedule(0); };
+  document.addEventListener('visibilitychange', onVis);
+  schedule(period);
+  return () => { stopped = true; clearTimeout(timer); document.removeEventListener('visibilitychange', onVis); };
 }

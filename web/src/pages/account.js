@@ -1,6 +1,7 @@
-// Account: balance, free time left today, ledger and a daily-usage chart, API keys.
+// Account: balance, free time left today, workspace usage and limit, ledger
+// and a daily-usage chart, API keys.
 import { api, listAll } from '../api.js';
-import { h, clear, table, field, busy, toast, coins, duration, when } from '../ui.js';
+import { h, clear, table, field, busy, toast, coins, duration, when, workspaceUsage } from '../ui.js';
 import { app, onLeave } from '../main.js';
 import { barChart } from '../chart.js';
 
@@ -34,7 +35,8 @@ export async function accountPage() {
         stat('Held', coins(q.held_mcoins)),
         stat('Burn rate', `${coins(q.burn_mcoins_per_hour)}/h`),
         stat('Time remaining', q.ms_remaining === null ? 'unlimited' : duration(q.ms_remaining)),
-        stat('Tier', q.tier)),
+        stat('Tier', q.tier),
+        workspaceUsage(q.workspace) ? stat('Workspace', workspaceUsage(q.workspace).text, 'workspace') : null),
       q.limits ? h('p', { class: 'muted' }, `Limits: ${q.limits.max_kernels} kernels, ${q.limits.max_gpus_per_job} GPUs per job, sessions up to ${duration(q.limits.max_session_ms)}, idle timeout ${duration(q.limits.idle_timeout_ms)}.`) : null);
   }
   async function loadLedger() {

@@ -1,8 +1,8 @@
 // Jobs: submit a batch job, list them, and one job's live status, logs,
-// artifacts and charge.
+// artifacts (download, or copy them into a project's workspace) and charge.
 import { api, listAll, request, ApiError } from '../api.js';
-import { h, clear, table, field, busy, toast, coins, duration, when, bytes, unavailable, download } from '../ui.js';
-import { navigate, onLeave } from '../main.js';
+import { h, clear, table, field, busy, toast, coins, duration, when, bytes, unavailable, download, errorBox } from '../ui.js';
+import { app, navigate, onLeave } from '../main.js';
 
 const enc = encodeURIComponent;
 const FINISHED = new Set(['succeeded', 'failed', 'cancelled']);
@@ -82,10 +82,11 @@ export async function jobPage(id) {
     // scheduler/README.md "Job disk and retention": output is kept job_retention_days after the end
     if (job && job.artifacts_expired_at) { clear(arts, h('h2', null, 'Artifacts'), h('p', null, `Expired on ${when(job.artifacts_expired_at)}: a finished job's output is deleted after the server's retention period.`)); return; }
     const r = await api.get(`/api/v1/jobs/${enc(id)}/artifacts`);
-    clear(arts, h('h2', null, 'Artifacts'), table(['File', 'Size', ''], (r.items || []).map((a) => {
+    const items = r.items || [];
+    clear(arts, h('h2', null, 'Artifacts'), table(['File', 'Size', ''], items.map((a) => {
       const b = h('button', { class: 'small', onclick: () => busy(b, async () => download(await (await request('GET', `/api/v1/jobs/${enc(id)}/artifacts/${a.path.split('/').map(enc).join('/')}`, { raw: true })).blob(), a.path.split('/').pop())) }, 'Download');
       return h('tr', null, h('td', null, a.path), h('td', null, bytes(a.size)), h('td', null, b));
-    })));
+    }), { 'data-testid': 'artifacts' }), items.length ? await copyArtifactsForm(id, job) : null);
   }
   try { await refresh(); }
   catch (e) { if (e instanceof ApiError && e.status === 404) return h('div', { class: 'page' }, h('h1', null, `Job #${id}`), unavailable('Jobs')); throw e; }
@@ -100,6 +101,57 @@ export async function jobPage(id) {
   setTimeout(tick, 1000);
   onLeave(() => { stopped = true; });
   return h('div', { class: 'page' }, h('h1', null, h('a', { href: '/jobs' }, 'Jobs'), ` / #${id}`), info, h('section', { class: 'card' }, h('h2', null, 'Output'), logs), arts);
+}
+
+// "Copy artifacts to project": POST /api/v1/jobs/{id}/artifacts/copy
+// {project_id, dest_dir?} copies the job's output into a project's workspace
+// (the job itself keeps running on its immutable version). Shows what was
+// copied and what was skipped, and errors in place (402: workspace full).
+async function copyArtifactsForm(id, job) {
+  let projects = [];
+  try { projects = (await listAll('/api/v1/projects')).filter((p) => !app.me || p.owner_id === app.me.id || p.owner === app.me.username); }
+  catch { /* the picker stays empty */ }
+  const proj = h('select', { 'aria-label': 'Project to copy into', 'data-testid': 'copy-project' },
+    projects.map((p) => h('option', { value: p.id, selected: job && String(p.id) === String(job.project_id) }, p.name)));
+  const dest = h('input', { placeholder: `folder (default jobs/${id})`, 'aria-label': 'Destination folder', 'data-testid': 'copy-dest', style: { width: '14em' } });
+  const overwrite = h('input', { type: 'checkbox', 'data-testid': 'copy-overwrite' });
+  const result = h('div', { class: 'copy-result', 'data-testid': 'copy-result', 'aria-live': 'polite' });
+  const btn = h('button', {
+    class: 'primary', 'data-testid': 'copy-artifacts',
+    onclick: async () => {
+      clear(result);
+      btn.disabled = true;
+      try {
+        const body = { project_id: proj.value };
+        const d = dest.value.trim().replace(/^\/+|\/+$/g, '');
+        if (d) body.dest_dir = d;
+        if (overwrite.checked) body.overwrite = true;
+        const r = await api.post(`/api/v1/jobs/${enc(id)}/artifacts/copy`, body);
+        const files = r.files || [], skipped = r.skipped || [];
+        const name = (projects.find((p) => String(p.id) === String(proj.value)) || {}).name || 'the project';
+        clear(result,
+          h('p', { class: 'ok' }, `Copied ${files.length} file${files.length === 1 ? '' : 's'} into `, h('a', { href: `/projects/${enc(proj.value)}` }, name),
+            r.dest_dir || d ? ` / ${r.dest_dir || d}` : '', '.'),
+          files.length ? h('ul', { 'data-testid': 'copied' }, files.map((f) => h('li', null, h('code', null, f.path), ` · ${bytes(f.size)}`))) : null,
+          skipped.length ? [h('p', { class: 'neg' }, `Skipped ${skipped.length}:`),
+            h('ul', { 'data-testid': 'skipped' }, skipped.map((f) => h('li', null, h('code', null, f.path), ` · ${f.reason}`)))] : null);
+        toast(`Copied ${files.length} file(s) to ${name}`);
+      } catch (e) {
+        let msg = e.message || String(e);
+        if (e instanceof ApiError && e.status === 402) msg = `Not copied: the project's workspace has no room for these files (${msg}). Delete files or raise the limit, then try again.`;
+        else if (e instanceof ApiError && e.status === 404) msg = `Not copied: ${msg || 'the job, its artifacts or the project was not found'}.`;
+        else if (e instanceof ApiError && e.status === 409) msg = `Not copied: ${msg}. Choose another folder, or tick "Replace existing files".`;
+        else msg = `Not copied: ${msg}`;
+        clear(result, errorBox(msg));
+      } finally { btn.disabled = false; }
+    },
+  }, 'Copy artifacts to project');
+  return h('div', { class: 'copy-artifacts' },
+    h('h3', null, 'Copy into a project'),
+    projects.length
+      ? h('div', { class: 'inline-form' }, proj, dest, h('label', { class: 'check' }, overwrite, 'Replace existing files'), btn)
+      : h('p', { class: 'muted' }, 'You have no project to copy into.'),
+    result);
 }
 
 function stat(label, value) {

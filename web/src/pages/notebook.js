@@ -3,15 +3,20 @@
 // sanitised, autosave to the working tree (PUT files), save version, and
 // execution through the kernels API (API.md): a resource picker with prices,
 // queue position and ETA, streaming outputs over Server-Sent Events that
-// replay from the kernel's journal, so a reload loses nothing.
+// replay from the kernel's journal, so a reload loses nothing. Saves are
+// conditional (If-Match with the notebook's ETag); when another writer changed
+// the file meanwhile (the kernel's output fold, code in the kernel, another
+// tab) the page merges both (nbmerge.js) and saves again, and asks the user
+// only when both changed the same cell's source.
 import { EditorView, keymap, lineNumbers, drawSelection, highlightActiveLine } from '@codemirror/view';
 import { EditorState } from '@codemirror/state';
 import { defaultKeymap, history, historyKeymap, indentWithTab } from '@codemirror/commands';
 import { syntaxHighlighting, defaultHighlightStyle, indentOnInput, bracketMatching } from '@codemirror/language';
 import { python } from '@codemirror/lang-python';
 import { markdown } from '@codemirror/lang-markdown';
-import { api, filePath, request, ApiError } from '../api.js';
-import { h, clear, busy, toast, coins, duration, unavailable } from '../ui.js';
+import { api, ApiError, readFile, writeFile, isStale } from '../api.js';
+import { h, clear, busy, toast, coins, duration, unavailable, staleDialog, workspaceUsage } from '../ui.js';
+import { mergeCells, baseOf } from '../nbmerge.js';
 import { onLeave } from '../main.js';
 import { renderMarkdown, sandboxedFrame } from '../markdown.js';
 import { resourcePicker } from './jobs.js';
@@ -24,26 +29,29 @@ const newId = () => crypto.randomUUID().replace(/-/g, '').slice(0, 12);
 const stripAnsi = (s) => s.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '');
 
 export async function notebookPage(projectId, path) {
-  const [project, text] = await Promise.all([
+  const [project, { text, etag }] = await Promise.all([
     api.get(`/api/v1/projects/${enc(projectId)}`),
-    request('GET', filePath(projectId, path), { raw: true }).then((r) => r.text()),
+    readFile(projectId, path).then(async (r) => ({ text: await r.res.text(), etag: r.etag })),
   ]);
   let nb;
   try { nb = JSON.parse(text); } catch { throw new Error(`${path} is not valid JSON`); }
-  const nbv = new Notebook(projectId, path, project, nb);
+  const nbv = new Notebook(projectId, path, project, nb, etag);
   await nbv.mount();
   return nbv.root;
 }
 
 class Notebook {
-  constructor(projectId, path, project, nb) {
+  constructor(projectId, path, project, nb, etag) {
     this.projectId = projectId;
+    this.etag = etag;            // of the file as last loaded or saved (null: the server sends none)
     this.path = path;
     this.project = project;
     this.meta = nb.metadata || {};
     this.nbformatMinor = Math.max(4, nb.nbformat_minor || 4);
     this.cells = (nb.cells || []).map((c) => this.makeCell(c));
     if (!this.cells.length) this.cells.push(this.makeCell({ cell_type: 'code', source: '' }));
+    this.base = baseOf(nb.cells);  // what the page and the server last agreed on, per cell
+    this.ranHere = new Set();      // ids of cells run in this page
     this.sel = 0;
     this.mode = 'command';
     this.dirty = false;
@@ -181,7 +189,7 @@ class Notebook {
           EditorView.lineWrapping,
           EditorView.contentAttributes.of({ 'aria-label': `${cell.type} cell` }),
           EditorView.updateListener.of((u) => {
-            if (u.docChanged) { cell.source = u.state.doc.toString(); self.touch(); }
+            if (u.docChanged) { cell.source = u.state.doc.toString(); if (!self.adopting) self.touch(); }
             if (u.focusChanged && u.view.hasFocus) { const i = self.cells.indexOf(cell); if (i !== self.sel) self.select(i, { keepMode: true }); self.setMode('edit'); }
           })],
       }),
@@ -318,22 +326,137 @@ class Notebook {
     this.autosaveTimer = setTimeout(() => this.save().catch(() => {}), AUTOSAVE_MS);
   }
 
+  // One save at a time; edits made meanwhile are saved by the next one.
   async save() {
     clearTimeout(this.autosaveTimer);
     if (this.saving) { await this.saving.catch(() => {}); if (!this.dirty) return; }
+    this.saving = this.saveNow();
+    try { await this.saving; } finally { this.saving = null; }
+  }
+
+  async saveNow() {
     this.dirty = false;
     this.status.textContent = 'Saving…';
-    const body = JSON.stringify(this.toJSON(), null, 1);
-    this.saving = api.put(filePath(this.projectId, this.path), body);
+    let nb = this.toJSON(), force = false;
     try {
-      await this.saving;
-      this.status.textContent = this.dirty ? 'Unsaved changes' : `Saved ${new Date().toLocaleTimeString()}`;
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const r = await writeFile(this.projectId, this.path, JSON.stringify(nb, null, 1), { etag: force ? null : this.etag });
+          this.etag = r.etag;
+          this.base = baseOf(nb.cells);
+          this.status.textContent = this.dirty ? 'Unsaved changes' : `Saved ${new Date().toLocaleTimeString()}`;
+          return;
+        } catch (e) {
+          if (!isStale(e)) throw e;
+          // Someone else wrote the notebook since: merge, or ask.
+          if (attempt >= 8) throw new Error('the notebook keeps changing on the server; will retry');
+          const next = await this.mergeWithServer();
+          if (next === null) { this.dirty = true; this.status.textContent = 'Not saved: changed elsewhere'; return; }
+          if (next.done) { this.status.textContent = 'Reloaded: your changes were discarded'; return; }
+          nb = next.nb;
+          force = next.force;
+        }
+      }
     } catch (e) {
       this.dirty = true;
       this.status.textContent = 'Not saved';
       toast(`Autosave failed: ${e.message}`, 'error');
       throw e;
-    } finally { this.saving = null; }
+    }
+  }
+
+  // After a 412: read the notebook as it is now and merge it with the page's
+  // (see nbmerge.js). Returns {nb, force} to save (force: without If-Match,
+  // the user chose to overwrite), or null when the user cancelled.
+  async mergeWithServer() {
+    let r;
+    try { r = await readFile(this.projectId, this.path); }
+    catch (e) {
+      if (!(e instanceof ApiError && e.status === 404)) throw e;
+      return this.askConflict(this.toJSON(), null, null, [], 'It was deleted elsewhere.');
+    }
+    const text = await r.res.text();
+    let server;
+    try { server = JSON.parse(text); } catch { server = null; }
+    const local = this.toJSON();
+    if (!server || !Array.isArray(server.cells)) {
+      // Not a notebook any more (written by other code): only the user can say.
+      return this.askConflict(local, null, r.etag, [], 'It is no longer a notebook the page can merge with.');
+    }
+    const running = new Set(this.cells.filter((c) => c.count === '*').map((c) => c.id));
+    const m = mergeCells(local.cells, server.cells, this.base, { ranHere: this.ranHere, running });
+    if (m.conflicts.length) return this.askConflict(local, server, r.etag, m.conflicts);
+    this.etag = r.etag;
+    this.base = baseOf(server.cells);
+    this.adopt(m.cells);
+    if (m.inserted.length) toast(`${m.inserted.length} cell(s) added elsewhere were merged in`);
+    return { nb: { ...local, cells: m.cells }, force: false };
+  }
+
+  async askConflict(local, server, etag, cells = [], why = '') {
+    const choice = await staleDialog(this.path, cells.length
+      ? `The same cell${cells.length > 1 ? 's were' : ' was'} edited here and elsewhere, so the changes cannot be merged.`
+      : why);
+    if (choice === 'overwrite') {
+      this.etag = etag;
+      return { nb: this.toJSON(), force: !etag };
+    }
+    if (choice === 'reload' && server) {
+      this.etag = etag;
+      this.base = baseOf(server.cells);
+      this.meta = server.metadata || this.meta;
+      this.adopt(server.cells, { outputsToo: true });
+      this.dirty = false;
+      return { done: true };   // nothing of the page's is left to save
+    }
+    if (choice === 'reload') { location.reload(); return null; }
+    return null;
+  }
+
+  // Make the page show `cells` (nbformat), reusing the cell objects (and
+  // editors) of ids it already has so kernel messages still find them. The
+  // outputs of a cell running here stay the page's own (the kernel's event
+  // stream completes them) unless outputsToo.
+  adopt(cells, { outputsToo = false } = {}) {
+    const byId = new Map(this.cells.map((c) => [c.id, c]));
+    const selected = this.cells[this.sel];
+    const next = cells.map((j) => {
+      let c = byId.get(j.id);
+      if (!c) { c = this.makeCell(j); this.renderCell(c); return c; }
+      byId.delete(j.id);
+      const type = j.cell_type === 'markdown' ? 'markdown' : j.cell_type === 'raw' ? 'raw' : 'code';
+      const source = src(j.source);
+      c.metadata = j.metadata || {};
+      if (j.attachments) c.attachments = j.attachments;
+      let rerender = false;
+      if (type !== c.type) { c.type = type; c.editing = false; c.source = source; rerender = true; }
+      else if (source !== c.source) {
+        c.source = source;
+        if (c.editor) {
+          this.adopting = true;
+          try { c.editor.dispatch({ changes: { from: 0, to: c.editor.state.doc.length, insert: source } }); } finally { this.adopting = false; }
+        } else rerender = true;
+      }
+      if (type === 'code' && (c.count !== '*' || outputsToo)) {
+        const outs = j.outputs || [];
+        const count = j.execution_count ?? null;
+        if (JSON.stringify(outs) !== JSON.stringify(c.outputs) || count !== c.count) {
+          c.outputs = outs;
+          c.count = count;
+          if (!rerender) { this.renderOutputs(c); if (c.promptEl) c.promptEl.textContent = `[${c.count ?? ' '}]`; }
+        }
+      } else if (type !== 'code') { c.outputs = []; c.count = null; }
+      if (rerender) this.renderCell(c);
+      return c;
+    });
+    for (const gone of byId.values()) gone.el.remove();
+    // Put the elements in order, moving only those out of place.
+    next.forEach((c, i) => { if (this.list.children[i] !== c.el) this.list.insertBefore(c.el, this.list.children[i] || null); });
+    this.cells = next;
+    if (!this.cells.length) { this.insert(0, 'code'); return; }
+    const i = this.cells.indexOf(selected);
+    this.sel = i >= 0 ? i : Math.min(this.sel, this.cells.length - 1);
+    this.cells.forEach((c, j) => c.el.classList.toggle('selected', j === this.sel));
   }
 
   async saveVersion() {
@@ -348,7 +471,8 @@ class Notebook {
   async loadQuota() {
     try {
       const q = await api.get('/api/v1/quota');
-      this.quotaBox.textContent = `${coins(q.balance_mcoins)} · free ${duration(q.free_ms_left_today)}${q.ms_remaining !== null && q.ms_remaining !== undefined ? ` · ${duration(q.ms_remaining)} left` : ''}`;
+      const ws = workspaceUsage(q.workspace);
+      this.quotaBox.textContent = `${coins(q.balance_mcoins)} · free ${duration(q.free_ms_left_today)}${q.ms_remaining !== null && q.ms_remaining !== undefined ? ` · ${duration(q.ms_remaining)} left` : ''}${ws ? ` · workspace ${ws.text}` : ''}`;
     } catch { /* keep the last value */ }
   }
 
@@ -519,6 +643,7 @@ class Notebook {
       // replays the whole execution, so start its outputs afresh.
       this.seenParent.add(parent);
       this.parentCell.set(parent, cell);
+      this.ranHere.add(cell.id);
       cell.outputs = [];
     }
     switch (type) {
@@ -552,6 +677,7 @@ class Notebook {
     if (cell.type !== 'code' || !cell.source.trim()) return;
     if (this.kernelsMissing) { toast('Running code is not available on this server (no kernels API)', 'error'); return; }
     const code = cell.source;
+    this.ranHere.add(cell.id);
     cell.outputs = [];
     cell.count = '*';
     cell.promptEl.textContent = '[*]';

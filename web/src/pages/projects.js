@@ -1,8 +1,11 @@
 // Projects: list and create; one project's files (upload, download, edit,
-// delete, new notebook), versions (save, restore, diff) and fork.
-import { api, listAll, filePath, request, ApiError } from '../api.js';
-import { h, clear, table, field, busy, toast, when, bytes, download, errorBox } from '../ui.js';
-import { navigate } from '../main.js';
+// delete, new notebook; the list follows the working tree live, so files a
+// kernel writes show within a second; workspace usage), versions (save,
+// restore with a mode, diff, large files kept out of git) and fork. The file
+// editor saves conditionally (If-Match) and asks on a stale write.
+import { api, listAll, filePath, request, ApiError, readFile, writeFile, isStale } from '../api.js';
+import { h, clear, table, field, busy, toast, when, bytes, download, errorBox, modal, staleDialog, visiblePoll, workspaceMeter } from '../ui.js';
+import { navigate, onLeave } from '../main.js';
 import { lineDiff } from '../diff.js';
 
 const enc = encodeURIComponent;
@@ -62,14 +65,19 @@ export async function projectPage(id) {
   return page;
 }
 
+// How often the file list follows the working tree while the tab is visible.
+const FILES_POLL_MS = 1000;
+
 async function filesTab(body, id) {
-  const files = await listAll(`${projUrl(id)}/files`);
+  const listUrl = `${projUrl(id)}/files`;
+  let files = await listAll(listUrl);
   const upload = h('input', { type: 'file', multiple: true, 'aria-label': 'Upload files' });
   const uploadBtn = h('button', {
     onclick: () => busy(uploadBtn, async () => {
       for (const f of upload.files) await api.put(filePath(id, f.name), f);
       toast(`Uploaded ${upload.files.length} file(s)`);
-      navigate(location.pathname + location.search, { replace: true });
+      upload.value = '';
+      await refresh();
     }),
   }, 'Upload');
   const newName = h('input', { placeholder: 'notebook.ipynb or script.py', 'aria-label': 'New file name' });
@@ -83,18 +91,102 @@ async function filesTab(body, id) {
       navigate(isNb ? `/projects/${enc(id)}/notebook/${encPath(path)}` : `/projects/${enc(id)}/edit/${encPath(path)}`);
     }),
   }, 'Create file');
-  const rows = files.map((f) => {
+
+  // Rows are kept per path and rebuilt only when the file's size or time
+  // changes, so a refresh with no change touches no DOM.
+  const rowCache = new Map();   // path -> {key, tr}
+  const tbody = h('tbody');
+  const tbl = h('table', { class: 'table', 'data-testid': 'files' },
+    h('thead', null, h('tr', null, ['File', 'Size', 'Modified', ''].map((x) => h('th', null, x)))), tbody);
+  const row = (f) => {
     const open = f.path.endsWith('.ipynb') ? `/projects/${enc(id)}/notebook/${encPath(f.path)}` : `/projects/${enc(id)}/edit/${encPath(f.path)}`;
     const dl = h('button', { class: 'small', onclick: () => busy(dl, async () => download(await (await request('GET', filePath(id, f.path), { raw: true })).blob(), f.path.split('/').pop())) }, 'Download');
     const del = h('button', {
       class: 'small danger',
-      onclick: () => { if (confirm(`Delete ${f.path}?`)) busy(del, async () => { await api.del(filePath(id, f.path)); navigate(location.pathname + location.search, { replace: true }); }); },
+      onclick: () => { if (confirm(`Delete ${f.path}?`)) busy(del, async () => { await api.del(filePath(id, f.path)); await refresh(); }); },
     }, 'Delete');
-    return h('tr', null, h('td', null, h('a', { href: open }, f.path)), h('td', null, bytes(f.size)), h('td', null, when(f.modified_at)), h('td', { class: 'actions' }, dl, del));
-  });
+    return h('tr', { 'data-path': f.path }, h('td', null, h('a', { href: open }, f.path)), h('td', null, bytes(f.size)), h('td', null, when(f.modified_at)), h('td', { class: 'actions' }, dl, del));
+  };
+  let shown = null;
+  function show(list) {
+    const sig = list.map((f) => `${f.path}\u0000${f.size}\u0000${f.modified_at}`).join('\u0001');
+    if (sig === shown) return false;
+    shown = sig;
+    const seen = new Set();
+    const rows = list.map((f) => {
+      const key = `${f.size}\u0000${f.modified_at}`;
+      seen.add(f.path);
+      let r = rowCache.get(f.path);
+      if (!r || r.key !== key) { r = { key, tr: row(f) }; rowCache.set(f.path, r); }
+      return r.tr;
+    });
+    for (const p of [...rowCache.keys()]) if (!seen.has(p)) rowCache.delete(p);
+    if (rows.length) tbody.replaceChildren(...rows);
+    else tbody.replaceChildren(h('tr', null, h('td', { colspan: 4, class: 'muted' }, 'Nothing yet.')));
+    return true;
+  }
+  show(files);
+
+  // Workspace usage and limit (GET /api/v1/quota .workspace), refreshed when
+  // the file list changes.
+  const usage = h('span', { 'data-testid': 'workspace-box' });
+  const loadUsage = async () => {
+    try { const q = await api.get('/api/v1/quota'); clear(usage, workspaceMeter(q.workspace)); } catch { /* keep the last value */ }
+  };
+
+  // Follow the working tree: files a kernel writes appear without a reload.
+  // One request at a time, at most every FILES_POLL_MS while the tab is
+  // visible, paused while it is hidden. When the server tags the list with an
+  // ETag, the poll asks If-None-Match and a 304 costs nothing.
+  let listTag = null;
+  async function refresh() {
+    let res;
+    try { res = await request('GET', listUrl, { raw: true, query: { limit: 500 }, headers: listTag ? { 'If-None-Match': listTag } : {} }); }
+    catch (e) { if (e instanceof ApiError && e.status === 304) return; throw e; }
+    const j = await res.json();
+    let list = Array.isArray(j) ? j : j.items || [];
+    if (j.next_cursor) { list = await listAll(listUrl); listTag = null; }
+    else listTag = res.headers.get('ETag');
+    files = list;
+    if (show(list)) loadUsage();
+  }
+  onLeave(visiblePoll(refresh, { period: FILES_POLL_MS }));
+  loadUsage();
+
   clear(body,
     h('section', { class: 'card' }, h('div', { class: 'inline-form' }, newName, newBtn, h('span', { class: 'sep' }), upload, uploadBtn)),
-    h('section', { class: 'card' }, table(['File', 'Size', 'Modified', ''], rows, { 'data-testid': 'files' })));
+    h('section', { class: 'card' }, h('div', { class: 'files-head' }, h('span', { class: 'muted small-text' }, 'Files written by a running kernel show here as they appear.'), usage), tbl));
+}
+
+// Ask how to restore a version: keep files the version lacks (the default),
+// or make the workspace exactly the version. Resolves with the mode or null.
+export function askRestoreMode(v) {
+  const choice = (value, label, help, checked) => h('label', { class: 'choice' },
+    h('input', { type: 'radio', name: 'restore-mode', value, checked, 'data-testid': `restore-${value}` }),
+    h('span', null, label, h('small', null, help)));
+  return modal({
+    title: `Restore "${v.message}"?`, testid: 'restore-dialog',
+    message: 'The current working tree is saved as a version first, so you can come back to it.',
+    body: h('div', { role: 'radiogroup', 'aria-label': 'Restore mode' },
+      choice('keep_untracked', 'Keep files that are not in this version', 'Files of the version are put back; other files (new data, checkpoints, large files) stay as they are.', true),
+      choice('exact', 'Make the workspace exactly this version (deletes other files)', 'Every file the version does not have is deleted from the workspace.', false)),
+    actions: [{ label: 'Restore', value: 'restore', kind: 'primary', testid: 'restore-confirm' }],
+    read: (_, dlg) => dlg.querySelector('input[name=restore-mode]:checked').value,
+  });
+}
+
+const shortSha = (s) => (s ? String(s).slice(0, 12) : '');
+
+// The files a version kept out of git (over the size threshold or matched by
+// .eddyignore): listed, never versioned.
+function largeFilesRow(v, cols) {
+  const lf = v.large_files || [];
+  if (!lf.length) return null;
+  return h('tr', { class: 'large-files', 'data-testid': 'large-files', 'data-version': v.id },
+    h('td', { colspan: cols },
+      h('strong', null, `Large files, not versioned (${lf.length})`),
+      h('span', { class: 'muted' }, ' (kept in the workspace only: over the size limit or matched by .eddyignore; restoring this version does not bring them back)'),
+      h('ul', null, lf.map((f) => h('li', null, h('code', null, f.path), ` · ${bytes(f.size)} · sha256 `, h('code', { title: f.sha256 }, shortSha(f.sha256)))))));
 }
 
 async function versionsTab(body, id) {
@@ -112,16 +204,27 @@ async function versionsTab(body, id) {
   const rows = versions.map((v) => {
     const restore = h('button', {
       class: 'small',
-      onclick: () => { if (confirm(`Restore the working tree to "${v.message}"? The current state is autosaved first.`)) busy(restore, async () => { await api.post(`${projUrl(id)}/versions/${enc(v.id)}/restore`); toast('Restored'); navigate(`/projects/${enc(id)}`); }); },
+      onclick: async () => {
+        const mode = await askRestoreMode(v);
+        if (!mode) return;
+        busy(restore, async () => {
+          await api.post(`${projUrl(id)}/versions/${enc(v.id)}/restore`, { mode });
+          toast(mode === 'exact' ? 'Restored: the workspace is exactly this version' : 'Restored (files not in the version were kept)');
+          navigate(`/projects/${enc(id)}`);
+        });
+      },
     }, 'Restore');
     const fileSel = h('select', { 'aria-label': 'File to compare' }, (v.files || []).map((f) => h('option', { value: f }, f)));
     const diffBtn = h('button', { class: 'small', onclick: () => busy(diffBtn, () => showDiff(diffBox, id, v, fileSel.value)) }, 'Diff vs working tree');
-    return h('tr', null, h('td', null, h('code', null, v.id.slice(0, 10))), h('td', null, v.message), h('td', null, v.author), h('td', null, when(v.created_at)),
-      h('td', { class: 'actions' }, restore, (v.files || []).length ? [fileSel, diffBtn] : null));
+    const lf = (v.large_files || []).length;
+    return [h('tr', { 'data-version': v.id }, h('td', null, h('code', null, v.id.slice(0, 10))), h('td', null, v.message, lf ? h('span', { class: 'badge', title: 'large files, not versioned' }, ` +${lf} large`) : null),
+      h('td', null, v.author), h('td', null, when(v.created_at)),
+      h('td', { class: 'actions' }, restore, (v.files || []).length ? [fileSel, diffBtn] : null)),
+    largeFilesRow(v, 5)];
   });
   clear(body,
     h('section', { class: 'card' }, h('div', { class: 'inline-form' }, msg, saveBtn)),
-    h('section', { class: 'card' }, table(['Version', 'Message', 'Author', 'When', ''], rows, { 'data-testid': 'versions' })),
+    h('section', { class: 'card' }, table(['Version', 'Message', 'Author', 'When', ''], rows.flat().filter(Boolean), { 'data-testid': 'versions' })),
     diffBox);
 }
 
@@ -145,15 +248,42 @@ async function showDiff(box, id, v, path) {
     h('pre', { class: 'diff', 'data-testid': 'diff' }, d.map((l) => h('div', { class: l.op === '+' ? 'add' : l.op === '-' ? 'del' : null }, `${l.op} ${l.text}`)))));
 }
 
+// A plain-text editor for one working-tree file. It remembers the ETag of what
+// it loaded or saved and saves with If-Match; when the file changed elsewhere
+// meanwhile (412) it asks: reload (discard mine) or overwrite (save mine).
 export async function fileEditorPage(id, path) {
   const p = await api.get(projUrl(id));
-  let text;
-  try { text = await (await request('GET', filePath(id, path), { raw: true })).text(); }
-  catch (e) { if (e instanceof ApiError && e.status === 404) text = ''; else throw e; }
+  let text, etag = null;
+  const load = async () => {
+    try { const r = await readFile(id, path); text = await r.res.text(); etag = r.etag; }
+    catch (e) { if (e instanceof ApiError && e.status === 404) { text = ''; etag = null; } else throw e; }
+  };
+  await load();
   const area = h('textarea', { class: 'editor', spellcheck: 'false', 'aria-label': `Contents of ${path}` });
   area.value = text;
-  const status = h('span', { class: 'muted', 'aria-live': 'polite' }, 'Saved');
-  const save = async () => { await api.put(filePath(id, path), area.value); status.textContent = `Saved at ${new Date().toLocaleTimeString()}`; };
+  const status = h('span', { class: 'muted', 'aria-live': 'polite', 'data-testid': 'save-status' }, 'Saved');
+  const save = async () => {
+    let force = false;
+    for (;;) {
+      try {
+        const r = await writeFile(id, path, area.value, { etag: force ? null : etag });
+        etag = r.etag;
+        status.textContent = `Saved at ${new Date().toLocaleTimeString()}`;
+        return;
+      } catch (e) {
+        if (!isStale(e)) throw e;
+        const choice = await staleDialog(path);
+        if (choice === 'reload') {
+          await load();
+          area.value = text;
+          status.textContent = 'Reloaded: your changes were discarded';
+          return;
+        }
+        if (choice !== 'overwrite') { status.textContent = 'Not saved: the file changed elsewhere'; return; }
+        force = true;   // save mine anyway
+      }
+    }
+  };
   const saveBtn = h('button', { class: 'primary', onclick: () => busy(saveBtn, save) }, 'Save');
   area.addEventListener('input', () => { status.textContent = 'Unsaved changes'; });
   area.addEventListener('keydown', (ev) => {
