@@ -89,6 +89,10 @@ static void check_disk(const char *data_dir)
     if (d.mech == SBX_DISK_NONE)
         printf("%-32s %s\n", "disk quota verdict",
                "jobs of tiers with a job_disk_bytes limit will not start (fail closed)");
+    char why[256];
+    int idmap = sbx_idmap_probe(dir, why, sizeof(why));
+    printf("%-32s idmapped bind mounts: %s%s%s%s\n", "workspaces", idmap ? "yes" : "no", idmap ? "" : " (",
+           idmap ? "" : why, idmap ? "" : "; kernels will not start)");
 }
 
 static int do_check(const char *data_dir)
@@ -191,6 +195,7 @@ static int do_run(int argc, char **argv)
                 return 2;
             }
             list[*n].src = a;
+            list[*n].flags = 0;
             list[(*n)++].dst = b;
         } else if (strcmp(o, "--tmpfs") == 0 && split_pair(val, &a, &b) == 0 &&
                    parse_num(b, 0.001, 1 << 20, &v) == 0 && s.n_tmpfs < MAX_LIST) {

@@ -1378,60 +1378,6 @@ void kh_hub_stop(gw_server *srv)
 
 /* ---- kernels ------------------------------------------------------------------------ */
 
-typedef struct export_ctx {
-    gw_server  *srv;
-    int64_t     user;
-    const char *project;
-} export_ctx;
-
-static int mkdirs_for(const char *path)
-{
-    char tmp[PATH_MAX];
-
-    snprintf(tmp, sizeof(tmp), "%s", path);
-    for (char *p = strchr(tmp + 1, '/'); p; p = strchr(p + 1, '/')) {
-        *p = '\0';
-        if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
-            return ed_error_set(ED_EIO, "cannot create %s: %s", tmp, strerror(errno));
-        *p = '/';
-    }
-    return 0;
-}
-
-/* The project's working tree into the kernel's work directory. */
-static int export_tree(const char *work, void *payload)
-{
-    export_ctx *c = payload;
-    proj_file_list *l = NULL;
-    int err;
-
-    if ((err = proj_files_list(&l, c->srv->projects, c->user, c->project)) < 0)
-        return err;
-    for (size_t i = 0; i < l->count && err == 0; i++) {
-        char *buf = NULL, path[PATH_MAX];
-        size_t len = 0;
-        int fd;
-
-        if ((err = proj_file_read(&buf, &len, c->srv->projects, c->user, c->project, l->items[i].path, NULL)) < 0)
-            break;
-        if (snprintf(path, sizeof(path), "%s/%s", work, l->items[i].path) >= (int)sizeof(path)) {
-            free(buf);
-            err = ed_error_set(ED_EINVAL, "path %s is too long", l->items[i].path);
-            break;
-        }
-        if ((err = mkdirs_for(path)) == 0) {
-            if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0 ||
-                write(fd, buf, len) != (ssize_t)len)
-                err = ed_error_set(ED_EIO, "cannot write %s: %s", path, strerror(errno));
-            if (fd >= 0)
-                close(fd);
-        }
-        free(buf);
-    }
-    proj_file_list_free(l);
-    return err;
-}
-
 static int64_t env_ms(const char *name, int64_t dflt)
 {
     const char *v = getenv(name);
@@ -1469,19 +1415,30 @@ static int tier_limits(kh_hub *h, const char *tier, int *max_kernels, int64_t *m
     return err;
 }
 
+/* Queue the kernel's job. Its /home/aistudio/work is the project's live
+ * working tree, bound read-write (scheduler/exec_local.c): nothing is
+ * copied, and a kernel can change the tree, so it runs only on a project of
+ * its own user (a public project of someone else is forked first). */
 static int submit_job(sched_job_info *j, kh_hub *h, const kh_k *k)
 {
     sched_job_spec sp;
-    export_ctx ec = {h->srv, k->user_id, k->project_id};
+    proj *p = NULL;
+    int err;
 
+    if ((err = proj_get(&p, h->srv->projects, k->user_id, k->project_id)) < 0)
+        return err;
+    if (p->owner_id != k->user_id) {
+        proj_free(p);
+        return ed_error_set(ED_EPERM, "a kernel works in its project's files and may change them: start it on "
+                            "a project of your own (fork this one)");
+    }
+    proj_free(p);
     memset(&sp, 0, sizeof(sp));
     sp.user_id = k->user_id;
     sp.tier = k->tier;
     sp.project_id = k->project_id;
     sp.resource = k->resource;
     sp.max_runtime_ms = 0;   /* the tier's max session */
-    sp.prepare = export_tree;
-    sp.payload = &ec;
     return sched_kernel_submit(j, h->srv->sched, &sp);
 }
 

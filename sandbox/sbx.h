@@ -64,7 +64,21 @@ typedef enum {
 typedef struct sbx_bind {
     const char *src;      /* host path, absolute, must exist */
     const char *dst;      /* absolute path inside; created */
+    unsigned flags;       /* SBX_BIND_*; 0 for a plain bind */
 } sbx_bind;
+
+/* A read-write directory bind seen through an idmapped mount
+ * (mount_setattr MOUNT_ATTR_IDMAP on a detached open_tree clone): files the
+ * tree's owner on disk (spec tree_uid/tree_gid) owns appear as the job's
+ * host uid (aistudio inside), and what the job creates is stored as that
+ * owner, never as the job's uid. Fails the launch where the kernel or the
+ * filesystem cannot (sbx_idmap_probe says why). A project's live working
+ * tree at /home/aistudio/work. */
+#define SBX_BIND_IDMAP    1u
+/* Mount an empty, read-only, nosuid, nodev, noexec tmpfs over `dst`/.git
+ * (created if missing): the job sees the tree but not its repository. */
+#define SBX_BIND_HIDE_GIT 2u
+#define SBX_BIND_FLAGS    (SBX_BIND_IDMAP | SBX_BIND_HIDE_GIT)
 
 typedef struct sbx_tmpfs {
     const char *dst;      /* absolute path inside; created */
@@ -93,6 +107,9 @@ typedef struct sbx_spec {
     int stdio[3];                 /* host fds for the program's 0,1,2; -1: /dev/null */
     const int *pass_fds; size_t n_pass_fds;  /* kept open at the same number */
     int allow_degraded;           /* run with rlimits only when no cgroup is usable */
+    uid_t tree_uid;               /* who owns SBX_BIND_IDMAP trees on disk; (uid_t)-1 */
+    gid_t tree_gid;               /*   (sbx_spec_init): this process's effective ids.
+                                   *   Not sent to the launcher: it uses the server's */
 } sbx_spec;
 
 typedef struct sbx_usage {
@@ -119,6 +136,8 @@ typedef struct sbx_caps {
     int degraded_only;            /* launch worked only without cgroup limits */
     char v2_root[256];            /* where jobs' v2 cgroups go */
     char detail[512];             /* what is missing, for people */
+    int idmap;                    /* idmapped bind mounts of /var/tmp work (sbx_idmap_probe) */
+    char idmap_detail[256];       /* why not, when idmap is 0 */
 } sbx_caps;
 
 /* Defaults: env NULL, uid/gid 0 (must be set), stdio inherited 0/1/2,
@@ -128,6 +147,13 @@ void sbx_spec_init(sbx_spec *spec);
 /* Probe the host: which namespaces, seccomp, cgroup versions and GPUs it
  * offers. Runs small confined children; 0, or ED_EIO if probing failed. */
 int sbx_check(sbx_caps *out);
+
+/* 1 when a detached bind mount of the directory `dir` can be idmapped
+ * (SBX_BIND_IDMAP: Linux >= 5.12, a filesystem that allows it, root); else
+ * 0 and `why` (cap bytes) names what is missing. While sbx_launcher_use()
+ * is set the launcher answers for its own data directory and `dir` is not
+ * used. Never an error: a failed probe is a 0 with its reason. */
+int sbx_idmap_probe(const char *dir, char *why, size_t cap);
 
 /* Validate `spec` and start the program confined; returns once the program
  * has been exec'd (or a step failed). On success *out is a

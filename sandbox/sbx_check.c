@@ -1,8 +1,9 @@
 /*
  * sbx_check.c - what this host offers, probed rather than assumed: each
  * namespace is unshared in a throwaway child, the seccomp filter is loaded
- * in one, the cgroup hierarchies are opened for writing, and finally a real
- * launch of /bin/true runs end to end.
+ * in one, the cgroup hierarchies are opened for writing, a bind mount is
+ * idmapped (workspaces), and finally a real launch of /bin/true runs end to
+ * end.
  */
 #include "sbx_int.h"
 #include "ed_error.h"
@@ -108,6 +109,10 @@ int sbx_check(sbx_caps *out)
                 out->gpus++;
         closedir(d);
     }
+    /* Workspaces (a project's tree as the kernel's /home/aistudio/work)
+     * need idmapped bind mounts; `eddy sandbox check --data DIR` asks
+     * again for the data directory's own filesystem. */
+    out->idmap = sbx_idmap_probe("/var/tmp", out->idmap_detail, sizeof(out->idmap_detail));
     out->launch = try_launch(0, why, sizeof(why));
     if (!out->launch && try_launch(1, why, sizeof(why))) {
         out->launch = 1;

@@ -533,6 +533,16 @@ SBX_CHILD_SIDE int sbx__child_main(void *arg)
                 mount("proc", path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
                 fail(p, "mount", "/proc", errno);
             break;
+        case SBX_MOP_MASK:
+            /* Over the tree's repository: empty, read-only, and a mount
+             * point, which the program can neither rename, remove nor
+             * unmount (no capability is left to it). */
+            if (make_target(path, 1) < 0)
+                fail(p, "mount target", m->dst, errno);
+            if (mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                      "size=4k,nr_inodes=16,mode=0555") < 0)
+                fail(p, "mount mask", m->dst, errno);
+            break;
         case SBX_MOP_RDONLY:
             if (mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
                       NULL) < 0)

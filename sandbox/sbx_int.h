@@ -69,7 +69,8 @@ enum sbx_mop_kind {
     SBX_MOP_FILE,         /* dst written with text */
     SBX_MOP_PROC,         /* fresh proc */
     SBX_MOP_DIR,          /* an empty directory */
-    SBX_MOP_RDONLY        /* remount dst (a tmpfs we made) read-only */
+    SBX_MOP_RDONLY,       /* remount dst (a tmpfs we made) read-only */
+    SBX_MOP_MASK          /* an empty read-only tmpfs over dst (SBX_BIND_HIDE_GIT) */
 };
 
 typedef struct sbx_mop {
@@ -89,6 +90,8 @@ typedef struct sbx_mop {
                                * OPEN_TREE_CLONE, sbx_launcher.c): moved into place
                                * with move_mount, as a bind from a foreign mount
                                * namespace is refused */
+    int tree_fd;              /* the detached idmapped mount src names, made by the
+                               * parent (SBX_BIND_IDMAP in process); closed with the plan */
 } sbx_mop;
 
 /* Everything the child needs; built by the parent, read-only in the child. */
@@ -142,6 +145,19 @@ int sbx__disk_umount_fd(int fd);
 /* Mount points strictly beneath `dir` (absolute), deepest first; caller
  * frees each and the list. */
 int sbx__disk_mounts_beneath(const char *dir, char ***out, size_t *n);
+
+/* ---- idmapped bind mounts (sbx_idmap.c; SBX_BIND_IDMAP) ---- */
+
+/* Idmap the detached mount `tree_fd` (open_tree OPEN_TREE_CLONE, not yet
+ * attached): files of disk_uid/disk_gid appear as host_uid/host_gid, and
+ * what host_uid creates is stored as disk_uid/disk_gid. 0, ED_EINVAL (a
+ * host id 0), ED_EUNPROC (the kernel or filesystem cannot), ED_EIO. */
+int sbx__idmap_apply(int tree_fd, uid_t disk_uid, gid_t disk_gid, uid_t host_uid, gid_t host_gid);
+/* A detached, idmapped copy of the mount at the directory open at `dirfd`:
+ * its descriptor (close-on-exec), or a negative code as above. */
+int sbx__idmap_clone(int dirfd, uid_t disk_uid, gid_t disk_gid, uid_t host_uid, gid_t host_gid);
+/* sbx_idmap_probe for the directory open at `dirfd`. */
+int sbx__idmap_probe_fd(int dirfd, char *why, size_t cap);
 
 /* The child: from clone to the sandbox's init. `arg` is the plan (the
  * child's own copy). Never returns. */

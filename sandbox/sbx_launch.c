@@ -82,6 +82,7 @@ static int add_mop(sbx_plan *p, enum sbx_mop_kind kind, const char *src, const c
     memset(m, 0, sizeof(*m));
     m->kind = kind;
     m->fd = -1;
+    m->tree_fd = -1;
     m->is_dir = 1;
     m->src = copy ? strdup(src) : src;
     m->owned = copy || kind == SBX_MOP_SYMLINK;
@@ -149,6 +150,8 @@ static void plan_free(sbx_plan *p)
         free(p->mops[i].dst);
         if (p->mops[i].owned)
             free((char *)p->mops[i].src);
+        if (p->mops[i].tree_fd >= 0)
+            close(p->mops[i].tree_fd);
     }
     char **lists[] = {p->envp, p->argv};
     for (size_t i = 0; i < 2; i++) {
@@ -221,6 +224,34 @@ static int check_bind(const sbx_bind *b, const char *kind, int *is_dir, struct s
     *is_dir = S_ISDIR(st.st_mode);
     *st_out = st;
     return 0;
+}
+
+/* SBX_BIND_IDMAP in process (the server keeps root): a detached copy of
+ * the mount at `src`, idmapped from the tree's owner on disk (spec
+ * tree_uid/tree_gid, default this process's effective ids) to the job's
+ * host ids. Its descriptor, *st its root as the child will check it; or a
+ * negative code. Through the launcher this happens there (sbx_launcher.c). */
+static int idmap_tree(const char *src, const sbx_spec *s, struct stat *st)
+{
+    uid_t owner = s->tree_uid != (uid_t)-1 ? s->tree_uid : geteuid();
+    gid_t group = s->tree_gid != (gid_t)-1 ? s->tree_gid : getegid();
+    int fd = open(src, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), tree;
+
+    if (fd < 0)
+        return ed_error_set(ED_EINVAL, "sandbox: bind source '%s': %s", src, strerror(errno));
+    tree = sbx__idmap_clone(fd, owner, group, s->host_uid, s->host_gid);
+    close(fd);
+    if (tree < 0) {
+        char msg[300];
+        snprintf(msg, sizeof(msg), "%s", ed_error_last());
+        return ed_error_set(tree, "sandbox: %s: %s", src, msg);
+    }
+    if (fstat(tree, st) < 0) {
+        int e = errno;
+        close(tree);
+        return ed_error_set(ED_EIO, "sandbox: bind source '%s': %s", src, strerror(e));
+    }
+    return tree;
 }
 
 static int build_plan(sbx_plan *p, const sbx_spec *s, dev_t *gpu_devs, size_t *n_gpu_devs)
@@ -347,15 +378,44 @@ static int build_plan(sbx_plan *p, const sbx_spec *s, dev_t *gpu_devs, size_t *n
     for (size_t i = 0; i < n; i++) {
         const sbx_bind *b = order[i].b;
         struct stat bst = {0};
-        int detached = 0;
-        if ((err = check_bind(b, order[i].rw ? "read-write" : "read-only", &is_dir, &bst, &detached)) < 0 ||
-            (err = add_mop(p, order[i].rw ? SBX_MOP_BIND_RW : SBX_MOP_BIND_RO, b->src, b->dst)) < 0)
+        int detached = 0, tree = -1;
+        if ((err = check_bind(b, order[i].rw ? "read-write" : "read-only", &is_dir, &bst, &detached)) < 0)
             return err;
+        if ((b->flags & (SBX_BIND_IDMAP | SBX_BIND_HIDE_GIT)) && !is_dir)
+            return ed_error_set(ED_EINVAL, "sandbox: bind '%s' is idmapped or hides .git but is not a directory",
+                                b->src);
+        if ((b->flags & SBX_BIND_IDMAP) && (tree = idmap_tree(b->src, s, &bst)) < 0)
+            return tree;
+        if (tree >= 0) {
+            char *name = malloc(32);
+            if (!name) {
+                close(tree);
+                return ed_error_set(ED_ENOMEM, "sandbox plan");
+            }
+            snprintf(name, 32, "/proc/self/fd/%d", tree);
+            err = add_mop(p, SBX_MOP_BIND_RW, name, b->dst);
+            free(name);     /* add_mop copied it */
+            if (err < 0) {
+                close(tree);
+                return err;
+            }
+            p->mops[p->n_mops - 1].tree_fd = tree;
+            detached = 1;
+        } else if ((err = add_mop(p, order[i].rw ? SBX_MOP_BIND_RW : SBX_MOP_BIND_RO, b->src, b->dst)) < 0) {
+            return err;
+        }
         p->mops[p->n_mops - 1].detached = detached;
         p->mops[p->n_mops - 1].is_dir = is_dir;
         p->mops[p->n_mops - 1].check_id = 1;
         p->mops[p->n_mops - 1].dev = bst.st_dev;
         p->mops[p->n_mops - 1].ino = bst.st_ino;
+        if (b->flags & SBX_BIND_HIDE_GIT) {
+            char git[600];
+            if (snprintf(git, sizeof(git), "%s/.git", b->dst) >= (int)sizeof(git))
+                return ed_error_set(ED_EINVAL, "sandbox: bind destination '%s' is too long", b->dst);
+            if ((err = add_mop(p, SBX_MOP_MASK, NULL, git)) < 0)
+                return err;
+        }
     }
     return 0;
 }
@@ -381,6 +441,13 @@ static int validate(const sbx_spec *s)
             return ed_error_set(ED_EINVAL, "sandbox: GPU index %d out of range", s->gpus[i]);
     if (s->cwd && !(s->cwd[0] == '/' && strlen(s->cwd) < 512))
         return ed_error_set(ED_EINVAL, "sandbox: cwd must be an absolute path inside");
+    for (size_t i = 0; i < s->n_ro + s->n_rw; i++) {
+        const sbx_bind *b = i < s->n_ro ? &s->ro[i] : &s->rw[i - s->n_ro];
+        if (b->flags & ~SBX_BIND_FLAGS)
+            return ed_error_set(ED_EINVAL, "sandbox: bind flags %#x unknown", b->flags);
+        if (i < s->n_ro && (b->flags & SBX_BIND_IDMAP))
+            return ed_error_set(ED_EINVAL, "sandbox: only read-write binds are idmapped");
+    }
     if (s->n_pass_fds > 64)
         return ed_error_set(ED_EINVAL, "sandbox: more than 64 passed descriptors");
     for (size_t i = 0; i < s->n_pass_fds; i++)
@@ -402,6 +469,8 @@ void sbx_spec_init(sbx_spec *spec)
     spec->stdio[0] = 0;
     spec->stdio[1] = 1;
     spec->stdio[2] = 2;
+    spec->tree_uid = (uid_t)-1;
+    spec->tree_gid = (gid_t)-1;
 }
 
 static int cloexec_pipe(int *r, int *w)

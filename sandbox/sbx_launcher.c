@@ -334,7 +334,7 @@ typedef struct answer {
 /* The launch request's binds, checked and replaced by /proc/self/fd/N of a
  * descriptor opened here; fds[] collects them for closing. */
 static int open_binds(launcher *L, sbx_bind *b, size_t n, int rw, int *fds, size_t *nfd,
-                      char (*names)[32])
+                      char (*names)[32], uid_t host_uid, gid_t host_gid)
 {
     for (size_t i = 0; i < n; i++) {
         const char *rel = NULL;
@@ -373,6 +373,21 @@ static int open_binds(launcher *L, sbx_bind *b, size_t n, int rw, int *fds, size
                                 strerror(e));
         fd = tree;
         fds[(*nfd)++] = fd;
+        /* A project's working tree: seen as the job's uid through an
+         * idmapped mount, while on disk everything stays the server's
+         * (what the job creates included). Only read-write directories
+         * beneath the data directory; the owner is the server, whatever
+         * the request says. The flag is consumed here: sbx_launch binds
+         * the result as any detached mount. */
+        if (b[i].flags & SBX_BIND_IDMAP) {
+            int err;
+            if (!rw || root != L->data_fd || !S_ISDIR(st.st_mode))
+                return ed_error_set(ED_EPERM, "sandbox launcher: only a read-write directory beneath the data "
+                                    "directory is idmapped ('%s')", b[i].src);
+            if ((err = sbx__idmap_apply(fd, L->cfg->server_uid, L->cfg->server_gid, host_uid, host_gid)) < 0)
+                return err;
+            b[i].flags &= ~SBX_BIND_IDMAP;
+        }
         snprintf(names[*nfd - 1], 32, "/proc/self/fd/%d", fd);
         b[i].src = names[*nfd - 1];
     }
@@ -433,8 +448,8 @@ static int do_launch(launcher *L, sbx_wire_req *q, int *fds, size_t n_fds, answe
     }
     s->pass_fds = pass;
     s->n_pass_fds = q->n_pass;
-    if ((err = open_binds(L, q->ro, s->n_ro, 0, bind_fds, &n_bind, names)) < 0 ||
-        (err = open_binds(L, q->rw, s->n_rw, 1, bind_fds, &n_bind, names)) < 0)
+    if ((err = open_binds(L, q->ro, s->n_ro, 0, bind_fds, &n_bind, names, s->host_uid, s->host_gid)) < 0 ||
+        (err = open_binds(L, q->rw, s->n_rw, 1, bind_fds, &n_bind, names, s->host_uid, s->host_gid)) < 0)
         goto out;
     if ((err = sbx_launch(&job, s)) < 0)
         goto out;
@@ -889,6 +904,13 @@ static int dispatch(launcher *L, sbx_wire_req *q, int *fds, size_t n_fds, answer
         return 0;
     case SBX_OP_TREE_GIVE:
         return do_tree_give(L, q);
+    case SBX_OP_IDMAP_PROBE: {
+        char why[256];
+        int ok = sbx__idmap_probe_fd(L->data_fd, why, sizeof(why));
+        sbx__wire_u32(&a->b, ok ? 1 : 0);
+        sbx__wire_str(&a->b, ok ? "" : why);
+        return 0;
+    }
     case SBX_OP_DISK_PROBE:
     case SBX_OP_DISK_INIT:
     case SBX_OP_DISK_USAGE:

@@ -415,3 +415,18 @@ int sbx__remote_disk_detach(void)
     sbx__wire_begin(&b, SBX_OP_DISK_DETACH, seq);
     return finish_and_call(&b, SBX_OP_DISK_DETACH, seq, &rep);
 }
+
+int sbx__remote_idmap_probe(char *why, size_t cap)
+{
+    sbx_wire_buf b;
+    sbx_wire_reply rep;
+    uint32_t seq = seq_next();
+
+    sbx__wire_begin(&b, SBX_OP_IDMAP_PROBE, seq);
+    if (finish_and_call(&b, SBX_OP_IDMAP_PROBE, seq, &rep) < 0) {
+        snprintf(why, cap, "%s", ed_error_last());
+        return 0;
+    }
+    snprintf(why, cap, "%s", rep.done ? "" : rep.detail);
+    return rep.done ? 1 : 0;
+}

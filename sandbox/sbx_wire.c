@@ -153,6 +153,7 @@ int sbx__wire_encode_launch(sbx_wire_buf *b, uint32_t seq, const sbx_spec *s, in
         for (size_t i = 0; i < counts[k]; i++) {
             sbx__wire_str(b, lists[k][i].src);
             sbx__wire_str(b, lists[k][i].dst);
+            sbx__wire_u32(b, lists[k][i].flags);
         }
     }
     sbx__wire_u32(b, (uint32_t)s->n_tmpfs);
@@ -347,6 +348,7 @@ static int parse_launch(rd *r, sbx_wire_req *q, size_t n_fds)
     sbx_spec *s = &q->spec;
     uint32_t n, u;
     const char *a, *b;
+    uint32_t fl;
     sbx_bind *lists[2] = {q->ro, q->rw};
     size_t *counts[2] = {&s->n_ro, &s->n_rw};
     int used[SBX_WIRE_FDS] = {0};
@@ -371,9 +373,13 @@ static int parse_launch(rd *r, sbx_wire_req *q, size_t n_fds)
             return -1;
         for (uint32_t i = 0; i < n; i++) {
             if (get_str(r, q->text, sizeof(q->text), &q->text_used, &a, 0) < 0 ||
-                get_str(r, q->text, sizeof(q->text), &q->text_used, &b, 0) < 0)
+                get_str(r, q->text, sizeof(q->text), &q->text_used, &b, 0) < 0 || get_u32(r, &fl) < 0)
                 return -1;
-            lists[k][i] = (sbx_bind){a, b};
+            if (fl & ~SBX_BIND_FLAGS) {
+                r->bad = "unknown bind flags";
+                return -1;
+            }
+            lists[k][i] = (sbx_bind){a, b, fl};
         }
         *counts[k] = n;
     }
@@ -511,6 +517,7 @@ int sbx__wire_parse_request(sbx_wire_req *q, const void *data, size_t len, size_
             goto bad;
         break;
     case SBX_OP_DISK_DETACH:
+    case SBX_OP_IDMAP_PROBE:
         break;
     default:
         r.bad = "unknown request";
@@ -593,6 +600,14 @@ int sbx__wire_parse_reply(sbx_wire_reply *q, const void *data, size_t len, unsig
             r.bad = "bad flag";
             goto bad;
         }
+    } else if (op == SBX_OP_IDMAP_PROBE) {
+        if (get_u32(&r, &q->done) < 0 || get_str(&r, text, sizeof(text), &used, &s, 0) < 0)
+            goto bad;
+        if (q->done > 1) {
+            r.bad = "bad flag";
+            goto bad;
+        }
+        snprintf(q->detail, sizeof(q->detail), "%s", s);
     }
     if (r.left != 0) {
         r.bad = "bytes left over";

@@ -11,7 +11,7 @@
  *
  * Requests (payload):
  *   LAUNCH      list argv | list env | u32 uid | u32 gid | string cwd |
- *               list ro (string src, string dst) | list rw (same) |
+ *               list ro (string src, string dst, u32 flags) | list rw (same) |
  *               list tmpfs (string dst, i64 bytes) | i64 tmp_bytes |
  *               i64 mem_bytes | i32 cpu_millis | i32 pids | i32 nofile |
  *               i64 fsize_bytes | i32 wall_ms | i32 cpu_s | u32 net |
@@ -29,6 +29,8 @@
  *   DISK_CLEAR, DISK_FREEZE   string path
  *   DISK_REMOVE list paths (string, may be empty) | u32 projid
  *   DISK_DETACH (empty)
+ *   IDMAP_PROBE (empty: the launcher probes its own data directory)
+ * Bind flags are SBX_BIND_* (sbx.h); any other bit is refused.
  * Replies: the request's header with op | SBX_OP_REPLY, then i32 status;
  * when negative a string message follows, else:
  *   LAUNCH      u32 handle | i32 pid | string cgroup   (+ the pidfd as SCM_RIGHTS)
@@ -38,6 +40,7 @@
  *   DISK_PROBE  u32 mech | string detail
  *   DISK_USAGE  i64 bytes | i64 inodes
  *   DISK_EXISTS u32 exists (0 or 1)
+ *   IDMAP_PROBE u32 supported (0 or 1) | string why (empty when supported)
  *   others      nothing
  *
  * The parser accepts exactly one well-formed message: the length in the
@@ -54,7 +57,7 @@
 #include <stdint.h>
 
 #define SBX_WIRE_MAGIC   0x524c4445u   /* "EDLR" little-endian */
-#define SBX_WIRE_VERSION 1
+#define SBX_WIRE_VERSION 2             /* 2: bind flags (SBX_BIND_*), IDMAP_PROBE */
 #define SBX_WIRE_HDR     16
 #define SBX_WIRE_MAX     (128 * 1024)  /* largest message, header included */
 #define SBX_WIRE_STR_MAX 4096          /* longest string */
@@ -81,7 +84,8 @@ enum sbx_wire_op {
     SBX_OP_DISK_FREEZE,
     SBX_OP_DISK_REMOVE,
     SBX_OP_DISK_DETACH,
-    SBX_OP_MAX_ = SBX_OP_DISK_DETACH,
+    SBX_OP_IDMAP_PROBE,
+    SBX_OP_MAX_ = SBX_OP_IDMAP_PROBE,
     SBX_OP_REPLY = 0x8000
 };
 
@@ -122,10 +126,10 @@ typedef struct sbx_wire_reply {
     int32_t pid;                          /* LAUNCH */
     char cgroup[512];                     /* LAUNCH */
     uint32_t uid;                         /* SLOT_CLAIM */
-    uint32_t done;                        /* WAIT; DISK_EXISTS: exists */
+    uint32_t done;                        /* WAIT; DISK_EXISTS: exists; IDMAP_PROBE: supported */
     sbx_usage usage;                      /* WAIT, when done */
     uint32_t mech;                        /* DISK_PROBE */
-    char detail[768];                     /* DISK_PROBE */
+    char detail[768];                     /* DISK_PROBE; IDMAP_PROBE: why not */
     int64_t bytes, inodes;                /* DISK_USAGE */
 } sbx_wire_reply;
 
@@ -194,6 +198,8 @@ int sbx__remote_disk_tree_exists(uint32_t projid);
 int sbx__remote_disk_path(unsigned op, const char *path);     /* DISK_CLEAR, DISK_FREEZE */
 int sbx__remote_disk_tree_remove(const char *const *paths, size_t n, uint32_t projid);
 int sbx__remote_disk_detach(void);
+/* ...and by sbx_idmap.c: sbx_idmap_probe's contract, for the launcher's data directory */
+int sbx__remote_idmap_probe(char *why, size_t cap);
 
 /* ---- sbx_launcher.c ---- */
 /* Change the owner of the directory open at `dirfd` and everything beneath

@@ -13,6 +13,13 @@
  * (entry SCHED_KERNEL_ENTRY) runs `eddy-kernel serve --fd N` on one end of
  * a socketpair (kept open in the sandbox at the same number); the other end
  * goes to the kernel hook (kernels.c), or is closed when there is none.
+ *
+ * A batch job works on its own copy (DATA/jobs/<id>/work, an immutable
+ * version's tree), handed to its slot uid. A kernel works in its project's
+ * live working tree, DATA/projects/<project id>: bound read-write at
+ * /home/aistudio/work through an idmapped mount (SBX_BIND_IDMAP), so nothing
+ * is copied or chowned and the files stay the server's on disk (what the
+ * kernel writes too), with the repository hidden (SBX_BIND_HIDE_GIT).
  */
 #include "sched.h"
 #include "sched_int.h"
@@ -108,6 +115,7 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
                         bool egress, const char *job_dir)
 {
     char kernel[512] = "", kdir[512], work[760], output[760], entry_in[300], nb_out[400], paddle[512];
+    char tree[760];
     char *argv[MAX_ARGS + 8], *env[24];
     char envbuf[24][700];
     json_t *args = NULL;
@@ -127,6 +135,16 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
     if (kmode && kernel[0] == '\0')
         return ed_error_set(ED_EUNPROC, "interactive kernels need eddy-kernel, which is not installed on this host");
     snprintf(work, sizeof(work), "%s/work", job_dir);
+    if (kmode) {
+        /* the project's live working tree (project ids are 'p' + base62) */
+        size_t n = strlen(j->project_id);
+        if (n == 0 || n > 63 || strspn(j->project_id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") != n)
+            return ed_error_set(ED_EINVAL, "project id '%.64s' is not a project's", j->project_id);
+        snprintf(tree, sizeof(tree), "%s/projects/%s", s->cfg.data_dir, j->project_id);
+        struct stat tst;
+        if (lstat(tree, &tst) < 0 || !S_ISDIR(tst.st_mode))
+            return ed_error_set(ED_ENOTFOUND, "the working tree of project %s is gone", j->project_id);
+    }
     snprintf(output, sizeof(output), "%s/output", job_dir);
     snprintf(entry_in, sizeof(entry_in), "/home/aistudio/work/%s", j->entry);
     if (ed_json_parse(&args, j->args_json, strlen(j->args_json), 2) < 0 || !json_is_array(args) ||
@@ -243,7 +261,7 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
         err = ed_error_set(ED_EIO, "cannot open %s to the server: %s", output, strerror(errno));
         goto out;
     }
-    if ((err = sbx_tree_give(work, sbx_slot_uid(r->slot), sbx_slot_uid(r->slot))) < 0 ||
+    if ((!kmode && (err = sbx_tree_give(work, sbx_slot_uid(r->slot), sbx_slot_uid(r->slot))) < 0) ||
         (err = sbx_tree_give(output, sbx_slot_uid(r->slot), sbx_slot_uid(r->slot))) < 0)
         goto out;
     sbx_spec_init(&sp);
@@ -251,13 +269,16 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
     sp.env = env;
     sp.host_uid = sbx_slot_uid(r->slot);
     sp.host_gid = sbx_slot_uid(r->slot);
-    rw[0] = (sbx_bind){work, "/home/aistudio/work"};
-    rw[1] = (sbx_bind){output, "/home/aistudio/output"};
+    if (kmode)
+        rw[0] = (sbx_bind){tree, "/home/aistudio/work", SBX_BIND_IDMAP | SBX_BIND_HIDE_GIT};
+    else
+        rw[0] = (sbx_bind){work, "/home/aistudio/work", 0};
+    rw[1] = (sbx_bind){output, "/home/aistudio/output", 0};
     sp.rw = rw;
     sp.n_rw = 2;
     sp.ro = ro;
     if (paddle[0])
-        ro[sp.n_ro++] = (sbx_bind){paddle, "/opt/eddy/python"};
+        ro[sp.n_ro++] = (sbx_bind){paddle, "/opt/eddy/python", 0};
     if (kernel[0]) {
         char canon[PATH_MAX], *d;
         snprintf(kdir, sizeof(kdir), "%s", kernel);
@@ -266,7 +287,7 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
             snprintf(kdir, sizeof(kdir), "%s", canon);
         else if (d != kdir)
             memmove(kdir, d, strlen(d) + 1);
-        ro[sp.n_ro++] = (sbx_bind){kdir, "/opt/eddy/bin"};
+        ro[sp.n_ro++] = (sbx_bind){kdir, "/opt/eddy/bin", 0};
         /* the bound directory must hold it under this name */
         if (strcmp(strrchr(kernel, '/') + 1, "eddy-kernel") != 0) {
             err = ed_error_set(ED_EINVAL, "EDDY_KERNEL_BIN must be a file named eddy-kernel");

@@ -78,6 +78,8 @@ struct sched {
     void            *kernel_hook_arg;
     struct sbx_disk *disk;              /* retention.c: the disk quota mechanism (never NULL once open) */
     int64_t          swept_at;          /* retention.c: last sweep (ms), 0 before the first */
+    int              idmap;             /* kernels.c: 0 not probed, 1 idmapped binds work, -1 not */
+    char             idmap_why[256];    /* kernels.c: what is missing when idmap is -1 */
 };
 
 /* Discover GPUs at run time (dlopen of NVML, then libcuda); 0 when neither

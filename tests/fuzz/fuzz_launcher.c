@@ -11,7 +11,9 @@
  * indexes below the count, numbers inside 3..1023, counts within the bounds;
  * a LAUNCH that parses re-encodes and parses again to the same spec shape.
  * DISK_* requests that parse have their paths (at most SBX_WIRE_TREE) inside
- * the copy. Replies are parsed for every op; only 0 or ED_EIO.
+ * the copy; binds carry only SBX_BIND_* flags, which survive the round trip.
+ * Replies are parsed for every op; only 0 or ED_EIO (IDMAP_PROBE's flag is
+ * 0 or 1).
  */
 #include "fuzz.h"
 
@@ -48,10 +50,14 @@ static void check_launch(const sbx_wire_req *q, size_t n_fds)
     for (size_t i = 0; i < s->n_ro; i++) {
         check_str(q, s->ro[i].src);
         check_str(q, s->ro[i].dst);
+        if (s->ro[i].flags & ~SBX_BIND_FLAGS)
+            abort();
     }
     for (size_t i = 0; i < s->n_rw; i++) {
         check_str(q, s->rw[i].src);
         check_str(q, s->rw[i].dst);
+        if (s->rw[i].flags & ~SBX_BIND_FLAGS)
+            abort();
     }
     check_str(q, s->cwd);
     for (int i = 0; i < 3; i++)
@@ -110,6 +116,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     again.spec.n_ro != s.n_ro || again.spec.n_rw != s.n_rw || again.n_pass != req.n_pass ||
                     again.spec.mem_bytes != s.mem_bytes || again.spec.host_uid != s.host_uid)
                     abort();
+                for (size_t i = 0; i < s.n_rw; i++)
+                    if (again.spec.rw[i].flags != s.rw[i].flags)
+                        abort();
+                for (size_t i = 0; i < s.n_ro; i++)
+                    if (again.spec.ro[i].flags != s.ro[i].flags)
+                        abort();
             }
             sbx__wire_buf_free(&b);
         }
@@ -124,7 +136,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         if (err == 0 && (r.status > 0 || strnlen(r.message, sizeof(r.message)) >= sizeof(r.message) ||
                          strnlen(r.cgroup, sizeof(r.cgroup)) >= sizeof(r.cgroup) ||
-                         strnlen(r.detail, sizeof(r.detail)) >= sizeof(r.detail) || r.mech > SBX_DISK_IMAGES))
+                         strnlen(r.detail, sizeof(r.detail)) >= sizeof(r.detail) || r.mech > SBX_DISK_IMAGES ||
+                         (op == SBX_OP_IDMAP_PROBE && r.done > 1)))
             abort();
     }
     return 0;

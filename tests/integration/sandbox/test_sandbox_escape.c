@@ -63,9 +63,9 @@ static void base_spec(sbx_spec *s, char **argv, sbx_bind *ro, sbx_bind *rw)
     sbx_spec_init(s);
     s->argv = argv;
     s->host_uid = s->host_gid = uid_a;
-    ro[0] = (sbx_bind){HOSTILE_BIN, HOSTILE};
-    ro[1] = (sbx_bind){data, "/home/aistudio/data/ds1"};
-    rw[0] = (sbx_bind){work, WORK};
+    ro[0] = (sbx_bind){HOSTILE_BIN, HOSTILE, 0};
+    ro[1] = (sbx_bind){data, "/home/aistudio/data/ds1", 0};
+    rw[0] = (sbx_bind){work, WORK, 0};
     s->ro = ro;
     s->n_ro = 2;
     s->rw = rw;
@@ -290,7 +290,7 @@ START_TEST(bind_target_through_planted_symlink_fails_closed)
     unlink(link_path);
     ck_assert_int_eq(symlink("/etc", link_path), 0);
     base_spec(&s, argv, ro, rw);
-    ro[2] = (sbx_bind){data, WORK "/evil/ds"};
+    ro[2] = (sbx_bind){data, WORK "/evil/ds", 0};
     s.n_ro = 3;
     int rc = sbx_launch(&j, &s);
     unlink(link_path);
@@ -509,7 +509,7 @@ START_TEST(two_jobs_cannot_see_or_signal_each_other)
     ck_assert_msg(sbx_launch(&a, &sa) == 0, "%s", ed_error_last());
     base_spec(&sb, argv_b, rob, rwb);
     sb.host_uid = sb.host_gid = uid_b;
-    rwb[0] = (sbx_bind){other, WORK};
+    rwb[0] = (sbx_bind){other, WORK, 0};
     snprintf(pid, sizeof(pid), "%d", (int)sbx_job_pid(a));
     run(&r, &sb);
     assert_all_denied(&r);

@@ -299,7 +299,7 @@ START_TEST(binds_outside_the_roots_are_refused)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         spec(&s, argv, SLOT_BASE);
-        b = (sbx_bind){cases[i].src, "/mnt/x"};
+        b = (sbx_bind){cases[i].src, "/mnt/x", 0};
         if (cases[i].rw) {
             s.rw = &b;
             s.n_rw = 1;
@@ -312,7 +312,7 @@ START_TEST(binds_outside_the_roots_are_refused)
     }
     /* beneath the roots: runs */
     spec(&s, argv, SLOT_BASE);
-    sbx_bind ok[2] = {{inro, "/opt/ro"}, {work, "/home/aistudio/work"}};
+    sbx_bind ok[2] = {{inro, "/opt/ro", 0}, {work, "/home/aistudio/work", 0}};
     s.ro = &ok[0];
     s.n_ro = 1;
     s.rw = &ok[1];
@@ -350,7 +350,7 @@ START_TEST(job_runs_and_its_trees_come_back_to_the_server)
     ck_assert_int_eq(lstat(work, &sb), 0);
     ck_assert_uint_eq(sb.st_uid, sbx_slot_uid(slot));
     spec(&s, argv, sbx_slot_uid(slot));
-    sbx_bind b = {work, "/home/aistudio/work"};
+    sbx_bind b = {work, "/home/aistudio/work", 0};
     s.rw = &b;
     s.n_rw = 1;
     ck_assert_msg(sbx_launch(&j, &s) == 0, "%s", ed_error_last());

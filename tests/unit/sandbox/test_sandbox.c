@@ -85,18 +85,18 @@ START_TEST(spec_rejects_bad_binds)
     spec(&s, argv);
     s.ro = &b;
     s.n_ro = 1;
-    b = (sbx_bind){"relative/path", "/x"};
+    b = (sbx_bind){"relative/path", "/x", 0};
     ck_assert_int_eq(launch_err(&s), ED_EINVAL);
-    b = (sbx_bind){"/nonexistent-eddy-source", "/x"};
+    b = (sbx_bind){"/nonexistent-eddy-source", "/x", 0};
     ck_assert_int_eq(launch_err(&s), ED_EINVAL);
     ck_assert_ptr_nonnull(strstr(ed_error_last(), "/nonexistent-eddy-source"));
-    b = (sbx_bind){"/usr", "/proc/x"};          /* the sandbox's own layout */
+    b = (sbx_bind){"/usr", "/proc/x", 0};          /* the sandbox's own layout */
     ck_assert_int_eq(launch_err(&s), ED_EINVAL);
-    b = (sbx_bind){"/usr", "/home/aistudio/../etc"};
+    b = (sbx_bind){"/usr", "/home/aistudio/../etc", 0};
     ck_assert_int_eq(launch_err(&s), ED_EINVAL);
-    b = (sbx_bind){"/usr", "relative"};
+    b = (sbx_bind){"/usr", "relative", 0};
     ck_assert_int_eq(launch_err(&s), ED_EINVAL);
-    b = (sbx_bind){"/usr", "/"};
+    b = (sbx_bind){"/usr", "/", 0};
     ck_assert_int_eq(launch_err(&s), ED_EINVAL);
 }
 END_TEST
@@ -163,7 +163,7 @@ START_TEST(failing_step_inside_is_named_and_nothing_runs)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     ck_assert_int_eq(chown(dir, UID, UID), 0);
     spec(&s, argv);
-    rw = (sbx_bind){dir, "/home/aistudio/work"};
+    rw = (sbx_bind){dir, "/home/aistudio/work", 0};
     s.rw = &rw;
     s.n_rw = 1;
     s.cwd = "/no/such/dir";
