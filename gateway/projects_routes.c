@@ -13,6 +13,7 @@
 
 #include "ed_error.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -39,17 +40,31 @@ static json_t *project_json(gw_request *req, const proj *p)
 
 static json_t *version_json(gw_request *req, const proj_version *v)
 {
-    json_t *files = json_array();
+    json_t *files = json_array(), *large = json_array();
 
     for (size_t i = 0; files && i < v->nfiles; i++)
         if (json_array_append_new(files, json_string(v->files[i])) < 0) {
             json_decref(files);
-            return NULL;
+            files = NULL;
         }
-    if (files == NULL)
+    for (size_t i = 0; large && i < v->nlarge; i++) {
+        const proj_large_file *lf = &v->large_files[i];
+        if (json_array_append_new(large, json_pack("{s:s, s:I, s:s, s:s}", "path", lf->path,
+                                                   "size", (json_int_t)lf->size, "sha256",
+                                                   lf->sha256, "reason",
+                                                   lf->ignored ? "eddyignore" : "large")) < 0) {
+            json_decref(large);
+            large = NULL;
+        }
+    }
+    if (files == NULL || large == NULL) {
+        json_decref(files);
+        json_decref(large);
         return NULL;
-    return json_pack("{s:s, s:s, s:s, s:s, s:o}", "id", v->id, "message", v->message, "author",
-                     v->author, "created_at", gw__time(req, v->created_at), "files", files);
+    }
+    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "id", v->id, "message", v->message,
+                     "author", v->author, "created_at", gw__time(req, v->created_at), "files",
+                     files, "large_files", large);
 }
 
 static json_t *file_json(gw_request *req, const char *path, int64_t size, int64_t modified_at)
@@ -214,34 +229,135 @@ static const char *content_type_for(const char *path)
     return "application/octet-stream";
 }
 
-/* GET /api/v1/projects/{id}/files/{path*}[?version=<id>]: the raw bytes */
+/* `etag` as HTTP sends it: "<hex>" */
+static void quote_etag(char out[PROJ_ETAG_LEN + 3], const char *etag)
+{
+    snprintf(out, PROJ_ETAG_LEN + 3, "\"%s\"", etag);
+}
+
+/* Does an If-None-Match list ("*", or comma-separated entity tags, weak or
+ * strong) name `etag`? Weak comparison, as RFC 9110 asks for GETs. */
+static bool none_match_hits(const char *list, const char *etag)
+{
+    const char *p = list;
+
+    while (*p) {
+        const char *start, *end;
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        if (*p == '\0')
+            break;
+        if (*p == '*')
+            return true;
+        if (strncmp(p, "W/", 2) == 0)
+            p += 2;
+        start = p;
+        end = strchr(p, ',');
+        if (end == NULL)
+            end = p + strlen(p);
+        p = end;
+        while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
+            end--;
+        if (end - start >= 2 && start[0] == '"' && end[-1] == '"')
+            start++, end--;
+        if ((size_t)(end - start) == strlen(etag) && strncasecmp(start, etag, (size_t)(end - start)) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* GET /api/v1/projects/{id}/files/{path*}[?version=<id>]: the raw bytes,
+ * with ETag (sha256 of the bytes); If-None-Match naming it answers 304. */
 static int read_file(gw_request *req, gw_response *res)
 {
     const char *version = gw_request_query(req, "version");
+    const char *inm = gw_request_header(req, "If-None-Match");
+    char etag[PROJ_ETAG_LEN + 1], quoted[PROJ_ETAG_LEN + 3];
     char *buf = NULL;
     size_t len = 0;
     int err;
 
-    if ((err = proj_file_read(&buf, &len, projects_of(req), req->auth.user_id, req->params[0],
-                              req->params[1], version)) < 0)
+    if ((err = proj_file_read_etag(&buf, &len, etag, projects_of(req), req->auth.user_id,
+                                   req->params[0], req->params[1], version)) < 0)
         return err;
+    quote_etag(quoted, etag);
+    gw_response_header(res, "ETag", quoted);
+    /* the working tree changes under a kernel: caches must ask again */
+    gw_response_header(res, "Cache-Control", "private, no-cache");
+    if (inm && none_match_hits(inm, etag)) {
+        free(buf);
+        return gw_respond_empty(res, 304);
+    }
     /* user content on our origin: never let a browser run it */
     gw_response_header(res, "Content-Security-Policy", "sandbox");
     return gw_respond_bytes(res, 200, content_type_for(req->params[1]), buf, len);
 }
 
-/* PUT /api/v1/projects/{id}/files/{path*}: the body is the file's bytes */
+/* The precondition of a PUT from If-Match / If-None-Match, as
+ * proj_file_write_if takes it (NULL: unconditional). A list of several
+ * entity tags is not supported (ED_EINVAL); a weak tag never matches. */
+static int put_precondition(const char **out, gw_request *req)
+{
+    const char *im = gw_request_header(req, "If-Match");
+    const char *inm = gw_request_header(req, "If-None-Match");
+
+    *out = NULL;
+    if (im && inm)
+        return ed_error_set(ED_EINVAL, "send If-Match or If-None-Match, not both");
+    if (inm) {
+        while (*inm == ' ')
+            inm++;
+        if (strcmp(inm, "*") != 0)
+            return ed_error_set(ED_EINVAL, "on a write, If-None-Match may only be \"*\" (create only)");
+        *out = "";
+        return 0;
+    }
+    if (im == NULL)
+        return 0;
+    while (*im == ' ' || *im == '\t')
+        im++;
+    if (strchr(im, ',') != NULL)
+        return ed_error_set(ED_EINVAL, "If-Match takes one ETag (or *)");
+    if (*im == '\0')
+        return ed_error_set(ED_EINVAL, "If-Match is empty");
+    /* a weak tag cannot pass a strong comparison; proj refuses it as stale */
+    *out = im;
+    return 0;
+}
+
+/* PUT /api/v1/projects/{id}/files/{path*}: the body is the file's bytes.
+ * If-Match: "<etag>" (or *) makes it conditional: 412 when the file changed
+ * meanwhile, with the current ETag in the ETag header ("" when the file is
+ * gone). If-None-Match: * creates only. Answers the new ETag. */
 static int write_file(gw_request *req, gw_response *res)
 {
     proj_file *f = NULL;
+    const char *if_match = NULL;
+    char quoted[PROJ_ETAG_LEN + 3];
     bool created = false;
     json_t *out;
     int err;
 
-    if ((err = proj_file_write(&f, &created, projects_of(req), req->auth.user_id, req->params[0],
-                               req->params[1], req->body, req->body_len)) < 0)
+    if ((err = put_precondition(&if_match, req)) < 0)
         return err;
-    out = file_json(req, f->path, f->size, f->modified_at);
+    err = proj_file_write_if(&f, &created, projects_of(req), req->auth.user_id, req->params[0],
+                             req->params[1], req->body, req->body_len, if_match);
+    if (err == ED_EPRECOND) {
+        char msg[1024], cur[PROJ_ETAG_LEN + 1];
+        snprintf(msg, sizeof(msg), "%s", ed_error_last());
+        if (proj_file_etag(cur, projects_of(req), req->auth.user_id, req->params[0],
+                           req->params[1]) == 0) {
+            quote_etag(quoted, cur);
+            gw_response_header(res, "ETag", quoted);
+        }
+        return gw__respond_error(res, req, ED_EPRECOND, msg);
+    }
+    if (err < 0)
+        return err;
+    quote_etag(quoted, f->etag);
+    gw_response_header(res, "ETag", quoted);
+    out = json_pack("{s:s, s:I, s:s, s:s}", "path", f->path, "size", (json_int_t)f->size,
+                    "modified_at", gw__time(req, f->modified_at), "etag", f->etag);
     proj_file_free(f);
     return respond(res, created ? 201 : 200, out);
 }
@@ -295,18 +411,38 @@ static int list_versions(gw_request *req, gw_response *res)
     return respond(res, 200, out);
 }
 
-/* POST /api/v1/projects/{id}/versions/{vid}/restore -> {restored, autosave} */
+/* POST /api/v1/projects/{id}/versions/{vid}/restore {mode?} -> {restored,
+ * autosave, mode}. mode "keep_untracked" (default) or "exact"; no body is
+ * keep_untracked. */
 static int restore_version(gw_request *req, gw_response *res)
 {
     proj_version *restored = NULL, *autosave = NULL;
-    json_t *out;
+    proj_restore_mode mode = PROJ_RESTORE_KEEP_UNTRACKED;
+    const char *mode_s = NULL;
+    json_t *out, *body;
     int err;
 
+    if (req->body_len > 0) {
+        json_t *m;
+        if ((err = gw_request_json(&body, req)) < 0)
+            return err;
+        m = json_object_get(body, "mode");
+        if (m && !json_is_null(m)) {
+            if (!json_is_string(m))
+                return ed_error_set(ED_EINVAL,
+                                    "field 'mode' must be \"keep_untracked\" or \"exact\"");
+            mode_s = json_string_value(m);
+        }
+        if ((err = proj_restore_mode_parse(&mode, mode_s)) < 0)
+            return ed_error_set(ED_EINVAL,
+                                "field 'mode' must be \"keep_untracked\" or \"exact\"");
+    }
     if ((err = proj_version_restore(&restored, &autosave, projects_of(req), req->auth.user_id,
-                                    req->params[0], req->params[1])) < 0)
+                                    req->params[0], req->params[1], mode)) < 0)
         return err;
-    out = json_pack("{s:o, s:o?}", "restored", version_json(req, restored), "autosave",
-                    autosave ? version_json(req, autosave) : NULL);
+    out = json_pack("{s:o, s:o?, s:s}", "restored", version_json(req, restored), "autosave",
+                    autosave ? version_json(req, autosave) : NULL, "mode",
+                    mode == PROJ_RESTORE_EXACT ? "exact" : "keep_untracked");
     proj_version_free(restored);
     proj_version_free(autosave);
     return respond(res, 200, out);
@@ -342,7 +478,7 @@ const gw_route gw__routes_projects[] = {
     {"POST", "/api/v1/projects/{id}/versions", create_version, W, "Commit the working tree"},
     {"GET", "/api/v1/projects/{id}/versions", list_versions, R, "List versions, newest first"},
     {"POST", "/api/v1/projects/{id}/versions/{vid}/restore", restore_version, W,
-     "Restore the working tree to a version (autosaving first)"},
+     "Restore a version over the working tree (autosaving first; mode keep_untracked|exact)"},
     {"POST", "/api/v1/projects/{id}/fork", fork_project, W, "Fork into a new private project"},
     {NULL, NULL, NULL, 0, NULL},
 };

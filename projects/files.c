@@ -881,6 +881,38 @@ done:
     return err;
 }
 
+int proj__put(int base, const char *path, const void *buf, size_t len, bool exec)
+{
+    staged s = {.git = -1};
+    int err;
+
+    if ((err = stage_buf(&s, base, path, buf ? buf : "", len)) < 0)
+        return err;
+    if (exec && fchmodat(s.git, s.tmp, 0755, 0) < 0) {
+        err = ed_error_set(ED_EIO, "chmod %s: %s", path, strerror(errno));
+        staged_discard(&s);
+        return err;
+    }
+    return publish(NULL, &s, base, path, NULL);
+}
+
+int proj__remove(int base, const char *path)
+{
+    const char *name;
+    struct stat sb;
+    int dir, err;
+
+    if ((err = open_parent(&dir, &name, NULL, base, path, false)) < 0)
+        return err == ED_ENOTFOUND ? 0 : err;
+    if (fstatat(dir, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode) &&
+        unlinkat(dir, name, 0) < 0 && errno != ENOENT)
+        err = ed_error_set(ED_EIO, "delete %s: %s", path, strerror(errno));
+    close(dir);
+    if (err == 0)
+        prune_empty_parents(base, path);
+    return err;
+}
+
 int proj_file_etag(char out_etag[PROJ_ETAG_LEN + 1], proj_root *r, int64_t user_id,
                    const char *id, const char *path)
 {

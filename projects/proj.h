@@ -88,14 +88,32 @@ typedef struct proj_file_list {
     size_t     count;
 } proj_file_list;
 
+/* A working-tree file a version kept out of git: over the large-file
+ * threshold, or matched by the tree's .eddyignore. */
+typedef struct proj_large_file {
+    char    *path;
+    int64_t  size;                      /* bytes when the version was made */
+    char     sha256[PROJ_ETAG_LEN + 1]; /* of those bytes (= its ETag then) */
+    bool     ignored;                   /* .eddyignore matched it (else: large) */
+} proj_large_file;
+
 typedef struct proj_version {
     char     id[41];         /* the commit id, 40 hex characters */
     char    *message;
     char    *author;         /* username of the user who made it */
     int64_t  created_at;     /* ms (git keeps seconds) */
-    char   **files;          /* every file path in this version, sorted */
+    char   **files;          /* every file path in this version (git-tracked), sorted */
     size_t   nfiles;
+    proj_large_file *large_files; /* kept out of git, sorted by path */
+    size_t   nlarge;
 } proj_version;
+
+/* How a restore treats working-tree files the version does not have. */
+typedef enum proj_restore_mode {
+    PROJ_RESTORE_KEEP_UNTRACKED = 0, /* keep them: only the version's files are written */
+    PROJ_RESTORE_EXACT = 1,          /* remove them, except files no version can hold
+                                        (large or .eddyignore'd), which are kept */
+} proj_restore_mode;
 
 typedef struct proj_version_page {
     proj_version **items;    /* newest first */
@@ -112,6 +130,11 @@ typedef struct proj_version_page {
  * process. Caller frees with proj_root_free(). ED_EIO if the directory cannot
  * be made or opened. */
 int proj_root_open(proj_root **out, ed_store *st, const char *dir, int64_t user_storage_bytes);
+
+/* Versions keep files larger than `bytes` out of git history (listed in the
+ * version's large_files instead). <= 0: PROJ_LARGE_FILE_DEFAULT (20 MiB).
+ * Call before the root is shared between threads. */
+void proj_root_set_large_file_bytes(proj_root *r, int64_t bytes);
 
 /* Free the root once no call on it is in flight. NULL-safe. */
 void proj_root_free(proj_root *r);
@@ -251,9 +274,14 @@ void proj_file_list_free(proj_file_list *l);
 
 /* ---- versions ------------------------------------------------------------ */
 
-/* Commit the whole working tree (additions, modifications, deletions) with
+/* Commit the working tree (additions, modifications, deletions) with
  * `message` (1..PROJ_MESSAGE_MAX bytes); author and committer are the user's
- * username. An unchanged tree still makes a version (a checkpoint). Owner
+ * username. Files over the large-file threshold and files matched by the
+ * tree's `.eddyignore` (gitignore syntax; the .eddyignore itself is always
+ * committed) are kept out of the commit, and out of it also when an earlier
+ * version had them; (*out)->large_files lists each with its size and sha256
+ * (the manifest travels inside the commit object). The working tree is not
+ * touched. An unchanged tree still makes a version (a checkpoint). Owner
  * only. Never refused for storage. Caller frees *out with proj_version_free(). */
 int proj_version_create(proj_version **out, proj_root *r, int64_t user_id, const char *id,
                         const char *message);
@@ -267,14 +295,29 @@ int proj_version_list(proj_version_page **out, proj_root *r, int64_t user_id, co
 int proj_version_get(proj_version **out, proj_root *r, int64_t user_id, const char *id,
                      const char *version);
 
-/* Make the working tree equal to `version` (owner only). If the working tree
- * differs from the newest version it is first committed as "Autosave before
- * restoring <short id>", so nothing is lost; *out_autosave (may be NULL) gets
- * that version, or NULL when none was needed. *out_restored (may be NULL)
- * gets the restored version. The restore itself is not a commit: the next
- * proj_version_create records it. */
+/* Write `version`'s files over the working tree (owner only). If the tree
+ * holds anything the newest version does not (large and ignored files
+ * aside), it is first committed as "Autosave before restoring <short id>",
+ * so nothing is lost; *out_autosave (may be NULL) gets that version, or NULL
+ * when none was needed. *out_restored (may be NULL) gets the restored
+ * version. `mode`:
+ *   PROJ_RESTORE_KEEP_UNTRACKED  files the version lacks stay as they are;
+ *   PROJ_RESTORE_EXACT           files the version lacks are removed, except
+ *                                large and .eddyignore'd ones (by the rules
+ *                                in force before the restore): exactly what
+ *                                the autosave holds is removed, so it can be
+ *                                got back, and what no version can hold is
+ *                                never deleted.
+ * Files whose bytes already match are not rewritten. ED_ECONFLICT (nothing
+ * written in keep_untracked mode) when a directory stands where the version
+ * has a file or a file where it needs a directory. HEAD does not move: the
+ * next proj_version_create records the restore. ED_EINVAL for another mode. */
 int proj_version_restore(proj_version **out_restored, proj_version **out_autosave,
-                         proj_root *r, int64_t user_id, const char *id, const char *version);
+                         proj_root *r, int64_t user_id, const char *id, const char *version,
+                         proj_restore_mode mode);
+
+/* "keep_untracked" (or NULL) / "exact" into *out; ED_EINVAL otherwise. */
+int proj_restore_mode_parse(proj_restore_mode *out, const char *s);
 
 void proj_version_free(proj_version *v);
 void proj_version_page_free(proj_version_page *l);

@@ -17,6 +17,9 @@ struct proj_root {
     char           *dir;          /* absolute or as given; repositories live below */
     int             dirfd;        /* O_DIRECTORY on dir */
     int64_t         user_limit;   /* bytes per user over owned projects; <= 0 unlimited */
+    int64_t         large_file_bytes; /* versions keep bigger files out of git; 0 (root.c's
+                                         calloc): PROJ_LARGE_FILE_DEFAULT. Set with
+                                         proj_root_set_large_file_bytes (versions.c). */
     /* Git and the working tree are not safe against concurrent writers: every
      * operation on a project holds its stripe (keyed by the project id). */
     pthread_mutex_t proj_locks[PROJ_LOCK_STRIPES];
@@ -68,6 +71,23 @@ void proj__etag_of(char out[PROJ_ETAG_LEN + 1], const void *buf, size_t len);
 /* sha256 hex of what `fd` yields until EOF; *out_size (may be NULL) gets the
  * byte count. ED_EIO on a read error. */
 int proj__sha256_fd(char out[PROJ_ETAG_LEN + 1], int64_t *out_size, int fd);
+
+/* Write `len` bytes to `path` beneath the project directory `base`
+ * atomically (as proj_file_write, without access or storage checks; parents
+ * made, links never followed; a link at `path` itself is replaced). `exec`
+ * sets mode 0755. For restores (versions.c). */
+int proj__put(int base, const char *path, const void *buf, size_t len, bool exec);
+
+/* Remove the regular file `path` beneath `base` (links never followed) and
+ * parents left empty. ENOENT is success. */
+int proj__remove(int base, const char *path);
+
+/* .eddyignore rules (eddyignore.c, gitignore syntax). */
+typedef struct proj__ignore proj__ignore;
+int proj__ignore_parse(proj__ignore **out, const char *text, size_t len);
+/* Is the file `path` ignored (itself or a parent directory)? NULL: no rules. */
+bool proj__ignore_match(const proj__ignore *ig, const char *path);
+void proj__ignore_free(proj__ignore *ig);
 
 /* Wrap the last libgit2 error as ED_EIO "<what>: <message>". */
 int proj__git_error(const char *what);

@@ -648,7 +648,7 @@ START_TEST(versions_create_list_read_and_restore_with_autosave)
 
     /* unsaved work, then restore v1: the work is autosaved first */
     put(p->id, "a.txt", "three (unsaved)");
-    ck_assert_msg(proj_version_restore(&restored, &autosave, root, alice, p->id, v1->id) == 0, "%s",
+    ck_assert_msg(proj_version_restore(&restored, &autosave, root, alice, p->id, v1->id, PROJ_RESTORE_EXACT) == 0, "%s",
                   ed_error_last());
     ck_assert_str_eq(restored->id, v1->id);
     ck_assert_ptr_nonnull(autosave);
@@ -676,12 +676,12 @@ START_TEST(versions_create_list_read_and_restore_with_autosave)
 
     /* the tree now equals v1: restoring v2 needs no autosave */
     restored = autosave = NULL;
-    ck_assert_int_eq(proj_version_restore(&restored, &autosave, root, alice, p->id, v1->id), 0);
+    ck_assert_int_eq(proj_version_restore(&restored, &autosave, root, alice, p->id, v1->id, PROJ_RESTORE_EXACT), 0);
     ck_assert_ptr_nonnull(autosave);   /* v1 differs from HEAD (the autosave) */
     proj_version_free(restored);
     proj_version_free(autosave);
     restored = autosave = NULL;
-    ck_assert_int_eq(proj_version_restore(&restored, &autosave, root, alice, p->id, v2->id), 0);
+    ck_assert_int_eq(proj_version_restore(&restored, &autosave, root, alice, p->id, v2->id, PROJ_RESTORE_EXACT), 0);
     ck_assert_ptr_null(autosave);      /* HEAD equals the tree: nothing to save */
     s = get(p->id, "b.txt", NULL);
     ck_assert_str_eq(s, "new");
@@ -710,9 +710,9 @@ START_TEST(versions_refuse_bad_input_and_non_owners)
     ck_assert_int_eq(proj_version_create(&v, root, bob, pub->id, "mine now"), ED_EPERM);
     ck_assert_int_eq(proj_version_create(&v, root, bob, priv->id, "mine now"), ED_ENOTFOUND);
     ck_assert_int_eq(proj_version_create(&v, root, alice, pub->id, "ok"), 0);
-    ck_assert_int_eq(proj_version_restore(NULL, NULL, root, bob, pub->id, v->id), ED_EPERM);
-    ck_assert_int_eq(proj_version_restore(NULL, NULL, root, alice, pub->id, "xyz"), ED_EINVAL);
-    ck_assert_int_eq(proj_version_restore(NULL, NULL, root, alice, pub->id, "abcdef12"), ED_ENOTFOUND);
+    ck_assert_int_eq(proj_version_restore(NULL, NULL, root, bob, pub->id, v->id, PROJ_RESTORE_EXACT), ED_EPERM);
+    ck_assert_int_eq(proj_version_restore(NULL, NULL, root, alice, pub->id, "xyz", PROJ_RESTORE_EXACT), ED_EINVAL);
+    ck_assert_int_eq(proj_version_restore(NULL, NULL, root, alice, pub->id, "abcdef12", PROJ_RESTORE_EXACT), ED_ENOTFOUND);
     ck_assert_int_eq(proj_version_list(&l, root, bob, priv->id, 10, NULL), ED_ENOTFOUND);
     ck_assert_int_eq(proj_version_list(&l, root, bob, pub->id, 10, "nope"), ED_EINVAL);
     ck_assert_int_eq(proj_version_list(&l, root, bob, pub->id, 10, NULL), 0);   /* public: readable */
