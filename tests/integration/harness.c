@@ -1,11 +1,15 @@
 #include "harness.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
 #include <libgen.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1021,4 +1026,197 @@ json_t *it_kernel_events(it_server *s, const char *const *hdrs, const char *kid,
         return NULL;
     }
     return e.msgs;
+}
+
+/* ---- a small WebSocket client ------------------------------------------------------ */
+
+static int64_t ws_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait up to `left_ms` for c->fd to be readable, then read what fits
+ * (at most `room` bytes) behind c->buf + c->len: the bytes read, 0 on
+ * timeout, -1 when the connection closed or failed. */
+static ssize_t ws_fill(it_ws *c, size_t room, int64_t left_ms)
+{
+    struct pollfd p = {.fd = c->fd, .events = POLLIN};
+    ssize_t n;
+
+    if (left_ms <= 0 || poll(&p, 1, (int)left_ms) != 1)
+        return 0;
+    n = recv(c->fd, c->buf + c->len, room, 0);
+    if (n <= 0)
+        return -1;
+    c->len += (size_t)n;
+    return n;
+}
+
+long it_ws_open(it_ws *c, it_server *s, const char *src, const char *path, const char *const *headers, size_t cap,
+                int timeout_ms)
+{
+    static const char key[] = "dGhlIHNhbXBsZSBub25jZQ==", accept[] = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=";
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->port)};
+    int64_t deadline = ws_now_ms() + timeout_ms;
+    char req[4096], *end = NULL, *p;
+    size_t used, hl;
+    long status = 0;
+    int one = 1;
+
+    memset(c, 0, sizeof(*c));
+    c->cap = cap < 8192 ? 8192 : cap;
+    if ((c->buf = malloc(c->cap + 1)) == NULL || (c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+        c->fd = -1;
+        fprintf(stderr, "harness: WebSocket to %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+    if (src) {
+        struct sockaddr_in from = {.sin_family = AF_INET};
+        inet_pton(AF_INET, src, &from.sin_addr);
+        if (bind(c->fd, (struct sockaddr *)&from, sizeof(from)) < 0) {
+            fprintf(stderr, "harness: WebSocket from %s: bind: %s\n", src, strerror(errno));
+            return -1;
+        }
+    }
+    if (connect(c->fd, (struct sockaddr *)&to, sizeof(to)) < 0) {
+        fprintf(stderr, "harness: WebSocket to %s: connect: %s\n", path, strerror(errno));
+        return -1;
+    }
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    used = (size_t)snprintf(req, sizeof(req),
+                            "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                            "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n",
+                            path, key);
+    for (; headers && *headers && used < sizeof(req); headers++)
+        used += (size_t)snprintf(req + used, sizeof(req) - used, "%s\r\n", *headers);
+    if (used < sizeof(req))
+        used += (size_t)snprintf(req + used, sizeof(req) - used, "\r\n");
+    if (used >= sizeof(req) || send(c->fd, req, used, MSG_NOSIGNAL) != (ssize_t)used) {
+        fprintf(stderr, "harness: WebSocket to %s: the request was not sent\n", path);
+        return -1;
+    }
+    while (end == NULL) {
+        if (ws_fill(c, c->cap - c->len, deadline - ws_now_ms()) <= 0) {
+            fprintf(stderr, "harness: WebSocket to %s: no handshake answer\n", path);
+            return -1;
+        }
+        c->buf[c->len] = 0;
+        end = strstr((char *)c->buf, "\r\n\r\n");
+    }
+    sscanf((char *)c->buf, "HTTP/1.1 %ld", &status);
+    if (status == 101) {
+        *end = '\0';
+        if ((p = strcasestr((char *)c->buf, "Sec-WebSocket-Protocol: ")) != NULL)
+            sscanf(p + 24, "%63[^\r]", c->protocol);
+        p = strcasestr((char *)c->buf, "Sec-WebSocket-Accept: ");
+        if (p == NULL || strncmp(p + 22, accept, sizeof(accept) - 1) != 0) {
+            fprintf(stderr, "harness: WebSocket to %s: no or a wrong Sec-WebSocket-Accept\n", path);
+            return -1;
+        }
+    }
+    hl = (size_t)(end + 4 - (char *)c->buf);
+    memmove(c->buf, c->buf + hl, c->len - hl);
+    c->len -= hl;
+    return status;
+}
+
+int it_ws_send(it_ws *c, int b0, const void *data, size_t len, int mask)
+{
+    uint8_t *f = malloc(len + 14), m[4] = {1, 2, 3, 4};
+    size_t h = 2;
+    ssize_t sent;
+
+    if (f == NULL)
+        return -1;
+    f[0] = (uint8_t)b0;
+    f[1] = mask ? 0x80 : 0;
+    if (len < 126) {
+        f[1] |= (uint8_t)len;
+    } else if (len < 65536) {
+        f[1] |= 126;
+        f[2] = (uint8_t)(len >> 8);
+        f[3] = (uint8_t)len;
+        h = 4;
+    } else {
+        f[1] |= 127;
+        for (int i = 0; i < 8; i++)
+            f[2 + i] = (uint8_t)((uint64_t)len >> (56 - 8 * i));
+        h = 10;
+    }
+    if (mask) {
+        memcpy(f + h, m, 4);
+        h += 4;
+    }
+    for (size_t i = 0; i < len; i++)
+        f[h + i] = (uint8_t)(((const uint8_t *)data)[i] ^ (mask ? m[i & 3] : 0));
+    sent = send(c->fd, f, h + len, MSG_NOSIGNAL);
+    free(f);
+    return sent == (ssize_t)(h + len) ? 0 : -1;
+}
+
+int it_ws_recv(it_ws *c, int *opcode, char **data, size_t *len, int timeout_ms)
+{
+    int64_t deadline = ws_now_ms() + timeout_ms;
+
+    for (;;) {
+        if (c->len >= 2) {
+            uint64_t plen = c->buf[1] & 0x7F;
+            size_t h = 2;
+            int have = 1;
+            if (c->buf[1] & 0x80) {
+                fprintf(stderr, "harness: a masked frame from the server\n");
+                return -2;
+            }
+            if (plen == 126) {
+                have = c->len >= 4;
+                if (have)
+                    plen = (uint64_t)c->buf[2] << 8 | c->buf[3];
+                h = 4;
+            } else if (plen == 127) {
+                have = c->len >= 10;
+                if (have) {
+                    plen = 0;
+                    for (int i = 0; i < 8; i++)
+                        plen = plen << 8 | c->buf[2 + i];
+                }
+                h = 10;
+            }
+            if (have && h + plen > c->cap) {
+                fprintf(stderr, "harness: a frame of %llu bytes (room for %zu)\n", (unsigned long long)plen, c->cap);
+                return -2;
+            }
+            if (have && c->len >= h + plen) {
+                *opcode = c->buf[0] & 0x0F;
+                if ((*data = malloc((size_t)plen + 1)) == NULL)
+                    return -2;
+                memcpy(*data, c->buf + h, (size_t)plen);
+                (*data)[plen] = '\0';
+                *len = (size_t)plen;
+                memmove(c->buf, c->buf + h + plen, c->len - h - (size_t)plen);
+                c->len -= h + (size_t)plen;
+                return 1;
+            }
+        }
+        switch (ws_fill(c, c->cap - c->len, deadline - ws_now_ms())) {
+        case 0:
+            return 0;
+        case -1:
+            return -1;
+        default:
+            break;
+        }
+    }
+}
+
+void it_ws_close(it_ws *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    free(c->buf);
+    c->buf = NULL;
+    c->len = c->cap = 0;
 }

@@ -266,6 +266,42 @@ json_t *it_kernel_events(it_server *s, const char *const *hdrs, const char *kid,
 const char *it_msg_type(const json_t *m);
 const char *it_msg_parent(const json_t *m);
 
+/* ---- a small WebSocket client (RFC 6455) ----------------------------------------- */
+
+/* One client connection: what came from the server and was not yet read. */
+typedef struct it_ws {
+    int      fd;              /* -1 when closed */
+    uint8_t *buf;             /* received bytes not yet returned as frames */
+    size_t   len, cap;        /* cap: the largest frame it can take, and more */
+    char     protocol[64];    /* the Sec-WebSocket-Protocol the server chose, or "" */
+} it_ws;
+
+/* Connect to `s` from the local address `src` (NULL: the kernel's choice;
+ * "127.0.0.2" ... make other clients), send the upgrade request for `path`
+ * with the key "dGhlIHNhbXBsZSBub25jZQ==" and the NULL-terminated extra
+ * header lines `headers` (an Authorization, a Sec-WebSocket-Protocol; may be
+ * NULL), and read the answer's head, at most `timeout_ms`. `cap` bounds a
+ * frame it can receive. The HTTP status (101: upgraded, and the
+ * Sec-WebSocket-Accept is the key's), or -1 with the reason on stderr
+ * (nothing or a wrong accept came); close it with it_ws_close() either way. */
+long it_ws_open(it_ws *c, it_server *s, const char *src, const char *path, const char *const *headers, size_t cap,
+                int timeout_ms);
+
+/* Send one frame whose first byte is `b0` (0x80 | opcode for a whole
+ * one), its payload masked unless `mask` is 0 (a client's must be). 0, or
+ * -1 when it could not be sent whole. */
+int it_ws_send(it_ws *c, int b0, const void *data, size_t len, int mask);
+
+/* The next frame from the server: its opcode, its payload (*data,
+ * malloc'd, NUL-terminated; free it) and length. 1; 0 when none came
+ * within `timeout_ms`; -1 when the connection closed; -2 (with the reason
+ * on stderr) when the server broke the protocol (a masked frame) or sent
+ * a frame larger than `cap`. */
+int it_ws_recv(it_ws *c, int *opcode, char **data, size_t *len, int timeout_ms);
+
+/* Close the connection (when open) and free what it holds. */
+void it_ws_close(it_ws *c);
+
 /* curl_global_init() and curl_global_cleanup(), for a test program's main()
  * (a test file need not include curl.h: its names may clash with the test's). */
 void it_curl_global_init(void);
