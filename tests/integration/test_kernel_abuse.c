@@ -47,11 +47,6 @@ static void make_user(user *u, const char *name)
     ck_assert_int_eq(it_user_make(u, &srv, NULL, NULL, name, 0), 0);
 }
 
-static void make_project(char *pid, size_t n, user *u)
-{
-    ck_assert_int_eq(it_project_make(pid, n, &srv, u->hdrs, "abuse", NULL, NULL), 0);
-}
-
 static json_t *get_kernel(user *u, const char *kid)
 {
     char path[128];
@@ -79,6 +74,15 @@ static void start_kernel(char *kid, size_t n, user *u, const char *pid)
 static void execute(char *msg_id, size_t n, user *u, const char *kid, const char *code)
 {
     ck_assert_int_eq(it_kernel_execute(msg_id, n, &srv, u->hdrs, kid, code, NULL), 0);
+}
+
+/* `name` signed up, a project of theirs (its id into `pid`, 64 bytes) and a
+ * kernel in it (its id into `kid`, 64 bytes), idle. */
+static void user_with_kernel(user *u, const char *name, char *pid, char *kid)
+{
+    make_user(u, name);
+    ck_assert_int_eq(it_project_make(pid, 64, &srv, u->hdrs, "abuse", NULL, NULL), 0);
+    start_kernel(kid, 64, u, pid);
 }
 
 /* The messages of request `parent` up to its idle status (parent NULL: every
@@ -232,12 +236,8 @@ START_TEST(frame_flood_stops_the_kernel_and_leaves_the_gateway_bounded)
     sampler smp = {0};
 
     ck_assert_int_eq(it_server_start(&srv, NULL), 0);
-    make_user(&alice, "alice");
-    make_user(&bob, "bob");
-    make_project(pa, sizeof(pa), &alice);
-    make_project(pb, sizeof(pb), &bob);
-    start_kernel(kb, sizeof(kb), &bob, pb);
-    start_kernel(ka, sizeof(ka), &alice, pa);
+    user_with_kernel(&bob, "bob", pb, kb);
+    user_with_kernel(&alice, "alice", pa, ka);
 
     /* the socket sits high and close-on-exec, the only socket there */
     char *out = run(&bob, kb,
@@ -338,12 +338,8 @@ START_TEST(a_kernel_that_stops_reading_is_stopped_and_holds_no_thread)
     it_resp r;
 
     ck_assert_int_eq(it_server_start(&srv, NULL), 0);
-    make_user(&alice, "alice");
-    make_user(&bob, "bob");
-    make_project(pa, sizeof(pa), &alice);
-    make_project(pb, sizeof(pb), &bob);
-    start_kernel(kb, sizeof(kb), &bob, pb);
-    start_kernel(ka, sizeof(ka), &alice, pa);
+    user_with_kernel(&bob, "bob", pb, kb);
+    user_with_kernel(&alice, "alice", pa, ka);
     execute(mid, sizeof(mid), &alice, ka, "import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)");
     usleep(500000);
     for (int i = 0; i < 8; i++) {
@@ -386,9 +382,7 @@ START_TEST(print_flood_is_dropped_with_a_notice_and_the_database_stays_small)
     char pa[64], ka[64], mid[64];
 
     ck_assert_int_eq(it_server_start(&srv, NULL), 0);
-    make_user(&alice, "alice");
-    make_project(pa, sizeof(pa), &alice);
-    start_kernel(ka, sizeof(ka), &alice, pa);
+    user_with_kernel(&alice, "alice", pa, ka);
     long long db0 = file_size(srv.data_dir, "eddy.db") + file_size(srv.data_dir, "eddy.db-wal");
     execute(mid, sizeof(mid), &alice, ka,
             "import time\n"
@@ -427,9 +421,7 @@ START_TEST(journal_is_capped_and_a_dead_kernels_journal_expires)
     it_resp r;
 
     ck_assert_int_eq(it_server_start(&srv, env), 0);
-    make_user(&alice, "alice");
-    make_project(pa, sizeof(pa), &alice);
-    start_kernel(ka, sizeof(ka), &alice, pa);
+    user_with_kernel(&alice, "alice", pa, ka);
     /* about 6 MB of output into a 1 MiB journal */
     char *out = run(&alice, ka, "for i in range(30):\n    print(str(i % 10) * 200000)\n");
     free(out);
@@ -469,9 +461,7 @@ START_TEST(large_output_is_split_or_replaced_and_the_kernel_lives)
     char pa[64], ka[64], mid[64];
 
     ck_assert_int_eq(it_server_start(&srv, env), 0);
-    make_user(&alice, "alice");
-    make_project(pa, sizeof(pa), &alice);
-    start_kernel(ka, sizeof(ka), &alice, pa);
+    user_with_kernel(&alice, "alice", pa, ka);
     execute(mid, sizeof(mid), &alice, ka, "print('z' * (20 << 20))");
     json_t *msgs = collect(&alice, ka, mid, 120);
     char *out = stream_text(msgs, mid);
@@ -553,9 +543,7 @@ START_TEST(a_user_keeps_the_journals_of_their_newest_dead_kernels_only)
     char *out;
 
     ck_assert_int_eq(it_server_start(&srv, env), 0);
-    make_user(&alice, "alice");
-    make_project(pa, sizeof(pa), &alice);
-    start_kernel(ka, sizeof(ka), &alice, pa);
+    user_with_kernel(&alice, "alice", pa, ka);
     out = run(&alice, ka, "print('first')");
     free(out);
     snprintf(path, sizeof(path), "/api/v1/kernels/%s", ka);
