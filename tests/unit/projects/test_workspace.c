@@ -317,6 +317,280 @@ START_TEST(write_fd_respects_the_storage_limit)
 END_TEST
 
 
+/* ---- versions: large and ignored files ------------------------------------------ */
+
+static const proj_large_file *large_of(const proj_version *v, const char *path)
+{
+    for (size_t i = 0; i < v->nlarge; i++)
+        if (strcmp(v->large_files[i].path, path) == 0)
+            return &v->large_files[i];
+    return NULL;
+}
+
+static bool tracked(const proj_version *v, const char *path)
+{
+    for (size_t i = 0; i < v->nfiles; i++)
+        if (strcmp(v->files[i], path) == 0)
+            return true;
+    return false;
+}
+
+START_TEST(eddyignore_patterns_follow_gitignore)
+{
+    proj *p = make(alice, "ign", PROJ_PRIVATE);
+    proj_version *v = NULL;
+    static const char *const in[] = {
+        ".eddyignore", "keep.txt", "src/main.py", "logs/keep.log", "docs/a/b.md",
+        "data/raw/keep.csv", "notes#1.txt", "a/build", "#hash.txt", "sub/deep/ok.py",
+    };
+    static const char *const out[] = {
+        "run.log", "sub/run.log",               /* *.log at any depth */
+        "cache/x.bin", "a/cache/y.bin",        /* cache/ : a directory anywhere */
+        "build/out.o",                         /* /build/ anchored at the root */
+        "data/raw/big.csv",                    /* csv files in data/raw, anchored */
+        "ckpt/a/b/c/model.pt", "x/ckpt/m.pt",  /* any ckpt directory, any depth */
+        "docs/a/tmp/x.md",                     /* docs, any dirs, then tmp */
+        "sp ace.txt",                          /* trailing spaces stripped */
+        "!bang.txt",                           /* \! escapes */
+        "venv/lib/keep.py",                    /* inside an ignored dir: no re-include */
+    };
+    const char *rules = "# comment line\n"
+                        "\n"
+                        "*.log\n"
+                        "!logs/keep.log\n"
+                        "cache/\n"
+                        "/build/\n"
+                        "data/raw/*.csv\n"
+                        "!data/raw/keep.csv\n"
+                        "**/ckpt/**\n"
+                        "docs/**/tmp\n"
+                        "sp ace.txt   \n"
+                        "\\!bang.txt\n"
+                        "\\#hash.txt.nomatch\n"
+                        "venv/\n"
+                        "!venv/lib/keep.py\n"
+                        "a/build/\n";   /* a/build is a file: dir-only rule misses it */
+
+    put(p->id, ".eddyignore", rules);
+    for (size_t i = 1; i < sizeof(in) / sizeof(in[0]); i++)
+        put(p->id, in[i], "in");
+    for (size_t i = 0; i < sizeof(out) / sizeof(out[0]); i++)
+        put(p->id, out[i], "out");
+    ck_assert_msg(proj_version_create(&v, root, alice, p->id, "ignores") == 0, "%s", ed_error_last());
+    for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
+        ck_assert_msg(tracked(v, in[i]) && !large_of(v, in[i]), "%s should be versioned", in[i]);
+    for (size_t i = 0; i < sizeof(out) / sizeof(out[0]); i++) {
+        const proj_large_file *lf = large_of(v, out[i]);
+        char want[65];
+        ck_assert_msg(!tracked(v, out[i]) && lf, "%s should be kept out", out[i]);
+        ck_assert(lf->ignored);
+        ck_assert_int_eq(lf->size, 3);
+        ed_sha256_hex(want, "out", 3);
+        ck_assert_str_eq(lf->sha256, want);
+    }
+    ck_assert_uint_eq(v->nfiles, sizeof(in) / sizeof(in[0]));
+    ck_assert_uint_eq(v->nlarge, sizeof(out) / sizeof(out[0]));
+    /* the working tree is not touched */
+    for (size_t i = 0; i < sizeof(out) / sizeof(out[0]); i++)
+        ck_assert(exists_in(p->id, out[i]));
+    proj_version_free(v);
+    proj_free(p);
+}
+END_TEST
+
+START_TEST(large_files_stay_out_with_a_correct_manifest)
+{
+    proj *p = make(alice, "large", PROJ_PRIVATE);
+    proj_version *v1 = NULL, *v2 = NULL, *got = NULL;
+    proj_version_page *pg = NULL;
+    size_t n = 21 * 1024 * 1024;
+    char *big = malloc(n), want[65], *buf = NULL;
+    size_t len = 0;
+
+    for (size_t i = 0; i < n; i++)
+        big[i] = (char)(i * 7 + i / 4096);
+    ck_assert_int_eq(proj_file_write(NULL, NULL, root, alice, p->id, "model/w.bin", big, n), 0);
+    put(p->id, "train.py", "print(1)\n");
+    put(p->id, "small.bin", "0123456789");
+    ck_assert_msg(proj_version_create(&v1, root, alice, p->id, "default threshold") == 0, "%s",
+                  ed_error_last());
+    ck_assert(tracked(v1, "train.py") && tracked(v1, "small.bin") && !tracked(v1, "model/w.bin"));
+    ck_assert_uint_eq(v1->nlarge, 1);
+    ck_assert_str_eq(v1->large_files[0].path, "model/w.bin");
+    ck_assert_int_eq(v1->large_files[0].size, (int64_t)n);
+    ck_assert(!v1->large_files[0].ignored);
+    ed_sha256_hex(want, big, n);
+    ck_assert_str_eq(v1->large_files[0].sha256, want);
+    /* no blob of it in the version */
+    ck_assert_int_eq(proj_file_read(&buf, &len, root, alice, p->id, "model/w.bin", v1->id), ED_ENOTFOUND);
+    /* the manifest is durable: read back by get and list */
+    ck_assert_int_eq(proj_version_get(&got, root, alice, p->id, v1->id), 0);
+    ck_assert_uint_eq(got->nlarge, 1);
+    ck_assert_str_eq(got->large_files[0].sha256, want);
+    proj_version_free(got);
+    ck_assert_int_eq(proj_version_list(&pg, root, alice, p->id, 10, NULL), 0);
+    ck_assert_uint_eq(pg->items[0]->nlarge, 1);
+    proj_version_page_free(pg);
+
+    /* a tracked file that becomes large (lower threshold) leaves the tree */
+    proj_root_set_large_file_bytes(root, 5);
+    ck_assert_int_eq(proj_version_create(&v2, root, alice, p->id, "tiny threshold"), 0);
+    ck_assert(tracked(v2, "train.py") == false && tracked(v2, "small.bin") == false);
+    ck_assert_ptr_nonnull(large_of(v2, "small.bin"));
+    ck_assert_ptr_nonnull(large_of(v2, "train.py"));
+    ck_assert(exists_in(p->id, "small.bin"));
+    proj_root_set_large_file_bytes(root, 0);
+    free(big);
+    proj_version_free(v1);
+    proj_version_free(v2);
+    proj_free(p);
+}
+END_TEST
+
+START_TEST(files_ignored_later_leave_the_next_version)
+{
+    proj *p = make(alice, "later", PROJ_PRIVATE);
+    proj_version *v1 = NULL, *v2 = NULL;
+    char *s;
+
+    put(p->id, "out/result.csv", "1,2\n");
+    put(p->id, "main.py", "x\n");
+    ck_assert_int_eq(proj_version_create(&v1, root, alice, p->id, "all in"), 0);
+    ck_assert(tracked(v1, "out/result.csv"));
+    put(p->id, ".eddyignore", "out/\n");
+    ck_assert_int_eq(proj_version_create(&v2, root, alice, p->id, "out ignored"), 0);
+    ck_assert(!tracked(v2, "out/result.csv") && tracked(v2, ".eddyignore"));
+    ck_assert_ptr_nonnull(large_of(v2, "out/result.csv"));
+    s = get(p->id, "out/result.csv", v1->id);   /* history keeps it */
+    ck_assert_str_eq(s, "1,2\n");
+    free(s);
+    proj_version_free(v1);
+    proj_version_free(v2);
+    proj_free(p);
+}
+END_TEST
+
+/* ---- restore modes ------------------------------------------------------------ */
+
+START_TEST(restore_keep_untracked_never_deletes)
+{
+    proj *p = make(alice, "keep", PROJ_PRIVATE);
+    proj_version *v1 = NULL, *restored = NULL, *autosave = NULL;
+    char *s;
+
+    proj_root_set_large_file_bytes(root, 100);
+    put(p->id, "a.txt", "v1 a");
+    put(p->id, "dir/b.txt", "v1 b");
+    put(p->id, ".eddyignore", "*.tmp\n");
+    ck_assert_int_eq(proj_version_create(&v1, root, alice, p->id, "v1"), 0);
+    put(p->id, "a.txt", "later a");
+    put(p->id, "new.txt", "made after v1");
+    put(p->id, "scratch.tmp", "ignored");
+    {
+        char big[200];
+        memset(big, 'B', sizeof(big));
+        ck_assert_int_eq(proj_file_write(NULL, NULL, root, alice, p->id, "big.bin", big, sizeof(big)), 0);
+    }
+    ck_assert_int_eq(proj_file_delete(root, alice, p->id, "dir/b.txt"), 0);
+    ck_assert_msg(proj_version_restore(&restored, &autosave, root, alice, p->id, v1->id,
+                                       PROJ_RESTORE_KEEP_UNTRACKED) == 0, "%s", ed_error_last());
+    ck_assert_ptr_nonnull(autosave);
+    s = get(p->id, "a.txt", NULL);
+    ck_assert_str_eq(s, "v1 a");
+    free(s);
+    s = get(p->id, "dir/b.txt", NULL);
+    ck_assert_str_eq(s, "v1 b");
+    free(s);
+    ck_assert(exists_in(p->id, "new.txt") && exists_in(p->id, "scratch.tmp") &&
+              exists_in(p->id, "big.bin"));
+    /* the autosave holds the later work, and lists what it kept out */
+    s = get(p->id, "a.txt", autosave->id);
+    ck_assert_str_eq(s, "later a");
+    free(s);
+    ck_assert_ptr_nonnull(large_of(autosave, "big.bin"));
+    ck_assert_ptr_nonnull(large_of(autosave, "scratch.tmp"));
+    ck_assert_int_eq(proj_version_restore(NULL, NULL, root, alice, p->id, v1->id, 7), ED_EINVAL);
+    {
+        proj_restore_mode m;
+        ck_assert_int_eq(proj_restore_mode_parse(&m, "exact"), 0);
+        ck_assert_int_eq(m, PROJ_RESTORE_EXACT);
+        ck_assert_int_eq(proj_restore_mode_parse(&m, NULL), 0);
+        ck_assert_int_eq(m, PROJ_RESTORE_KEEP_UNTRACKED);
+        ck_assert_int_eq(proj_restore_mode_parse(&m, "all"), ED_EINVAL);
+    }
+    proj_root_set_large_file_bytes(root, 0);
+    proj_version_free(v1);
+    proj_version_free(restored);
+    proj_version_free(autosave);
+    proj_free(p);
+}
+END_TEST
+
+START_TEST(restore_exact_removes_only_what_a_version_holds)
+{
+    proj *p = make(alice, "exact", PROJ_PRIVATE);
+    proj_version *v1 = NULL, *autosave = NULL;
+    char *s;
+
+    proj_root_set_large_file_bytes(root, 100);
+    put(p->id, "a.txt", "v1 a");
+    put(p->id, ".eddyignore", "*.tmp\ncache/\n");
+    ck_assert_int_eq(proj_version_create(&v1, root, alice, p->id, "v1"), 0);
+    put(p->id, "a.txt", "later a");
+    put(p->id, "new/deep/file.txt", "made after v1");
+    put(p->id, "scratch.tmp", "ignored");
+    put(p->id, "cache/c.dat", "ignored dir");
+    {
+        char big[200];
+        memset(big, 'B', sizeof(big));
+        ck_assert_int_eq(proj_file_write(NULL, NULL, root, alice, p->id, "big.bin", big, sizeof(big)), 0);
+    }
+    ck_assert_msg(proj_version_restore(NULL, &autosave, root, alice, p->id, v1->id,
+                                       PROJ_RESTORE_EXACT) == 0, "%s", ed_error_last());
+    ck_assert_ptr_nonnull(autosave);
+    s = get(p->id, "a.txt", NULL);
+    ck_assert_str_eq(s, "v1 a");
+    free(s);
+    ck_assert(!exists_in(p->id, "new/deep/file.txt"));
+    ck_assert(!exists_in(p->id, "new"));                 /* emptied directories go */
+    ck_assert(exists_in(p->id, "scratch.tmp") && exists_in(p->id, "cache/c.dat") &&
+              exists_in(p->id, "big.bin"));              /* no version can hold these */
+    s = get(p->id, "new/deep/file.txt", autosave->id);    /* what went is in the autosave */
+    ck_assert_str_eq(s, "made after v1");
+    free(s);
+    proj_root_set_large_file_bytes(root, 0);
+    proj_version_free(v1);
+    proj_version_free(autosave);
+    proj_free(p);
+}
+END_TEST
+
+START_TEST(restore_refuses_a_directory_where_a_file_goes)
+{
+    proj *p = make(alice, "obst", PROJ_PRIVATE);
+    proj_version *v1 = NULL;
+
+    put(p->id, "out", "a file in v1");
+    ck_assert_int_eq(proj_version_create(&v1, root, alice, p->id, "v1"), 0);
+    ck_assert_int_eq(proj_file_delete(root, alice, p->id, "out"), 0);
+    put(p->id, "out/x.txt", "now a directory");
+    ck_assert_int_eq(proj_version_restore(NULL, NULL, root, alice, p->id, v1->id,
+                                          PROJ_RESTORE_KEEP_UNTRACKED), ED_ECONFLICT);
+    ck_assert(exists_in(p->id, "out/x.txt"));
+    /* exact removes the directory's files (autosaved) and writes the file */
+    ck_assert_msg(proj_version_restore(NULL, NULL, root, alice, p->id, v1->id,
+                                       PROJ_RESTORE_EXACT) == 0, "%s", ed_error_last());
+    {
+        char *s = get(p->id, "out", NULL);
+        ck_assert_str_eq(s, "a file in v1");
+        free(s);
+    }
+    proj_version_free(v1);
+    proj_free(p);
+}
+END_TEST
+
+
 static Suite *workspace_suite(void)
 {
     Suite *s = suite_create("projects_workspace");
@@ -328,6 +602,12 @@ static Suite *workspace_suite(void)
     tcase_add_test(t, two_writers_with_one_etag_exactly_one_wins);
     tcase_add_test(t, write_fd_streams_a_file_and_keeps_the_rules);
     tcase_add_test(t, write_fd_respects_the_storage_limit);
+    tcase_add_test(t, eddyignore_patterns_follow_gitignore);
+    tcase_add_test(t, large_files_stay_out_with_a_correct_manifest);
+    tcase_add_test(t, files_ignored_later_leave_the_next_version);
+    tcase_add_test(t, restore_keep_untracked_never_deletes);
+    tcase_add_test(t, restore_exact_removes_only_what_a_version_holds);
+    tcase_add_test(t, restore_refuses_a_directory_where_a_file_goes);
     suite_add_tcase(s, t);
     return s;
 }
