@@ -66,6 +66,7 @@ static const struct field {
     NUM(kernel_journal_retention_ms, F_I64, 0, INT64_C(3660) * 24 * 3600 * 1000),
     NUM(jupyter_sessions_per_user, F_INT, 1, 1000000),
     NUM(kernel_dead_journals_per_user, F_INT, 0, 1000000),
+    NUM(version_large_file_bytes, F_SIZE, 1, INT64_C(1) << 50),
 #undef STR
 #undef NUM
 };
@@ -105,6 +106,7 @@ void gw_config_defaults(gw_config *c)
     c->kernel_journal_retention_ms = INT64_C(7) * 24 * 3600 * 1000;
     c->jupyter_sessions_per_user = 64;
     c->kernel_dead_journals_per_user = 16;
+    c->version_large_file_bytes = INT64_C(20) << 20;   /* PROJ_LARGE_FILE_DEFAULT */
 }
 
 static int parse_bool(bool *out, const char *v)

@@ -55,6 +55,7 @@ typedef struct gw_config {
     int64_t  kernel_journal_retention_ms;  /* dead kernels' journals deleted after this (0: kept) */
     int      jupyter_sessions_per_user;    /* /api/sessions rows per user */
     int      kernel_dead_journals_per_user; /* dead kernels' journals a user keeps, newest first (0: no cap) */
+    int64_t  version_large_file_bytes;     /* versions keep larger files out of git (projects/README.md) */
 } gw_config;
 
 /* Fill `c` with the built-in defaults (listen 127.0.0.1:8080, data ./data, ...). */

@@ -1107,6 +1107,7 @@ int gw_server_start(gw_server **out, const gw_config *cfg)
     snprintf(path, sizeof(path), "%s/projects", cfg->data_dir);
     if ((err = proj_root_open(&s->pub.projects, s->pub.store, path, cfg->user_storage_bytes)) < 0)
         goto fail;
+    proj_root_set_large_file_bytes(s->pub.projects, cfg->version_large_file_bytes);
     if ((err = gw__sched_start(&s->pub)) < 0 || (err = kh_hub_start(&s->pub)) < 0)
         goto fail;
     if ((err = gw__ratelimit_new(&s->pub.ratelimit)) < 0 ||
