@@ -13,6 +13,10 @@
  * server's data directory in a loop (renameat2 RENAME_EXCHANGE) while the
  * test downloads; only the job's own bytes or 404 may come back (issue 11).
  * These count as escape attempts.
+ * Workspaces (issue 12): a project's tree bound as kernels get it (idmapped,
+ * .git hidden) refuses hard links to files outside it and keeps .git
+ * unwritable; a real kernel's symbolic links in its tree (to /etc/shadow,
+ * the database, another user's project) are neither served nor listed.
  *
  * Prints "sandbox escape suite: blocked N of N, compatible K of K".
  */
@@ -52,6 +56,10 @@
 /* Set up once in main(); Check forks each test from there. */
 static char top[256], work[320], data[320], hostdata[320], other[320];
 static unsigned uid_a, uid_b;
+
+static void mk(const char *path, mode_t mode, unsigned uid);
+static void put(const char *path, const char *text, mode_t mode, unsigned uid);
+static void rm_tree(const char *path);
 
 typedef struct result {
     sbx_usage u;
@@ -582,6 +590,86 @@ START_TEST(every_thread_shows_seccomp_nnp_and_no_capabilities)
 }
 END_TEST
 
+
+/* A project's working tree as a kernel gets it (SBX_BIND_IDMAP |
+ * SBX_BIND_HIDE_GIT, in process as a root server binds it): hard links
+ * from the tree to files outside it fail (the tree is its own mount: EXDEV,
+ * even for a file on the same disk), the repository is an empty read-only
+ * mount that cannot be written, renamed, removed or unmounted, and what the
+ * program creates belongs on disk to the tree's owner (root here), never
+ * to the job's uid. */
+static const char WS_PY[] =
+    "import ctypes, errno, os\n"
+    "W = '/home/aistudio/work'\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "open('/tmp/scratch', 'w').write('scratch')\n"
+    "def attempt(name, fn, ok=(errno.EXDEV,)):\n"
+    "    try:\n"
+    "        fn()\n"
+    "        print('ESCAPED', name, flush=True)\n"
+    "    except OSError as e:\n"
+    "        print('DENIED' if e.errno in ok else 'ESCAPED', name, errno.errorcode[e.errno], flush=True)\n"
+    "def umount():\n"
+    "    if libc.umount2((W + '/.git').encode(), 2) != 0:\n"
+    "        e = ctypes.get_errno(); raise OSError(e, os.strerror(e))\n"
+    "attempt('hard link /etc/passwd', lambda: os.link('/etc/passwd', W + '/passwd'))\n"
+    "attempt('hard link /tmp file', lambda: os.link('/tmp/scratch', W + '/scratch'))\n"
+    "attempt('hard link a dataset file on the same disk', lambda: os.link('/home/aistudio/data/ds1/file.txt', W + '/ds'))\n"
+    "attempt('hard link the program on the same disk', lambda: os.link('" HOSTILE "', W + '/prog'))\n"
+    "attempt('rename a dataset file into the tree', lambda: os.rename('/home/aistudio/data/ds1/file.txt', W + '/ds2'), (errno.EXDEV, errno.EROFS))\n"
+    "attempt('.git write', lambda: open(W + '/.git/config', 'w'), (errno.EROFS,))\n"
+    "attempt('.git rename', lambda: os.rename(W + '/.git', W + '/git2'), (errno.EBUSY,))\n"
+    "attempt('.git rmdir', lambda: os.rmdir(W + '/.git'), (errno.EBUSY,))\n"
+    "attempt('.git unmount', umount, (errno.EPERM,))\n"
+    "print('git', sorted(os.listdir(W + '/.git')))\n"
+    "open(W + '/made.txt', 'w').write('made inside')\n"
+    "os.mkdir(W + '/madedir')\n"
+    "print('ids', os.getuid(), os.stat(W + '/train.py').st_uid, os.stat(W + '/made.txt').st_uid)\n";
+
+START_TEST(workspace_tree_refuses_hard_links_out_and_hides_git)
+{
+    char *argv[] = {"/usr/bin/python3", "-c", (char *)WS_PY, NULL};
+    char ws[300], path[600];
+    static result r;
+    sbx_spec s;
+    sbx_bind ro[2], rw[1];
+    struct stat sb;
+
+    snprintf(ws, sizeof(ws), "%s/ws-%d", top, (int)getpid());
+    mk(ws, 0700, 0);
+    snprintf(path, sizeof(path), "%s/.git", ws);
+    mk(path, 0700, 0);
+    snprintf(path, sizeof(path), "%s/.git/HEAD", ws);
+    put(path, "ref: refs/heads/main\n", 0644, 0);
+    snprintf(path, sizeof(path), "%s/train.py", ws);
+    put(path, "print(1)\n", 0644, 0);
+    base_spec(&s, argv, ro, rw);
+    rw[0] = (sbx_bind){ws, WORK, SBX_BIND_IDMAP | SBX_BIND_HIDE_GIT};
+    s.mem_bytes = 1LL << 30;
+    run(&r, &s);
+    assert_all_denied(&r);
+    ck_assert_msg(strstr(r.out, "git []\n") != NULL, "%s", r.out);
+    ck_assert_msg(strstr(r.out, "ids 1000 1000 1000\n") != NULL, "%s", r.out);
+    /* on the host: nothing linked in, the repository as it was, and the
+     * program's files are the tree owner's (root), not the job's uid */
+    static const char *const none[] = {"passwd", "scratch", "ds", "prog", "ds2", "git2"};
+    for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", ws, none[i]);
+        ck_assert_msg(lstat(path, &sb) != 0, "ESCAPED: %s exists", path);
+    }
+    snprintf(path, sizeof(path), "%s/.git/HEAD", ws);
+    ck_assert_int_eq(stat(path, &sb), 0);
+    snprintf(path, sizeof(path), "%s/made.txt", ws);
+    ck_assert_int_eq(stat(path, &sb), 0);
+    ck_assert_msg(sb.st_uid == 0 && sb.st_gid == 0, "made.txt is %u:%u on disk", (unsigned)sb.st_uid,
+                  (unsigned)sb.st_gid);
+    snprintf(path, sizeof(path), "%s/madedir", ws);
+    ck_assert_int_eq(stat(path, &sb), 0);
+    ck_assert_uint_eq(sb.st_uid, 0);
+    rm_tree(ws);
+}
+END_TEST
+
 /* ---------------- artifacts of a real job ---------------- */
 
 #ifdef EDDY_BIN
@@ -803,6 +891,161 @@ START_TEST(artifact_links_to_host_files_are_neither_listed_nor_served)
     printf("DENIED artifact links: %zu paths through links to host files are 404, none listed\n",
            sizeof(links) / sizeof(links[0]));
     art_stop(&e);
+}
+END_TEST
+
+/* ---------------- a kernel's links in its project's tree ---------------- */
+
+/* Mallory's kernel plants symbolic links in her project's tree (the live
+ * tree, bound at /home/aistudio/work) to /etc/shadow, to /etc, to the
+ * server's database and to Victor's project tree and file, and tries a
+ * hard link to /etc/passwd. The gateway (serving as root here, so that
+ * only its own file handling stands in the way) must neither serve nor
+ * list any of them. */
+static const char LINKS_PY[] =
+    "import os, errno\n"
+    "W = '/home/aistudio/work'\n"
+    "os.symlink('/etc/shadow', W + '/shadow')\n"
+    "os.symlink('/etc', W + '/etc')\n"
+    "os.symlink(DATA + '/eddy.db', W + '/db')\n"
+    "os.symlink(DATA + '/projects/' + VICTIM, W + '/victim')\n"
+    "os.symlink(DATA + '/projects/' + VICTIM + '/secret.txt', W + '/victim-secret')\n"
+    "os.symlink('../' + VICTIM + '/secret.txt', W + '/rel-secret')\n"
+    "os.makedirs(W + '/sub')\n"
+    "os.symlink('../../' + VICTIM, W + '/sub/up')\n"
+    "try:\n"
+    "    os.link('/etc/passwd', W + '/passwd'); hl = 'ESCAPED'\n"
+    "except OSError as e:\n"
+    "    hl = 'DENIED ' + errno.errorcode[e.errno]\n"
+    "open(W + '/own.txt', 'w').write('MALLORY-OWN')\n"
+    "open(W + '/ready.txt', 'w').write(hl)\n";
+
+typedef struct ws_user {
+    char cookie[512], csrf[256];
+    const char *hdrs[3];
+} ws_user;
+
+static void ws_user_create(const char *dd, const char *name)
+{
+    char email[64];
+    snprintf(email, sizeof(email), "%s@example.com", name);
+    char *cu[] = {"eddy", "admin", "create-user", "--data", (char *)dd, "--username", (char *)name, "--email",
+                  email, "--password", "correct horse battery", NULL};
+    ck_assert_int_eq(it_eddy_status(cu), 0);
+}
+
+static void ws_project(it_server *srv, ws_user *u, char *pid, size_t n, const char *file, const char *content)
+{
+    char path[200];
+    it_resp r;
+    it_request(&r, srv, "POST", "/api/v1/projects", "{\"name\":\"ws\",\"visibility\":\"private\"}", u->hdrs);
+    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+    snprintf(pid, n, "%s", json_string_value(json_object_get(r.json, "id")));
+    it_resp_free(&r);
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/%s", pid, file);
+    it_request(&r, srv, "PUT", path, content, u->hdrs);
+    ck_assert_msg(r.status < 300, "%ld %s", r.status, r.body);
+    it_resp_free(&r);
+}
+
+START_TEST(kernel_links_in_the_tree_are_neither_served_nor_listed)
+{
+    static it_server srv;
+    static const char *const env[] = {"EDDY_USER=root", NULL};
+    static const char *const paths[] = {"shadow", "etc/shadow", "etc/passwd", "db", "victim/secret.txt",
+                                        "victim-secret", "rel-secret", "sub/up/secret.txt", "passwd",
+                                        "..%2F..%2Feddy.db", "victim%2Fsecret.txt"};
+    ws_user m, v;
+    char root[300], dd[320], mp[64], vp[64], path[400], body[4096], kid[64];
+    it_resp r;
+
+    snprintf(root, sizeof(root), "%s/ws-srv-%d", top, (int)getpid());
+    ck_assert_int_eq(mkdir(root, 0755), 0);
+    snprintf(dd, sizeof(dd), "%s/dd", root);
+    ck_assert_int_eq(mkdir(dd, 0700), 0);
+    ws_user_create(dd, "mallory");
+    ws_user_create(dd, "victor");
+    if (it_server_start_in(&srv, dd, env) != 0) {
+        static char log[8192];
+        it_slurp(log, sizeof(log), srv.log_path);
+        ck_abort_msg("eddy serve did not start:\n%s", log);
+    }
+    ck_assert_int_eq(it_login(&srv, "mallory", "correct horse battery", m.cookie, sizeof(m.cookie), m.csrf,
+                              sizeof(m.csrf)), 0);
+    ck_assert_int_eq(it_login(&srv, "victor", "correct horse battery", v.cookie, sizeof(v.cookie), v.csrf,
+                              sizeof(v.csrf)), 0);
+    m.hdrs[0] = m.cookie, m.hdrs[1] = m.csrf, m.hdrs[2] = NULL;
+    v.hdrs[0] = v.cookie, v.hdrs[1] = v.csrf, v.hdrs[2] = NULL;
+    ws_project(&srv, &v, vp, sizeof(vp), "secret.txt", "VICTOR-SECRET");
+    ws_project(&srv, &m, mp, sizeof(mp), "notes.txt", "mine");
+    snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"resource\":\"cpu-basic\"}", mp);
+    it_request(&r, &srv, "POST", "/api/v1/kernels", body, m.hdrs);
+    ck_assert_msg(r.status == 201, "kernel: %ld %s", r.status, r.body);
+    snprintf(kid, sizeof(kid), "%s", json_string_value(json_object_get(r.json, "id")));
+    it_resp_free(&r);
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
+    json_t *k = it_status_wait(&srv, m.hdrs, path, "idle", 60);
+    ck_assert_msg(k != NULL, "the kernel did not start");
+    json_decref(k);
+    {
+        char code[3072];
+        snprintf(code, sizeof(code), "DATA = '%s'\nVICTIM = '%s'\n%s", dd, vp, LINKS_PY);
+        json_t *b = json_pack("{s:s}", "code", code);
+        char *js = json_dumps(b, 0);
+        snprintf(path, sizeof(path), "/api/v1/kernels/%s/execute", kid);
+        it_request(&r, &srv, "POST", path, js, m.hdrs);
+        ck_assert_msg(r.status == 202, "execute: %ld %s", r.status, r.body);
+        it_resp_free(&r);
+        free(js);
+        json_decref(b);
+    }
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/ready.txt", mp);
+    bool ready = false;
+    for (int i = 0; i < 600 && !ready; i++) {
+        it_request(&r, &srv, "GET", path, NULL, m.hdrs);
+        ready = r.status == 200;
+        if (ready)
+            ck_assert_msg(strncmp(r.body, "DENIED EXDEV", 12) == 0, "hard link to /etc/passwd: %s", r.body);
+        it_resp_free(&r);
+        if (!ready)
+            usleep(100 * 1000);
+    }
+    ck_assert_msg(ready, "the kernel's cell did not finish");
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        snprintf(path, sizeof(path), "/api/v1/projects/%s/files/%s", mp, paths[i]);
+        it_request(&r, &srv, "GET", path, NULL, m.hdrs);
+        ck_assert_msg(r.status >= 400 && r.status < 500, "ESCAPED %s: %ld %.60s", paths[i], r.status,
+                      r.body ? r.body : "");
+        ck_assert_msg(!r.body || (!strstr(r.body, "VICTOR-SECRET") && !strstr(r.body, "root:")),
+                      "ESCAPED %s: %.60s", paths[i], r.body);
+        it_resp_free(&r);
+    }
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/own.txt", mp);
+    it_request(&r, &srv, "GET", path, NULL, m.hdrs);
+    ck_assert_msg(r.status == 200 && strcmp(r.body, "MALLORY-OWN") == 0, "own file: %ld", r.status);
+    it_resp_free(&r);
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/files", mp);
+    it_request(&r, &srv, "GET", path, NULL, m.hdrs);
+    ck_assert_int_eq(r.status, 200);
+    json_t *items = json_object_get(r.json, "items");
+    for (size_t i = 0; i < json_array_size(items); i++) {
+        const char *p = json_string_value(json_object_get(json_array_get(items, i), "path"));
+        ck_assert_msg(p && (strcmp(p, "notes.txt") == 0 || strcmp(p, "own.txt") == 0 || strcmp(p, "ready.txt") == 0),
+                      "ESCAPED listed %s", p ? p : "?");
+    }
+    it_resp_free(&r);
+    /* Victor's tree is untouched and still his alone */
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/secret.txt", vp);
+    it_request(&r, &srv, "GET", path, NULL, m.hdrs);
+    ck_assert_int_eq(r.status, 404);
+    it_resp_free(&r);
+    printf("DENIED workspace links: %zu paths through a kernel's links (to /etc/shadow, the database, another "
+           "user's tree) are 4xx, none listed; a hard link to /etc/passwd is EXDEV\n",
+           sizeof(paths) / sizeof(paths[0]));
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
+    it_request(&r, &srv, "DELETE", path, NULL, m.hdrs);
+    it_resp_free(&r);
+    it_server_stop(&srv);
 }
 END_TEST
 #endif
@@ -1090,12 +1333,14 @@ int main(void)
     tcase_add_test(te, sigterm_ignoring_double_forked_tree_killed_at_wall_time);
     tcase_add_test(te, two_jobs_cannot_see_or_signal_each_other);
     tcase_add_test(te, every_thread_shows_seccomp_nnp_and_no_capabilities);
+    tcase_add_test(te, workspace_tree_refuses_hard_links_out_and_hides_git);
     suite_add_tcase(esc, te);
 #ifdef EDDY_BIN
     TCase *ta = tcase_create("artifacts");
     tcase_set_timeout(ta, 180);
     tcase_add_test(ta, artifact_download_racing_a_swapped_link_never_serves_a_host_file);
     tcase_add_test(ta, artifact_links_to_host_files_are_neither_listed_nor_served);
+    tcase_add_test(ta, kernel_links_in_the_tree_are_neither_served_nor_listed);
     suite_add_tcase(esc, ta);
 #endif
 
