@@ -6,10 +6,13 @@
 #include "harness.h"
 #include "it_db.h"
 
+#include "ed_crypto.h"
+
 #include <check.h>
 #include <git2.h>
 #include <sqlite3.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,13 +196,15 @@ START_TEST(notebook_flow_save_version_change_read_old_restore_fork)
     call(&r, &alice, "PUT", "scratch", -1, "/api/v1/projects/%s/files/scratch.txt", id);
     ck_assert_int_eq(r.status, 201);
     it_resp_free(&r);
-    call(&r, &alice, "POST", NULL, 0, "/api/v1/projects/%s/versions/%s/restore", id, v2);
+    call(&r, &alice, "POST", "{\"mode\":\"exact\"}", -1, "/api/v1/projects/%s/versions/%s/restore",
+         id, v2);
     ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(str(&r, "mode"), "exact");
     ck_assert(strncmp(json_string_value(json_object_get(json_object_get(r.json, "autosave"), "message")),
                       "Autosave before restoring ", 26) == 0);
     it_resp_free(&r);
     call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s/files/scratch.txt", id);
-    ck_assert_int_eq(r.status, 404);   /* v2 has no scratch.txt ... */
+    ck_assert_int_eq(r.status, 404);   /* exact: v2 has no scratch.txt ... */
     it_resp_free(&r);
     call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s/versions?limit=1", id);
     {
@@ -500,6 +505,185 @@ START_TEST(storage_limit_answers_402_and_writes_nothing)
 }
 END_TEST
 
+/* One request as `u` with one extra header (NULL: none). */
+static void call_h(it_resp *r, user *u, const char *method, const char *body, long len,
+                   const char *extra, const char *path)
+{
+    const char *hdrs[] = {u->cookie, u->csrf, extra, NULL};
+
+    ck_assert_int_eq(it_request_n(r, &srv, method, path, body, len, hdrs), 0);
+}
+
+START_TEST(etags_304_and_412_on_a_stale_write)
+{
+    user alice;
+    char id[14], path[128], hdr[200], etag1[70], etag2[70], want[65];
+    it_resp r;
+
+    sign_in(&alice, "alice");
+    create(id, &alice, "cas", "private");
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/nb/a.txt", id);
+    call_h(&r, &alice, "PUT", "first", -1, NULL, path);
+    ck_assert_int_eq(r.status, 201);
+    ck_assert_ptr_nonnull(it_resp_header(&r, "ETag"));
+    snprintf(etag1, sizeof(etag1), "%s", it_resp_header(&r, "ETag"));
+    ed_sha256_hex(want, "first", 5);
+    ck_assert_str_eq(str(&r, "etag"), want);
+    snprintf(hdr, sizeof(hdr), "\"%s\"", want);
+    ck_assert_str_eq(etag1, hdr);
+    it_resp_free(&r);
+
+    /* reads send it; If-None-Match with it answers 304 */
+    call_h(&r, &alice, "GET", NULL, 0, NULL, path);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(it_resp_header(&r, "ETag"), etag1);
+    it_resp_free(&r);
+    snprintf(hdr, sizeof(hdr), "If-None-Match: %s", etag1);
+    call_h(&r, &alice, "GET", NULL, 0, hdr, path);
+    ck_assert_int_eq(r.status, 304);
+    ck_assert_uint_eq(r.body_len, 0);
+    it_resp_free(&r);
+    call_h(&r, &alice, "GET", NULL, 0, "If-None-Match: \"0000\", W/\"abc\"", path);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.body, "first");
+    it_resp_free(&r);
+
+    /* a conditional write with the current ETag wins and answers the new one */
+    snprintf(hdr, sizeof(hdr), "If-Match: %s", etag1);
+    call_h(&r, &alice, "PUT", "second", -1, hdr, path);
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+    snprintf(etag2, sizeof(etag2), "%s", it_resp_header(&r, "ETag"));
+    ck_assert_str_ne(etag2, etag1);
+    it_resp_free(&r);
+    /* the same (now stale) ETag again: 412 with the current one, nothing written */
+    call_h(&r, &alice, "PUT", "third", -1, hdr, path);
+    ck_assert_msg(r.status == 412, "%ld %s", r.status, r.body);
+    ck_assert_str_eq(it_resp_error_code(&r), "precondition_failed");
+    ck_assert_str_eq(it_resp_header(&r, "ETag"), etag2);
+    it_resp_free(&r);
+    call_h(&r, &alice, "GET", NULL, 0, NULL, path);
+    ck_assert_str_eq(r.body, "second");
+    it_resp_free(&r);
+
+    /* If-None-Match: * creates only; If-Match on a missing file is 412 */
+    call_h(&r, &alice, "PUT", "x", -1, "If-None-Match: *", path);
+    ck_assert_int_eq(r.status, 412);
+    it_resp_free(&r);
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/new.txt", id);
+    call_h(&r, &alice, "PUT", "x", -1, "If-None-Match: *", path);
+    ck_assert_int_eq(r.status, 201);
+    it_resp_free(&r);
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/missing.txt", id);
+    call_h(&r, &alice, "PUT", "x", -1, hdr, path);
+    ck_assert_int_eq(r.status, 412);
+    it_resp_free(&r);
+    ck_assert_int_eq(status_of(&alice, "GET", NULL, "/api/v1/projects/%s/files/missing.txt", id), 404);
+    call_h(&r, &alice, "PUT", "x", -1, "If-Match: \"a\", \"b\"", path);
+    ck_assert_int_eq(r.status, 400);
+    it_resp_free(&r);
+}
+END_TEST
+
+static json_t *large_entry(json_t *version, const char *path)
+{
+    json_t *l = json_object_get(version, "large_files");
+    for (size_t i = 0; i < json_array_size(l); i++)
+        if (strcmp(json_string_value(json_object_get(json_array_get(l, i), "path")), path) == 0)
+            return json_array_get(l, i);
+    return NULL;
+}
+
+static bool lists_file(json_t *version, const char *path)
+{
+    json_t *f = json_object_get(version, "files");
+    for (size_t i = 0; i < json_array_size(f); i++)
+        if (strcmp(json_string_value(json_array_get(f, i)), path) == 0)
+            return true;
+    return false;
+}
+
+START_TEST(versions_keep_large_and_ignored_files_out_and_restore_modes)
+{
+    user alice;
+    char id[14], v1[41], want[65];
+    size_t n = 21u << 20;
+    char *big = malloc(n);
+    json_t *e;
+    it_resp r;
+
+    ck_assert_int_eq(ed_crypto_init(), 0);
+    for (size_t i = 0; i < n; i++)
+        big[i] = (char)(i * 31 + (i >> 12));
+    ed_sha256_hex(want, big, n);
+    sign_in(&alice, "alice");
+    create(id, &alice, "big", "private");
+    call(&r, &alice, "PUT", big, (long)n, "/api/v1/projects/%s/files/ckpt/model.bin", id);
+    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+    it_resp_free(&r);
+    ck_assert_int_eq(status_of(&alice, "PUT", "*.tmp\n", "/api/v1/projects/%s/files/.eddyignore", id), 201);
+    ck_assert_int_eq(status_of(&alice, "PUT", "scratch", "/api/v1/projects/%s/files/scratch.tmp", id), 201);
+    ck_assert_int_eq(status_of(&alice, "PUT", "print(1)", "/api/v1/projects/%s/files/train.py", id), 201);
+    call(&r, &alice, "POST", "{\"message\":\"with a checkpoint\"}", -1, "/api/v1/projects/%s/versions", id);
+    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+    snprintf(v1, sizeof(v1), "%s", str(&r, "id"));
+    ck_assert(lists_file(r.json, "train.py") && lists_file(r.json, ".eddyignore"));
+    ck_assert(!lists_file(r.json, "ckpt/model.bin") && !lists_file(r.json, "scratch.tmp"));
+    ck_assert_ptr_nonnull(e = large_entry(r.json, "ckpt/model.bin"));
+    ck_assert_int_eq(json_integer_value(json_object_get(e, "size")), (json_int_t)n);
+    ck_assert_str_eq(json_string_value(json_object_get(e, "sha256")), want);
+    ck_assert_str_eq(json_string_value(json_object_get(e, "reason")), "large");
+    ck_assert_ptr_nonnull(e = large_entry(r.json, "scratch.tmp"));
+    ck_assert_str_eq(json_string_value(json_object_get(e, "reason")), "eddyignore");
+    ck_assert_int_eq(json_integer_value(json_object_get(e, "size")), 7);
+    it_resp_free(&r);
+    /* the list shows the same manifest; no blob of the checkpoint in the version */
+    call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s/versions", id);
+    ck_assert_ptr_nonnull(large_entry(json_array_get(json_object_get(r.json, "items"), 0), "ckpt/model.bin"));
+    it_resp_free(&r);
+    ck_assert_int_eq(status_of(&alice, "GET", NULL, "/api/v1/projects/%s/files/ckpt/model.bin?version=%s", id, v1), 404);
+    {
+        /* git itself finds the commit (with its manifest header) sound */
+        char cmd[1024];
+        snprintf(cmd, sizeof(cmd),
+                 "git -c safe.directory='*' -C %s/projects/%s fsck --strict >/dev/null 2>&1",
+                 srv.data_dir, id);
+        ck_assert_msg(system(cmd) == 0, "git fsck failed on %s", id);
+    }
+
+    /* keep_untracked (the default) leaves files the version lacks */
+    ck_assert_int_eq(status_of(&alice, "PUT", "later", "/api/v1/projects/%s/files/later.txt", id), 201);
+    ck_assert_int_eq(status_of(&alice, "PUT", "print(2)", "/api/v1/projects/%s/files/train.py", id), 200);
+    call(&r, &alice, "POST", "{}", -1, "/api/v1/projects/%s/versions/%s/restore", id, v1);
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+    ck_assert_str_eq(str(&r, "mode"), "keep_untracked");
+    ck_assert_ptr_nonnull(large_entry(json_object_get(r.json, "autosave"), "ckpt/model.bin"));
+    it_resp_free(&r);
+    call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s/files/train.py", id);
+    ck_assert_str_eq(r.body, "print(1)");
+    it_resp_free(&r);
+    ck_assert_int_eq(status_of(&alice, "GET", NULL, "/api/v1/projects/%s/files/later.txt", id), 200);
+
+    /* exact removes it (the autosave holds it) but never large or ignored files */
+    call(&r, &alice, "POST", "{\"mode\":\"exact\"}", -1, "/api/v1/projects/%s/versions/%s/restore", id, v1);
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+    it_resp_free(&r);
+    ck_assert_int_eq(status_of(&alice, "GET", NULL, "/api/v1/projects/%s/files/later.txt", id), 404);
+    ck_assert_int_eq(status_of(&alice, "GET", NULL, "/api/v1/projects/%s/files/scratch.tmp", id), 200);
+    call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s/files/ckpt/model.bin", id);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_uint_eq(r.body_len, n);
+    it_resp_free(&r);
+
+    /* an unknown mode is a clear 400 */
+    call(&r, &alice, "POST", "{\"mode\":\"wipe\"}", -1, "/api/v1/projects/%s/versions/%s/restore", id, v1);
+    ck_assert_int_eq(r.status, 400);
+    ck_assert_ptr_nonnull(strstr(r.body, "keep_untracked"));
+    it_resp_free(&r);
+    free(big);
+}
+END_TEST
+
+
 static Suite *projects_suite(void)
 {
     Suite *s = suite_create("it_projects");
@@ -514,6 +698,8 @@ static Suite *projects_suite(void)
     tcase_add_test(t, non_owner_changes_to_a_public_project_are_403);
     tcase_add_test(t, missing_and_wrong_typed_fields_are_400);
     tcase_add_test(t, storage_limit_answers_402_and_writes_nothing);
+    tcase_add_test(t, etags_304_and_412_on_a_stale_write);
+    tcase_add_test(t, versions_keep_large_and_ignored_files_out_and_restore_modes);
     suite_add_tcase(s, t);
     return s;
 }
