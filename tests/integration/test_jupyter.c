@@ -27,51 +27,34 @@
 #define V1 "v1.kernel.websocket.jupyter.org"
 
 static it_server S;
-static char key_a[128], key_b[128];
-static char hdr_a[160], hdr_b[160];
+static char key_a[160], key_b[160];
+static char hdr_a[200], hdr_b[200];
 static const char *hdrs_a[3], *hdrs_b[3];
 
 static char cookie_a[600], csrf_a[300];   /* alice's session: "Cookie: ..." and the token */
 
-static char *make_key(const char *user)
+/* Sign `user` up and make them an API key with scopes read, write, run: the
+ * key into `key` (160 bytes). Alice's cookie and CSRF token are kept. */
+static void make_key(char *key, const char *user)
 {
-    char *cookie = NULL, *csrf = NULL, ch[600], xh[300];
-    const char *h[3];
-    it_resp r;
-    char *key;
+    it_user u;
+    it_key k;
 
-    ck_assert_int_eq(it_signup_login(&S, user, "correct horse 1", &cookie, &csrf), 0);
-    snprintf(ch, sizeof(ch), "Cookie: %s", cookie);
-    snprintf(xh, sizeof(xh), "X-CSRF-Token: %s", csrf);
-    h[0] = ch;
-    h[1] = xh;
-    h[2] = NULL;
-    ck_assert_int_eq(it_request(&r, &S, "POST", "/api/v1/keys",
-                                "{\"name\":\"jupyter\",\"env\":\"prod\",\"scopes\":[\"read\",\"write\",\"run\"]}",
-                                h), 0);
-    ck_assert_msg(r.status == 201, "key: %ld %s", r.status, r.body);
-    key = strdup(json_string_value(json_object_get(r.json, "key")));
-    it_resp_free(&r);
+    ck_assert_int_eq(it_user_make(&u, &S, NULL, NULL, user, 0), 0);
+    ck_assert_int_eq(it_key_make(&k, &S, u.hdrs, "{\"name\":\"jupyter\",\"env\":\"prod\",\"scopes\":[\"read\",\"write\",\"run\"]}"),
+                     0);
+    snprintf(key, 160, "%s", k.auth + strlen("Authorization: Bearer "));
     if (strcmp(user, "alice") == 0) {
-        snprintf(cookie_a, sizeof(cookie_a), "%s", ch);
-        snprintf(csrf_a, sizeof(csrf_a), "%s", csrf);
+        snprintf(cookie_a, sizeof(cookie_a), "%s", u.cookie);
+        snprintf(csrf_a, sizeof(csrf_a), "%.280s", u.csrf + strlen("X-CSRF-Token: "));
     }
-    free(cookie);
-    free(csrf);
-    return key;
 }
 
 static void setup(void)
 {
-    char *k;
-
     ck_assert_int_eq(it_server_start(&S, NULL), 0);
-    k = make_key("alice");
-    snprintf(key_a, sizeof(key_a), "%s", k);
-    free(k);
-    k = make_key("bob");
-    snprintf(key_b, sizeof(key_b), "%s", k);
-    free(k);
+    make_key(key_a, "alice");
+    make_key(key_b, "bob");
     snprintf(hdr_a, sizeof(hdr_a), "Authorization: token %s", key_a);
     snprintf(hdr_b, sizeof(hdr_b), "Authorization: Bearer %s", key_b);
     hdrs_a[0] = hdr_a;
@@ -310,12 +293,7 @@ END_TEST
 
 /* ---- a small WebSocket client ----------------------------------------------------- */
 
-typedef struct wsc {
-    int     fd;
-    uint8_t buf[1 << 20];
-    size_t  len;
-    char    protocol[64];
-} wsc;
+typedef it_ws wsc;
 
 static int64_t now_ms(void)
 {
@@ -324,81 +302,27 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Connect and send the handshake; returns the HTTP status (101 on success). */
-static long ws_open(wsc *c, const char *path, const char *auth, const char *proto, const char *key)
+/* Connect and send the handshake with the header line `auth` and the
+ * subprotocols `proto` (each may be NULL); returns the HTTP status (101 on
+ * success, with the Sec-WebSocket-Accept checked). */
+static long ws_open(wsc *c, const char *path, const char *auth, const char *proto)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)S.port)};
-    char req[1024];
-    int one = 1;
-    long status = 0;
-    char *end;
+    char ph[128];
+    const char *h[3] = {NULL, NULL, NULL};
+    int n = 0;
 
-    memset(c, 0, sizeof(*c));
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    c->fd = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(c->fd, 0);
-    ck_assert_int_eq(connect(c->fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    snprintf(req, sizeof(req),
-             "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-             "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n%s%s%s%s%s\r\n",
-             path, key ? key : "dGhlIHNhbXBsZSBub25jZQ==", auth ? auth : "", auth ? "\r\n" : "",
-             proto ? "Sec-WebSocket-Protocol: " : "", proto ? proto : "", proto ? "\r\n" : "");
-    ck_assert_int_eq(send(c->fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
-    for (;;) {
-        ssize_t n;
-        struct pollfd p = {.fd = c->fd, .events = POLLIN};
-        ck_assert_msg(poll(&p, 1, 20000) == 1, "no handshake answer");
-        n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len - 1, 0);
-        ck_assert_int_gt(n, 0);
-        c->len += (size_t)n;
-        c->buf[c->len] = 0;
-        if ((end = strstr((char *)c->buf, "\r\n\r\n")) != NULL)
-            break;
+    if (auth)
+        h[n++] = auth;
+    if (proto) {
+        snprintf(ph, sizeof(ph), "Sec-WebSocket-Protocol: %s", proto);
+        h[n++] = ph;
     }
-    sscanf((char *)c->buf, "HTTP/1.1 %ld", &status);
-    if (status == 101) {
-        char *p = strcasestr((char *)c->buf, "Sec-WebSocket-Protocol: ");
-        if (p && p < end)
-            sscanf(p + 24, "%63[^\r]", c->protocol);
-        ck_assert_ptr_nonnull(strcasestr((char *)c->buf, "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
-    }
-    {
-        size_t hl = (size_t)(end + 4 - (char *)c->buf);
-        memmove(c->buf, c->buf + hl, c->len - hl);
-        c->len -= hl;
-    }
-    return status;
+    return it_ws_open(c, &S, NULL, path, h, 1 << 20, 20000);
 }
 
 static void ws_send_raw(wsc *c, int b0, const void *data, size_t len, bool mask)
 {
-    uint8_t *f = malloc(len + 14), m[4] = {1, 2, 3, 4};
-    size_t h = 2;
-
-    f[0] = (uint8_t)b0;
-    f[1] = mask ? 0x80 : 0;
-    if (len < 126) {
-        f[1] |= (uint8_t)len;
-    } else if (len < 65536) {
-        f[1] |= 126;
-        f[2] = (uint8_t)(len >> 8);
-        f[3] = (uint8_t)len;
-        h = 4;
-    } else {
-        f[1] |= 127;
-        for (int i = 0; i < 8; i++)
-            f[2 + i] = (uint8_t)((uint64_t)len >> (56 - 8 * i));
-        h = 10;
-    }
-    if (mask) {
-        memcpy(f + h, m, 4);
-        h += 4;
-    }
-    for (size_t i = 0; i < len; i++)
-        f[h + i] = (uint8_t)(((const uint8_t *)data)[i] ^ (mask ? m[i & 3] : 0));
-    ck_assert_int_eq(send(c->fd, f, h + len, MSG_NOSIGNAL), (ssize_t)(h + len));
-    free(f);
+    ck_assert_int_eq(it_ws_send(c, b0, data, len, mask), 0);
 }
 
 static void ws_send(wsc *c, int opcode, const void *data, size_t len)
@@ -407,55 +331,18 @@ static void ws_send(wsc *c, int opcode, const void *data, size_t len)
 }
 
 /* One frame from the server into *data (malloc'd, NUL-terminated). 1, 0 on
- * timeout, -1 when the connection closed. */
+ * timeout, -1 when the connection closed; a masked or oversized frame
+ * fails the test. */
 static int ws_recv(wsc *c, int *opcode, char **data, size_t *len, int timeout_ms)
 {
-    int64_t deadline = now_ms() + timeout_ms;
-
-    for (;;) {
-        if (c->len >= 2) {
-            uint64_t plen = c->buf[1] & 0x7F;
-            size_t h = 2;
-            if (plen == 126 && c->len >= 4) {
-                plen = (uint64_t)c->buf[2] << 8 | c->buf[3];
-                h = 4;
-            } else if (plen == 127 && c->len >= 10) {
-                plen = 0;
-                for (int i = 0; i < 8; i++)
-                    plen = plen << 8 | c->buf[2 + i];
-                h = 10;
-            }
-            if ((plen < 126 || h > 2) && c->len >= h + plen) {
-                ck_assert_msg((c->buf[1] & 0x80) == 0, "server frames are not masked");
-                *opcode = c->buf[0] & 0x0F;
-                *data = malloc((size_t)plen + 1);
-                memcpy(*data, c->buf + h, (size_t)plen);
-                (*data)[plen] = 0;
-                *len = (size_t)plen;
-                memmove(c->buf, c->buf + h + plen, c->len - h - (size_t)plen);
-                c->len -= h + (size_t)plen;
-                return 1;
-            }
-        }
-        {
-            struct pollfd p = {.fd = c->fd, .events = POLLIN};
-            int64_t left = deadline - now_ms();
-            ssize_t n;
-            if (left <= 0 || poll(&p, 1, (int)left) != 1)
-                return 0;
-            n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len, 0);
-            if (n <= 0)
-                return -1;
-            c->len += (size_t)n;
-        }
-    }
+    int rc = it_ws_recv(c, opcode, data, len, timeout_ms);
+    ck_assert_msg(rc != -2, "the server broke the WebSocket protocol");
+    return rc;
 }
 
 static void ws_close_fd(wsc *c)
 {
-    if (c->fd >= 0)
-        close(c->fd);
-    c->fd = -1;
+    it_ws_close(c);
 }
 
 START_TEST(websocket_handshake_refusals)
@@ -466,12 +353,12 @@ START_TEST(websocket_handshake_refusals)
     snprintf(auth, sizeof(auth), "Authorization: token %s", key_a);
     /* No credentials: 401 before any upgrade. */
     ck_assert_int_eq(ws_open(&c, "/api/kernels/00000000-0000-4000-8000-000000000000/channels", NULL,
-                             NULL, NULL),
+                             NULL),
                      401);
     ws_close_fd(&c);
     /* An unknown kernel: 404. */
     ck_assert_int_eq(ws_open(&c, "/api/kernels/00000000-0000-4000-8000-000000000000/channels", auth,
-                             NULL, NULL),
+                             NULL),
                      404);
     ws_close_fd(&c);
     /* A plain GET on the channels of an unknown kernel is 404, too. */
@@ -565,7 +452,7 @@ static long ws_open_kernel(wsc *c, const char *id, const char *proto)
     char path[160], auth[200];
     snprintf(path, sizeof(path), "/api/kernels/%s/channels?session_id=test", id);
     snprintf(auth, sizeof(auth), "Authorization: token %s", key_a);
-    return ws_open(c, path, auth, proto, NULL);
+    return ws_open(c, path, auth, proto);
 }
 
 static char *request_msg(const char *channel, const char *type, const char *msg_id, json_t *content)
@@ -780,7 +667,7 @@ START_TEST(kernel_over_json_channels_runs_code_in_order_with_tracebacks_and_ping
         trace t2;
         snprintf(path, sizeof(path), "/api/kernels/%s/channels?after=0", id);
         snprintf(auth, sizeof(auth), "Authorization: token %s", key_a);
-        ck_assert_int_eq(ws_open(c2, path, auth, NULL, NULL), 101);
+        ck_assert_int_eq(ws_open(c2, path, auth, NULL), 101);
         collect(&t2, c2, "m1", 30000);
         ck_assert_str_eq(t2.stdout_text, "42\n");
         assert_order(&t2);
@@ -835,7 +722,7 @@ START_TEST(kernel_over_v1_subprotocol_and_query_token)
 
     /* ?token= is accepted on the upgrade (browsers cannot set headers). */
     snprintf(path, sizeof(path), "/api/kernels/%s/channels?token=%s", id, key_a);
-    ck_assert_int_eq(ws_open(c, path, NULL, "other.protocol, " V1, NULL), 101);
+    ck_assert_int_eq(ws_open(c, path, NULL, "other.protocol, " V1), 101);
     ck_assert_str_eq(c->protocol, V1);
     execute(&t, c, "v1-1", "print(6*7)", true);
     assert_order(&t);
@@ -917,7 +804,7 @@ START_TEST(another_users_kernel_and_session_answer_404)
     ck_assert_int_eq(status_of("POST", path, NULL, hdrs_b), 404);
     snprintf(path, sizeof(path), "/api/kernels/%s/channels", id);
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", key_b);
-    ck_assert_int_eq(ws_open(&c, path, auth, NULL, NULL), 404);
+    ck_assert_int_eq(ws_open(&c, path, auth, NULL), 404);
     ws_close_fd(&c);
     /* bob's list does not show it; alice's does. */
     ck_assert_int_eq(it_request(&r, &S, "GET", "/api/kernels", NULL, hdrs_b), 0);
@@ -1088,11 +975,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return it_suite_run(suite());
 }
