@@ -8,6 +8,7 @@
  * leaves no row behind.
  */
 #include "auth_int.h"
+#include "proj_ws.h"
 #include "sched.h"
 
 #include "ed_error.h"
@@ -426,6 +427,9 @@ static int patch_admin_user(gw_request *req, gw_response *res)
     /* a suspended user's kernels and jobs stop too (reason "suspended") */
     if (p.suspended == 1 && req->srv->sched && (err = sched_user_stop(NULL, req->srv->sched, id, "suspended")) < 0)
         return err;
+    /* a new tier's workspace limit goes to the user's project trees (proj_ws.h) */
+    if (p.tier && req->srv->projects)
+        proj_workspace_sync(req->srv->projects, id, NULL);
     return respond(res, 200, gw__user_json(&u, true));
 }
 

@@ -4,6 +4,7 @@
  * quota/; this file only speaks HTTP.
  */
 #include "gw_int.h"
+#include "proj_ws.h"
 #include "quota.h"
 #include "sched.h"
 
@@ -58,8 +59,9 @@ int gw__tier_key_envs_check(const json_t *spec)
 }
 
 typedef struct tier_list {
-    ed_store *st;
-    json_t   *items;
+    ed_store  *st;
+    proj_root *projects;
+    json_t    *items;
 } tier_list;
 
 /* Each tier with its API key envs' limits (key_envs: {env: {daily_budget_mcoins,
@@ -77,13 +79,21 @@ static int add_tier(const quota_tier *t, void *payload)
         json_decref(o);
         return err < 0 ? err : ED_ENOMEM;
     }
+    if (l->projects) {   /* what one project's working tree may hold (proj_ws.h); 0: no limit */
+        int64_t ws = 0;
+        if ((err = proj_workspace_tier_get(&ws, l->projects, t->name)) < 0 ||
+            json_object_set_new(o, "workspace_bytes", json_integer(ws)) < 0) {
+            json_decref(o);
+            return err < 0 ? err : ED_ENOMEM;
+        }
+    }
     return json_array_append_new(l->items, o) == 0 ? 0 : ED_ENOMEM;
 }
 
 static int list_tiers(gw_request *req, gw_response *res)
 {
     json_t *items = json_array();
-    tier_list l = {req->srv->store, items};
+    tier_list l = {req->srv->store, req->srv->projects, items};
     int err;
 
     if ((err = quota_tier_each(req->srv->store, add_tier, &l)) < 0) {
@@ -91,6 +101,36 @@ static int list_tiers(gw_request *req, gw_response *res)
         return err == ED_ENOMEM ? ed_error_set(ED_ENOMEM, "tier list") : err;
     }
     return gw_respond_json(res, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+}
+
+/* The caller's workspaces (API.md "Workspaces"): {used_bytes, limit_bytes,
+ * mechanism, projects: [{id, used_bytes}]}. The limit is per project (each
+ * project's working tree is its own quota tree), null when the tier has
+ * none; used_bytes is the sum over the caller's own projects. */
+static int workspace_json(json_t **out, gw_request *req)
+{
+    proj_ws_usage *u = NULL;
+    json_t *items, *o;
+    int err;
+
+    *out = NULL;
+    if ((err = proj_workspace_usage(&u, req->srv->projects, req->auth.user_id)) < 0)
+        return err;
+    if ((items = json_array()) == NULL) {
+        proj_ws_usage_free(u);
+        return ed_error_set(ED_ENOMEM, "workspace usage");
+    }
+    for (size_t i = 0; i < u->count; i++)
+        json_array_append_new(items, json_pack("{s:s, s:I}", "id", u->items[i].id, "used_bytes",
+                                               (json_int_t)u->items[i].used_bytes));
+    o = json_pack("{s:I, s:o, s:s, s:o}", "used_bytes", (json_int_t)u->used_bytes, "limit_bytes",
+                  u->limit_bytes > 0 ? json_integer(u->limit_bytes) : json_null(), "mechanism",
+                  proj_workspace_mechanism(req->srv->projects), "projects", items);
+    proj_ws_usage_free(u);
+    if (o == NULL)
+        return ed_error_set(ED_ENOMEM, "workspace usage");
+    *out = o;
+    return 0;
 }
 
 /* GET /api/v1/quota: what the caller can spend and how fast it is going.
@@ -101,6 +141,7 @@ static int get_quota(gw_request *req, gw_response *res)
     quota_tier t;
     quota_balance b;
     sched_quota_view v = {0, 0, -1};
+    json_t *o, *ws = NULL;
     int err;
 
     if ((err = quota_tier_get(&t, req->srv->store, req->auth.tier)) < 0 ||
@@ -110,15 +151,20 @@ static int get_quota(gw_request *req, gw_response *res)
     if (req->srv->sched &&
         (err = sched_quota_view_get(&v, req->srv->sched, req->auth.user_id, req->auth.tier)) < 0)
         return err;
-    return gw_respond_json(
-        res, 200,
-        json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:{s:i, s:i, s:I, s:I}}", "tier", t.name,
+    if (req->srv->projects && (err = workspace_json(&ws, req)) < 0)
+        return err;
+    o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:{s:i, s:i, s:I, s:I}}", "tier", t.name,
                   "balance_mcoins", (json_int_t)b.coins_mcoins, "free_ms_left_today",
                   (json_int_t)v.free_ms_left_today, "held_mcoins", (json_int_t)b.held_mcoins,
                   "burn_mcoins_per_hour", (json_int_t)v.burn_mcoins_per_hour, "ms_remaining",
                   v.ms_remaining >= 0 ? json_integer(v.ms_remaining) : json_null(), "limits", "max_kernels",
                   t.max_kernels, "max_gpus_per_job", t.max_gpus_per_job, "max_session_ms",
-                  (json_int_t)t.max_session_ms, "idle_timeout_ms", (json_int_t)t.idle_timeout_ms));
+                  (json_int_t)t.max_session_ms, "idle_timeout_ms", (json_int_t)t.idle_timeout_ms);
+    if (o && ws)
+        json_object_set_new(o, "workspace", ws);
+    else
+        json_decref(ws);
+    return gw_respond_json(res, 200, o);
 }
 
 typedef struct entry_page {

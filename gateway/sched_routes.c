@@ -15,6 +15,7 @@
 #include "auth_int.h"
 #include "gw_int.h"
 #include "proj.h"
+#include "proj_ws.h"
 #include "quota.h"
 #include "sched.h"
 
@@ -61,7 +62,10 @@ int gw__sched_start(gw_server *srv)
     cfg.job_retention_ms = (int64_t)srv->cfg.job_retention_days * 86400000;
     cfg.key_budget = key_budget;
     cfg.key_budget_arg = srv;
-    return sched_open(&srv->sched, srv->store, &cfg);
+    if ((err = sched_open(&srv->sched, srv->store, &cfg)) < 0)
+        return err;
+    /* workspace quotas use the mechanism the scheduler probed (proj_ws.h) */
+    return srv->projects ? proj_root_set_disk(srv->projects, sched_disk(srv->sched)) : 0;
 }
 
 void gw__sched_stop(gw_server *srv)
@@ -250,11 +254,12 @@ static int put_resource(gw_request *req, gw_response *res)
 
 /* PUT /api/v1/admin/tiers/{name} {max_kernels?, max_gpus_per_job?,
  * max_session_ms?, idle_timeout_ms?, weight?, allow_egress?, overdraft_mcoins?,
- * free_gpu_ms_per_day?, free_ms_per_day?: {class: ms | -1}, job_disk_bytes?} */
+ * free_gpu_ms_per_day?, free_ms_per_day?: {class: ms | -1}, job_disk_bytes?,
+ * workspace_bytes?} */
 static int put_tier(gw_request *req, gw_response *res)
 {
     sched_tier_update u = {-1, -1, -1, -1, -1, -1, -1, -1};
-    int64_t job_disk = -1;
+    int64_t job_disk = -1, workspace = -1;
     json_t *body, *allow, *val, *keyenvs;
     const char *key;
     int64_t v;
@@ -284,6 +289,7 @@ static int put_tier(gw_request *req, gw_response *res)
     GET_INT(u.overdraft_mcoins, "overdraft_mcoins", 0, INT64_C(1000000000000));
     GET_INT(u.free_gpu_ms_per_day, "free_gpu_ms_per_day", 0, 86400000);
     GET_INT(job_disk, "job_disk_bytes", 0, INT64_C(1) << 50);   /* disk quotas: 0 no limit */
+    GET_INT(workspace, "workspace_bytes", 0, INT64_C(1) << 50); /* a project's tree: 0 no limit */
 #undef GET_INT
     if ((keyenvs = json_object_get(body, "key_envs")) != NULL && (err = gw__tier_key_envs_check(keyenvs)) < 0)
         return err;
@@ -306,10 +312,18 @@ static int put_tier(gw_request *req, gw_response *res)
     }
     if (job_disk > 0 && job_disk < (INT64_C(1) << 20))
         return ed_error_set(ED_EUNPROC, "field 'job_disk_bytes' must be 0 (no limit) or at least 1 MiB");
+    if (workspace > 0 && workspace < (INT64_C(1) << 20))
+        return ed_error_set(ED_EUNPROC, "field 'workspace_bytes' must be 0 (no limit) or at least 1 MiB");
     if ((err = sched_tier_put(req->srv->sched, t.name, &u)) < 0)
         return err;
     if (job_disk >= 0 && (err = sched_tier_disk_set(req->srv->sched, t.name, job_disk)) < 0)
         return err;
+    if (workspace >= 0) {
+        /* the new limit goes to the trees of every project whose owner is in the tier */
+        if ((err = proj_workspace_tier_set(req->srv->projects, t.name, workspace)) < 0)
+            return err;
+        proj_workspace_sync(req->srv->projects, 0, t.name);
+    }
     if (keyenvs && (err = gw__tier_key_envs_put(req->srv->store, t.name, keyenvs)) < 0)
         return err;
     json_object_foreach(allow, key, val)
@@ -322,16 +336,17 @@ static int put_tier(gw_request *req, gw_response *res)
     if ((err = quota_tier_get(&t, req->srv->store, t.name)) < 0 ||
         (err = gw__tier_key_envs_json(&keyenvs, req->srv->store, t.name)) < 0)
         return err;
-    if ((err = sched_tier_disk_get(&job_disk, req->srv->sched, t.name)) < 0)
+    if ((err = sched_tier_disk_get(&job_disk, req->srv->sched, t.name)) < 0 ||
+        (err = proj_workspace_tier_get(&workspace, req->srv->projects, t.name)) < 0)
         return err;
     return gw_respond_json(
         res, 200,
-        json_pack("{s:s, s:i, s:i, s:I, s:I, s:i, s:b, s:I, s:I, s:o, s:I}", "name", t.name, "max_kernels",
+        json_pack("{s:s, s:i, s:i, s:I, s:I, s:i, s:b, s:I, s:I, s:o, s:I, s:I}", "name", t.name, "max_kernels",
                   t.max_kernels, "max_gpus_per_job", t.max_gpus_per_job, "max_session_ms",
                   (json_int_t)t.max_session_ms, "idle_timeout_ms", (json_int_t)t.idle_timeout_ms, "weight",
                   t.weight, "allow_egress", t.allow_egress, "overdraft_mcoins", (json_int_t)t.overdraft_mcoins,
                   "free_gpu_ms_per_day", (json_int_t)t.free_gpu_ms_per_day, "key_envs", keyenvs,
-                  "job_disk_bytes", (json_int_t)job_disk));
+                  "job_disk_bytes", (json_int_t)job_disk, "workspace_bytes", (json_int_t)workspace));
 }
 
 /* ---- jobs ------------------------------------------------------------------------ */

@@ -27,6 +27,7 @@ struct proj_root {
      * follows must not interleave with another write of the same user to a
      * different project. Always taken after a project stripe, never before. */
     pthread_mutex_t user_locks[PROJ_USER_STRIPES];
+    struct proj_ws *ws;           /* workspace quotas (workspace.c, proj_ws.h); NULL: none */
 };
 
 /* Access a caller needs for an operation. */

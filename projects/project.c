@@ -1,6 +1,7 @@
 /* Projects: rows in the store and their repositories (create, get, list,
  * update, delete, fork). */
 #include "proj_int.h"
+#include "proj_ws.h"
 
 #include "ed_crypto.h"
 #include "ed_error.h"
@@ -165,18 +166,20 @@ static int check_name(const char *name)
 
 static const char *vis_name(proj_visibility v) { return v == PROJ_PUBLIC ? "public" : "private"; }
 
-/* Insert the row for a repository prepared at <root>/.tmp-<id> and move the
- * directory to <root>/<id>, both or neither. On failure the temporary
- * directory is removed. */
-static int publish(proj_root *r, const proj *p, const char *tmpname)
+/* Insert the row for a repository prepared in place at <root>/<id>
+ * (proj__ws_prepare: a workspaces row, the directory, its quota tree), both
+ * or neither: on failure the directory, its tree and workspaces row are
+ * removed. A crash before the commit leaves a workspaces row without a
+ * project, which the next start removes (proj_root_set_disk). */
+static int publish(proj_root *r, const proj *p)
 {
     sqlite3_stmt *s = NULL;
     int err, rc, fd;
     int64_t size = 0;
-    bool renamed = false;
 
-    if ((fd = openat(r->dirfd, tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+    if ((fd = openat(r->dirfd, p->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
         size = proj__du(fd);
+        fsync(fd);
         close(fd);
     }
     if ((err = ed_store_begin(r->store)) < 0)
@@ -203,11 +206,6 @@ static int publish(proj_root *r, const proj *p, const char *tmpname)
     }
     sqlite3_finalize(s);
     s = NULL;
-    if (renameat(r->dirfd, tmpname, r->dirfd, p->id) < 0) {
-        err = ed_error_set(ED_EIO, "move repository into place: %s", strerror(errno));
-        goto fail_tx;
-    }
-    renamed = true;
     if ((err = ed_store_commit(r->store)) < 0)
         goto fail;
     return 0;
@@ -218,9 +216,7 @@ fail:
     {
         char msg[512];
         snprintf(msg, sizeof(msg), "%s", ed_error_last());
-        if (renamed)
-            renameat(r->dirfd, p->id, r->dirfd, tmpname);
-        proj__rm_rf(r->dirfd, tmpname);
+        proj__ws_remove(r, p->id);
         ed_error_set(err, "%s", msg); /* the cleanup must not replace the cause */
     }
     return err;
@@ -238,7 +234,7 @@ int proj_create(proj **out, proj_root *r, int64_t user_id, const char *name,
     proj p = {0};
     git_repository *repo = NULL;
     char *username = NULL, *path = NULL;
-    char tmpname[32];
+    int64_t disk_id;
     int err;
 
     *out = NULL;
@@ -258,17 +254,24 @@ int proj_create(proj **out, proj_root *r, int64_t user_id, const char *name,
     p.description = (char *)(description ? description : "");
     p.visibility = visibility;
     p.created_at = ed_now_ms();
-    snprintf(tmpname, sizeof(tmpname), ".tmp-%s", p.id);
-    if ((path = proj__repo_path(r, tmpname)) == NULL)
+    /* the directory is made in place (a quota tree's mount cannot be
+     * renamed), then the repository in it, then the row */
+    if ((err = proj__ws_prepare(r, user_id, p.id, &disk_id)) < 0)
+        return err;
+    if ((path = proj__repo_path(r, p.id)) == NULL) {
+        proj__ws_remove(r, p.id);
         return ED_ENOMEM;
+    }
     err = proj__repo_init(&repo, path);
     git_repository_free(repo);
     free(path);
     if (err < 0) {
-        proj__rm_rf(r->dirfd, tmpname);
-        return err;
+        char msg[512];
+        snprintf(msg, sizeof(msg), "%s", ed_error_last());
+        proj__ws_remove(r, p.id);
+        return ed_error_set(err, "%s", msg);
     }
-    if ((err = publish(r, &p, tmpname)) < 0)
+    if ((err = publish(r, &p)) < 0)
         return err;
     ed_log_info("projects.create", "user %lld created project %s", (long long)user_id, p.id);
     return load_row(out, r, p.id);
@@ -403,20 +406,16 @@ int proj_delete(proj_root *r, int64_t user_id, const char *id)
 {
     proj *p = NULL;
     sqlite3_stmt *s = NULL;
-    char trash[48];
-    bool moved = false;
     int err, rc;
 
     proj__lock(r, id);
     if ((err = proj__load(&p, r, user_id, id, PROJ__WRITE)) < 0)
         goto done;
-    {
-        char rnd[9];
-        ed_random_token(rnd, 8);
-        snprintf(trash, sizeof(trash), ".trash-%s-%s", id, rnd);
-    }
-    /* Row and directory go together: the directory is moved aside inside the
-     * transaction and moved back if the commit fails. */
+    /* The row goes first, with a workspaces row left behind (one exists
+     * unless the project predates workspace quotas); the directory and its
+     * quota tree (a mount cannot be renamed aside) go after the commit. A
+     * crash between leaves that workspaces row, and the next start removes
+     * what it names. */
     if ((err = ed_store_begin(r->store)) < 0)
         goto done;
     if ((err = ed_store_prepare(&s, r->store, "DELETE FROM projects WHERE id = ?1")) < 0)
@@ -426,19 +425,11 @@ int proj_delete(proj_root *r, int64_t user_id, const char *id)
         err = ed_store_error(sqlite3_db_handle(s), rc, "delete project");
         goto rollback;
     }
-    if (renameat(r->dirfd, id, r->dirfd, trash) == 0)
-        moved = true;
-    else if (errno != ENOENT) {
-        err = ed_error_set(ED_EIO, "move repository aside: %s", strerror(errno));
+    if ((err = proj__ws_mark(r, id)) < 0)
         goto rollback;
-    }
-    if ((err = ed_store_commit(r->store)) < 0) {
-        if (moved)
-            renameat(r->dirfd, trash, r->dirfd, id);
+    if ((err = ed_store_commit(r->store)) < 0)
         goto done;
-    }
-    if (moved && proj__rm_rf(r->dirfd, trash) < 0)
-        ed_log_warn("projects.delete", "%s: %s (swept at next start)", trash, ed_error_last());
+    proj__ws_remove(r, id);
     ed_log_info("projects.delete", "user %lld deleted project %s", (long long)user_id, id);
     goto done;
 rollback:
@@ -513,7 +504,7 @@ int proj_fork(proj **out, proj_root *r, int64_t user_id, const char *id)
     proj *src = NULL, p = {0};
     git_repository *from = NULL, *to = NULL;
     char *username = NULL, *path = NULL;
-    char tmpname[32];
+    int64_t disk_id;
     int err;
 
     *out = NULL;
@@ -532,21 +523,29 @@ int proj_fork(proj **out, proj_root *r, int64_t user_id, const char *id)
     p.visibility = PROJ_PRIVATE;
     snprintf(p.forked_from, sizeof(p.forked_from), "%s", src->id);
     p.created_at = ed_now_ms();
-    snprintf(tmpname, sizeof(tmpname), ".tmp-%s", p.id);
-    if ((path = proj__repo_path(r, tmpname)) == NULL) {
+    if ((err = proj__repo_open(&from, r, id)) < 0)
+        goto unlock_user;
+    /* in place, as proj_create: the fork's tree (its owner's limit) first,
+     * so the checkout counts toward it */
+    if ((err = proj__ws_prepare(r, user_id, p.id, &disk_id)) < 0)
+        goto unlock_user;
+    if ((path = proj__repo_path(r, p.id)) == NULL) {
+        proj__ws_remove(r, p.id);
         err = ED_ENOMEM;
         goto unlock_user;
     }
-    if ((err = proj__repo_open(&from, r, id)) < 0 || (err = proj__repo_init(&to, path)) < 0 ||
-        (err = copy_history(to, from)) < 0) {
+    if ((err = proj__repo_init(&to, path)) < 0 || (err = copy_history(to, from)) < 0) {
+        char msg[512];
+        snprintf(msg, sizeof(msg), "%s", ed_error_last());
         git_repository_free(to);
         to = NULL;
-        proj__rm_rf(r->dirfd, tmpname);
+        proj__ws_remove(r, p.id);
+        ed_error_set(err, "%s", msg);
         goto unlock_user;
     }
     git_repository_free(to);
     to = NULL;
-    if ((err = publish(r, &p, tmpname)) < 0)
+    if ((err = publish(r, &p)) < 0)
         goto unlock_user;
     ed_log_info("projects.fork", "user %lld forked %s into %s", (long long)user_id, id, p.id);
     err = load_row(out, r, p.id);

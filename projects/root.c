@@ -1,6 +1,7 @@
 /* The projects root: directory, libgit2 set-up, striped locks, and the
  * filesystem and store helpers the other files share. */
 #include "proj_int.h"
+#include "proj_ws.h"
 
 #include "ed_error.h"
 #include "ed_fs.h"
@@ -128,6 +129,7 @@ void proj_root_free(proj_root *r)
         pthread_mutex_destroy(&r->proj_locks[i]);
     for (int i = 0; i < PROJ_USER_STRIPES; i++)
         pthread_mutex_destroy(&r->user_locks[i]);
+    proj__ws_free(r->ws);
     close(r->dirfd);
     free(r->dir);
     free(r);
@@ -171,10 +173,14 @@ char *proj__repo_path(proj_root *r, const char *id)
 
 int proj__open_dir(int *out_fd, proj_root *r, const char *id)
 {
-    int fd = openat(r->dirfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd, err;
 
     *out_fd = -1;
-    if (fd < 0) {
+    /* a workspace tree is attached (mounted again, its limit set) first:
+     * under the loop mechanisms the directory is empty until then */
+    if ((err = proj__ws_attach(r, id)) < 0)
+        return err;
+    if ((fd = openat(r->dirfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
         if (errno == ENOENT)
             return ed_error_set(ED_ENOTFOUND, "project %s has no repository", id);
         return ed_error_set(ED_EIO, "open project %s: %s", id, strerror(errno));
@@ -350,6 +356,10 @@ int proj__repo_open(git_repository **out, proj_root *r, const char *id)
     *out = NULL;
     if (path == NULL)
         return ED_ENOMEM;
+    if ((rc = proj__ws_attach(r, id)) < 0) {
+        free(path);
+        return rc;
+    }
     rc = git_repository_open_ext(out, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
     free(path);
     if (rc == GIT_ENOTFOUND)

@@ -104,6 +104,11 @@ void sched__disk_close(sched *s)
     s->disk = NULL;
 }
 
+const struct sbx_disk *sched_disk(sched *s)
+{
+    return s ? s->disk : NULL;
+}
+
 /* The tier's job disk limit (0: none). */
 static int tier_limit(int64_t *out, sched *s, const char *tier)
 {

@@ -199,6 +199,10 @@ int sched_tier_put(sched *s, const char *name, const sched_tier_update *u);
 int sched_tier_disk_get(int64_t *out, sched *s, const char *tier);
 int sched_tier_disk_set(sched *s, const char *tier, int64_t job_disk_bytes);
 
+/* The disk quota mechanism probed at sched_open (sandbox/sbx.h), for other
+ * trees of the same data directory (project workspaces); NULL before. */
+const struct sbx_disk *sched_disk(sched *s);
+
 /* ---- jobs ---- */
 
 #define SCHED_FAILURE_REASONS "user_error, timeout, out_of_memory, out_of_funds, key_budget, suspended, preempted, " \
