@@ -378,6 +378,76 @@ START_TEST(job_runs_and_its_trees_come_back_to_the_server)
 }
 END_TEST
 
+/* A project's working tree (SBX_BIND_IDMAP | SBX_BIND_HIDE_GIT) through
+ * the launcher: the job sees the server's files as its own, writes them,
+ * and what it creates stays the server's on disk (never the slot's); no
+ * tree_give. Idmap is refused on a read-only bind and on a bind outside
+ * the data directory. The launcher answers IDMAP_PROBE for its data
+ * directory. */
+START_TEST(idmapped_tree_stays_the_servers)
+{
+    char *argv[] = {"/bin/sh", "-c",
+                    "set -e; cd /home/aistudio/work; test \"$(stat -c %u f.txt)\" = 1000; "
+                    "echo more >> f.txt; echo new > new.txt; mkdir d; touch d/x; "
+                    "test -z \"$(ls -A .git)\"; ! touch .git/y 2>/dev/null", NULL};
+    char work[160], path[200], why[256];
+    sbx_slot *slot = NULL;
+    sbx_job *j = NULL;
+    sbx_spec s;
+    struct stat sb;
+    sbx_usage u;
+    int fd;
+
+    start();
+    use_launcher();
+    ck_assert_msg(sbx_idmap_probe("/ignored", why, sizeof(why)) == 1, "%s", why);
+    snprintf(work, sizeof(work), "%s/p", data);
+    ck_assert_int_eq(mkdir(work, 0700), 0);
+    snprintf(path, sizeof(path), "%s/.git", work);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    snprintf(path, sizeof(path), "%s/f.txt", work);
+    ck_assert_int_ge(fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644), 0);
+    ck_assert_int_eq(write(fd, "one\n", 4), 4);
+    close(fd);
+    ck_assert_int_eq(sbx_slot_claim(&slot, "/ignored", 1, 1), 0);
+    /* refused: idmap read-only, idmap outside the data directory */
+    sbx_bind bad = {work, "/home/aistudio/work", SBX_BIND_IDMAP};
+    spec(&s, argv, sbx_slot_uid(slot));
+    s.ro = &bad;
+    s.n_ro = 1;
+    ck_assert_int_eq(sbx_launch(&j, &s), ED_EINVAL);
+    bad.src = ro;
+    spec(&s, argv, sbx_slot_uid(slot));
+    s.rw = &bad;
+    s.n_rw = 1;
+    ck_assert_int_eq(sbx_launch(&j, &s), ED_EPERM);
+    ck_assert_ptr_null(j);
+    sbx_bind b = {work, "/home/aistudio/work", SBX_BIND_IDMAP | SBX_BIND_HIDE_GIT};
+    spec(&s, argv, sbx_slot_uid(slot));
+    s.rw = &b;
+    s.n_rw = 1;
+    ck_assert_msg(sbx_launch(&j, &s) == 0, "%s", ed_error_last());
+    ck_assert_int_eq(sbx_job_wait(j, -1, &u), 0);
+    ck_assert_msg(u.exited && u.exit_code == 0, "exit %d sig %d", u.exit_code, u.term_signal);
+    static const char *const mine[] = {"f.txt", "new.txt", "d", "d/x", ""};
+    for (size_t i = 0; i < sizeof(mine) / sizeof(mine[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", work, mine[i]);
+        ck_assert_int_eq(lstat(path, &sb), 0);
+        ck_assert_msg(sb.st_uid == SERVER_UID && sb.st_gid == SERVER_UID, "%s is %u:%u", path,
+                      (unsigned)sb.st_uid, (unsigned)sb.st_gid);
+    }
+    snprintf(path, sizeof(path), "%s/f.txt", work);
+    ck_assert_int_ge(fd = open(path, O_RDONLY), 0);
+    char buf[16] = {0};
+    ck_assert_int_eq(read(fd, buf, sizeof(buf)), 9);
+    close(fd);
+    ck_assert_str_eq(buf, "one\nmore\n");
+    sbx_job_free(j);
+    sbx_slot_free(slot);
+    ck_assert_int_eq(stop(), 0);
+}
+END_TEST
+
 START_TEST(signals_and_kill_go_through_the_launcher)
 {
     char *argv[] = {"/bin/sleep", "1000", NULL};
@@ -710,6 +780,7 @@ int main(void)
     tcase_add_test(t, uid_zero_and_uids_not_handed_out_are_refused);
     tcase_add_test(t, binds_outside_the_roots_are_refused);
     tcase_add_test(t, job_runs_and_its_trees_come_back_to_the_server);
+    tcase_add_test(t, idmapped_tree_stays_the_servers);
     tcase_add_test(t, signals_and_kill_go_through_the_launcher);
     tcase_add_test(t, closing_the_socket_kills_every_job_and_ends_the_launcher);
     tcase_add_test(t, a_dead_launcher_fails_every_call_loudly);

@@ -98,6 +98,16 @@ START_TEST(spec_rejects_bad_binds)
     ck_assert_int_eq(launch_err(&s), ED_EINVAL);
     b = (sbx_bind){"/usr", "/", 0};
     ck_assert_int_eq(launch_err(&s), ED_EINVAL);
+    b = (sbx_bind){"/usr", "/x", 0x80};             /* an unknown flag */
+    ck_assert_int_eq(launch_err(&s), ED_EINVAL);
+    b = (sbx_bind){"/usr", "/x", SBX_BIND_IDMAP};   /* only read-write binds are idmapped */
+    ck_assert_int_eq(launch_err(&s), ED_EINVAL);
+    s.ro = NULL;
+    s.n_ro = 0;
+    s.rw = &b;
+    s.n_rw = 1;
+    b = (sbx_bind){"/etc/hostname", "/x", SBX_BIND_HIDE_GIT};   /* a file has no .git */
+    ck_assert_int_eq(launch_err(&s), ED_EINVAL);
 }
 END_TEST
 
