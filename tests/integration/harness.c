@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1219,4 +1220,25 @@ void it_ws_close(it_ws *c)
     free(c->buf);
     c->buf = NULL;
     c->len = c->cap = 0;
+}
+
+int it_fds_reserve(unsigned long need, char *why, size_t n)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+        snprintf(why, n, "getrlimit: %s", strerror(errno));
+        return -1;
+    }
+    if (rl.rlim_cur < need && rl.rlim_max != rl.rlim_cur) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur < need) {
+        snprintf(why, n, "RLIMIT_NOFILE %llu is below the %lu this test needs", (unsigned long long)rl.rlim_cur,
+                 need);
+        return -1;
+    }
+    return 0;
 }

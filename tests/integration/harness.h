@@ -266,6 +266,12 @@ json_t *it_kernel_events(it_server *s, const char *const *hdrs, const char *kid,
 const char *it_msg_type(const json_t *m);
 const char *it_msg_parent(const json_t *m);
 
+/* A test that holds many sockets: raise this process's open-file limit
+ * (RLIMIT_NOFILE) to its hard limit when it is below `need`. 0 when it is
+ * at least `need` then, else -1 with the reason in `why` (for a "SKIP: ..."
+ * line and exit 77). */
+int it_fds_reserve(unsigned long need, char *why, size_t n);
+
 /* ---- a small WebSocket client (RFC 6455) ----------------------------------------- */
 
 /* One client connection: what came from the server and was not yet read. */
