@@ -35,7 +35,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -336,34 +335,17 @@ START_TEST(trusted_proxy_is_exempt_from_the_per_address_cap)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("slowloris");
-    TCase *t = tcase_create("slowloris");
-
-    tcase_set_timeout(t, 180);
-    tcase_add_test(t, header_deadline_applies_per_request_on_a_kept_alive_connection);
-    tcase_add_test(t, many_slow_clients_from_many_addresses_do_not_lock_others_out);
-    tcase_add_test(t, trusted_proxy_is_exempt_from_the_per_address_cap);
-    suite_add_tcase(s, t);
-    return s;
-}
-
 int main(void)
 {
-    struct rlimit rl;
+    const TTest *tests[] = {header_deadline_applies_per_request_on_a_kept_alive_connection,
+                            many_slow_clients_from_many_addresses_do_not_lock_others_out,
+                            trusted_proxy_is_exempt_from_the_per_address_cap, NULL};
+    char why[200];
     int probe;
 
     /* The attack holds 1,250 client sockets in this process. */
-    getrlimit(RLIMIT_NOFILE, &rl);
-    if (rl.rlim_cur < N_CONNS + 200 && rl.rlim_max != rl.rlim_cur) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-        getrlimit(RLIMIT_NOFILE, &rl);
-    }
-    if (rl.rlim_cur < N_CONNS + 200) {
-        fprintf(stderr, "SKIP: RLIMIT_NOFILE %llu is too low for %d client sockets\n",
-                (unsigned long long)rl.rlim_cur, N_CONNS);
+    if (it_fds_reserve(N_CONNS + 200, why, sizeof(why)) < 0) {
+        fprintf(stderr, "SKIP: %s for %d client sockets\n", why, N_CONNS);
         return 77;
     }
     /* Loopback aliases: a socket bound to 127.0.0.26 (Linux routes all of
@@ -379,5 +361,5 @@ int main(void)
         }
         close(probe);
     }
-    return it_suite_run(suite());
+    return it_tests_run("slowloris", 180, NULL, NULL, tests);
 }

@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -224,21 +223,12 @@ END_TEST
 
 int main(void)
 {
-    struct rlimit rl;
+    const TTest *tests[] = {six_hundred_websockets_share_a_few_threads, NULL};
+    char why[200];
 
-    getrlimit(RLIMIT_NOFILE, &rl);
-    if (rl.rlim_cur < N_WS + 200 && rl.rlim_max != rl.rlim_cur) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-        getrlimit(RLIMIT_NOFILE, &rl);
-    }
-    if (rl.rlim_cur < N_WS + 200) {
-        fprintf(stderr, "SKIP: RLIMIT_NOFILE %llu is too low for %d WebSockets\n",
-                (unsigned long long)rl.rlim_cur, N_WS);
+    if (it_fds_reserve(N_WS + 200, why, sizeof(why)) < 0) {
+        fprintf(stderr, "SKIP: %s for %d WebSockets\n", why, N_WS);
         return 77;
     }
-    {
-        const TTest *tests[] = {six_hundred_websockets_share_a_few_threads, NULL};
-        return it_tests_run("ws_scale", 240, NULL, NULL, tests);
-    }
+    return it_tests_run("ws_scale", 240, NULL, NULL, tests);
 }
