@@ -20,6 +20,7 @@
 
 #include "kr.h"
 #include "proj.h"
+#include "proj_ws.h"
 #include "sched.h"
 
 #include "ed_error.h"
@@ -439,51 +440,61 @@ static void fold_apply_locked(kh_k *k, const json_t *m, size_t len)
     }
 }
 
-/* Write the cell's outputs into the working-tree notebook. Logged on failure. */
+/* Write the cell's outputs into the working-tree notebook. Logged on failure.
+ * The notebook is also written by the editor (autosave) and by code in the
+ * kernel: the write is conditional on the ETag read, and a write that lands
+ * in between makes us read again and fold into the newer text, so neither
+ * side's cells nor outputs are lost. */
+enum { FOLD_ATTEMPTS = 8 };
+
 static void fold_write(kh_hub *h, int64_t user_id, const char *project, const char *path, const char *cell_id,
                        json_t *outputs, int exec_count)
 {
-    char *buf = NULL, *text = NULL;
-    size_t len = 0;
-    json_t *nb = NULL, *cells, *cell;
-    size_t i;
-    bool found = false;
-    int err;
+    int err = 0;
 
-    if ((err = proj_file_read(&buf, &len, h->srv->projects, user_id, project, path, NULL)) < 0)
-        goto out;
-    if ((err = ed_json_parse_object(&nb, buf, len)) < 0)
-        goto out;
-    cells = json_object_get(nb, "cells");
-    json_array_foreach(cells, i, cell) {
-        const char *cid = json_string_value(json_object_get(cell, "id"));
-        if (cid && strcmp(cid, cell_id) == 0) {
-            if (strcmp(json_string_value(json_object_get(cell, "cell_type")) ?: "", "code") != 0) {
-                err = ed_error_set(ED_EUNPROC, "cell %s is not a code cell", cell_id);
-                goto out;
+    for (int attempt = 0; attempt < FOLD_ATTEMPTS; attempt++) {
+        char *buf = NULL, *text = NULL, etag[PROJ_ETAG_LEN + 1];
+        size_t len = 0;
+        json_t *nb = NULL, *cells, *cell;
+        size_t i;
+        bool found = false;
+
+        if ((err = proj_file_read_etag(&buf, &len, etag, h->srv->projects, user_id, project, path, NULL)) < 0 ||
+            (err = ed_json_parse_object(&nb, buf, len)) < 0)
+            goto next;
+        cells = json_object_get(nb, "cells");
+        json_array_foreach(cells, i, cell) {
+            const char *cid = json_string_value(json_object_get(cell, "id"));
+            if (cid && strcmp(cid, cell_id) == 0) {
+                if (strcmp(json_string_value(json_object_get(cell, "cell_type")) ?: "", "code") != 0) {
+                    err = ed_error_set(ED_EUNPROC, "cell %s is not a code cell", cell_id);
+                    goto next;
+                }
+                json_object_set(cell, "outputs", outputs);
+                json_object_set_new(cell, "execution_count", exec_count > 0 ? json_integer(exec_count) : json_null());
+                found = true;
+                break;
             }
-            json_object_set(cell, "outputs", outputs);
-            json_object_set_new(cell, "execution_count", exec_count > 0 ? json_integer(exec_count) : json_null());
-            found = true;
-            break;
         }
+        if (!found) {
+            err = ed_error_set(ED_ENOTFOUND, "no cell with id %s", cell_id);
+            goto next;
+        }
+        if ((text = json_dumps(nb, JSON_INDENT(1) | JSON_PRESERVE_ORDER)) == NULL) {
+            err = ed_error_set(ED_ENOMEM, "notebook");
+            goto next;
+        }
+        err = proj_file_write_if(NULL, NULL, h->srv->projects, user_id, project, path, text, strlen(text), etag);
+    next:
+        free(buf);
+        free(text);
+        json_decref(nb);
+        if (err != ED_EPRECOND)
+            break;   /* written, or failed for a reason another read will not change */
     }
-    if (!found) {
-        err = ed_error_set(ED_ENOTFOUND, "no cell with id %s", cell_id);
-        goto out;
-    }
-    if ((text = json_dumps(nb, JSON_INDENT(1) | JSON_PRESERVE_ORDER)) == NULL) {
-        err = ed_error_set(ED_ENOMEM, "notebook");
-        goto out;
-    }
-    err = proj_file_write(NULL, NULL, h->srv->projects, user_id, project, path, text, strlen(text));
-out:
     if (err < 0)
         ed_log_warn("kernel.fold", "cannot fold outputs into %s (cell %s) of project %s: %s", path, cell_id,
                     project, ed_error_last());
-    free(buf);
-    free(text);
-    json_decref(nb);
 }
 
 /* Write the folds that are due (outside mu). */
@@ -1433,6 +1444,11 @@ static int submit_job(sched_job_info *j, kh_hub *h, const kh_k *k)
                             "a project of your own (fork this one)");
     }
     proj_free(p);
+    /* its workspace quota tree attached (mounted again after a restart, its
+     * tier's limit set) before the tree is bound; 422 where the tier has a
+     * workspace limit and the host no disk quota mechanism (proj_ws.h) */
+    if ((err = proj_workspace_attach(h->srv->projects, k->user_id, k->project_id)) < 0)
+        return err;
     memset(&sp, 0, sizeof(sp));
     sp.user_id = k->user_id;
     sp.tier = k->tier;
