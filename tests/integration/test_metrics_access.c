@@ -37,40 +37,27 @@ static long get_metrics(const char *const *headers)
  * (cookie and an admin-scoped API key). */
 static void start(const char *mode)
 {
-    char env_mode[64], csrf[300], *cookie = NULL, *token = NULL;
+    char env_mode[64];
     const char *env[] = {"EDDY_TRUSTED_PROXIES=127.0.0.1", NULL, NULL};
-    const char *h[3];
-    it_resp r;
+    char *const argv[] = {"eddy", "admin", "set-role", "--data", S.data_dir, "--username", "boss", "--role", "admin",
+                          NULL};
+    it_user plain, boss;
+    it_key k;
 
     snprintf(env_mode, sizeof(env_mode), "%s%s", mode[0] ? "EDDY_METRICS_ACCESS=" : "", mode);
     env[1] = mode[0] ? env_mode : NULL;
     ck_assert_int_eq(it_server_start(&S, env), 0);
-    ck_assert_int_eq(it_signup_login(&S, "plain", "correct horse 1", &cookie, &token), 0);
-    snprintf(user_cookie, sizeof(user_cookie), "Cookie: %s", cookie);
-    free(cookie);
-    free(token);
-    ck_assert_int_eq(it_signup_login(&S, "boss", "correct horse 2", &cookie, &token), 0);
-    free(cookie);
-    free(token);
-    {
-        char *const argv[] = {"eddy", "admin", "set-role", "--data", S.data_dir, "--username",
-                              "boss", "--role", "admin", NULL};
-        ck_assert_int_eq(it_eddy_status(argv), 0);
-    }
-    ck_assert_int_eq(it_login(&S, "boss", "correct horse 2", admin_cookie, sizeof(admin_cookie),
-                              csrf, sizeof(csrf)),
+    ck_assert_int_eq(it_user_make(&plain, &S, NULL, NULL, "plain", 0), 0);
+    snprintf(user_cookie, sizeof(user_cookie), "%s", plain.cookie);
+    ck_assert_int_eq(it_user_make(&boss, &S, NULL, NULL, "boss", 0), 0);
+    ck_assert_int_eq(it_eddy_status(argv), 0);
+    /* logged in again as the admin it now is */
+    ck_assert_int_eq(it_login(&S, boss.name, boss.pw, boss.cookie, sizeof(boss.cookie), boss.csrf, sizeof(boss.csrf)),
                      0);
-    h[0] = admin_cookie;
-    h[1] = csrf;
-    h[2] = NULL;
-    ck_assert_int_eq(it_request(&r, &S, "POST", "/api/v1/keys",
-                                "{\"name\":\"ops\",\"env\":\"prod\",\"scopes\":[\"read\",\"admin\"]}",
-                                h),
+    snprintf(admin_cookie, sizeof(admin_cookie), "%s", boss.cookie);
+    ck_assert_int_eq(it_key_make(&k, &S, boss.hdrs, "{\"name\":\"ops\",\"env\":\"prod\",\"scopes\":[\"read\",\"admin\"]}"),
                      0);
-    ck_assert_msg(r.status == 201, "admin key: %ld %s", r.status, r.body);
-    snprintf(admin_key_hdr, sizeof(admin_key_hdr), "Authorization: Bearer %s",
-             json_string_value(json_object_get(r.json, "key")));
-    it_resp_free(&r);
+    snprintf(admin_key_hdr, sizeof(admin_key_hdr), "%s", k.auth);
 }
 
 START_TEST(loopback_default_refuses_remote_anonymous_and_users_serves_admins)
@@ -130,21 +117,10 @@ START_TEST(a_bad_metrics_access_value_stops_the_server_from_starting)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("metrics_access");
-    TCase *t = tcase_create("metrics_access");
-
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, loopback_default_refuses_remote_anonymous_and_users_serves_admins);
-    tcase_add_test(t, admin_mode_refuses_even_loopback_without_an_admin);
-    tcase_add_test(t, public_mode_serves_anyone);
-    tcase_add_test(t, a_bad_metrics_access_value_stops_the_server_from_starting);
-    suite_add_tcase(s, t);
-    return s;
-}
-
 int main(void)
 {
-    return it_suite_run(suite());
+    const TTest *tests[] = {loopback_default_refuses_remote_anonymous_and_users_serves_admins,
+                            admin_mode_refuses_even_loopback_without_an_admin, public_mode_serves_anyone,
+                            a_bad_metrics_access_value_stops_the_server_from_starting, NULL};
+    return it_tests_run("metrics_access", 120, NULL, NULL, tests);
 }
