@@ -209,6 +209,7 @@ static int status_code(long status)
     case 403: return ED_EPERM;
     case 404: return ED_ENOTFOUND;
     case 409: return ED_ECONFLICT;
+    case 412: return ED_EPRECOND;
     case 413: return ED_ETOOBIG;
     case 422: return ED_EUNPROC;
     case 429: return ED_ELIMIT;

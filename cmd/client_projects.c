@@ -50,7 +50,13 @@ static const cli_col file_cols[] = {
 static const cli_col version_cols[] = {
     {"ID", "id", CLI_FMT_TEXT},           {"MESSAGE", "message", CLI_FMT_TEXT},
     {"AUTHOR", "author", CLI_FMT_TEXT},   {"CREATED", "created_at", CLI_FMT_TEXT},
-    {"FILES", "nfiles", CLI_FMT_TEXT},
+    {"FILES", "nfiles", CLI_FMT_TEXT},    {"LARGE", "nlarge", CLI_FMT_TEXT},
+};
+
+/* a version's large_files: kept out of git, listed with size and sha256 */
+static const cli_col large_cols[] = {
+    {"LARGE FILE (NOT VERSIONED)", "path", CLI_FMT_TEXT}, {"SIZE", "size", CLI_FMT_BYTES},
+    {"WHY", "reason", CLI_FMT_TEXT}, {"SHA256", "sha256", CLI_FMT_TEXT},
 };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -557,14 +563,14 @@ static int files_usage(void)
 {
     fprintf(stderr, "usage: eddy files PROJECT [ls]\n"
                     "       eddy files PROJECT cat PATH [--version V]\n"
-                    "       eddy files PROJECT put PATH FILE\n"
+                    "       eddy files PROJECT put PATH FILE [--if-match ETAG]\n"
                     "       eddy files PROJECT rm PATH\n");
     return CLI_EXIT_USAGE;
 }
 
 static int run_files(int argc, char **argv, const cli_globals *g)
 {
-    const char *sub = argc > 2 ? argv[2] : "ls", *version = NULL;
+    const char *sub = argc > 2 ? argv[2] : "ls", *version = NULL, *if_match = NULL;
     char id[64], path[4700];
     char *esc = NULL, *buf = NULL;
     size_t len = 0;
@@ -579,6 +585,9 @@ static int run_files(int argc, char **argv, const cli_globals *g)
          : strcmp(sub, "put") == 0 ? 5 : -1;
     if (strcmp(sub, "cat") == 0 && argc == 6 && strcmp(argv[4], "--version") == 0)
         version = argv[5];
+    else if (strcmp(sub, "put") == 0 && argc == 7 && strcmp(argv[5], "--if-match") == 0 &&
+             argv[6][0] != '\0' && strlen(argv[6]) < 200 && !strpbrk(argv[6], "\r\n"))
+        if_match = argv[6];   /* the ETag a read gave ("etag" in --json output) */
     else if (want < 0 || (argc != want && !(want == 3 && argc == 2)))
         return files_usage();
     if (want > 3 && (argv[3][0] == '\0' || (esc = cli_escape(argv[3], true)) == NULL))
@@ -610,13 +619,30 @@ static int run_files(int argc, char **argv, const cli_globals *g)
         if (r.body.len && fwrite(r.body.data, 1, r.body.len, stdout) != r.body.len)
             err = ed_error_set(ED_EIO, "cannot write to stdout");
     } else if (strcmp(sub, "put") == 0) {
+        char hdr[256];
+        const char *hdrs[] = {hdr, NULL};
         snprintf(path, sizeof(path), "/api/v1/projects/%s/files/%s", id, esc);
-        if ((err = cli_call(&r, c, "PUT", path, buf, len, "application/octet-stream", 0)) < 0)
+        if (if_match) {
+            /* HTTP quotes entity tags; accept the bare hex as --json prints it */
+            snprintf(hdr, sizeof(hdr), if_match[0] == '"' || strcmp(if_match, "*") == 0
+                                           ? "If-Match: %s" : "If-Match: \"%s\"", if_match);
+            if ((err = cli_set_headers(c, hdrs)) < 0)
+                goto out;
+        }
+        err = cli_call(&r, c, "PUT", path, buf, len, "application/octet-stream", 0);
+        if (if_match)
+            cli_set_headers(c, NULL);
+        if (err < 0) {
+            if (r.status == 412)
+                fprintf(stderr, "eddy: %s changed on the server since that ETag; read it again "
+                                "(eddy files %s cat %s) and retry\n", argv[3], argv[1], argv[3]);
             goto out;
+        }
         if (g->json)
             cli_print_raw(&r);
         else
-            printf("%s %s (%zu bytes).\n", r.status == 201 ? "Created" : "Updated", argv[3], len);
+            printf("%s %s (%zu bytes), etag %s.\n", r.status == 201 ? "Created" : "Updated",
+                   argv[3], len, json_string_value(json_object_get(r.json, "etag")) ?: "-");
     } else {
         snprintf(path, sizeof(path), "/api/v1/projects/%s/files/%s", id, esc);
         if ((err = cli_call(&r, c, "DELETE", path, NULL, 0, NULL, 0)) == 0)
@@ -636,13 +662,34 @@ static int versions_usage(void)
 {
     fprintf(stderr, "usage: eddy versions PROJECT [list]\n"
                     "       eddy versions PROJECT create MESSAGE\n"
-                    "       eddy versions PROJECT restore VERSION\n");
+                    "       eddy versions PROJECT show VERSION\n"
+                    "       eddy versions PROJECT restore VERSION [--mode keep_untracked|exact]\n"
+                    "  restore writes the version's files over the working tree after saving\n"
+                    "  unsaved work as an autosave version. keep_untracked (default) keeps\n"
+                    "  files the version lacks; exact removes them, except large and\n"
+                    "  .eddyignore'd files, which no version holds.\n");
     return CLI_EXIT_USAGE;
+}
+
+/* The large files of version `v`, if any, as a table after a blank line. */
+static void print_large(const json_t *v)
+{
+    const json_t *l = json_object_get(v, "large_files");
+
+    if (json_array_size(l) == 0)
+        return;
+    printf("\n");
+    cli_print_table(l, large_cols, N(large_cols));
+}
+
+static bool version_ref_ok(const char *s)
+{
+    return strlen(s) >= 7 && strlen(s) <= 40 && strspn(s, "0123456789abcdef") == strlen(s);
 }
 
 static int run_versions(int argc, char **argv, const cli_globals *g)
 {
-    const char *sub = argc > 2 ? argv[2] : "list";
+    const char *sub = argc > 2 ? argv[2] : "list", *mode = NULL;
     char id[64], path[400];
     cli *c = NULL;
     cli_resp r = {0};
@@ -650,14 +697,19 @@ static int run_versions(int argc, char **argv, const cli_globals *g)
     size_t i;
     int err;
 
+    if (argc >= 4 && strcmp(sub, "restore") == 0 && argc == 6 && strcmp(argv[4], "--mode") == 0)
+        mode = argv[5];
     if (argc < 2 || (strcmp(sub, "list") == 0 && argc > 3) ||
-        ((strcmp(sub, "create") == 0 || strcmp(sub, "restore") == 0) && argc != 4) ||
-        (strcmp(sub, "list") && strcmp(sub, "create") && strcmp(sub, "restore")))
+        ((strcmp(sub, "create") == 0 || strcmp(sub, "show") == 0) && argc != 4) ||
+        (strcmp(sub, "restore") == 0 && argc != 4 && mode == NULL) ||
+        (strcmp(sub, "list") && strcmp(sub, "create") && strcmp(sub, "restore") && strcmp(sub, "show")))
         return versions_usage();
+    if (mode && strcmp(mode, "keep_untracked") != 0 && strcmp(mode, "exact") != 0)
+        return cli_report(ed_error_set(CLI_EUSAGE, "--mode must be keep_untracked or exact, not '%s'",
+                                       mode));
     if (strcmp(sub, "create") == 0 && argv[3][0] == '\0')
         return cli_report(ed_error_set(CLI_EUSAGE, "the version message must not be empty"));
-    if (strcmp(sub, "restore") == 0 &&
-        (strlen(argv[3]) < 7 || strlen(argv[3]) > 40 || strspn(argv[3], "0123456789abcdef") != strlen(argv[3])))
+    if ((strcmp(sub, "restore") == 0 || strcmp(sub, "show") == 0) && !version_ref_ok(argv[3]))
         return cli_report(ed_error_set(CLI_EUSAGE, "version '%s' must be a commit id (at least 7 hex digits)",
                                        argv[3]));
     if ((err = cli_open(&c, g->url, true)) < 0 || (err = cli_project_resolve(id, sizeof(id), c, argv[1])) < 0)
@@ -671,8 +723,11 @@ static int run_versions(int argc, char **argv, const cli_globals *g)
             cli_print_raw(&r);
             goto out;
         }
-        json_array_foreach(json_object_get(r.json, "items"), i, e)
+        json_array_foreach(json_object_get(r.json, "items"), i, e) {
             json_object_set_new(e, "nfiles", json_integer((json_int_t)json_array_size(json_object_get(e, "files"))));
+            json_object_set_new(e, "nlarge",
+                                json_integer((json_int_t)json_array_size(json_object_get(e, "large_files"))));
+        }
         cli_print_table(json_object_get(r.json, "items"), version_cols, N(version_cols));
     } else if (strcmp(sub, "create") == 0) {
         if ((err = create_version(c, id, argv[3], &v)) < 0)
@@ -682,23 +737,59 @@ static int run_versions(int argc, char **argv, const cli_globals *g)
             printf("%s\n", s ? s : "null");
             free(s);
         } else {
-            printf("Created version %s (%zu files).\n", json_string_value(json_object_get(v, "id")) ?: "?",
+            size_t nl = json_array_size(json_object_get(v, "large_files"));
+            printf("Created version %s (%zu files", json_string_value(json_object_get(v, "id")) ?: "?",
                    json_array_size(json_object_get(v, "files")));
+            if (nl)
+                printf("; %zu large or ignored file%s not versioned", nl, nl == 1 ? "" : "s");
+            printf(").\n");
+            print_large(v);
         }
+    } else if (strcmp(sub, "show") == 0) {
+        json_t *f;
+        if ((err = find_version(&v, c, id, argv[3])) < 0)
+            goto out;
+        if (g->json) {
+            char *s = json_dumps(v, JSON_COMPACT);
+            printf("%s\n", s ? s : "null");
+            free(s);
+            goto out;
+        }
+        printf("Version %s by %s, %s\n%s\n\nFILES\n", json_string_value(json_object_get(v, "id")) ?: "?",
+               json_string_value(json_object_get(v, "author")) ?: "?",
+               json_string_value(json_object_get(v, "created_at")) ?: "?",
+               json_string_value(json_object_get(v, "message")) ?: "");
+        json_array_foreach(json_object_get(v, "files"), i, f)
+            printf("%s\n", json_string_value(f) ?: "?");
+        print_large(v);
     } else {
+        json_t *body;
+        char *text = NULL;
         if ((err = find_version(&v, c, id, argv[3])) < 0)
             goto out;
         snprintf(path, sizeof(path), "/api/v1/projects/%s/versions/%s/restore", id,
                  json_string_value(json_object_get(v, "id")));
-        if ((err = cli_call(&r, c, "POST", path, NULL, 0, NULL, 0)) < 0)
+        body = json_pack("{s:s}", "mode", mode ? mode : "keep_untracked");
+        text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        json_decref(body);
+        if (text == NULL) {
+            err = ed_error_set(ED_ENOMEM, "request body");
+            goto out;
+        }
+        err = cli_call(&r, c, "POST", path, text, strlen(text), "application/json", 0);
+        free(text);
+        if (err < 0)
             goto out;
         if (g->json) {
             cli_print_raw(&r);
         } else {
             const char *auto_id = json_string_value(json_object_get(json_object_get(r.json, "autosave"), "id"));
-            printf("Restored version %s.\n", json_string_value(json_object_get(v, "id")));
+            printf("Restored version %s (%s).\n", json_string_value(json_object_get(v, "id")),
+                   json_string_value(json_object_get(r.json, "mode")) ?: (mode ? mode : "keep_untracked"));
             if (auto_id)
                 printf("Unsaved changes were kept as version %s.\n", auto_id);
+            if (json_array_size(json_object_get(json_object_get(r.json, "restored"), "large_files")))
+                printf("Large files are not in versions and were left as they are.\n");
         }
     }
 out:

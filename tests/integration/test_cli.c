@@ -593,6 +593,80 @@ START_TEST(admin_remote_is_refused_without_the_admin_role_or_scope)
 }
 END_TEST
 
+START_TEST(files_if_match_versions_large_files_and_restore_modes)
+{
+    run_out o;
+    char f1[200], f2[200], big[200], etag[80], vid[64];
+    json_t *j;
+    json_error_t e;
+
+    login_as(home, "root", ROOT_PW, false);
+    EDDY(&o, "projects", "create", "ws");
+    expect(&o, 0, "projects create");
+    snprintf(f1, sizeof(f1), "%s/one.txt", work);
+    snprintf(f2, sizeof(f2), "%s/two.txt", work);
+    snprintf(big, sizeof(big), "%s/big.bin", work);
+    sh("printf one > %s && printf two > %s && head -c 22000000 /dev/zero > %s", f1, f2, big);
+
+    /* put prints the new etag; --if-match with it wins once, then is stale */
+    EDDY(&o, "files", "ws", "put", "a.txt", f1, "--json");
+    expect(&o, 0, "files put --json");
+    j = json_loads(o.out, 0, &e);
+    ck_assert_ptr_nonnull(j);
+    snprintf(etag, sizeof(etag), "%s", json_string_value(json_object_get(j, "etag")));
+    json_decref(j);
+    ck_assert_int_eq(strlen(etag), 64);
+    EDDY(&o, "files", "ws", "put", "a.txt", f2, "--if-match", etag);
+    expect(&o, 0, "files put --if-match (current)");
+    ck_assert_ptr_nonnull(strstr(o.out, "etag "));
+    EDDY(&o, "files", "ws", "put", "a.txt", f1, "--if-match", etag);
+    expect(&o, 1, "files put --if-match (stale)");
+    ck_assert_ptr_nonnull(strstr(o.err, "precondition_failed"));
+    EDDY(&o, "files", "ws", "cat", "a.txt");
+    ck_assert_str_eq(o.out, "two");
+
+    /* a version lists what it kept out */
+    sh("printf '*.tmp\\n' > %s", f1);
+    EDDY(&o, "files", "ws", "put", ".eddyignore", f1);
+    expect(&o, 0, "put .eddyignore");
+    EDDY(&o, "files", "ws", "put", "x.tmp", f2);
+    expect(&o, 0, "put x.tmp");
+    EDDY(&o, "files", "ws", "put", "ckpt/model.bin", big);
+    expect(&o, 0, "put a 22 MB file");
+    EDDY(&o, "versions", "ws", "create", "with large files");
+    expect(&o, 0, "versions create");
+    ck_assert_ptr_nonnull(strstr(o.out, "2 large or ignored files not versioned"));
+    ck_assert_ptr_nonnull(strstr(o.out, "ckpt/model.bin"));
+    ck_assert_ptr_nonnull(strstr(o.out, "x.tmp"));
+    EDDY(&o, "versions", "ws", "list", "--json");
+    j = json_loads(o.out, 0, &e);
+    snprintf(vid, sizeof(vid), "%s", json_string_value(json_object_get(json_array_get(json_object_get(j, "items"), 0), "id")));
+    json_decref(j);
+    EDDY(&o, "versions", "ws", "show", vid);
+    expect(&o, 0, "versions show");
+    ck_assert_ptr_nonnull(strstr(o.out, "LARGE FILE (NOT VERSIONED)"));
+    ck_assert_ptr_nonnull(strstr(o.out, "eddyignore"));
+
+    /* restore keeps files the version lacks unless --mode exact */
+    EDDY(&o, "files", "ws", "put", "later.txt", f2);
+    expect(&o, 0, "put later.txt");
+    EDDY(&o, "versions", "ws", "restore", vid);
+    expect(&o, 0, "versions restore");
+    ck_assert_ptr_nonnull(strstr(o.out, "(keep_untracked)"));
+    EDDY(&o, "files", "ws", "ls");
+    ck_assert_ptr_nonnull(strstr(o.out, "later.txt"));
+    EDDY(&o, "versions", "ws", "restore", vid, "--mode", "everything");
+    expect(&o, 2, "a bad --mode");
+    EDDY(&o, "versions", "ws", "restore", vid, "--mode", "exact");
+    expect(&o, 0, "versions restore --mode exact");
+    ck_assert_ptr_nonnull(strstr(o.out, "(exact)"));
+    EDDY(&o, "files", "ws", "ls");
+    ck_assert_ptr_null(strstr(o.out, "later.txt"));
+    ck_assert_ptr_nonnull(strstr(o.out, "x.tmp"));
+    ck_assert_ptr_nonnull(strstr(o.out, "ckpt/model.bin"));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -608,6 +682,7 @@ int main(void)
     tcase_add_test(tc, bad_input_is_refused_with_exit_2_before_any_request);
     tcase_add_test(tc, push_pull_files_and_versions_round_trip);
     tcase_add_test(tc, push_refuses_symlinks_and_pull_never_writes_outside_dir);
+    tcase_add_test(tc, files_if_match_versions_large_files_and_restore_modes);
     tcase_add_test(tc, jobs_submit_follow_logs_artifacts_and_ledger_through_the_cli);
     tcase_add_test(tc, admin_remote_is_refused_without_the_admin_role_or_scope);
     suite_add_tcase(s, tc);
