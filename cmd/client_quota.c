@@ -1,6 +1,7 @@
 /*
  * client_quota.c - eddy quota | ledger [--limit N] | tiers
- * Amounts print as A-coins (the API's *_mcoins / 1000).
+ * Amounts print as A-coins (the API's *_mcoins / 1000); `eddy quota` also
+ * prints the workspace quota (used, limit per project, each project).
  */
 #include "cli.h"
 #include "cmd.h"
@@ -41,7 +42,33 @@ static const cli_col tier_cols[] = {
     {"FREE GPU/DAY", "free_gpu_ms_per_day", CLI_FMT_MS},
     {"OVERDRAFT", "overdraft_mcoins", CLI_FMT_COINS},
     {"EGRESS", "allow_egress", CLI_FMT_TEXT},
+    {"WORKSPACE", "workspace_bytes", CLI_FMT_BYTES},
 };
+
+/* GET /api/v1/quota's "workspace": {used_bytes, limit_bytes (null: none),
+ * mechanism, projects: [{id, used_bytes}]}. */
+static void print_workspace(const json_t *ws)
+{
+    char used[64], limit[64];
+    const json_t *items = json_object_get(ws, "projects"), *it;
+    size_t i;
+
+    if (!json_is_object(ws))
+        return;
+    cli_format(used, sizeof(used), json_object_get(ws, "used_bytes"), CLI_FMT_BYTES);
+    if (json_is_integer(json_object_get(ws, "limit_bytes")))
+        cli_format(limit, sizeof(limit), json_object_get(ws, "limit_bytes"), CLI_FMT_BYTES);
+    else
+        snprintf(limit, sizeof(limit), "unlimited");
+    printf("%-24s %s\n", "Workspace used:", used);
+    printf("%-24s %s per project\n", "Workspace limit:", limit);
+    json_array_foreach(items, i, it) {
+        char b[64];
+        cli_format(b, sizeof(b), json_object_get(it, "used_bytes"), CLI_FMT_BYTES);
+        printf("  %-22s %s of %s\n", json_string_value(json_object_get(it, "id")) ?
+               json_string_value(json_object_get(it, "id")) : "?", b, limit);
+    }
+}
 
 static int get_and_print(const cli_globals *g, const char *path, const cli_col *cols, size_t n,
                          bool table)
@@ -73,7 +100,21 @@ int cmd_client_quota(int argc, char **argv)
         fprintf(stderr, "usage: eddy quota [--json]\n");
         return CLI_EXIT_USAGE;
     }
-    return get_and_print(&g, "/api/v1/quota", quota_fields, N(quota_fields), false);
+    {
+        cli *c = NULL;
+        cli_resp r = {0};
+        if ((err = cli_open(&c, g.url, true)) == 0 &&
+            (err = cli_call(&r, c, "GET", "/api/v1/quota", NULL, 0, NULL, 0)) == 0) {
+            if (g.json) {
+                cli_print_raw(&r);
+            } else {
+                cli_print_fields(r.json, quota_fields, N(quota_fields));
+                print_workspace(json_object_get(r.json, "workspace"));
+            }
+        }
+        cli_resp_free(&r);
+        return cli_done(c, err);
+    }
 }
 
 int cmd_client_ledger(int argc, char **argv)

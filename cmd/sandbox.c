@@ -88,7 +88,18 @@ static void check_disk(const char *data_dir)
     printf("%-32s %s\n", "disk quota detail", d.detail);
     if (d.mech == SBX_DISK_NONE)
         printf("%-32s %s\n", "disk quota verdict",
-               "jobs of tiers with a job_disk_bytes limit will not start (fail closed)");
+               "jobs of tiers with a job_disk_bytes limit will not start, and projects of tiers with a "
+               "workspace_bytes limit cannot be created nor run kernels (fail closed)");
+    /* each project's working tree is one tree of the same mechanism
+     * (projects/README.md "Workspace quota") */
+    printf("%-32s %s: %s\n", "workspace quotas", sbx_disk_mech_name(d.mech),
+           d.mech == SBX_DISK_PRJQUOTA ? "each project's directory gets a project id and its tier's limit "
+                                         "(workspace_bytes enforced)"
+           : d.mech == SBX_DISK_VOLUME ? "each project is a directory of the loop volume with a project quota, "
+                                         "bind-mounted onto DATA/projects/<id> (workspace_bytes enforced)"
+           : d.mech == SBX_DISK_IMAGES ? "each project is an ext4 image of its tier's size, loop-mounted onto "
+                                         "DATA/projects/<id> at first use (workspace_bytes enforced)"
+                                       : "cannot be enforced: set every tier's workspace_bytes to 0");
     char why[256];
     int idmap = sbx_idmap_probe(dir, why, sizeof(why));
     printf("%-32s idmapped bind mounts: %s%s%s%s\n", "workspaces", idmap ? "yes" : "no", idmap ? "" : " (",
