@@ -805,6 +805,53 @@ try {
     await shot(page, '15-kernel-file');
   });
 
+  await test('editing_while_a_cell_streams_loses_no_edit_and_no_output', async () => {
+    assert(!noKernels, noKernels);
+    // The kernel's output fold writes the running cell's outputs into the file
+    // while the page autosaves its edits to another cell: both must survive.
+    const url = fileUrl(state.projectId, 'stream.ipynb');
+    const code = 'import time\nfor i in range(30):\n    print("line", i, flush=True)\n    time.sleep(0.1)';
+    const nb0 = { nbformat: 4, nbformat_minor: 5, metadata: {}, cells: [
+      { cell_type: 'code', id: 's1', metadata: {}, source: code, outputs: [], execution_count: null },
+      { cell_type: 'code', id: 's2', metadata: {}, source: 'x = 0', outputs: [], execution_count: null }] };
+    const r = await rest(page, 'PUT', url, JSON.stringify(nb0));
+    assert(r.status === 200 || r.status === 201, `PUT ${r.status}`);
+    // A tier may run one kernel: stop the others so this page can start its own.
+    await page.evaluate(async () => {
+      const csrf = (await (await fetch('/api/v1/me')).json()).csrf_token;
+      const live = (await (await fetch('/api/v1/kernels')).json()).items.filter((k) => k.status !== 'dead');
+      for (const k of live) await fetch(`/api/v1/kernels/${k.id}`, { method: 'DELETE', headers: { 'X-CSRF-Token': csrf } });
+    });
+    await page.goto(`${state.projectUrl}/notebook/stream.ipynb`);
+    await page.waitForSelector('.cell[data-cell-id=s2] .cm-content');
+    await page.click('.cell[data-cell-id=s1] .cm-content');
+    await page.keyboard.press('Control+Enter');
+    await page.waitForSelector('.cell[data-cell-id=s1] .outputs pre.stream:has-text("line 2"), .toast.error', { timeout: 60000 });
+    assert(!(await page.$('.toast.error')), `running the cell failed: ${await page.textContent('.toast.error').catch(() => '')}`);
+    await page.click('.cell[data-cell-id=s2] .cm-content');
+    await page.keyboard.press('End');
+    for (let i = 0; i < 4; i++) { await page.keyboard.type(' + 1'); await page.waitForTimeout(600); }
+    await page.waitForSelector('.cell[data-cell-id=s1] .outputs pre.stream:has-text("line 29")', { timeout: 60000 });
+    const want = Array.from({ length: 30 }, (_, i) => `line ${i}\n`).join('');
+    let nb, s1, s2;
+    for (let i = 0; i < 50; i++) {
+      nb = JSON.parse((await rest(page, 'GET', url)).body);
+      s1 = nb.cells.find((c) => c.id === 's1');
+      s2 = nb.cells.find((c) => c.id === 's2');
+      const text = s1 ? s1.outputs.filter((o) => o.output_type === 'stream').map((o) => [].concat(o.text).join('')).join('') : '';
+      if (text === want && s2 && [].concat(s2.source).join('') === 'x = 0 + 1 + 1 + 1 + 1' &&
+          (await page.textContent('[data-testid=save-status]')).startsWith('Saved ')) break;
+      await page.waitForTimeout(200);
+    }
+    assert(nb.cells.map((c) => c.id).join() === 's1,s2', `cells: ${nb.cells.map((c) => c.id)}`);
+    assert([].concat(s2.source).join('') === 'x = 0 + 1 + 1 + 1 + 1', `the edit made while streaming: ${JSON.stringify(s2.source)}`);
+    const saved = s1.outputs.filter((o) => o.output_type === 'stream').map((o) => [].concat(o.text).join('')).join('');
+    assert(saved === want, `the file's outputs of the streaming cell: ${JSON.stringify(saved)}`);
+    const shown = await page.textContent('.cell[data-cell-id=s1] .outputs');
+    assert(shown === want, `the page's outputs: ${JSON.stringify(shown)}`);
+    assert(!(await page.$('[data-testid=stale-dialog]')), 'no dialog: the edits were to different cells');
+  });
+
   await test('no_route_the_pages_used_answered_404', async () => {
     await Promise.all(pending404);
     assert(missingRoutes.length === 0, `routes missing on this server:\n${missingRoutes.join('\n')}`);

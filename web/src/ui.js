@@ -157,7 +157,7 @@ export function modal({ title, message, body, actions, testid, read }) {
       type: 'button', class: a.kind || null, 'data-testid': a.testid, 'data-value': a.value,
       onclick: () => finish(read ? read(a.value, dlg) : a.value),
     }, a.label));
-    const cancel = h('button', { type: 'button', onclick: () => finish(null) }, 'Cancel');
+    const cancel = h('button', { type: 'button', autofocus: true, onclick: () => finish(null) }, 'Cancel');
     append(dlg, [h('h2', { id: 'modal-title' }, title),
       message ? h('p', null, message) : null,
       typeof body === 'function' ? body(dlg) : body,
