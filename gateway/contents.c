@@ -8,7 +8,9 @@
  * "<folder>/.keep", and files whose name starts with '.' are not listed.
  * Notebooks (.ipynb) are JSON models (format "json") and are validated as
  * nbformat v4 when saved (422 otherwise, nothing written); other files are
- * "text" when they are UTF-8, else "base64".
+ * "text" when they are UTF-8, else "base64". A file's model asked with
+ * ?hash=1 carries "hash" (sha256 hex of the bytes, the REST API's ETag) and
+ * "hash_algorithm" "sha256", as jupyter_server 2.11+ does.
  *
  * Checkpoints are versions (git commits of the whole tree):
  *   POST   /api/contents/{path}/checkpoints        a new version -> {id, last_modified}
@@ -229,6 +231,9 @@ static int file_model(json_t **out, ctx *c, const proj_file *f, const char *want
                       const char *want_format, bool content)
 {
     const char *type = want_type && strcmp(want_type, "file") == 0 ? "file" : file_type(f->path);
+    const char *hq;
+    char etag[PROJ_ETAG_LEN + 1];
+    bool want_hash;
     json_t *m;
     char *buf = NULL;
     size_t len = 0;
@@ -243,13 +248,28 @@ static int file_model(json_t **out, ctx *c, const proj_file *f, const char *want
         return ed_error_set(ED_EINVAL, "format must be text or base64");
     if ((m = model(c->req, f->path, type, f->modified_at, f->size)) == NULL)
         return ed_error_set(ED_ENOMEM, "model");
+    /* ?hash=1 (jupyter_server 2.11+): "hash" and "hash_algorithm", sha256 of
+     * the bytes, the same value as the REST API's ETag */
+    want_hash = (hq = gw_request_query(c->req, "hash")) != NULL &&
+                (strcmp(hq, "1") == 0 || strcmp(hq, "true") == 0);
     if (!content) {
+        if (want_hash) {
+            if ((err = proj_file_etag(etag, c->req->srv->projects, c->req->auth.user_id, c->pid,
+                                      f->path)) < 0)
+                goto fail;
+            json_object_set_new(m, "hash", json_string(etag));
+            json_object_set_new(m, "hash_algorithm", json_string("sha256"));
+        }
         *out = m;
         return 0;
     }
-    if ((err = proj_file_read(&buf, &len, c->req->srv->projects, c->req->auth.user_id, c->pid,
-                              f->path, NULL)) < 0)
+    if ((err = proj_file_read_etag(&buf, &len, etag, c->req->srv->projects, c->req->auth.user_id,
+                                   c->pid, f->path, NULL)) < 0)
         goto fail;
+    if (want_hash) {
+        json_object_set_new(m, "hash", json_string(etag));
+        json_object_set_new(m, "hash_algorithm", json_string("sha256"));
+    }
     if (strcmp(type, "notebook") == 0) {
         json_error_t je;
         json_t *nb = json_loadb(buf, len, 0, &je);

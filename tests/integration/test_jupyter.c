@@ -168,6 +168,16 @@ START_TEST(contents_notebooks_files_and_directories_round_trip)
     ck_assert_str_eq(json_string_value(json_object_get(r.json, "content")), "hello\n");
     ck_assert_str_eq(json_string_value(json_object_get(r.json, "format")), "text");
     it_resp_free(&r);
+    /* ?hash=1: sha256 of the bytes (jupyter_server 2.11+), with or without content */
+    ck_assert_int_eq(it_request(&r, &S, "GET", "/api/contents/work/notes.txt?hash=1&content=0", NULL, hdrs_a), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "hash_algorithm")), "sha256");
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "hash")),
+                     "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03");
+    it_resp_free(&r);
+    ck_assert_int_eq(it_request(&r, &S, "GET", "/api/contents/work/notes.txt?hash=1", NULL, hdrs_a), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "hash")),
+                     "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03");
+    it_resp_free(&r);
     /* Binary content comes back as base64. */
     ck_assert_int_eq(status_of("PUT", "/api/contents/work/b.bin",
                                "{\"type\":\"file\",\"format\":\"base64\",\"content\":\"AP8A\"}", hdrs_a),
