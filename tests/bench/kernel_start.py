@@ -71,6 +71,22 @@ class Http:
 
 # ---- eddy -------------------------------------------------------------------------
 
+def eddy_api(port, user, password="bench password 1"):
+    """Log `user` in on the eddy serve at `port` and make an API key with
+    scopes read, write, run: an Http that calls with it."""
+    c = http.client.HTTPConnection("127.0.0.1", port)
+    c.request("POST", "/api/v1/auth/login", json.dumps({"username": user, "password": password}),
+              {"Content-Type": "application/json"})
+    r = c.getresponse()
+    cookie = r.getheader("Set-Cookie").split(";")[0]
+    csrf = json.loads(r.read())["csrf_token"]
+    c.close()
+    web = Http(port, {"Cookie": cookie, "X-CSRF-Token": csrf})
+    st, key = web.call("POST", "/api/v1/keys", {"name": "bench", "env": "prod", "scopes": ["read", "write", "run"]})
+    assert st == 201, key
+    return Http(port, {"Authorization": "Bearer " + key["key"]})
+
+
 def eddy_setup(build, tmp):
     eddy = os.path.join(build, "cmd", "eddy")
     data = os.path.join(tmp, "eddy")
@@ -83,17 +99,7 @@ def eddy_setup(build, tmp):
     proc = subprocess.Popen([eddy, "serve", "--data", data, "--listen", "127.0.0.1:%d" % port],
                             stdout=log, stderr=log)
     wait_port(port, proc)
-    c = http.client.HTTPConnection("127.0.0.1", port)
-    c.request("POST", "/api/v1/auth/login", json.dumps({"username": "bench", "password": "bench password 1"}),
-              {"Content-Type": "application/json"})
-    r = c.getresponse()
-    cookie = r.getheader("Set-Cookie").split(";")[0]
-    csrf = json.loads(r.read())["csrf_token"]
-    c.close()
-    web = Http(port, {"Cookie": cookie, "X-CSRF-Token": csrf})
-    st, key = web.call("POST", "/api/v1/keys", {"name": "bench", "env": "prod", "scopes": ["read", "write", "run"]})
-    assert st == 201, key
-    api = Http(port, {"Authorization": "Bearer " + key["key"]})
+    api = eddy_api(port, "bench")
     st, proj = api.call("POST", "/api/v1/projects", {"name": "bench", "visibility": "private"})
     assert st == 201, proj
     return proc, api, proj["id"]

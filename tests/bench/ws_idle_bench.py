@@ -28,7 +28,6 @@ the machine.
 """
 import asyncio
 import base64
-import http.client
 import json
 import os
 import resource
@@ -43,7 +42,8 @@ import uuid
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kernel_start import Http, free_port, jupyter_setup, wait_port  # noqa: E402
+from cells import cell_done, execute_msg, pct, stop_process  # noqa: E402
+from kernel_start import eddy_api, free_port, jupyter_setup, wait_port  # noqa: E402
 
 PER_ADDR = 50
 OPEN_CONCURRENCY = 200
@@ -160,16 +160,6 @@ async def open_many(n, make, first_index):
     return tasks
 
 
-def execute_msg(msg_id, session):
-    return json.dumps({
-        "channel": "shell",
-        "header": {"msg_id": msg_id, "msg_type": "execute_request", "session": session,
-                   "username": "bench", "version": "5.3", "date": ""},
-        "parent_header": {}, "metadata": {}, "buffers": [],
-        "content": {"code": "pass", "silent": False, "store_history": False, "user_expressions": {},
-                    "allow_stdin": False, "stop_on_error": True}})
-
-
 async def round_trips(port, kid, auth, cells):
     reader, writer = await ws_connect(port, "/api/kernels/%s/channels" % kid, auth)
     session = uuid.uuid4().hex
@@ -178,31 +168,17 @@ async def round_trips(port, kid, auth, cells):
         msg_id = uuid.uuid4().hex
         t0 = time.perf_counter()
         writer.write(frame(0x1, execute_msg(msg_id, session)))
-        reply = idle = False
-        while not (reply and idle):
+        seen = set()
+        while True:
             op, data = await read_frame(reader)
             if op == 0x9:
                 writer.write(frame(0xA, data))
-                continue
-            if op != 0x1:
-                continue
-            m = json.loads(data)
-            if m.get("parent_header", {}).get("msg_id") != msg_id:
-                continue
-            t = m["header"]["msg_type"]
-            if t == "execute_reply":
-                reply = True
-            elif t == "status" and m["content"].get("execution_state") == "idle":
-                idle = True
+            elif op == 0x1 and cell_done(json.loads(data), msg_id, seen):
+                break
         if i >= 20:
             times.append((time.perf_counter() - t0) * 1000)
     writer.close()
     return times
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
 
 
 def summary(name, times):
@@ -218,20 +194,6 @@ async def wait_idle(api, prefix, kid, timeout=120):
             return
         await asyncio.sleep(0.1)
     raise SystemExit("kernel %s never became idle" % kid)
-
-
-def eddy_key(port, user):
-    c = http.client.HTTPConnection("127.0.0.1", port)
-    c.request("POST", "/api/v1/auth/login", json.dumps({"username": user, "password": "bench password 1"}),
-              {"Content-Type": "application/json"})
-    r = c.getresponse()
-    cookie = r.getheader("Set-Cookie").split(";")[0]
-    csrf = json.loads(r.read())["csrf_token"]
-    c.close()
-    web = Http(port, {"Cookie": cookie, "X-CSRF-Token": csrf})
-    st, key = web.call("POST", "/api/v1/keys", {"name": "bench", "env": "prod", "scopes": ["read", "write", "run"]})
-    assert st == 201, key
-    return Http(port, {"Authorization": "Bearer " + key["key"]})
 
 
 def eddy_start(build, tmp):
@@ -250,7 +212,7 @@ def eddy_start(build, tmp):
     proc = subprocess.Popen([eddy, "serve", "--data", data, "--listen", "127.0.0.1:%d" % port],
                             stdout=log, stderr=log, env=env)
     wait_port(port, proc)
-    return proc, [eddy_key(port, "bench"), eddy_key(port, "bench2")], port
+    return proc, [eddy_api(port, "bench"), eddy_api(port, "bench2")], port
 
 
 async def eddy_side(build, tmp, n_ws, n_sse, cells):
@@ -290,11 +252,7 @@ async def eddy_side(build, tmp, n_ws, n_sse, cells):
         await asyncio.gather(*ws_tasks, *sse_tasks, return_exceptions=True)
         return loaded, times
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc, 30)
 
 
 async def jupyter_side(tmp, n_ws, cells):
@@ -332,11 +290,7 @@ async def jupyter_side(tmp, n_ws, cells):
             api.call("DELETE", "/api/kernels/%s" % kid)
         return loaded, times
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc, 30)
 
 
 def main():

@@ -26,19 +26,10 @@ import uuid
 
 sys.dont_write_bytecode = True   # no __pycache__ in the tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cells import cell_done, execute_msg, pct, stop_process  # noqa: E402
 from kernel_start import eddy_setup, jupyter_setup  # noqa: E402
 
 from tornado import httpclient, ioloop, websocket  # noqa: E402
-
-
-def execute_msg(msg_id, session):
-    return json.dumps({
-        "channel": "shell",
-        "header": {"msg_id": msg_id, "msg_type": "execute_request", "session": session,
-                   "username": "bench", "version": "5.3", "date": ""},
-        "parent_header": {}, "metadata": {}, "buffers": [],
-        "content": {"code": "pass", "silent": False, "store_history": False, "user_expressions": {},
-                    "allow_stdin": False, "stop_on_error": True}})
 
 
 class Side:
@@ -67,27 +58,14 @@ class Side:
         msg_id = uuid.uuid4().hex
         t0 = time.perf_counter()
         self.ws.write_message(execute_msg(msg_id, self.session))
-        reply = idle = False
-        while not (reply and idle):
+        seen = set()
+        while True:
             m = await self.ws.read_message()
             if m is None:
                 raise SystemExit("%s: websocket closed" % self.name)
-            if isinstance(m, bytes):
-                continue
-            m = json.loads(m)
-            if m.get("parent_header", {}).get("msg_id") != msg_id:
-                continue
-            t = m["header"]["msg_type"]
-            if t == "execute_reply":
-                reply = True
-            elif t == "status" and m["content"].get("execution_state") == "idle":
-                idle = True
+            if not isinstance(m, bytes) and cell_done(json.loads(m), msg_id, seen):
+                break
         return (time.perf_counter() - t0) * 1000
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
 
 
 def main():
@@ -127,11 +105,7 @@ def main():
             s.api.call("DELETE", "/api/kernels/%s" % s.kid)
     finally:
         for p in procs:
-            p.terminate()
-            try:
-                p.wait(15)
-            except Exception:
-                p.kill()
+            stop_process(p, 15)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
