@@ -411,6 +411,18 @@ START_TEST(print_flood_is_dropped_with_a_notice_and_the_database_stays_small)
 }
 END_TEST
 
+/* The rows of kernel `kid`'s journal once they are gone, or after 30 s. */
+static long long journal_rows_once_swept(const char *kid)
+{
+    long long rows = -1;
+    for (int i = 0; i < 300 && rows != 0; i++) {
+        rows = it_db_int(&srv, "SELECT count(*) FROM kernel_journal WHERE kernel_id = '%s'", kid);
+        if (rows != 0)
+            usleep(100000);
+    }
+    return rows;
+}
+
 START_TEST(journal_is_capped_and_a_dead_kernels_journal_expires)
 {
     static const char *const env[] = {"EDDY_KERNEL_JOURNAL_MAX_BYTES=1M", "EDDY_KERNEL_OUTPUT_BYTES_PER_S=0",
@@ -438,13 +450,7 @@ START_TEST(journal_is_capped_and_a_dead_kernels_journal_expires)
     it_request(&r, &srv, "DELETE", path, NULL, alice.hdrs);
     ck_assert_int_eq(r.status, 200);
     it_resp_free(&r);
-    long long rows = -1;
-    for (int i = 0; i < 300 && rows != 0; i++) {
-        rows = it_db_int(&srv, "SELECT count(*) FROM kernel_journal WHERE kernel_id = '%s'", ka);
-        if (rows != 0)
-            usleep(100000);
-    }
-    ck_assert_int_eq(rows, 0);
+    ck_assert_int_eq(journal_rows_once_swept(ka), 0);
     json_t *k = get_kernel(&alice, ka);
     ck_assert_str_eq(it_json_str(k, "status"), "dead");
     json_decref(k);
@@ -555,13 +561,7 @@ START_TEST(a_user_keeps_the_journals_of_their_newest_dead_kernels_only)
     snprintf(path, sizeof(path), "/api/v1/kernels/%s", kb);
     ck_assert_int_eq(it_request_status(&srv, "DELETE", path, NULL, alice.hdrs), 200);
     json_decref(wait_status(&alice, kb, "dead"));
-    long long rows = -1;
-    for (int i = 0; i < 300 && rows != 0; i++) {
-        rows = it_db_int(&srv, "SELECT count(*) FROM kernel_journal WHERE kernel_id = '%s'", ka);
-        if (rows != 0)
-            usleep(100000);
-    }
-    ck_assert_int_eq(rows, 0);
+    ck_assert_int_eq(journal_rows_once_swept(ka), 0);
     ck_assert_int_gt(it_db_int(&srv, "SELECT count(*) FROM kernel_journal WHERE kernel_id = '%s'", kb), 0);
     ck_assert_int_eq(it_server_stop(&srv), 0);
 }
