@@ -19,13 +19,23 @@ static it_server S;
 static char user_cookie[600], admin_cookie[600], admin_key_hdr[200];
 
 #define REMOTE "X-Forwarded-For: 203.0.113.7"
+#define LOCAL  NULL
 
-static long get_metrics(const char *const *headers)
+/* GET /metrics from `from` (REMOTE, or LOCAL: a loopback peer) with the
+ * credential header `who` (NULL: anonymous); the status. A 200 must be the
+ * metrics. */
+static long get_metrics(const char *from, const char *who)
 {
+    const char *h[3] = {NULL, NULL, NULL};
+    int n = 0;
     it_resp r;
     long status;
 
-    ck_assert_int_eq(it_request(&r, &S, "GET", "/metrics", NULL, headers), 0);
+    if (from)
+        h[n++] = from;
+    if (who)
+        h[n++] = who;
+    ck_assert_int_eq(it_request(&r, &S, "GET", "/metrics", NULL, h), 0);
     status = r.status;
     if (status == 200)
         ck_assert_ptr_nonnull(strstr(r.body, "eddy_http_requests_total"));
@@ -62,46 +72,32 @@ static void start(const char *mode)
 
 START_TEST(loopback_default_refuses_remote_anonymous_and_users_serves_admins)
 {
-    const char *local[] = {NULL};
-    const char *remote[] = {REMOTE, NULL};
-    const char *remote_user[] = {REMOTE, user_cookie, NULL};
-    const char *remote_admin[] = {REMOTE, admin_cookie, NULL};
-    const char *remote_key[] = {REMOTE, admin_key_hdr, NULL};
-    const char *local_user[] = {user_cookie, NULL};
-
     start("");
-    ck_assert_int_eq(get_metrics(local), 200);        /* Prometheus on the same host */
-    ck_assert_int_eq(get_metrics(local_user), 200);   /* loopback is enough */
-    ck_assert_int_eq(get_metrics(remote), 401);
-    ck_assert_int_eq(get_metrics(remote_user), 403);
-    ck_assert_int_eq(get_metrics(remote_admin), 200);
-    ck_assert_int_eq(get_metrics(remote_key), 200);
+    ck_assert_int_eq(get_metrics(LOCAL, NULL), 200);          /* Prometheus on the same host */
+    ck_assert_int_eq(get_metrics(LOCAL, user_cookie), 200);   /* loopback is enough */
+    ck_assert_int_eq(get_metrics(REMOTE, NULL), 401);
+    ck_assert_int_eq(get_metrics(REMOTE, user_cookie), 403);
+    ck_assert_int_eq(get_metrics(REMOTE, admin_cookie), 200);
+    ck_assert_int_eq(get_metrics(REMOTE, admin_key_hdr), 200);
     ck_assert_int_eq(it_server_stop(&S), 0);
 }
 END_TEST
 
 START_TEST(admin_mode_refuses_even_loopback_without_an_admin)
 {
-    const char *local[] = {NULL};
-    const char *local_user[] = {user_cookie, NULL};
-    const char *local_admin[] = {admin_cookie, NULL};
-    const char *remote_key[] = {REMOTE, admin_key_hdr, NULL};
-
     start("admin");
-    ck_assert_int_eq(get_metrics(local), 401);
-    ck_assert_int_eq(get_metrics(local_user), 403);
-    ck_assert_int_eq(get_metrics(local_admin), 200);
-    ck_assert_int_eq(get_metrics(remote_key), 200);
+    ck_assert_int_eq(get_metrics(LOCAL, NULL), 401);
+    ck_assert_int_eq(get_metrics(LOCAL, user_cookie), 403);
+    ck_assert_int_eq(get_metrics(LOCAL, admin_cookie), 200);
+    ck_assert_int_eq(get_metrics(REMOTE, admin_key_hdr), 200);
     ck_assert_int_eq(it_server_stop(&S), 0);
 }
 END_TEST
 
 START_TEST(public_mode_serves_anyone)
 {
-    const char *remote[] = {REMOTE, NULL};
-
     start("public");
-    ck_assert_int_eq(get_metrics(remote), 200);
+    ck_assert_int_eq(get_metrics(REMOTE, NULL), 200);
     ck_assert_int_eq(it_server_stop(&S), 0);
 }
 END_TEST
