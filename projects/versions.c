@@ -300,10 +300,47 @@ static int cmp_out(const void *a, const void *b)
     return strcmp(((const out_path *)a)->path, ((const out_path *)b)->path);
 }
 
+/* "size:mtime_ns:ctime_ns:ino" of a file: when it is unchanged, the hash of
+ * the newest version's manifest is reused instead of reading the file again
+ * (ctime cannot be set back by a user, so a rewrite always changes it). */
+static void stat_key(char out[96], const struct stat *sb)
+{
+    snprintf(out, 96, "%lld:%lld.%09ld:%lld.%09ld:%llu", (long long)sb->st_size,
+             (long long)sb->st_mtim.tv_sec, (long)sb->st_mtim.tv_nsec,
+             (long long)sb->st_ctim.tv_sec, (long)sb->st_ctim.tv_nsec,
+             (unsigned long long)sb->st_ino);
+}
+
+/* HEAD's manifest as {path: entry}, or NULL (no HEAD, none, unreadable). */
+static json_t *head_manifest(git_repository *repo)
+{
+    git_oid oid;
+    git_commit *c = NULL;
+    git_buf buf = {0};
+    json_t *arr, *by_path = NULL;
+
+    if (git_reference_name_to_id(&oid, repo, "HEAD") < 0 || git_commit_lookup(&c, repo, &oid) < 0)
+        return NULL;
+    if (git_commit_header_field(&buf, c, MANIFEST_HEADER) == 0 &&
+        (arr = json_loadb(buf.ptr, buf.size, 0, NULL)) != NULL) {
+        if (json_is_array(arr) && (by_path = json_object()) != NULL)
+            for (size_t i = 0; i < json_array_size(arr); i++) {
+                json_t *e = json_array_get(arr, i);
+                const char *path = json_string_value(json_object_get(e, "path"));
+                if (path)
+                    json_object_set(by_path, path, e);
+            }
+        json_decref(arr);
+    }
+    git_buf_dispose(&buf);
+    git_commit_free(c);
+    return by_path;
+}
+
 /* The manifest of what `s` kept out, as compact JSON (malloc'd) or NULL when
  * nothing large or ignored was found. Hashes each file (beneath the tree,
- * no link followed). */
-static int manifest_json(char **out, stage *s)
+ * no link followed) unless `prev` (HEAD's, may be NULL) has it unchanged. */
+static int manifest_json(char **out, stage *s, const json_t *prev)
 {
     json_t *arr = json_array();
     int err = 0;
@@ -312,22 +349,37 @@ static int manifest_json(char **out, stage *s)
     if (arr == NULL)
         return ed_error_set(ED_ENOMEM, "manifest");
     for (size_t i = 0; i < s->nout; i++) {
-        char sha[PROJ_ETAG_LEN + 1];
+        char sha[PROJ_ETAG_LEN + 1], key[96];
+        const char *old_key, *old_sha;
+        json_t *e, *was;
+        struct stat sb;
         int64_t size = 0;
-        json_t *e;
         int fd;
         if (s->out[i].kind == OUT_UNREACHABLE ||
             (i > 0 && strcmp(s->out[i].path, s->out[i - 1].path) == 0))
             continue;
         if (ed_fs_open_beneath(&fd, s->base, s->out[i].path, O_RDONLY | O_NONBLOCK, 0) < 0)
             continue;   /* gone meanwhile */
-        err = proj__sha256_fd(sha, &size, fd);
+        if (fstat(fd, &sb) < 0) {
+            close(fd);
+            continue;
+        }
+        stat_key(key, &sb);
+        was = prev ? json_object_get(prev, s->out[i].path) : NULL;
+        old_key = json_string_value(json_object_get(was, "stat"));
+        old_sha = json_string_value(json_object_get(was, "sha256"));
+        if (old_key && old_sha && strcmp(old_key, key) == 0 && strlen(old_sha) == PROJ_ETAG_LEN) {
+            memcpy(sha, old_sha, sizeof(sha));
+            size = sb.st_size;
+        } else {
+            err = proj__sha256_fd(sha, &size, fd);
+        }
         close(fd);
         if (err < 0)
             break;
-        e = json_pack("{s:s, s:I, s:s, s:s}", "path", s->out[i].path, "size", (json_int_t)size,
-                      "sha256", sha, "reason",
-                      s->out[i].kind == OUT_IGNORED ? "eddyignore" : "large");
+        e = json_pack("{s:s, s:I, s:s, s:s, s:s}", "path", s->out[i].path, "size",
+                      (json_int_t)size, "sha256", sha, "reason",
+                      s->out[i].kind == OUT_IGNORED ? "eddyignore" : "large", "stat", key);
         if (e == NULL) {
             /* not UTF-8: git could not name it in JSON either */
             ed_log_warn("projects.manifest", "a kept-out path is not UTF-8; not listed");
@@ -488,9 +540,15 @@ static int commit_worktree(git_commit **out, stage *s, git_repository *repo,
 {
     git_oid tree_id;
     char *manifest = NULL;
+    json_t *prev = NULL;
     int err;
 
-    if ((err = stage_worktree(&tree_id, s, repo)) < 0 || (err = manifest_json(&manifest, s)) < 0)
+    if ((err = stage_worktree(&tree_id, s, repo)) < 0)
+        return err;
+    prev = head_manifest(repo);
+    err = manifest_json(&manifest, s, prev);
+    json_decref(prev);
+    if (err < 0)
         return err;
     err = commit_tree(out, repo, &tree_id, username, message, manifest);
     free(manifest);
@@ -858,8 +916,11 @@ int proj_version_restore(proj_version **out_restored, proj_version **out_autosav
         dirty = !git_oid_equal(git_commit_tree_id(head), &staged);
     if (dirty) {
         char *manifest = NULL;
+        json_t *prev = head_manifest(repo);
         snprintf(message, sizeof(message), "Autosave before restoring %s", short_id);
-        if ((err = manifest_json(&manifest, &s)) < 0)
+        err = manifest_json(&manifest, &s, prev);
+        json_decref(prev);
+        if (err < 0)
             goto done;
         err = commit_tree(&autosave, repo, &staged, username, message, manifest);
         free(manifest);

@@ -470,6 +470,45 @@ START_TEST(files_ignored_later_leave_the_next_version)
 }
 END_TEST
 
+START_TEST(manifest_hash_is_reused_only_for_an_unchanged_file)
+{
+    proj *p = make(alice, "rehash", PROJ_PRIVATE);
+    proj_version *v1 = NULL, *v2 = NULL, *v3 = NULL;
+    char path[600], want[65];
+    struct timespec keep[2];
+    struct stat sb;
+    int fd;
+
+    proj_root_set_large_file_bytes(root, 4);
+    put(p->id, "w.bin", "AAAAAAAA");
+    ck_assert_int_eq(proj_version_create(&v1, root, alice, p->id, "v1"), 0);
+    ed_sha256_hex(want, "AAAAAAAA", 8);
+    ck_assert_str_eq(large_of(v1, "w.bin")->sha256, want);
+    ck_assert_int_eq(proj_version_create(&v2, root, alice, p->id, "v2 unchanged"), 0);
+    ck_assert_str_eq(large_of(v2, "w.bin")->sha256, want);
+    /* rewrite in place with the same size and mtime (as a kernel could):
+     * ctime still moves, so the hash is computed again */
+    snprintf(path, sizeof(path), "%s/%s/w.bin", rootdir, p->id);
+    ck_assert_int_eq(stat(path, &sb), 0);
+    keep[0] = sb.st_atim;
+    keep[1] = sb.st_mtim;
+    usleep(20000);
+    fd = open(path, O_WRONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, "BBBBBBBB", 8, 0), 8);
+    ck_assert_int_eq(futimens(fd, keep), 0);
+    close(fd);
+    ck_assert_int_eq(proj_version_create(&v3, root, alice, p->id, "v3 rewritten"), 0);
+    ed_sha256_hex(want, "BBBBBBBB", 8);
+    ck_assert_str_eq(large_of(v3, "w.bin")->sha256, want);
+    proj_root_set_large_file_bytes(root, 0);
+    proj_version_free(v1);
+    proj_version_free(v2);
+    proj_version_free(v3);
+    proj_free(p);
+}
+END_TEST
+
 /* ---- restore modes ------------------------------------------------------------ */
 
 START_TEST(restore_keep_untracked_never_deletes)
@@ -605,6 +644,7 @@ static Suite *workspace_suite(void)
     tcase_add_test(t, eddyignore_patterns_follow_gitignore);
     tcase_add_test(t, large_files_stay_out_with_a_correct_manifest);
     tcase_add_test(t, files_ignored_later_leave_the_next_version);
+    tcase_add_test(t, manifest_hash_is_reused_only_for_an_unchanged_file);
     tcase_add_test(t, restore_keep_untracked_never_deletes);
     tcase_add_test(t, restore_exact_removes_only_what_a_version_holds);
     tcase_add_test(t, restore_refuses_a_directory_where_a_file_goes);
