@@ -22,22 +22,14 @@
 #include <string.h>
 
 static it_server S;
-static char cookie[512], csrf[256], own[128];
-static char h_cookie[600], h_csrf[300];
+static char own[128];
+static it_user alice;   /* her headers: alice.cookie and alice.csrf */
 
 static void start(const char *const *env)
 {
-    char *c = NULL, *t = NULL;
-
     ck_assert_msg(it_server_start(&S, env) == 0, "server did not start");
-    ck_assert_int_eq(it_signup_login(&S, "alice", "password-123", &c, &t), 0);
-    snprintf(cookie, sizeof(cookie), "%s", c);
-    snprintf(csrf, sizeof(csrf), "%s", t);
-    snprintf(h_cookie, sizeof(h_cookie), "Cookie: %s", cookie);
-    snprintf(h_csrf, sizeof(h_csrf), "X-CSRF-Token: %s", csrf);
+    ck_assert_int_eq(it_user_make(&alice, &S, NULL, NULL, "alice", 0), 0);
     snprintf(own, sizeof(own), "Origin: http://127.0.0.1:%d", S.port);
-    free(c);
-    free(t);
 }
 
 /* A request with the session cookie (and CSRF token) and `origin` ("Origin:
@@ -53,8 +45,8 @@ static long cookie_req(const char *method, const char *path, const char *origin,
 
     if (body_in)
         h[n++] = "Content-Type: application/json";
-    h[n++] = h_cookie;
-    h[n++] = h_csrf;
+    h[n++] = alice.cookie;
+    h[n++] = alice.csrf;
     if (origin)
         h[n++] = origin;
     if (h1)
@@ -147,15 +139,13 @@ END_TEST
 
 START_TEST(api_keys_are_not_affected_by_origin)
 {
-    char hk[200];
+    it_key k;
+    const char *hk = k.auth;
     it_resp r;
 
     start(NULL);
-    it_request(&r, &S, "POST", "/api/v1/keys", "{\"name\":\"k\",\"env\":\"prod\",\"scopes\":[\"read\",\"write\"]}",
-               (const char *[]){h_cookie, h_csrf, NULL});
-    ck_assert_int_eq(r.status, 201);
-    snprintf(hk, sizeof(hk), "Authorization: Bearer %s", json_string_value(json_object_get(r.json, "key")));
-    it_resp_free(&r);
+    ck_assert_int_eq(it_key_make(&k, &S, alice.hdrs, "{\"name\":\"k\",\"env\":\"prod\",\"scopes\":[\"read\",\"write\"]}"),
+                     0);
     it_request(&r, &S, "GET", "/api/v1/me", NULL, (const char *[]){hk, "Origin: http://evil.example", NULL});
     ck_assert_int_eq(r.status, 200);
     it_resp_free(&r);
@@ -165,7 +155,7 @@ START_TEST(api_keys_are_not_affected_by_origin)
     it_resp_free(&r);
     /* a key wins over a cookie sent along, whatever the Origin */
     it_request(&r, &S, "GET", "/api/v1/kernels/k-none/events", NULL,
-               (const char *[]){hk, h_cookie, "Origin: http://evil.example", NULL});
+               (const char *[]){hk, alice.cookie, "Origin: http://evil.example", NULL});
     ck_assert_int_eq(r.status, 404);
     it_resp_free(&r);
     ck_assert_int_eq(it_server_stop(&S), 0);
@@ -225,7 +215,7 @@ END_TEST
 
 START_TEST(login_and_signup_take_only_json)
 {
-    static const char login[] = "{\"username\":\"alice\",\"password\":\"password-123\"}";
+    static const char login[] = "{\"username\":\"alice\",\"password\":\"pass-alice-123\"}";
     static const char signup[] = "{\"username\":\"bob\",\"email\":\"bob@example.com\",\"password\":\"password-123\"}";
     static const char *const refused[] = {"Content-Type: text/plain", "Content-Type: application/x-www-form-urlencoded",
                                           "Content-Type: multipart/form-data; boundary=x",
