@@ -598,6 +598,10 @@ static void staged_discard(staged *s)
     s->tmp[0] = '\0';
 }
 
+/* A full disk or the workspace quota (projects/workspace.c) is the user's
+ * to fix: ED_EQUOTA (402 quota_exceeded), not an I/O error. */
+static int io_code(int e) { return e == ENOSPC || e == EDQUOT ? ED_EQUOTA : ED_EIO; }
+
 static int stage_open(staged *s, int base, int *out_fd)
 {
     char rnd[17];
@@ -610,7 +614,7 @@ static int stage_open(staged *s, int base, int *out_fd)
     snprintf(s->tmp, sizeof(s->tmp), "eddy-write-%s", rnd);
     if ((*out_fd = openat(s->git, s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                           0644)) < 0) {
-        int err = ed_error_set(ED_EIO, "create temporary file: %s", strerror(errno));
+        int err = ed_error_set(io_code(errno), "create temporary file: %s", strerror(errno));
         s->tmp[0] = '\0';
         staged_discard(s);
         return err;
@@ -621,13 +625,13 @@ static int stage_open(staged *s, int base, int *out_fd)
 static int stage_close(staged *s, int fd, const char *path)
 {
     if (fsync(fd) < 0 || fstat(fd, &s->sb) < 0) {
-        int err = ed_error_set(ED_EIO, "write %s: %s", path, strerror(errno));
+        int err = ed_error_set(io_code(errno), "write %s: %s", path, strerror(errno));
         close(fd);
         staged_discard(s);
         return err;
     }
     if (close(fd) < 0) {
-        int err = ed_error_set(ED_EIO, "write %s: %s", path, strerror(errno));
+        int err = ed_error_set(io_code(errno), "write %s: %s", path, strerror(errno));
         staged_discard(s);
         return err;
     }
@@ -641,7 +645,7 @@ static int stage_buf(staged *s, int base, const char *path, const void *buf, siz
     if ((err = stage_open(s, base, &fd)) < 0)
         return err;
     if (write_all(fd, buf, len) < 0) {
-        err = ed_error_set(ED_EIO, "write %s: %s", path, strerror(errno));
+        err = ed_error_set(io_code(errno), "write %s: %s", path, strerror(errno));
         close(fd);
         staged_discard(s);
         return err;
