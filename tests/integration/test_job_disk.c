@@ -285,6 +285,11 @@ START_TEST(without_a_quota_mechanism_limited_jobs_fail_closed)
     ck_assert_int_eq(it_login(&srv, IT_ADMIN_USER, IT_ADMIN_PASSWORD, admin_cookie, sizeof(admin_cookie), admin_csrf,
                               sizeof(admin_csrf)),
                      0);
+    /* projects of a tier with a workspace limit fail closed too (projects/
+     * README.md "Workspace quota"): this test is about jobs */
+    it_request(&r, &srv, "PUT", "/api/v1/admin/tiers/free", "{\"workspace_bytes\": 0}", ah);
+    ck_assert_int_eq(r.status, 200);
+    it_resp_free(&r);
     make_user(&alice, "alice");
     ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, alice.hdrs, "closed", "main.py", SMALL_PY), 0);
     ck_assert_int_eq(it_version_make(vid, sizeof(vid), &srv, alice.hdrs, pid, "v1"), 0);
