@@ -250,10 +250,10 @@ static keep_kind classify(stage *s, const char *path, int64_t *out_size)
     struct stat sb;
     int fd;
 
+    bool rules = strcmp(path, IGNORE_FILE) == 0;   /* always versioned, if a file */
+
     *out_size = 0;
-    if (strcmp(path, IGNORE_FILE) == 0)
-        return KEEP_IN;
-    if (proj__ignore_match(s->ig, path))
+    if (!rules && proj__ignore_match(s->ig, path))
         return OUT_IGNORED;
     if (ed_fs_open_beneath(&fd, s->base, path, O_RDONLY | O_NONBLOCK, 0) < 0)
         return errno == ENOENT ? KEEP_IN /* deleted: git drops it */ : OUT_UNREACHABLE;
@@ -263,7 +263,7 @@ static keep_kind classify(stage *s, const char *path, int64_t *out_size)
     }
     close(fd);
     *out_size = sb.st_size;
-    return sb.st_size > s->threshold ? OUT_LARGE : KEEP_IN;
+    return !rules && sb.st_size > s->threshold ? OUT_LARGE : KEEP_IN;
 }
 
 static int note_out(stage *s, const char *path, keep_kind kind)

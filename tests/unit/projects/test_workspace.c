@@ -509,6 +509,54 @@ START_TEST(manifest_hash_is_reused_only_for_an_unchanged_file)
 }
 END_TEST
 
+START_TEST(versions_and_restores_never_follow_links_in_the_tree)
+{
+    proj *p = make(alice, "links", PROJ_PRIVATE);
+    proj_version *v1 = NULL, *v2 = NULL;
+    char outside[400], link[600], target[600], path[600];
+    struct stat sb;
+
+    snprintf(outside, sizeof(outside), "%s/outside", tmp);
+    ck_assert_int_eq(mkdir(outside, 0755), 0);
+    snprintf(path, sizeof(path), "%s/secret.bin", outside);
+    {
+        FILE *f = fopen(path, "w");
+        fputs("SECRET-BYTES-OUTSIDE-THE-TREE", f);
+        fclose(f);
+    }
+    put(p->id, "out/a.txt", "in v1");
+    put(p->id, "keep.txt", "k");
+    ck_assert_int_eq(proj_version_create(&v1, root, alice, p->id, "v1"), 0);
+    /* a kernel replaces out/ with a link out of the tree, and plants links
+     * to the outside file as a "large" file and as the .eddyignore */
+    snprintf(link, sizeof(link), "%s/%s/out", rootdir, p->id);
+    ck_assert_int_eq(proj_file_delete(root, alice, p->id, "out/a.txt"), 0);
+    ck_assert_int_eq(symlink(outside, link), 0);
+    snprintf(link, sizeof(link), "%s/%s/model.bin", rootdir, p->id);
+    ck_assert_int_eq(symlink(path, link), 0);
+    snprintf(link, sizeof(link), "%s/%s/.eddyignore", rootdir, p->id);
+    ck_assert_int_eq(symlink(path, link), 0);
+    proj_root_set_large_file_bytes(root, 4);
+    ck_assert_msg(proj_version_create(&v2, root, alice, p->id, "v2") == 0, "%s", ed_error_last());
+    /* nothing behind a link is read: not versioned, not hashed */
+    ck_assert(!tracked(v2, "out/secret.bin") && !large_of(v2, "out/secret.bin"));
+    ck_assert(!tracked(v2, "model.bin") && !large_of(v2, "model.bin"));
+    ck_assert(!tracked(v2, ".eddyignore"));
+    /* a restore refuses to write through the link, outside stays as it was */
+    ck_assert_int_eq(proj_version_restore(NULL, NULL, root, alice, p->id, v1->id,
+                                          PROJ_RESTORE_KEEP_UNTRACKED), ED_ECONFLICT);
+    ck_assert_int_eq(proj_version_restore(NULL, NULL, root, alice, p->id, v1->id,
+                                          PROJ_RESTORE_EXACT), ED_ECONFLICT);
+    snprintf(target, sizeof(target), "%s/a.txt", outside);
+    ck_assert_int_ne(lstat(target, &sb), 0);
+    ck_assert_int_eq(lstat(path, &sb), 0);   /* exact deleted nothing outside */
+    proj_root_set_large_file_bytes(root, 0);
+    proj_version_free(v1);
+    proj_version_free(v2);
+    proj_free(p);
+}
+END_TEST
+
 /* ---- restore modes ------------------------------------------------------------ */
 
 START_TEST(restore_keep_untracked_never_deletes)
@@ -645,6 +693,7 @@ static Suite *workspace_suite(void)
     tcase_add_test(t, large_files_stay_out_with_a_correct_manifest);
     tcase_add_test(t, files_ignored_later_leave_the_next_version);
     tcase_add_test(t, manifest_hash_is_reused_only_for_an_unchanged_file);
+    tcase_add_test(t, versions_and_restores_never_follow_links_in_the_tree);
     tcase_add_test(t, restore_keep_untracked_never_deletes);
     tcase_add_test(t, restore_exact_removes_only_what_a_version_holds);
     tcase_add_test(t, restore_refuses_a_directory_where_a_file_goes);
