@@ -810,7 +810,9 @@ try {
     // The kernel's output fold writes the running cell's outputs into the file
     // while the page autosaves its edits to another cell: both must survive.
     const url = fileUrl(state.projectId, 'stream.ipynb');
-    const code = 'import time\nfor i in range(30):\n    print("line", i, flush=True)\n    time.sleep(0.1)';
+    // 8 s of output: the page autosaves during it (at the latest 5 s after a
+    // change) and meets the fold's writes (at most one a second) as a 412.
+    const code = 'import time\nfor i in range(80):\n    print("line", i, flush=True)\n    time.sleep(0.1)';
     const nb0 = { nbformat: 4, nbformat_minor: 5, metadata: {}, cells: [
       { cell_type: 'code', id: 's1', metadata: {}, source: code, outputs: [], execution_count: null },
       { cell_type: 'code', id: 's2', metadata: {}, source: 'x = 0', outputs: [], execution_count: null }] };
@@ -822,6 +824,9 @@ try {
       const live = (await (await fetch('/api/v1/kernels')).json()).items.filter((k) => k.status !== 'dead');
       for (const k of live) await fetch(`/api/v1/kernels/${k.id}`, { method: 'DELETE', headers: { 'X-CSRF-Token': csrf } });
     });
+    let stale = 0;
+    const on412 = (q) => { if (q.status() === 412 && q.url().endsWith('/stream.ipynb')) stale++; };
+    page.on('response', on412);
     await page.goto(`${state.projectUrl}/notebook/stream.ipynb`);
     await page.waitForSelector('.cell[data-cell-id=s2] .cm-content');
     await page.click('.cell[data-cell-id=s1] .cm-content');
@@ -831,8 +836,8 @@ try {
     await page.click('.cell[data-cell-id=s2] .cm-content');
     await page.keyboard.press('End');
     for (let i = 0; i < 4; i++) { await page.keyboard.type(' + 1'); await page.waitForTimeout(600); }
-    await page.waitForSelector('.cell[data-cell-id=s1] .outputs pre.stream:has-text("line 29")', { timeout: 60000 });
-    const want = Array.from({ length: 30 }, (_, i) => `line ${i}\n`).join('');
+    await page.waitForSelector('.cell[data-cell-id=s1] .outputs pre.stream:has-text("line 79")', { timeout: 60000 });
+    const want = Array.from({ length: 80 }, (_, i) => `line ${i}\n`).join('');
     let nb, s1, s2;
     for (let i = 0; i < 50; i++) {
       nb = JSON.parse((await rest(page, 'GET', url)).body);
@@ -850,6 +855,9 @@ try {
     const shown = await page.textContent('.cell[data-cell-id=s1] .outputs');
     assert(shown === want, `the page's outputs: ${JSON.stringify(shown)}`);
     assert(!(await page.$('[data-testid=stale-dialog]')), 'no dialog: the edits were to different cells');
+    page.off('response', on412);
+    console.log(`e2e: ${stale} autosave(s) met the fold's writes (412) and merged`);
+    assert(stale >= 1, 'an autosave during the stream met a write of the fold (the merge ran)');
   });
 
   await test('no_route_the_pages_used_answered_404', async () => {

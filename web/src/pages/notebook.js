@@ -23,6 +23,7 @@ import { resourcePicker } from './jobs.js';
 
 const enc = encodeURIComponent;
 const AUTOSAVE_MS = 1500;
+const AUTOSAVE_MAX_MS = 5000;
 
 const src = (s) => (Array.isArray(s) ? s.join('') : s || '');
 const newId = () => crypto.randomUUID().replace(/-/g, '').slice(0, 12);
@@ -319,11 +320,16 @@ class Notebook {
     };
   }
 
+  // Autosave AUTOSAVE_MS after the last change, and at the latest
+  // AUTOSAVE_MAX_MS after the first unsaved one (a cell that streams output
+  // changes the notebook all the time).
   touch() {
+    if (!this.dirty) this.dirtySince = Date.now();
     this.dirty = true;
     this.status.textContent = 'Unsaved changes';
     clearTimeout(this.autosaveTimer);
-    this.autosaveTimer = setTimeout(() => this.save().catch(() => {}), AUTOSAVE_MS);
+    const wait = Math.max(0, Math.min(AUTOSAVE_MS, this.dirtySince + AUTOSAVE_MAX_MS - Date.now()));
+    this.autosaveTimer = setTimeout(() => this.save().catch(() => {}), wait);
   }
 
   // One save at a time; edits made meanwhile are saved by the next one.
@@ -382,6 +388,10 @@ class Notebook {
     if (!server || !Array.isArray(server.cells)) {
       // Not a notebook any more (written by other code): only the user can say.
       return this.askConflict(local, null, r.etag, [], 'It is no longer a notebook the page can merge with.');
+    }
+    if (server.cells.some((c) => !c || !c.id)) {
+      // Cells are matched by id; without ids nothing can be merged safely.
+      return this.askConflict(local, server, r.etag, [], 'Its cells have no ids, so the changes cannot be merged cell by cell.');
     }
     const running = new Set(this.cells.filter((c) => c.count === '*').map((c) => c.id));
     const m = mergeCells(local.cells, server.cells, this.base, { ranHere: this.ranHere, running });
