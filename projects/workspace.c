@@ -549,14 +549,10 @@ static int attach_locked(proj_root *r, const char *id, bool fail_closed)
             return err;
         if (converting && proj__rm_rf(r->dirfd, conv) < 0)   /* a finished conversion */
             ed_log_warn("projects.workspace", "%s: %s", conv, ed_error_last());
-        if (limit != w.limit_bytes) {
-            if (r->ws->disk->mech == SBX_DISK_IMAGES)
-                ed_log_info("projects.workspace", "project %s keeps its image of %" PRId64 " bytes (loop images "
-                            "cannot change a tree's size; the tier now gives %" PRId64 ")", id, w.limit_bytes,
-                            limit);
-            else if ((err = set_row_limit(r, id, limit)) < 0)
-                return err;
-        }
+        /* tree_init set the limit again (loop images: the reserved blocks,
+         * the image grown where needed; sandbox/sbx_disk.c) */
+        if (limit != w.limit_bytes && (err = set_row_limit(r, id, limit)) < 0)
+            return err;
         return 0;
     }
     /* a plain directory */

@@ -25,6 +25,7 @@
 #include "sbx_int.h"
 #include "sbx_wire.h"
 #include "ed_error.h"
+#include "ed_log.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -379,6 +380,89 @@ static int64_t image_bytes(int64_t limit)
         resv = INT64_C(17) << 20;
     b = limit + limit / 32 + resv + ((int64_t)journal_mib(limit) << 20) + (INT64_C(4) << 20);
     return (b + 4095) & ~INT64_C(4095);
+}
+
+/* Grow the image file of an unmounted tree to hold `limit` (offline
+ * resize2fs, no privilege needed beyond the file). 0, or ED_EIO. */
+static int image_grow_offline(const char *img, int64_t limit)
+{
+    char info[8192];
+    char *list[] = {"tune2fs", "-l", (char *)img, NULL};
+    char *fsck[] = {"e2fsck", "-f", "-p", (char *)img, NULL};
+    char *rsz[] = {"resize2fs", "-f", (char *)img, NULL};
+    int64_t want = image_bytes(limit), bs, count;
+    struct stat sb;
+    int err;
+
+    if (stat(img, &sb) < 0)
+        return ed_error_set(ED_EIO, "%s: %s", img, strerror(errno));
+    if ((err = run_tool(info, sizeof(info), list)) < 0)
+        return err;
+    bs = tune2fs_field(info, "Block size");
+    count = tune2fs_field(info, "Block count");
+    if (bs <= 0 || count <= 0)
+        return ed_error_set(ED_EIO, "tune2fs -l %s: no block counts", img);
+    if (count * bs >= want)
+        return 0;   /* the filesystem is big enough (the file may have grown before it) */
+    if (sb.st_size < want && truncate(img, want) < 0)
+        return ed_error_set(ED_EIO, "cannot grow %s to %" PRId64 " bytes: %s", img, want, strerror(errno));
+    /* e2fsck -p: 0 clean, 1 errors corrected; resize2fs wants it checked */
+    if ((err = run_tool(NULL, 0, fsck)) < 0 && !strstr(ed_error_last(), "(status 1)"))
+        return err;
+    return run_tool(NULL, 0, rsz);
+}
+
+/* Give an unprivileged writer `limit` bytes of the mounted image tree `img`
+ * (its filesystem open at `fd`): the root-reserved blocks set again on its
+ * loop device (tune2fs works on a mounted ext4). A limit past the image
+ * grows it online where the host allows (LOOP_SET_CAPACITY + resize2fs,
+ * needs CAP_SYS_RESOURCE), else the whole image is given now and the image
+ * grows offline at its next attach. At most half the blocks can be
+ * reserved, so a limit below half the image stays there. Best effort: the
+ * tree works either way; 0, or ED_EIO with what failed. */
+static int image_set_limit(const char *img, int fd, int64_t limit)
+{
+    char dev[64], info[8192], rblocks[32];
+    char *list[] = {"tune2fs", "-l", dev, NULL};
+    char *setr[] = {"tune2fs", "-r", rblocks, dev, NULL};
+    int64_t bs, count, rcur, resv, want, r;
+    struct statfs fs;
+    int err;
+
+    if (!attached_loop(dev, sizeof(dev), img))
+        return ed_error_set(ED_EIO, "%s is not attached to a loop device", img);
+    if ((err = run_tool(info, sizeof(info), list)) < 0)
+        return err;
+    bs = tune2fs_field(info, "Block size");
+    count = tune2fs_field(info, "Block count");
+    rcur = tune2fs_field(info, "Reserved block count");
+    if (bs <= 0 || count <= 0 || rcur < 0 || fstatfs(fd, &fs) < 0)
+        return ed_error_set(ED_EIO, "tune2fs -l %s: no block counts", dev);
+    resv = count / 50 < 4096 ? count / 50 : 4096;
+    want = (limit + bs - 1) / bs;
+    r = (int64_t)fs.f_blocks - resv - want;    /* f_blocks: what is left after metadata */
+    if (r < 0) {
+        /* grow the image under the mounted filesystem */
+        char *rsz[] = {"resize2fs", dev, NULL};
+        int64_t bytes = image_bytes(limit);
+        int lfd = open(dev, O_RDONLY | O_CLOEXEC);
+        if (lfd >= 0 && truncate(img, bytes) == 0 && ioctl(lfd, LOOP_SET_CAPACITY, 0) == 0 &&
+            run_tool(NULL, 0, rsz) == 0 && run_tool(info, sizeof(info), list) == 0 && fstatfs(fd, &fs) == 0) {
+            count = tune2fs_field(info, "Block count");
+            resv = count / 50 < 4096 ? count / 50 : 4096;
+            r = (int64_t)fs.f_blocks - resv - want;
+        }
+        if (lfd >= 0)
+            close(lfd);
+        if (r < 0)
+            r = 0;   /* all of it now; the rest at the next attach (image_grow_offline) */
+    }
+    if (r > count / 2)
+        r = count / 2;
+    if (r == rcur || (r > rcur ? r - rcur : rcur - r) <= count / 512)
+        return 0;    /* the same limit (f_blocks moves a little with the journal's state) */
+    snprintf(rblocks, sizeof(rblocks), "%" PRId64, r);
+    return run_tool(NULL, 0, setr);
 }
 
 /* Remove everything beneath `path` without leaving its filesystem (nor
@@ -846,6 +930,22 @@ int sbx_disk_probe(sbx_disk *out, const char *data_dir, int64_t volume_bytes, un
 
 /* ---- trees ---------------------------------------------------------------------- */
 
+/* The limit of an existing image tree set again (a tier changed it): on
+ * the mounted filesystem of target 0. Logged, never fatal: the tree stays
+ * usable under its previous limit. */
+static int tree_image_limit(const targets *t, const char *img, int64_t limit)
+{
+    int fd = t->fds ? (t->made[0] >= 0 ? t->made[0] : t->fds[0])
+                    : open(t->paths[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (fd < 0 || image_set_limit(img, fd, limit) < 0)
+        ed_log_warn("sbx.disk", "tree %s keeps its previous limit: %s", t->paths[0],
+                    fd < 0 ? strerror(errno) : ed_error_last());
+    if (!t->fds && fd >= 0)
+        close(fd);
+    return 0;
+}
+
 /* sbx_disk_tree_init for targets by path or by descriptor. */
 static int tree_init_targets(const sbx_disk *d, targets *t, size_t n, uint32_t projid, int64_t limit_bytes)
 {
@@ -864,10 +964,13 @@ static int tree_init_targets(const sbx_disk *d, targets *t, size_t n, uint32_t p
     /* An existing tree keeps its mechanism (attach again after a restart). */
     if (lstat(img, &sb) == 0 || (d->mech == SBX_DISK_IMAGES && lstat(back, &sb) < 0)) {
         int exists = lstat(img, &sb) == 0, mounted = 1;
+        char dev[64];
         for (size_t i = 0; i < n; i++)
             mounted = mounted && target_is_mount(t, i);
         if (mounted)
-            return 0;
+            return tree_image_limit(t, img, limit_bytes);
+        if (exists && !attached_loop(dev, sizeof(dev), img) && (err = image_grow_offline(img, limit_bytes)) < 0)
+            return err;   /* a larger limit than the image: grown before it is mounted */
         if (!exists) {
             char idir[PATH_MAX];
             snprintf(idir, sizeof(idir), "%s/images", d->data_dir);
@@ -893,7 +996,7 @@ static int tree_init_targets(const sbx_disk *d, targets *t, size_t n, uint32_t p
             goto fail;
         umount2(mnt, MNT_DETACH);   /* the binds keep the filesystem */
         rmdir(mnt);
-        return 0;
+        return created ? 0 : tree_image_limit(t, img, limit_bytes);
     fail:
         for (size_t i = 0; created && i < n; i++)
             target_unbind(t, i);

@@ -537,6 +537,44 @@ START_TEST(no_mechanism_fails_closed)
 }
 END_TEST
 
+/* A tier's new limit reaches existing trees: smaller at once, larger at
+ * once where the host can grow a mounted image (else at the next attach). */
+START_TEST(a_tier_change_changes_the_trees_limits)
+{
+    proj *p = make(alice, "resized");
+    char dir[400];
+    int64_t n;
+    int e;
+
+    tree_of(dir, p->id);
+    /* down to 24 MiB */
+    ck_assert_int_eq(proj_workspace_tier_set(root, "free", 24 * MIB), 0);
+    ck_assert_int_eq(proj_workspace_sync(root, 0, "free"), 1);
+    n = write_as_nobody(dir, "fill.bin", 64 * MIB, &e);
+    ck_assert_msg(e == ENOSPC || e == EDQUOT, "errno %d", e);
+    ck_assert_msg(n <= 24 * MIB && n >= 20 * MIB, "wrote %lld under 24 MiB", (long long)n);
+    ck_assert_int_eq(count("SELECT limit_bytes FROM workspaces"), 24 * MIB);
+    /* up to 96 MiB: past the image */
+    ck_assert_int_eq(proj_workspace_tier_set(root, "free", 96 * MIB), 0);
+    ck_assert_int_eq(proj_workspace_sync(root, 0, "free"), 1);
+    n = write_as_nobody(dir, "fill.bin", 128 * MIB, &e);
+    ck_assert_msg(n > 24 * MIB, "wrote %lld after raising the limit", (long long)n);
+    if (n < 90 * MIB) {
+        /* not grown while mounted (no CAP_SYS_RESOURCE here): at the next attach */
+        fprintf(stderr, "a_tier_change: %lld MiB before a restart\n", (long long)(n >> 20));
+        proj_root_free(root);
+        ck_assert_int_eq(sbx_disk_detach(tmp), 0);
+        open_root();
+        ck_assert_int_eq(proj_workspace_attach(root, alice, p->id), 0);
+        n = write_as_nobody(dir, "fill.bin", 128 * MIB, &e);
+    }
+    ck_assert_msg(e == ENOSPC || e == EDQUOT, "errno %d", e);
+    ck_assert_msg(n <= 96 * MIB && n >= 90 * MIB, "wrote %lld under 96 MiB", (long long)n);
+    ck_assert_int_eq(count("SELECT limit_bytes FROM workspaces"), 96 * MIB);
+    proj_free(p);
+}
+END_TEST
+
 /* Not a check: how long attaching N trees takes after a restart. */
 START_TEST(bench_attach)
 {
@@ -602,6 +640,7 @@ int main(void)
     tcase_add_test(tc, an_interrupted_conversion_resumes);
     tcase_add_test(tc, a_project_over_the_limit_stays_plain);
     tcase_add_test(tc, no_mechanism_fails_closed);
+    tcase_add_test(tc, a_tier_change_changes_the_trees_limits);
     tcase_add_test(tc, bench_attach);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
