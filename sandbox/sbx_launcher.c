@@ -381,9 +381,10 @@ static int open_binds(launcher *L, sbx_bind *b, size_t n, int rw, int *fds, size
          * the result as any detached mount. */
         if (b[i].flags & SBX_BIND_IDMAP) {
             int err;
-            if (!rw || root != L->data_fd || !S_ISDIR(st.st_mode))
-                return ed_error_set(ED_EPERM, "sandbox launcher: only a read-write directory beneath the data "
-                                    "directory is idmapped ('%s')", b[i].src);
+            if (!rw || root != L->data_fd || !S_ISDIR(st.st_mode) || strncmp(rel, "projects/", 9) != 0 ||
+                !rel[9] || strchr(rel + 9, '/'))
+                return ed_error_set(ED_EPERM, "sandbox launcher: only a project's tree (DATA/projects/<id>, "
+                                    "read-write) is idmapped, not '%s'", b[i].src);
             if ((err = sbx__idmap_apply(fd, L->cfg->server_uid, L->cfg->server_gid, host_uid, host_gid)) < 0)
                 return err;
             b[i].flags &= ~SBX_BIND_IDMAP;

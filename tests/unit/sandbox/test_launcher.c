@@ -381,8 +381,8 @@ END_TEST
 /* A project's working tree (SBX_BIND_IDMAP | SBX_BIND_HIDE_GIT) through
  * the launcher: the job sees the server's files as its own, writes them,
  * and what it creates stays the server's on disk (never the slot's); no
- * tree_give. Idmap is refused on a read-only bind and on a bind outside
- * the data directory. The launcher answers IDMAP_PROBE for its data
+ * tree_give. Idmap is refused on a read-only bind and on anything but a
+ * project's tree (DATA/projects/<id>). The launcher answers IDMAP_PROBE for its data
  * directory. */
 START_TEST(idmapped_tree_stays_the_servers)
 {
@@ -401,7 +401,9 @@ START_TEST(idmapped_tree_stays_the_servers)
     start();
     use_launcher();
     ck_assert_msg(sbx_idmap_probe("/ignored", why, sizeof(why)) == 1, "%s", why);
-    snprintf(work, sizeof(work), "%s/p", data);
+    snprintf(work, sizeof(work), "%s/projects", data);
+    ck_assert_int_eq(mkdir(work, 0700), 0);
+    snprintf(work, sizeof(work), "%s/projects/p1", data);
     ck_assert_int_eq(mkdir(work, 0700), 0);
     snprintf(path, sizeof(path), "%s/.git", work);
     ck_assert_int_eq(mkdir(path, 0700), 0);
@@ -416,12 +418,17 @@ START_TEST(idmapped_tree_stays_the_servers)
     s.ro = &bad;
     s.n_ro = 1;
     ck_assert_int_eq(sbx_launch(&j, &s), ED_EINVAL);
-    bad.src = ro;
-    spec(&s, argv, sbx_slot_uid(slot));
-    s.rw = &bad;
-    s.n_rw = 1;
-    ck_assert_int_eq(sbx_launch(&j, &s), ED_EPERM);
-    ck_assert_ptr_null(j);
+    char other[160];
+    snprintf(other, sizeof(other), "%s/projects", data);    /* beneath the data directory, not a project */
+    const char *const refused[] = {ro, data, other};
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        bad.src = refused[i];
+        spec(&s, argv, sbx_slot_uid(slot));
+        s.rw = &bad;
+        s.n_rw = 1;
+        ck_assert_msg(sbx_launch(&j, &s) == ED_EPERM, "%s: %s", refused[i], ed_error_last());
+        ck_assert_ptr_null(j);
+    }
     sbx_bind b = {work, "/home/aistudio/work", SBX_BIND_IDMAP | SBX_BIND_HIDE_GIT};
     spec(&s, argv, sbx_slot_uid(slot));
     s.rw = &b;
