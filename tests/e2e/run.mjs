@@ -442,6 +442,24 @@ try {
     nb = JSON.parse((await rest(page, 'GET', url)).body);
     assert([].concat(nb.cells[0].source).join('') === 'a = 1  # mine', `Overwrite saved mine: ${JSON.stringify(nb.cells[0].source)}`);
     assert(nb.cells.map((c) => c.id).join() === 'c1,rest1,c2', `cells after overwrite: ${nb.cells.map((c) => c.id)}`);
+
+    // Once more, and Reload: the page shows theirs and writes nothing.
+    const theirs3 = JSON.parse((await rest(page, 'GET', url)).body);
+    theirs3.cells[0].source = 'a = 7  # theirs';
+    theirs3.cells.push({ ...cell('rest2', 'print("second REST cell")') });
+    r = await rest(page, 'PUT', url, JSON.stringify(theirs3));
+    assert(r.status === 200, `their third PUT ${r.status}`);
+    await page.click('.cell[data-cell-id=c1] .cm-content');
+    await page.keyboard.press('End');
+    await page.keyboard.type('!');
+    await page.waitForSelector('[data-testid=stale-dialog]', { timeout: 10000 });
+    await page.click('[data-testid=stale-reload]');
+    await page.waitForSelector('[data-testid=save-status]:has-text("Reloaded")');
+    await page.waitForSelector('.cell[data-cell-id=rest2]');
+    const c1 = await page.textContent('.cell[data-cell-id=c1] .cm-content');
+    assert(c1 === 'a = 7  # theirs', `the page shows theirs: ${c1}`);
+    nb = JSON.parse((await rest(page, 'GET', url)).body);
+    assert(JSON.stringify(nb) === JSON.stringify(theirs3), 'Reload wrote nothing');
     await page.keyboard.press('Escape');
     await page.goto(state.projectUrl);
     await page.waitForSelector('[data-testid=files]');
