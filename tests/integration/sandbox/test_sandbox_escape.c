@@ -16,7 +16,8 @@
  * Workspaces (issue 12): a project's tree bound as kernels get it (idmapped,
  * .git hidden) refuses hard links to files outside it and keeps .git
  * unwritable; a real kernel's symbolic links in its tree (to /etc/shadow,
- * the database, another user's project) are neither served nor listed.
+ * the database, another user's project) are neither served nor listed,
+ * also while it swaps a directory and a link to /etc in a loop.
  *
  * Prints "sandbox escape suite: blocked N of N, compatible K of K".
  */
@@ -948,84 +949,135 @@ static void ws_project(it_server *srv, ws_user *u, char *pid, size_t n, const ch
     it_resp_free(&r);
 }
 
+/* A server serving as root (only its own file handling stands between a
+ * kernel and the host), Mallory and Victor with a project each, and a
+ * kernel on Mallory's project, idle. */
+typedef struct ws_env {
+    it_server srv;
+    char      dd[320], mp[64], vp[64], kid[64];
+    ws_user   m, v;
+} ws_env;
+
+static void ws_env_start(ws_env *e, const char *tag)
+{
+    static const char *const env[] = {"EDDY_USER=root", NULL};
+    char root[300], body[256], path[160];
+    it_resp r;
+
+    memset(e, 0, sizeof(*e));
+    snprintf(root, sizeof(root), "%s/%s-%d", top, tag, (int)getpid());
+    ck_assert_int_eq(mkdir(root, 0755), 0);
+    snprintf(e->dd, sizeof(e->dd), "%s/dd", root);
+    ck_assert_int_eq(mkdir(e->dd, 0700), 0);
+    ws_user_create(e->dd, "mallory");
+    ws_user_create(e->dd, "victor");
+    if (it_server_start_in(&e->srv, e->dd, env) != 0) {
+        static char log[8192];
+        it_slurp(log, sizeof(log), e->srv.log_path);
+        ck_abort_msg("eddy serve did not start:\n%s", log);
+    }
+    ws_user *us[2] = {&e->m, &e->v};
+    const char *names[2] = {"mallory", "victor"};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(it_login(&e->srv, names[i], "correct horse battery", us[i]->cookie, sizeof(us[i]->cookie),
+                                  us[i]->csrf, sizeof(us[i]->csrf)), 0);
+        us[i]->hdrs[0] = us[i]->cookie, us[i]->hdrs[1] = us[i]->csrf, us[i]->hdrs[2] = NULL;
+    }
+    ws_project(&e->srv, &e->v, e->vp, sizeof(e->vp), "secret.txt", "VICTOR-SECRET");
+    ws_project(&e->srv, &e->m, e->mp, sizeof(e->mp), "notes.txt", "mine");
+    snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"resource\":\"cpu-basic\"}", e->mp);
+    it_request(&r, &e->srv, "POST", "/api/v1/kernels", body, e->m.hdrs);
+    ck_assert_msg(r.status == 201, "kernel: %ld %s", r.status, r.body);
+    snprintf(e->kid, sizeof(e->kid), "%s", json_string_value(json_object_get(r.json, "id")));
+    it_resp_free(&r);
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s", e->kid);
+    json_t *k = it_status_wait(&e->srv, e->m.hdrs, path, "idle", 60);
+    ck_assert_msg(k != NULL, "the kernel did not start");
+    json_decref(k);
+}
+
+/* Run `code` in Mallory's kernel, with DATA and VICTIM set; returns at once. */
+static void ws_exec(ws_env *e, const char *code)
+{
+    char path[160], *full;
+    it_resp r;
+    size_t n = strlen(code) + 1024;
+
+    full = malloc(n);
+    snprintf(full, n, "DATA = '%s'\nVICTIM = '%s'\n%s", e->dd, e->vp, code);
+    json_t *b = json_pack("{s:s}", "code", full);
+    char *js = json_dumps(b, 0);
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s/execute", e->kid);
+    it_request(&r, &e->srv, "POST", path, js, e->m.hdrs);
+    ck_assert_msg(r.status == 202, "execute: %ld %s", r.status, r.body);
+    it_resp_free(&r);
+    free(js);
+    free(full);
+    json_decref(b);
+}
+
+/* GET Mallory's file `rel` (as given, encoded or not). */
+static void ws_get(ws_env *e, const char *rel, it_resp *r)
+{
+    char path[400];
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/%s", e->mp, rel);
+    it_request(r, &e->srv, "GET", path, NULL, e->m.hdrs);
+}
+
+/* Wait until Mallory's file `rel` exists; its body copied into out. */
+static void ws_wait_file(ws_env *e, const char *rel, char *out, size_t n)
+{
+    it_resp r;
+    for (int i = 0; i < 600; i++) {
+        ws_get(e, rel, &r);
+        if (r.status == 200) {
+            snprintf(out, n, "%s", r.body);
+            it_resp_free(&r);
+            return;
+        }
+        it_resp_free(&r);
+        usleep(100 * 1000);
+    }
+    ck_abort_msg("the kernel never wrote %s", rel);
+}
+
+static void ws_env_stop(ws_env *e)
+{
+    char path[160];
+    it_resp r;
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s", e->kid);
+    it_request(&r, &e->srv, "DELETE", path, NULL, e->m.hdrs);
+    it_resp_free(&r);
+    it_server_stop(&e->srv);
+}
+
 START_TEST(kernel_links_in_the_tree_are_neither_served_nor_listed)
 {
-    static it_server srv;
-    static const char *const env[] = {"EDDY_USER=root", NULL};
     static const char *const paths[] = {"shadow", "etc/shadow", "etc/passwd", "db", "victim/secret.txt",
                                         "victim-secret", "rel-secret", "sub/up/secret.txt", "passwd",
                                         "..%2F..%2Feddy.db", "victim%2Fsecret.txt"};
-    ws_user m, v;
-    char root[300], dd[320], mp[64], vp[64], path[400], body[4096], kid[64];
+    static ws_env e;
+    char hl[256];
     it_resp r;
 
-    snprintf(root, sizeof(root), "%s/ws-srv-%d", top, (int)getpid());
-    ck_assert_int_eq(mkdir(root, 0755), 0);
-    snprintf(dd, sizeof(dd), "%s/dd", root);
-    ck_assert_int_eq(mkdir(dd, 0700), 0);
-    ws_user_create(dd, "mallory");
-    ws_user_create(dd, "victor");
-    if (it_server_start_in(&srv, dd, env) != 0) {
-        static char log[8192];
-        it_slurp(log, sizeof(log), srv.log_path);
-        ck_abort_msg("eddy serve did not start:\n%s", log);
-    }
-    ck_assert_int_eq(it_login(&srv, "mallory", "correct horse battery", m.cookie, sizeof(m.cookie), m.csrf,
-                              sizeof(m.csrf)), 0);
-    ck_assert_int_eq(it_login(&srv, "victor", "correct horse battery", v.cookie, sizeof(v.cookie), v.csrf,
-                              sizeof(v.csrf)), 0);
-    m.hdrs[0] = m.cookie, m.hdrs[1] = m.csrf, m.hdrs[2] = NULL;
-    v.hdrs[0] = v.cookie, v.hdrs[1] = v.csrf, v.hdrs[2] = NULL;
-    ws_project(&srv, &v, vp, sizeof(vp), "secret.txt", "VICTOR-SECRET");
-    ws_project(&srv, &m, mp, sizeof(mp), "notes.txt", "mine");
-    snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"resource\":\"cpu-basic\"}", mp);
-    it_request(&r, &srv, "POST", "/api/v1/kernels", body, m.hdrs);
-    ck_assert_msg(r.status == 201, "kernel: %ld %s", r.status, r.body);
-    snprintf(kid, sizeof(kid), "%s", json_string_value(json_object_get(r.json, "id")));
-    it_resp_free(&r);
-    snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
-    json_t *k = it_status_wait(&srv, m.hdrs, path, "idle", 60);
-    ck_assert_msg(k != NULL, "the kernel did not start");
-    json_decref(k);
-    {
-        char code[3072];
-        snprintf(code, sizeof(code), "DATA = '%s'\nVICTIM = '%s'\n%s", dd, vp, LINKS_PY);
-        json_t *b = json_pack("{s:s}", "code", code);
-        char *js = json_dumps(b, 0);
-        snprintf(path, sizeof(path), "/api/v1/kernels/%s/execute", kid);
-        it_request(&r, &srv, "POST", path, js, m.hdrs);
-        ck_assert_msg(r.status == 202, "execute: %ld %s", r.status, r.body);
-        it_resp_free(&r);
-        free(js);
-        json_decref(b);
-    }
-    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/ready.txt", mp);
-    bool ready = false;
-    for (int i = 0; i < 600 && !ready; i++) {
-        it_request(&r, &srv, "GET", path, NULL, m.hdrs);
-        ready = r.status == 200;
-        if (ready)
-            ck_assert_msg(strncmp(r.body, "DENIED EXDEV", 12) == 0, "hard link to /etc/passwd: %s", r.body);
-        it_resp_free(&r);
-        if (!ready)
-            usleep(100 * 1000);
-    }
-    ck_assert_msg(ready, "the kernel's cell did not finish");
+    ws_env_start(&e, "ws-links");
+    ws_exec(&e, LINKS_PY);
+    ws_wait_file(&e, "ready.txt", hl, sizeof(hl));
+    ck_assert_msg(strncmp(hl, "DENIED EXDEV", 12) == 0, "hard link to /etc/passwd: %s", hl);
     for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-        snprintf(path, sizeof(path), "/api/v1/projects/%s/files/%s", mp, paths[i]);
-        it_request(&r, &srv, "GET", path, NULL, m.hdrs);
+        ws_get(&e, paths[i], &r);
         ck_assert_msg(r.status >= 400 && r.status < 500, "ESCAPED %s: %ld %.60s", paths[i], r.status,
                       r.body ? r.body : "");
         ck_assert_msg(!r.body || (!strstr(r.body, "VICTOR-SECRET") && !strstr(r.body, "root:")),
                       "ESCAPED %s: %.60s", paths[i], r.body);
         it_resp_free(&r);
     }
-    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/own.txt", mp);
-    it_request(&r, &srv, "GET", path, NULL, m.hdrs);
+    ws_get(&e, "own.txt", &r);
     ck_assert_msg(r.status == 200 && strcmp(r.body, "MALLORY-OWN") == 0, "own file: %ld", r.status);
     it_resp_free(&r);
-    snprintf(path, sizeof(path), "/api/v1/projects/%s/files", mp);
-    it_request(&r, &srv, "GET", path, NULL, m.hdrs);
+    char path[160];
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/files", e.mp);
+    it_request(&r, &e.srv, "GET", path, NULL, e.m.hdrs);
     ck_assert_int_eq(r.status, 200);
     json_t *items = json_object_get(r.json, "items");
     for (size_t i = 0; i < json_array_size(items); i++) {
@@ -1035,17 +1087,72 @@ START_TEST(kernel_links_in_the_tree_are_neither_served_nor_listed)
     }
     it_resp_free(&r);
     /* Victor's tree is untouched and still his alone */
-    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/secret.txt", vp);
-    it_request(&r, &srv, "GET", path, NULL, m.hdrs);
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/secret.txt", e.vp);
+    it_request(&r, &e.srv, "GET", path, NULL, e.m.hdrs);
     ck_assert_int_eq(r.status, 404);
     it_resp_free(&r);
     printf("DENIED workspace links: %zu paths through a kernel's links (to /etc/shadow, the database, another "
            "user's tree) are 4xx, none listed; a hard link to /etc/passwd is EXDEV\n",
            sizeof(paths) / sizeof(paths[0]));
-    snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
-    it_request(&r, &srv, "DELETE", path, NULL, m.hdrs);
+    ws_env_stop(&e);
+}
+END_TEST
+
+/* The kernel exchanges a directory d (holding its own file "shadow") and a
+ * link s -> /etc in its tree as fast as it can (renameat2 RENAME_EXCHANGE),
+ * so that d/shadow names its own bytes and /etc/shadow in turn, while the
+ * test reads d/shadow over REST: only the kernel's bytes or a 4xx may come
+ * back. A file PUT through the API ("stop") ends the loop. */
+static const char SWAP_PY[] =
+    "import ctypes, os, time\n"
+    "W = '/home/aistudio/work'\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "os.makedirs(W + '/d')\n"
+    "open(W + '/d/shadow', 'w').write('KERNEL-OWN')\n"
+    "os.symlink('/etc', W + '/s')\n"
+    "a, b = (W + '/d').encode(), (W + '/s').encode()\n"
+    "if libc.renameat2(-100, a, -100, b, 2) != 0 or libc.renameat2(-100, a, -100, b, 2) != 0:\n"
+    "    open(W + '/swap-ready', 'w').write('renameat2 failed %d' % ctypes.get_errno())\n"
+    "else:\n"
+    "    open(W + '/swap-ready', 'w').write('swapping')\n"
+    "    end, n = time.time() + 100, 0\n"
+    "    while time.time() < end and not os.path.exists(W + '/stop'):\n"
+    "        for _ in range(2000): libc.renameat2(-100, a, -100, b, 2)\n"
+    "        n += 2000\n"
+    "    open(W + '/swaps', 'w').write(str(n))\n";
+
+START_TEST(kernel_swapping_a_link_in_the_tree_never_gets_a_host_file_served)
+{
+    static ws_env e;
+    char state[128], path[160];
+    int own = 0, refused = 0;
+    it_resp r;
+
+    ws_env_start(&e, "ws-swap");
+    ws_exec(&e, SWAP_PY);
+    ws_wait_file(&e, "swap-ready", state, sizeof(state));
+    ck_assert_msg(strcmp(state, "swapping") == 0, "%s", state);
+    for (int i = 0; i < 200 || ((own == 0 || refused == 0) && i < 20000); i++) {
+        ws_get(&e, "d/shadow", &r);
+        ck_assert_msg((r.status >= 400 && r.status < 500) ||
+                      (r.status == 200 && r.body_len == 10 && memcmp(r.body, "KERNEL-OWN", 10) == 0),
+                      "ESCAPED d/shadow (read %d): %ld, %zu bytes: %.40s", i, r.status, r.body_len,
+                      r.body ? r.body : "");
+        if (r.status == 200)
+            own++;
+        else
+            refused++;
+        it_resp_free(&r);
+    }
+    ck_assert_msg(own > 0 && refused > 0, "the swap never showed both states: %d own, %d refused", own, refused);
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/stop", e.mp);
+    it_request(&r, &e.srv, "PUT", path, "stop", e.m.hdrs);
+    ck_assert_int_lt(r.status, 300);
     it_resp_free(&r);
-    it_server_stop(&srv);
+    ws_wait_file(&e, "swaps", state, sizeof(state));
+    printf("DENIED workspace link race: %d reads during %s swaps in the kernel's tree: %d its own bytes, "
+           "%d refused, 0 host files\n", own + refused, state, own, refused);
+    ws_env_stop(&e);
 }
 END_TEST
 #endif
@@ -1341,6 +1448,7 @@ int main(void)
     tcase_add_test(ta, artifact_download_racing_a_swapped_link_never_serves_a_host_file);
     tcase_add_test(ta, artifact_links_to_host_files_are_neither_listed_nor_served);
     tcase_add_test(ta, kernel_links_in_the_tree_are_neither_served_nor_listed);
+    tcase_add_test(ta, kernel_swapping_a_link_in_the_tree_never_gets_a_host_file_served);
     suite_add_tcase(esc, ta);
 #endif
 
