@@ -1242,3 +1242,33 @@ int it_fds_reserve(unsigned long need, char *why, size_t n)
     }
     return 0;
 }
+
+long it_tier_set(it_server *s, const char *const *hdrs, const char *tier, const char *field, const char *value)
+{
+    char path[128], *body;
+    json_t *v = json_loads(value, JSON_DECODE_ANY, NULL);
+    json_t *b = json_object();
+    it_resp r;
+    long st;
+
+    if (v == NULL) {
+        fprintf(stderr, "harness: not a JSON value: %s\n", value);
+        json_decref(b);
+        return -1;
+    }
+    json_object_set(b, field, v);
+    body = json_dumps(b, JSON_COMPACT);
+    snprintf(path, sizeof(path), "/api/v1/admin/tiers/%s", tier);
+    it_request(&r, s, "PUT", path, body, hdrs);
+    st = r.status;
+    if ((st == 422 && (r.body == NULL || strstr(r.body, field) == NULL)) ||
+        (st == 200 && !json_equal(json_object_get(r.json, field), v))) {
+        fprintf(stderr, "harness: PUT %s %s -> %ld %.300s\n", path, body, st, r.body ? r.body : "");
+        st = -1;
+    }
+    it_resp_free(&r);
+    free(body);
+    json_decref(b);
+    json_decref(v);
+    return st;
+}

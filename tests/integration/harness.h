@@ -266,6 +266,12 @@ json_t *it_kernel_events(it_server *s, const char *const *hdrs, const char *kid,
 const char *it_msg_type(const json_t *m);
 const char *it_msg_parent(const json_t *m);
 
+/* PUT /api/v1/admin/tiers/`tier` {"`field`": `value`} (`value` a JSON
+ * value's text: "33554432") as the caller of `hdrs`, as an operator sets a
+ * tier's limit. The status; -1 (with the answer on stderr) when a 422 does
+ * not name `field` or a 200 does not show `field` as `value`. */
+long it_tier_set(it_server *s, const char *const *hdrs, const char *tier, const char *field, const char *value);
+
 /* A test that holds many sockets: raise this process's open-file limit
  * (RLIMIT_NOFILE) to its hard limit when it is below `need`. 0 when it is
  * at least `need` then, else -1 with the reason in `why` (for a "SKIP: ..."
