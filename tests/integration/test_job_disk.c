@@ -114,22 +114,13 @@ static void start(const char *tag, const char *const *e)
 
 static void setup(void)
 {
+    const char *ah[] = {admin_cookie, admin_csrf, NULL};
+
     start("disk", env);
-    {
-        /* a small job disk for the free tier, set as an operator would */
-        const char *ah[] = {admin_cookie, admin_csrf, NULL};
-        it_resp r;
-        it_request(&r, &srv, "PUT", "/api/v1/admin/tiers/free", "{\"job_disk_bytes\": 100}", ah);
-        ck_assert_msg(r.status == 422 && strstr(r.body, "job_disk_bytes"), "%ld %s", r.status, r.body);
-        it_resp_free(&r);
-        it_request(&r, &srv, "PUT", "/api/v1/admin/tiers/free", "{\"job_disk_bytes\": -1}", ah);
-        ck_assert_msg(r.status == 422 && strstr(r.body, "job_disk_bytes"), "%ld %s", r.status, r.body);
-        it_resp_free(&r);
-        it_request(&r, &srv, "PUT", "/api/v1/admin/tiers/free", "{\"job_disk_bytes\": 33554432}", ah);
-        ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
-        ck_assert_int_eq(json_integer_value(json_object_get(r.json, "job_disk_bytes")), LIMIT);
-        it_resp_free(&r);
-    }
+    /* a small job disk for the free tier, set as an operator would */
+    ck_assert_int_eq(it_tier_set(&srv, ah, "free", "job_disk_bytes", "100"), 422);
+    ck_assert_int_eq(it_tier_set(&srv, ah, "free", "job_disk_bytes", "-1"), 422);
+    ck_assert_int_eq(it_tier_set(&srv, ah, "free", "job_disk_bytes", "33554432"), 200);
 }
 
 static void teardown(void)
@@ -241,18 +232,14 @@ START_TEST(a_root_server_enforces_the_limit_itself)
     char logs[8192];
     int64_t fill;
     json_t *j;
-
     const char *ah[] = {admin_cookie, admin_csrf, NULL};
-    it_resp r;
 
     /* a data directory of its own: one served as eddy is eddy's (0700),
      * which a root server's sandboxes cannot pass through */
     ck_assert_int_eq(it_server_stop(&srv), 0);
     ck_assert_int_eq(it_dir_remove(dir), 0);
     start("disk-root", root_env);
-    it_request(&r, &srv, "PUT", "/api/v1/admin/tiers/free", "{\"job_disk_bytes\": 33554432}", ah);
-    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
-    it_resp_free(&r);
+    ck_assert_int_eq(it_tier_set(&srv, ah, "free", "job_disk_bytes", "33554432"), 200);
     make_user(&alice, "alice");
     fill = run_job(&alice, "filler", FILL_PY);
     j = wait_end(&alice, fill);
@@ -300,9 +287,7 @@ START_TEST(without_a_quota_mechanism_limited_jobs_fail_closed)
                   strstr(r.body, "EDDY_DISK_QUOTA=none"), "%ld %s", r.status, r.body);
     it_resp_free(&r);
     /* the operator's way out: no limit for the tier */
-    it_request(&r, &srv, "PUT", "/api/v1/admin/tiers/free", "{\"job_disk_bytes\": 0}", ah);
-    ck_assert_int_eq(r.status, 200);
-    it_resp_free(&r);
+    ck_assert_int_eq(it_tier_set(&srv, ah, "free", "job_disk_bytes", "0"), 200);
     ck_assert_int_eq(it_job_submit(&id, NULL, 0, &srv, alice.hdrs, pid, vid, "main.py", 60, NULL), 201);
     j = wait_end(&alice, id);
     ck_assert_str_eq(json_string_value(json_object_get(j, "status")), "succeeded");
