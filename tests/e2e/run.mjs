@@ -238,6 +238,20 @@ try {
     await shot(page, '04c-account-workspace');
   });
 
+  await test('create_file_never_empties_an_existing_one', async () => {
+    await page.goto(state.projectUrl);
+    const before = (await rest(page, 'GET', fileUrl(state.projectId, 'data.csv'))).body;
+    assert(before.length > 0, 'data.csv has content');
+    await page.fill('input[aria-label="New file name"]', 'data.csv');
+    await page.click('text=Create file');
+    await page.waitForURL(/\/edit\/data\.csv$/);
+    await page.waitForSelector('textarea.editor');
+    assert((await page.inputValue('textarea.editor')) === before, 'the editor opened the existing file');
+    assert((await rest(page, 'GET', fileUrl(state.projectId, 'data.csv'))).body === before, 'Create file left the existing file alone');
+    await page.goto(state.projectUrl);
+    await page.waitForSelector('[data-testid=files]');
+  });
+
   await test('stale_save_asks_and_overwrite_and_reload_work', async () => {
     const url = fileUrl(state.projectId, 'stale.txt');
     let r = await rest(page, 'PUT', url, 'v1\n');

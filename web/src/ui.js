@@ -68,20 +68,31 @@ export function size(n) {
   return `${s.replace(/\.0$/, '')} ${units[i]}`;
 }
 
-// Workspace usage from GET /api/v1/quota's `workspace` ({used_bytes, limit_bytes};
-// limit 0 is unlimited): "1.2 GiB of 5 GiB" (null when the server reports none).
-export function workspaceUsage(w) {
+// Workspace usage from GET /api/v1/quota's `workspace` ({used_bytes,
+// limit_bytes, projects: [{id, used_bytes}]}; the limit is per project, and
+// null or 0 means none): "1.2 GiB of 5 GiB" for one project (projectId), or
+// for the fullest of the user's projects; null when the server reports none.
+export function workspaceUsage(w, projectId) {
   if (!w || w.used_bytes === undefined || w.used_bytes === null) return null;
   const limit = Number(w.limit_bytes) || 0;
+  const projects = Array.isArray(w.projects) ? w.projects : null;
+  let used = Number(w.used_bytes);
+  if (projects && projectId !== undefined) {
+    const p = projects.find((x) => String(x.id) === String(projectId));
+    used = p ? Number(p.used_bytes) : 0;
+  } else if (projects && projects.length && limit) {
+    used = Math.max(...projects.map((x) => Number(x.used_bytes) || 0));   // the fullest project
+  }
   return {
-    text: limit ? `${size(w.used_bytes)} of ${size(limit)}` : `${size(w.used_bytes)} (no limit)`,
-    fraction: limit ? Math.min(1, Number(w.used_bytes) / limit) : null,
+    text: limit ? `${size(used)} of ${size(limit)}` : `${size(used)} (no limit)`,
+    fraction: limit ? Math.min(1, used / limit) : null,
+    total: Number(w.used_bytes), limit, projects: projects ? projects.length : null,
   };
 }
 
 // A workspace usage line with a small meter ("Workspace: 1.2 GiB of 5 GiB").
-export function workspaceMeter(w, testid = 'workspace-usage') {
-  const u = workspaceUsage(w);
+export function workspaceMeter(w, projectId, testid = 'workspace-usage') {
+  const u = workspaceUsage(w, projectId);
   if (!u) return null;
   const full = u.fraction !== null && u.fraction >= 0.9;
   return h('span', { class: `ws-usage${full ? ' full' : ''}`, 'data-testid': testid },

@@ -1,7 +1,7 @@
 // Account: balance, free time left today, workspace usage and limit, ledger
 // and a daily-usage chart, API keys.
 import { api, listAll } from '../api.js';
-import { h, clear, table, field, busy, toast, coins, duration, when, workspaceUsage } from '../ui.js';
+import { h, clear, table, field, busy, toast, coins, duration, when, workspaceUsage, size } from '../ui.js';
 import { app, onLeave } from '../main.js';
 import { barChart } from '../chart.js';
 
@@ -36,7 +36,7 @@ export async function accountPage() {
         stat('Burn rate', `${coins(q.burn_mcoins_per_hour)}/h`),
         stat('Time remaining', q.ms_remaining === null ? 'unlimited' : duration(q.ms_remaining)),
         stat('Tier', q.tier),
-        workspaceUsage(q.workspace) ? stat('Workspace', workspaceUsage(q.workspace).text, 'workspace') : null),
+        workspaceStat(q.workspace)),
       q.limits ? h('p', { class: 'muted' }, `Limits: ${q.limits.max_kernels} kernels, ${q.limits.max_gpus_per_job} GPUs per job, sessions up to ${duration(q.limits.max_session_ms)}, idle timeout ${duration(q.limits.idle_timeout_ms)}.`) : null);
   }
   async function loadLedger() {
@@ -87,6 +87,18 @@ export async function accountPage() {
   return h('div', { class: 'page' }, h('h1', null, 'Account'),
     h('p', { class: 'muted' }, `${app.me.username} · ${app.me.email} · ${app.me.role} · member since ${when(app.me.created_at)}`),
     quotaBox, keysBox, ledgerBox);
+}
+
+// The user's workspaces: the limit is per project, so the stat shows the
+// fullest project against it, and the total over all of them below.
+function workspaceStat(w) {
+  const u = workspaceUsage(w);
+  if (!u) return null;
+  const label = u.limit && u.projects !== null ? 'Workspace (fullest project)' : 'Workspace';
+  const el = stat(label, u.text, 'workspace');
+  el.append(h('div', { class: 'muted small-text' },
+    `${size(u.total)} in ${u.projects ?? 'all'} project${u.projects === 1 ? '' : 's'}${u.limit ? `; each may hold ${size(u.limit)}` : ''}`));
+  return el;
 }
 
 function stat(label, value, testid) {

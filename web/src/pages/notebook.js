@@ -481,7 +481,7 @@ class Notebook {
   async loadQuota() {
     try {
       const q = await api.get('/api/v1/quota');
-      const ws = workspaceUsage(q.workspace);
+      const ws = workspaceUsage(q.workspace, this.projectId);
       this.quotaBox.textContent = `${coins(q.balance_mcoins)} · free ${duration(q.free_ms_left_today)}${q.ms_remaining !== null && q.ms_remaining !== undefined ? ` · ${duration(q.ms_remaining)} left` : ''}${ws ? ` · workspace ${ws.text}` : ''}`;
     } catch { /* keep the last value */ }
   }

@@ -87,7 +87,9 @@ async function filesTab(body, id) {
       const path = newName.value.trim();
       if (!path) throw new Error('Give the file a name');
       const isNb = path.endsWith('.ipynb');
-      await api.put(filePath(id, path), isNb ? EMPTY_NOTEBOOK() : '');
+      // Create only (If-None-Match: *): an existing file of that name is opened, never emptied.
+      try { await api.put(filePath(id, path), isNb ? EMPTY_NOTEBOOK() : '', { headers: { 'If-None-Match': '*' } }); }
+      catch (e) { if (isStale(e)) toast(`${path} exists already: opening it`); else throw e; }
       navigate(isNb ? `/projects/${enc(id)}/notebook/${encPath(path)}` : `/projects/${enc(id)}/edit/${encPath(path)}`);
     }),
   }, 'Create file');
@@ -131,7 +133,7 @@ async function filesTab(body, id) {
   // the file list changes.
   const usage = h('span', { 'data-testid': 'workspace-box' });
   const loadUsage = async () => {
-    try { const q = await api.get('/api/v1/quota'); clear(usage, workspaceMeter(q.workspace)); } catch { /* keep the last value */ }
+    try { const q = await api.get('/api/v1/quota'); clear(usage, workspaceMeter(q.workspace, id)); } catch { /* keep the last value */ }
   };
 
   // Follow the working tree: files a kernel writes appear without a reload.
