@@ -246,8 +246,9 @@ int it_kernel_start(char *kid, size_t kid_len, it_server *s, const char *const *
 int it_kernel_execute(char *msg_id, size_t msg_id_len, it_server *s, const char *const *hdrs, const char *kid,
                       const char *code, const char *extra);
 
-/* When it_kernel_events() stops (`stop`): at the status idle of `parent`
- * (IT_EV_IDLE), already at its execute_reply, or at its first stream output. */
+/* Where it_kernel_events() stops (`stop`): at the status idle of `parent`
+ * (IT_EV_IDLE), at its execute_reply (IT_EV_REPLY) or at its first stream
+ * output (IT_EV_STREAM); each also stops at the idle status. */
 #define IT_EV_IDLE   0
 #define IT_EV_REPLY  1
 #define IT_EV_STREAM 2
@@ -288,8 +289,8 @@ typedef struct it_ws {
     char     protocol[64];    /* the Sec-WebSocket-Protocol the server chose, or "" */
 } it_ws;
 
-/* Connect to `s` from the local address `src` (NULL: the kernel's choice;
- * "127.0.0.2" ... make other clients), send the upgrade request for `path`
+/* Connect to `s` from the local address `src` (NULL: any; "127.0.0.2",
+ * "127.0.0.3" ... stand for other clients), send the upgrade request for `path`
  * with the key "dGhlIHNhbXBsZSBub25jZQ==" and the NULL-terminated extra
  * header lines `headers` (an Authorization, a Sec-WebSocket-Protocol; may be
  * NULL), and read the answer's head, at most `timeout_ms`. `cap` bounds a
