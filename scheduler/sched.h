@@ -336,9 +336,12 @@ typedef void (*sched_kernel_fn)(void *arg, int64_t job_id, int fd);
 void sched_kernel_hook_set(sched *s, sched_kernel_fn fn, void *arg);
 
 /* Queue a kernel: as sched_job_submit with entry SCHED_KERNEL_ENTRY (spec's
- * entry, args and version are ignored; max_runtime_ms 0 is the tier's max
- * session; requeue is off).
- * Errors as sched_job_submit, plus ED_EUNPROC when eddy-kernel is missing. */
+ * entry, args, version and prepare are ignored; max_runtime_ms 0 is the
+ * tier's max session; requeue is off). Its /home/aistudio/work is the
+ * project's live tree, DATA/projects/<project_id>, bound through an
+ * idmapped mount (README.md "Kernels"): the caller checks the project is
+ * the user's. Errors as sched_job_submit, plus ED_EUNPROC when eddy-kernel
+ * or idmapped bind mounts are missing (the message says which). */
 int sched_kernel_submit(sched_job_info *out, sched *s, const sched_job_spec *spec);
 
 /* ---- overview ---- */
