@@ -657,6 +657,16 @@ try {
     await page.click('[data-testid=copy-artifacts]');
     const err = await (await page.waitForSelector('[data-testid=copy-result] .error-box')).textContent();
     assert(/Not copied/.test(err), `error shown: ${err}`);
+    // A full workspace (402) says so plainly. The server's own 402 needs a
+    // full quota tree, so this one answer is stubbed in the browser.
+    const copyRe = /\/api\/v1\/jobs\/[^/]+\/artifacts\/copy$/;
+    await page.route(copyRe, (rt) => rt.fulfill({ status: 402, contentType: 'application/json',
+      body: JSON.stringify({ error: { code: 'quota_exceeded', message: 'the workspace of first-project is full (2 GiB)', request_id: 'e2e' } }) }));
+    try {
+      await page.click('[data-testid=copy-artifacts]');
+      const full = await (await page.waitForSelector('[data-testid=copy-result] .error-box:has-text("no room")')).textContent();
+      assert(/workspace of first-project is full/.test(full), `402 shown: ${full}`);
+    } finally { await page.unroute(copyRe); }
     // The project's file view has them.
     await page.goto(state.projectUrl);
     await page.waitForSelector('[data-testid=files] tr[data-path="from-job/result.txt"]');
