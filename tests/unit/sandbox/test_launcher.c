@@ -763,6 +763,98 @@ START_TEST(job_trees_are_made_and_dropped_through_the_launcher)
 }
 END_TEST
 
+#define WS(id) (SBX_DISK_PROJID_PROJECTS + (id))
+
+/* A project's workspace tree (projects/workspace.c) through the launcher:
+ * only DATA/projects/<id> with a workspace project id, one directory, never
+ * frozen; made, filled to its limit, measured, its limit lowered, removed. */
+START_TEST(workspace_trees_are_checked_made_and_dropped_through_the_launcher)
+{
+    char projects[160], ws[200], p[8][200];
+    const char *one[1] = {ws}, *two[2];
+    static char chunk[1 << 20];
+    int64_t used = 0, inodes = 0;
+    struct stat sb, parent;
+    int fd, wrote = 0, e = 0;
+    sbx_disk d;
+
+    start();
+    snprintf(projects, sizeof(projects), "%s/projects", data);
+    ck_assert_int_eq(mkdir(projects, 0700), 0);
+    snprintf(ws, sizeof(ws), "%s/pAbCdEfGh1234", projects);
+    ck_assert_int_eq(mkdir(ws, 0700), 0);
+    /* names and ids the launcher does not accept */
+    snprintf(p[0], 200, "%s/xAbCdEfGh1234", projects);
+    snprintf(p[1], 200, "%s/pShort", projects);
+    snprintf(p[2], 200, "%s/pAbCdEfGh1234/sub", projects);
+    snprintf(p[3], 200, "%s/pAbCdEfGh12-4", projects);
+    snprintf(p[4], 200, "%s/../projects/pAbCdEfGh1234", projects);
+    snprintf(p[5], 200, "%s/projects", data);
+    for (int i = 0; i <= 5; i++) {
+        const char *bad[1] = {p[i]};
+        ck_assert_msg(disk_req(SBX_OP_DISK_INIT, bad, 1, WS(3), 8 << 20) == ED_EPERM, "%s", p[i]);
+    }
+    ck_assert_int_eq(disk_req(SBX_OP_DISK_INIT, one, 1, JOB(7), 8 << 20), ED_EPERM);      /* a job's id */
+    ck_assert_int_eq(disk_req(SBX_OP_DISK_INIT, one, 1, 5, 8 << 20), ED_EPERM);           /* the host's */
+    ck_assert_int_eq(disk_req(SBX_OP_DISK_REMOVE, one, 1, 5, 0), ED_EPERM);
+    snprintf(p[6], 200, "%s/pAbCdEfGh5678", projects);
+    ck_assert_int_eq(mkdir(p[6], 0700), 0);
+    two[0] = ws;
+    two[1] = p[6];
+    ck_assert_int_eq(disk_req(SBX_OP_DISK_INIT, two, 2, WS(3), 8 << 20), ED_EINVAL);     /* one directory */
+    ck_assert_int_eq(path_req(SBX_OP_DISK_FREEZE, ws), ED_EPERM);                        /* never frozen */
+    use_launcher();
+    ck_assert_int_eq(sbx_disk_probe(&d, data, -1, SBX_DISK_SETUP | SBX_DISK_NO_PRJQUOTA | SBX_DISK_NO_VOLUME), 0);
+    ck_assert_msg(d.mech == SBX_DISK_IMAGES, "%s", d.detail);
+    /* made and used as the unprivileged server */
+    ck_assert_msg(sbx_disk_tree_init(&d, one, 1, WS(3), 8 << 20) == 0, "%s", ed_error_last());
+    ck_assert_int_eq(stat(ws, &sb), 0);
+    ck_assert_int_eq(stat(projects, &parent), 0);
+    ck_assert_uint_ne(sb.st_dev, parent.st_dev);
+    ck_assert_uint_eq(sb.st_uid, SERVER_UID);
+    ck_assert_int_eq(sbx_disk_tree_exists(&d, WS(3)), 1);
+    snprintf(p[7], 200, "%.190s/big", ws);
+    fd = open(p[7], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert_int_ge(fd, 0);
+    for (int i = 0; i < 16; i++) {
+        if (write(fd, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk) || fsync(fd) < 0) {
+            e = errno;
+            break;
+        }
+        wrote++;
+    }
+    close(fd);
+    ck_assert_msg(e == EDQUOT || e == ENOSPC, "wrote %d MiB past an 8 MiB limit (%s)", wrote, strerror(e));
+    ck_assert_int_le(wrote, 8);
+    ck_assert_int_eq(sbx_disk_tree_usage(&d, ws, WS(3), &used, &inodes), 0);
+    ck_assert_int_ge(used, (int64_t)wrote << 20);
+    /* a lower limit on the attached tree (a tier change) */
+    ck_assert_int_eq(unlink(p[7]), 0);
+    ck_assert_int_eq(sbx_disk_tree_init(&d, one, 1, WS(3), 4 << 20), 0);
+    fd = open(p[7], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert_int_ge(fd, 0);
+    wrote = 0;
+    e = 0;
+    for (int i = 0; i < 16; i++) {
+        if (write(fd, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk) || fsync(fd) < 0) {
+            e = errno;
+            break;
+        }
+        wrote++;
+    }
+    close(fd);
+    ck_assert_msg(e == EDQUOT || e == ENOSPC, "wrote %d MiB past a 4 MiB limit (%s)", wrote, strerror(e));
+    ck_assert_msg(wrote <= 4 && wrote >= 3, "wrote %d MiB under a 4 MiB limit", wrote);
+    /* removed: directory, mount and image */
+    ck_assert_int_eq(sbx_disk_tree_remove(&d, one, 1, WS(3)), 0);
+    ck_assert_int_eq(lstat(ws, &sb), -1);
+    ck_assert_int_eq(sbx_disk_tree_exists(&d, WS(3)), 0);
+    ck_assert_int_eq(mounted_at(projects), 0);
+    rmdir(p[6]);
+    ck_assert_int_eq(stop(), 0);
+}
+END_TEST
+
 int main(void)
 {
     if (geteuid() != 0) {
@@ -797,8 +889,10 @@ int main(void)
         sbx_disk d;
         if (sbx_disk_probe(&d, root, -1, SBX_DISK_NO_PRJQUOTA | SBX_DISK_NO_VOLUME) == 0 &&
             d.mech == SBX_DISK_IMAGES)
+        {
             tcase_add_test(t, job_trees_are_made_and_dropped_through_the_launcher);
-        else
+            tcase_add_test(t, workspace_trees_are_checked_made_and_dropped_through_the_launcher);
+        } else
             fprintf(stderr, "not run: job_trees_are_made_and_dropped_through_the_launcher (no loop images "
                             "here: %s)\n", d.detail);
     }
