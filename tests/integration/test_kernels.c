@@ -96,6 +96,24 @@ static json_t *sse_collect(user *u, const char *kid, long long after, const char
     return sse_collect_to(u, kid, after, parent, stop_at_reply ? IT_EV_REPLY : IT_EV_IDLE, ended);
 }
 
+/* Run `code` in the kernel (its msg_id into `mid`) and read the events up to
+ * its idle status. */
+static json_t *cell(char *mid, size_t n, user *u, const char *kid, const char *code)
+{
+    execute(mid, n, u, kid, code, NULL);
+    return sse_collect(u, kid, 0, mid, false, NULL);
+}
+
+/* A fresh server with `env`, alice, a project of hers (its id into `pid`,
+ * 64 bytes) and a kernel in it (`kid`, 64 bytes), idle. */
+static void boot_alice(const char *const *env, user *u, char *pid, char *kid)
+{
+    boot(env);
+    make_user(u, "alice");
+    make_project(pid, 64, u);
+    start_kernel(kid, 64, u, pid);
+}
+
 /* The messages of one request, in order, as "type" or "type:detail". */
 static void trace(char *out, size_t n, json_t *msgs, const char *parent)
 {
@@ -148,10 +166,7 @@ START_TEST(execute_streams_busy_input_outputs_reply_idle_in_order)
     char pid[64], kid[64], mid[64], tr[1024];
     bool ended;
 
-    boot(NULL);
-    make_user(&u, "alice");
-    make_project(pid, sizeof(pid), &u);
-    start_kernel(kid, sizeof(kid), &u, pid);
+    boot_alice(NULL, &u, pid, kid);
     execute(mid, sizeof(mid), &u, kid, "print('hello')\n6*7", NULL);
     json_t *msgs = sse_collect(&u, kid, 0, mid, false, &ended);
     trace(tr, sizeof(tr), msgs, mid);
@@ -182,12 +197,8 @@ START_TEST(traceback_of_a_raising_cell_and_a_matplotlib_png)
     user u;
     char pid[64], kid[64], mid[64];
 
-    boot(NULL);
-    make_user(&u, "alice");
-    make_project(pid, sizeof(pid), &u);
-    start_kernel(kid, sizeof(kid), &u, pid);
-    execute(mid, sizeof(mid), &u, kid, "def f():\n    return 1/0\nf()", NULL);
-    json_t *msgs = sse_collect(&u, kid, 0, mid, false, NULL);
+    boot_alice(NULL, &u, pid, kid);
+    json_t *msgs = cell(mid, sizeof(mid), &u, kid, "def f():\n    return 1/0\nf()");
     json_t *err = find_type(msgs, mid, "error");
     ck_assert_ptr_nonnull(err);
     const json_t *c = json_object_get(err, "content");
@@ -196,9 +207,8 @@ START_TEST(traceback_of_a_raising_cell_and_a_matplotlib_png)
     ck_assert_str_eq(jstr(json_object_get(find_type(msgs, mid, "execute_reply"), "content"), "status"), "error");
     json_decref(msgs);
 
-    execute(mid, sizeof(mid), &u, kid,
-            "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.show()", NULL);
-    msgs = sse_collect(&u, kid, 0, mid, false, NULL);
+    msgs = cell(mid, sizeof(mid), &u, kid,
+                "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.show()");
     json_t *dd = find_type(msgs, mid, "display_data");
     ck_assert_msg(dd != NULL, "no display_data");
     const char *png = jstr(json_object_get(json_object_get(dd, "content"), "data"), "image/png");
@@ -214,10 +224,7 @@ START_TEST(interrupt_stops_a_busy_loop_and_the_kernel_survives)
     user u;
     char pid[64], kid[64], mid[64], mid2[64];
 
-    boot(NULL);
-    make_user(&u, "alice");
-    make_project(pid, sizeof(pid), &u);
-    start_kernel(kid, sizeof(kid), &u, pid);
+    boot_alice(NULL, &u, pid, kid);
     execute(mid, sizeof(mid), &u, kid, "x = 5\nprint('started', flush=True)\nwhile True:\n    pass", NULL);
     /* interrupt once the cell's own code runs: "busy" comes before that */
     json_decref(sse_collect_to(&u, kid, 0, mid, IT_EV_STREAM, NULL));
@@ -227,8 +234,7 @@ START_TEST(interrupt_stops_a_busy_loop_and_the_kernel_survives)
     ck_assert_ptr_nonnull(err);
     ck_assert_str_eq(jstr(json_object_get(err, "content"), "ename"), "KeyboardInterrupt");
     json_decref(msgs);
-    execute(mid2, sizeof(mid2), &u, kid, "x + 1", NULL);
-    msgs = sse_collect(&u, kid, 0, mid2, false, NULL);
+    msgs = cell(mid2, sizeof(mid2), &u, kid, "x + 1");
     ck_assert_str_eq(
         jstr(json_object_get(json_object_get(find_type(msgs, mid2, "execute_result"), "content"), "data"), "text/plain"),
         "6");
@@ -242,20 +248,15 @@ START_TEST(restart_keeps_the_id_and_clears_the_namespace)
     user u;
     char pid[64], kid[64], mid[64], path[128];
 
-    boot(NULL);
-    make_user(&u, "alice");
-    make_project(pid, sizeof(pid), &u);
-    start_kernel(kid, sizeof(kid), &u, pid);
-    execute(mid, sizeof(mid), &u, kid, "secret = 41", NULL);
-    json_decref(sse_collect(&u, kid, 0, mid, false, NULL));
+    boot_alice(NULL, &u, pid, kid);
+    json_decref(cell(mid, sizeof(mid), &u, kid, "secret = 41"));
     post_ok(&u, kid, "restart", 200);
     json_decref(wait_status(&u, kid, "idle"));
     snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
     json_t *k = get_json(&u, path);
     ck_assert_str_eq(jstr(k, "id"), kid);
     json_decref(k);
-    execute(mid, sizeof(mid), &u, kid, "secret + 1", NULL);
-    json_t *msgs = sse_collect(&u, kid, 0, mid, false, NULL);
+    json_t *msgs = cell(mid, sizeof(mid), &u, kid, "secret + 1");
     json_t *err = find_type(msgs, mid, "error");
     ck_assert_ptr_nonnull(err);
     ck_assert_str_eq(jstr(json_object_get(err, "content"), "ename"), "NameError");
@@ -352,12 +353,8 @@ START_TEST(a_burst_larger_than_memory_is_replayed_in_order_from_the_journal)
     json_t *m;
     int next = 0;
 
-    boot(NULL);
-    make_user(&u, "alice");
-    make_project(pid, sizeof(pid), &u);
-    start_kernel(kid, sizeof(kid), &u, pid);
-    execute(mid, sizeof(mid), &u, kid, "for i in range(3000):\n    print(i)", NULL);
-    json_t *msgs = sse_collect(&u, kid, 0, mid, false, NULL);
+    boot_alice(NULL, &u, pid, kid);
+    json_t *msgs = cell(mid, sizeof(mid), &u, kid, "for i in range(3000):\n    print(i)");
     json_array_foreach(msgs, i, m) {
         if (strcmp(it_msg_parent(m), mid) != 0 || strcmp(it_msg_type(m), "stream") != 0)
             continue;
@@ -441,10 +438,7 @@ START_TEST(busy_kernel_outlives_its_idle_timeout_and_an_idle_one_is_culled)
     user u;
     char pid[64], kid[64], mid[64], path[128];
 
-    boot(env);
-    make_user(&u, "alice");
-    make_project(pid, sizeof(pid), &u);
-    start_kernel(kid, sizeof(kid), &u, pid);
+    boot_alice(env, &u, pid, kid);
     execute(mid, sizeof(mid), &u, kid, "import time\ntime.sleep(6)\n'slept'", NULL);
     json_decref(wait_status(&u, kid, "busy"));
     /* twice the idle timeout later, it still runs */
@@ -487,10 +481,7 @@ START_TEST(kernel_past_its_max_session_is_warned_then_stopped)
     size_t i;
     json_t *m;
 
-    boot(env);
-    make_user(&u, "alice");
-    make_project(pid, sizeof(pid), &u);
-    start_kernel(kid, sizeof(kid), &u, pid);
+    boot_alice(env, &u, pid, kid);
     json_t *k = wait_status(&u, kid, "dead");
     ck_assert_str_eq(jstr(k, "stop_reason"), "max_session");
     json_decref(k);
@@ -514,11 +505,8 @@ START_TEST(another_users_kernel_answers_404)
     static const char *const what[][2] = {{"GET", ""},           {"DELETE", ""},         {"POST", "/interrupt"},
                                           {"POST", "/restart"}, {"GET", "/events"},     {"POST", "/execute"}};
 
-    boot(NULL);
-    make_user(&a, "alice");
+    boot_alice(NULL, &a, pid, kid);
     make_user(&b, "bob");
-    make_project(pid, sizeof(pid), &a);
-    start_kernel(kid, sizeof(kid), &a, pid);
     for (size_t i = 0; i < sizeof(what) / sizeof(what[0]); i++) {
         snprintf(path, sizeof(path), "/api/v1/kernels/%s%s", kid, what[i][1]);
         it_request(&r, &srv, what[i][0], path, strcmp(what[i][1], "/execute") == 0 ? "{\"code\":\"1\"}" : NULL,
@@ -577,10 +565,7 @@ START_TEST(kernels_die_with_the_server_and_say_why_after_a_restart)
     user u;
     char pid[64], kid[64], path[128], data[256];
 
-    boot(NULL);
-    make_user(&u, "alice");
-    make_project(pid, sizeof(pid), &u);
-    start_kernel(kid, sizeof(kid), &u, pid);
+    boot_alice(NULL, &u, pid, kid);
     snprintf(data, sizeof(data), "%s", srv.data_dir);
     srv.keep_data = 1;
     /* kill -9: nothing gets to mark the kernel */
