@@ -41,8 +41,9 @@ static void make_key(char *key, const char *user)
     it_key k;
 
     ck_assert_int_eq(it_user_make(&u, &S, NULL, NULL, user, 0), 0);
-    ck_assert_int_eq(it_key_make(&k, &S, u.hdrs, "{\"name\":\"jupyter\",\"env\":\"prod\",\"scopes\":[\"read\",\"write\",\"run\"]}"),
-                     0);
+    ck_assert_int_eq(
+        it_key_make(&k, &S, u.hdrs, "{\"name\":\"jupyter\",\"env\":\"prod\",\"scopes\":[\"read\",\"write\",\"run\"]}"),
+        0);
     snprintf(key, 160, "%s", k.auth + strlen("Authorization: Bearer "));
     if (strcmp(user, "alice") == 0) {
         snprintf(cookie_a, sizeof(cookie_a), "%s", u.cookie);

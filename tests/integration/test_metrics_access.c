@@ -65,8 +65,8 @@ static void start(const char *mode)
     ck_assert_int_eq(it_login(&S, boss.name, boss.pw, boss.cookie, sizeof(boss.cookie), boss.csrf, sizeof(boss.csrf)),
                      0);
     snprintf(admin_cookie, sizeof(admin_cookie), "%s", boss.cookie);
-    ck_assert_int_eq(it_key_make(&k, &S, boss.hdrs, "{\"name\":\"ops\",\"env\":\"prod\",\"scopes\":[\"read\",\"admin\"]}"),
-                     0);
+    ck_assert_int_eq(
+        it_key_make(&k, &S, boss.hdrs, "{\"name\":\"ops\",\"env\":\"prod\",\"scopes\":[\"read\",\"admin\"]}"), 0);
     snprintf(admin_key_hdr, sizeof(admin_key_hdr), "%s", k.auth);
 }
 

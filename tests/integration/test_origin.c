@@ -144,8 +144,8 @@ START_TEST(api_keys_are_not_affected_by_origin)
     it_resp r;
 
     start(NULL);
-    ck_assert_int_eq(it_key_make(&k, &S, alice.hdrs, "{\"name\":\"k\",\"env\":\"prod\",\"scopes\":[\"read\",\"write\"]}"),
-                     0);
+    ck_assert_int_eq(
+        it_key_make(&k, &S, alice.hdrs, "{\"name\":\"k\",\"env\":\"prod\",\"scopes\":[\"read\",\"write\"]}"), 0);
     it_request(&r, &S, "GET", "/api/v1/me", NULL, (const char *[]){hk, "Origin: http://evil.example", NULL});
     ck_assert_int_eq(r.status, 200);
     it_resp_free(&r);

@@ -76,12 +76,12 @@ static long ws_open(it_ws *c, const char *src, const char *id)
 /* A user and an API key of theirs with scopes read, write, run. */
 static void make_key(void)
 {
+    static const char body[] = "{\"name\":\"scale\",\"env\":\"prod\",\"scopes\":[\"read\",\"write\",\"run\"]}";
     it_user u;
     it_key k;
 
     ck_assert_int_eq(it_user_make(&u, &S, NULL, NULL, "scaler", 0), 0);
-    ck_assert_int_eq(it_key_make(&k, &S, u.hdrs, "{\"name\":\"scale\",\"env\":\"prod\",\"scopes\":[\"read\",\"write\",\"run\"]}"),
-                     0);
+    ck_assert_int_eq(it_key_make(&k, &S, u.hdrs, body), 0);
     snprintf(key, sizeof(key), "%s", k.auth + strlen("Authorization: Bearer "));
 }
 
