@@ -138,6 +138,45 @@ try {
   const consoleErrors = [];
   page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(`${page.url()}: ${m.text()} at ${JSON.stringify(m.location())}`); });
 
+  await test('notebook_merge_rules', async () => {
+    // web/src/nbmerge.js is plain ESM: its rules checked here without a browser.
+    const { mergeCells, baseOf } = await import(join(webDir, 'src', 'nbmerge.js'));
+    const out = (t) => [{ output_type: 'stream', name: 'stdout', text: t }];
+    const c = (id, source, outputs = [], n = null, t = 'code') => ({ id, cell_type: t, source, metadata: {}, ...(t === 'code' ? { outputs, execution_count: n } : {}) });
+    const B = baseOf([c('a', 'x=1'), c('b', 'print(2)', out('2\n'), 1), c('d', 'gone here')]);
+    const ids = (m) => m.cells.map((x) => x.id).join();
+    // a edited here, d deleted here; the server adds r after a and reruns b elsewhere
+    let m = mergeCells([c('a', 'x=2'), c('b', 'print(2)', out('2\n'), 1)],
+      [c('a', 'x=1'), c('r', 'new'), c('b', 'print(2)', out('2\n3\n'), 2), c('d', 'gone here')], B);
+    assert(ids(m) === 'a,r,b' && !m.conflicts.length, `order ${ids(m)}`);
+    assert(m.cells[0].source === 'x=2' && m.cells[2].outputs[0].text === '2\n3\n' && m.cells[2].execution_count === 2, 'local source, server outputs');
+    assert(m.dropped.join() === 'd' && m.inserted.join() === 'r', 'a local deletion of an unchanged cell stands');
+    // deleted here but changed on the server: kept
+    m = mergeCells([c('a', 'x=1')], [c('a', 'x=1'), c('d', 'changed there')], B);
+    assert(ids(m) === 'a,d', `kept a cell changed elsewhere: ${ids(m)}`);
+    // only the server changed a source: taken; both changed: a conflict
+    m = mergeCells([c('a', 'x=1')], [c('a', 'x=9')], B);
+    assert(m.cells[0].source === 'x=9' && !m.conflicts.length, 'server-only edit taken');
+    m = mergeCells([c('a', 'x=3')], [c('a', 'x=4')], B);
+    assert(m.conflicts.join() === 'a', 'both edited: conflict');
+    // running here: the longer outputs win, either way
+    m = mergeCells([c('b', 'print(2)', out('1\n2\n3\n'))], [c('b', 'print(2)', out('1\n'), 5)], B, { running: new Set(['b']) });
+    assert(m.cells[0].outputs[0].text === '1\n2\n3\n', 'running: local longer kept');
+    m = mergeCells([c('b', 'print(2)', out('1\n'))], [c('b', 'print(2)', out('1\n2\n'), 5)], B, { running: new Set(['b']) });
+    assert(m.cells[0].outputs[0].text === '1\n2\n', 'running: the fold ahead wins');
+    // run here, same execution in the file: longer; another execution: the side that changed
+    m = mergeCells([c('b', 'print(2)', out('x\n'), 7)], [c('b', 'print(2)', out('x\ny\n'), 7)], B, { ranHere: new Set(['b']) });
+    assert(m.cells[0].outputs[0].text === 'x\ny\n', 'same run: longer');
+    m = mergeCells([c('b', 'print(2)', out('new run, short\n'), 8)], [c('b', 'print(2)', out('2\n'), 1)], B, { ranHere: new Set(['b']) });
+    assert(m.cells[0].outputs[0].text === 'new run, short\n', 'a newer run here beats the unchanged old outputs');
+    // a server-only cell at the top, and one after a cell the page deleted
+    m = mergeCells([c('a', 'x=1')], [c('z', 'top'), c('a', 'x=1'), c('d', 'gone here'), c('y', 'after d')], B);
+    assert(ids(m) === 'z,a,y', `placement ${ids(m)}`);
+    // a cell turned markdown here keeps no outputs
+    m = mergeCells([c('b', 'print(2)', [], null, 'markdown')], [c('b', 'print(2)', out('2\n3\n'), 2)], B);
+    assert(m.cells[0].cell_type === 'markdown' && m.cells[0].outputs === undefined, 'markdown has no outputs');
+  });
+
   await test('app_shell_has_csp_and_long_cached_assets', async () => {
     const r = await page.request.get(`${base}/projects`);
     assert(r.status() === 200, `status ${r.status()}`);
