@@ -60,8 +60,8 @@ static void print_workspace(const json_t *ws)
         cli_format(limit, sizeof(limit), json_object_get(ws, "limit_bytes"), CLI_FMT_BYTES);
     else
         snprintf(limit, sizeof(limit), "unlimited");
-    printf("%-24s %s\n", "Workspace used:", used);
-    printf("%-24s %s per project\n", "Workspace limit:", limit);
+    printf("%-23s %s\n", "Workspace used:", used);
+    printf("%-23s %s per project\n", "Workspace limit:", limit);
     json_array_foreach(items, i, it) {
         char b[64];
         cli_format(b, sizeof(b), json_object_get(it, "used_bytes"), CLI_FMT_BYTES);
