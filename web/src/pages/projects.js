@@ -171,7 +171,7 @@ export function askRestoreMode(v) {
     message: 'The current working tree is saved as a version first, so you can come back to it.',
     body: h('div', { role: 'radiogroup', 'aria-label': 'Restore mode' },
       choice('keep_untracked', 'Keep files that are not in this version', 'Files of the version are put back; other files (new data, checkpoints, large files) stay as they are.', true),
-      choice('exact', 'Make the workspace exactly this version (deletes other files)', 'Every file the version does not have is deleted from the workspace.', false)),
+      choice('exact', 'Make the workspace exactly this version (deletes other files)', 'Every file the version does not have is deleted from the workspace (large and .eddyignore\'d files stay; the autosave can bring the rest back).', false)),
     actions: [{ label: 'Restore', value: 'restore', kind: 'primary', testid: 'restore-confirm' }],
     read: (_, dlg) => dlg.querySelector('input[name=restore-mode]:checked').value,
   });
@@ -188,7 +188,8 @@ function largeFilesRow(v, cols) {
     h('td', { colspan: cols },
       h('strong', null, `Large files, not versioned (${lf.length})`),
       h('span', { class: 'muted' }, ' (kept in the workspace only: over the size limit or matched by .eddyignore; restoring this version does not bring them back)'),
-      h('ul', null, lf.map((f) => h('li', null, h('code', null, f.path), ` · ${bytes(f.size)} · sha256 `, h('code', { title: f.sha256 }, shortSha(f.sha256)))))));
+      h('ul', null, lf.map((f) => h('li', null, h('code', null, f.path), ` · ${bytes(f.size)} · sha256 `, h('code', { title: f.sha256 }, shortSha(f.sha256)),
+        f.reason === 'eddyignore' ? ' · matched by .eddyignore' : f.reason === 'large' ? ' · over the size limit' : null)))));
 }
 
 async function versionsTab(body, id) {
@@ -210,8 +211,9 @@ async function versionsTab(body, id) {
         const mode = await askRestoreMode(v);
         if (!mode) return;
         busy(restore, async () => {
-          await api.post(`${projUrl(id)}/versions/${enc(v.id)}/restore`, { mode });
-          toast(mode === 'exact' ? 'Restored: the workspace is exactly this version' : 'Restored (files not in the version were kept)');
+          const r = await api.post(`${projUrl(id)}/versions/${enc(v.id)}/restore`, { mode });
+          const saved = r && r.autosave && r.autosave.id ? ` The state before is version ${String(r.autosave.id).slice(0, 10)}.` : '';
+          toast((mode === 'exact' ? 'Restored: the workspace is exactly this version.' : 'Restored; files not in the version were kept.') + saved);
           navigate(`/projects/${enc(id)}`);
         });
       },
