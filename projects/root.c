@@ -42,6 +42,10 @@ int proj__git_error(const char *what)
 {
     const git_error *e = git_error_last();
 
+    /* a full workspace tree (its quota): libgit2 passes strerror on */
+    if (e && e->message && (strstr(e->message, strerror(ENOSPC)) || strstr(e->message, strerror(EDQUOT))))
+        return ed_error_set(ED_EQUOTA, "%s: the project's workspace is full (delete files to make room): %s", what,
+                            e->message);
     return ed_error_set(ED_EIO, "%s: %s", what, e && e->message ? e->message : "libgit2 failed");
 }
 

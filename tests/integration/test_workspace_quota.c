@@ -280,6 +280,42 @@ START_TEST(a_kernel_writing_past_the_limit_gets_enospc)
     ck_assert_int_eq(put_blob(&alice, pid, "api.bin", 20, NULL, 0), 201);
     /* ... and then nothing more does, for the API nor the kernel */
     ck_assert_int_eq(put_blob(&alice, pid, "api2.bin", 20, NULL, 0), 402);
+
+    /* a tree full of what git must store: saving a version is 402 (not a
+     * 500), and works again once the kernel deleted some */
+    out = kexec(&alice, kid, pid,
+                "import os\n"
+                "os.makedirs('/home/aistudio/work/rnd', exist_ok=True)\n"
+                "n = 0\n"
+                "try:\n"
+                "    while n < 64:\n"
+                "        with open('/home/aistudio/work/rnd/%d.bin' % n, 'wb') as f:\n"
+                "            f.write(os.urandom(1 << 20))\n"
+                "            os.fsync(f.fileno())\n"
+                "        n += 1\n"
+                "except OSError:\n"
+                "    pass\n"
+                "os.remove('/home/aistudio/work/rnd/0.bin')\n"
+                "out = str(n)\n");
+    ck_assert_msg(atoi(out + 3) >= 2, "%s", out);
+    free(out);
+    {
+        char path[160];
+        it_resp r;
+        snprintf(path, sizeof(path), "/api/v1/projects/%s/versions", pid);
+        it_request(&r, &srv, "POST", path, "{\"message\":\"full\"}", alice.hdrs);
+        ck_assert_msg(r.status == 402 && strstr(r.body, "quota_exceeded") && strstr(r.body, "workspace is full"),
+                      "%ld %s", r.status, r.body);
+        it_resp_free(&r);
+        out = kexec(&alice, kid, pid, "import shutil\nshutil.rmtree('/home/aistudio/work/rnd')\nout = 'gone'\n");
+        free(out);
+        snprintf(path, sizeof(path), "/api/v1/projects/%s/files/api.bin", pid);
+        ck_assert_int_eq(it_request_status(&srv, "DELETE", path, NULL, alice.hdrs), 204);
+        snprintf(path, sizeof(path), "/api/v1/projects/%s/versions", pid);
+        it_request(&r, &srv, "POST", path, "{\"message\":\"room again\"}", alice.hdrs);
+        ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+        it_resp_free(&r);
+    }
 }
 END_TEST
 
