@@ -1440,15 +1440,28 @@ int main(void)
     tcase_add_test(te, sigterm_ignoring_double_forked_tree_killed_at_wall_time);
     tcase_add_test(te, two_jobs_cannot_see_or_signal_each_other);
     tcase_add_test(te, every_thread_shows_seccomp_nnp_and_no_capabilities);
-    tcase_add_test(te, workspace_tree_refuses_hard_links_out_and_hides_git);
+    /* Kernels refuse to start where idmapped mounts are missing (422), so
+     * on such a host the workspace attempts cannot be made: said, not failed. */
+    char idmap_why[256] = "";
+    int idmap = sbx_idmap_probe(top, idmap_why, sizeof(idmap_why));
+    if (getenv("EDDY_IDMAP") && strcmp(getenv("EDDY_IDMAP"), "none") == 0) {   /* the scheduler's switch */
+        idmap = 0;
+        snprintf(idmap_why, sizeof(idmap_why), "EDDY_IDMAP=none");
+    }
+    if (idmap)
+        tcase_add_test(te, workspace_tree_refuses_hard_links_out_and_hides_git);
+    else
+        printf("workspace attempts: not reachable on this host (kernels refuse to start: %s)\n", idmap_why);
     suite_add_tcase(esc, te);
 #ifdef EDDY_BIN
     TCase *ta = tcase_create("artifacts");
     tcase_set_timeout(ta, 180);
     tcase_add_test(ta, artifact_download_racing_a_swapped_link_never_serves_a_host_file);
     tcase_add_test(ta, artifact_links_to_host_files_are_neither_listed_nor_served);
-    tcase_add_test(ta, kernel_links_in_the_tree_are_neither_served_nor_listed);
-    tcase_add_test(ta, kernel_swapping_a_link_in_the_tree_never_gets_a_host_file_served);
+    if (idmap) {
+        tcase_add_test(ta, kernel_links_in_the_tree_are_neither_served_nor_listed);
+        tcase_add_test(ta, kernel_swapping_a_link_in_the_tree_never_gets_a_host_file_served);
+    }
     suite_add_tcase(esc, ta);
 #endif
 
