@@ -72,6 +72,7 @@ def main():
     build = sys.argv[1] if len(sys.argv) > 1 else "build"
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 300
     tmp = tempfile.mkdtemp(prefix="eddy-bench-ws-")
+    os.chmod(tmp, 0o711)        # the server may run as the user eddy (privilege split)
     procs = []
     try:
         eproc, eapi, project = eddy_setup(build, tmp)
