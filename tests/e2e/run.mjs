@@ -883,7 +883,34 @@ try {
     console.log(`e2e: a kernel-written file showed in the file view ${Date.now() - t0} ms after the REST list had it`);
     const f = await rest(page, 'GET', fileUrl(state.projectId, name));
     assert(f.body === 'from the kernel\n', `content: ${JSON.stringify(f.body)}`);
+    state.kernelId = k.id;
     await shot(page, '15-kernel-file');
+  });
+
+  await test('a_symlink_a_kernel_makes_is_never_followed_by_the_web_app', async () => {
+    assert(!noKernels, noKernels);
+    assert(state.kernelId, 'the kernel-file test left a kernel');
+    const ex = await rest(page, 'POST', `/api/v1/kernels/${encodeURIComponent(state.kernelId)}/execute`,
+      { code: 'import os\nfor n, t in (("leak-shadow", "/etc/shadow"), ("leak-passwd", "/etc/passwd")):\n    p = "/home/aistudio/work/" + n\n    os.path.lexists(p) or os.symlink(t, p)\nopen("/home/aistudio/work/links-made.txt", "w").write("ok")' });
+    assert(ex.status === 202, `execute ${ex.status}: ${ex.body}`);
+    let made = false;
+    for (let i = 0; i < 100 && !made; i++) {
+      made = (await rest(page, 'GET', fileUrl(state.projectId, 'links-made.txt'))).status === 200;
+      if (!made) await page.waitForTimeout(100);
+    }
+    assert(made, 'the kernel made its links (links-made.txt)');
+    for (const n of ['leak-shadow', 'leak-passwd']) {
+      const r = await rest(page, 'GET', fileUrl(state.projectId, n));
+      console.log(`e2e: GET ${n} (a link the kernel made) answered ${r.status}`);
+      assert(r.status !== 200 && !/root:/.test(r.body), `GET ${n} through the API: ${r.status} ${r.body.slice(0, 80)}`);
+      await page.goto(`${state.projectUrl}/edit/${n}`);
+      await page.waitForSelector('textarea.editor, .error-box');
+      const shown = (await page.$('textarea.editor')) ? await page.inputValue('textarea.editor') : '';
+      assert(!/root:/.test(shown) && !/root:x?:/.test(await page.content()), `the editor showed ${n}'s target`);
+    }
+    await page.goto(state.projectUrl);
+    await page.waitForSelector('[data-testid=files] tr[data-path="links-made.txt"]');
+    assert(!/root:x?:/.test(await page.content()), 'the file view shows no target contents');
   });
 
   await test('editing_while_a_cell_streams_loses_no_edit_and_no_output', async () => {
