@@ -260,8 +260,22 @@ try {
     const onReq = (q) => { if (q.method() === 'GET' && new URL(q.url()).pathname.endsWith('/files')) seen.push(Date.now()); };
     page.on('request', onReq);
     await page.waitForTimeout(3200);
-    page.off('request', onReq);
     assert(seen.length >= 1 && seen.length <= 5, `${seen.length} file-list requests in 3.2 s`);
+    // A hidden tab does not poll; showing it again refreshes at once.
+    const setVis = (v) => page.evaluate((v) => {
+      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => v });
+      document.dispatchEvent(new Event('visibilitychange'));
+    }, v);
+    await setVis('hidden');
+    await page.waitForTimeout(300);   // one request may have been in flight
+    seen.length = 0;
+    await page.waitForTimeout(2500);
+    const whileHidden = seen.length;
+    await setVis('visible');
+    await page.waitForTimeout(500);
+    page.off('request', onReq);
+    assert(whileHidden === 0, `${whileHidden} file-list requests while hidden`);
+    assert(seen.length >= 1, 'showing the tab again refreshed the list');
   });
 
   await test('file_view_and_account_show_workspace_usage', async () => {
