@@ -55,6 +55,8 @@
 #define SWEEP_MS  60000          /* how often dead kernels' journals are swept (at most) */
 #define TICK_MS   250
 #define FOLD_WRITE_MS 1000       /* a folded notebook is written at most this often while a cell runs */
+#define FOLD_RETRY_MAX_MS 8000   /* a failed fold write is tried again after 1, 2, 4, 8, 8... s */
+#define FOLD_GIVE_UP 5           /* a finished cell's fold is dropped after this many failed writes in a row */
 #define MAX_PENDING 64
 
 typedef struct fold {
@@ -66,6 +68,10 @@ typedef struct fold {
     int64_t  written_ns;
     size_t   bytes;              /* of the messages folded since the last clear_output */
     bool     dirty, done, capped;
+    bool     writing;            /* a thread is writing it (outside mu): nobody else writes or frees it */
+    int      fails;              /* failed writes in a row */
+    int64_t  retry_ns;           /* after a failed write: not before this (monotonic) */
+    int64_t  pass;               /* the folds_flush call that last took it */
     /* the last output when it is a stream: kept as growing text (appends are
      * amortised, not a copy of the whole text per message) and made an
      * nbformat output when another output comes or for a write */
@@ -392,6 +398,8 @@ static void fold_apply_locked(kh_k *k, const json_t *m, size_t len)
         if (json_is_integer(json_object_get(content, "execution_count")))
             f->exec_count = (int)json_integer_value(json_object_get(content, "execution_count"));
         f->done = f->dirty = true;
+        f->fails = 0;   /* the final outputs get the whole budget of tries, at once */
+        f->retry_ns = 0;
     } else {
         const char *name = json_string_value(json_object_get(content, "name"));
         const json_t *text = json_object_get(content, "text");
@@ -440,28 +448,45 @@ static void fold_apply_locked(kh_k *k, const json_t *m, size_t len)
     }
 }
 
-/* Write the cell's outputs into the working-tree notebook. Logged on failure.
- * The notebook is also written by the editor (autosave) and by code in the
- * kernel: the write is conditional on the ETag read, and a write that lands
- * in between makes us read again and fold into the newer text, so neither
- * side's cells nor outputs are lost. */
-enum { FOLD_ATTEMPTS = 8 };
+/* Write the cell's outputs into the working-tree notebook: 0, or an error
+ * (ed_error_last() says why); the caller keeps the fold dirty and tries
+ * again later. The notebook is also written by the editor (autosave) and by
+ * code in the kernel: the write is conditional on the ETag read, and a
+ * write that lands in between makes us read again and fold into the newer
+ * text, so neither side's cells nor outputs are lost. A notebook that is not
+ * valid JSON is one that kernel code is rewriting in place (truncated, half
+ * written): read again too. Between tries we sleep 10, 20, 40... ms (about
+ * 0.5 s in all): this runs on the kernel's reader thread, and only slows
+ * that kernel's output. */
+enum { FOLD_ATTEMPTS = 8, FOLD_BACKOFF_MS = 10, FOLD_BACKOFF_TOTAL_MS = 500 };
 
-static void fold_write(kh_hub *h, int64_t user_id, const char *project, const char *path, const char *cell_id,
-                       json_t *outputs, int exec_count)
+static int fold_write(kh_hub *h, int64_t user_id, const char *project, const char *path, const char *cell_id,
+                      json_t *outputs, int exec_count)
 {
-    int err = 0;
+    int err = 0, slept = 0;
 
     for (int attempt = 0; attempt < FOLD_ATTEMPTS; attempt++) {
         char *buf = NULL, *text = NULL, etag[PROJ_ETAG_LEN + 1];
         size_t len = 0;
         json_t *nb = NULL, *cells, *cell;
         size_t i;
-        bool found = false;
+        bool found = false, again = false;
 
-        if ((err = proj_file_read_etag(&buf, &len, etag, h->srv->projects, user_id, project, path, NULL)) < 0 ||
-            (err = ed_json_parse_object(&nb, buf, len)) < 0)
+        if (attempt > 0) {
+            int ms = FOLD_BACKOFF_MS << (attempt - 1);
+            if (ms > FOLD_BACKOFF_TOTAL_MS - slept)
+                ms = FOLD_BACKOFF_TOTAL_MS - slept;
+            if (ms > 0)
+                usleep((useconds_t)ms * 1000);
+            slept += ms;
+        }
+        if ((err = proj_file_read_etag(&buf, &len, etag, h->srv->projects, user_id, project, path, NULL)) < 0)
             goto next;
+        if ((err = ed_json_parse_object(&nb, buf, len)) < 0) {
+            again = true;   /* being rewritten in place */
+            err = ed_error_set(ED_EUNPROC, "%s is not valid JSON (being rewritten?)", path);
+            goto next;
+        }
         cells = json_object_get(nb, "cells");
         json_array_foreach(cells, i, cell) {
             const char *cid = json_string_value(json_object_get(cell, "id"));
@@ -485,32 +510,81 @@ static void fold_write(kh_hub *h, int64_t user_id, const char *project, const ch
             goto next;
         }
         err = proj_file_write_if(NULL, NULL, h->srv->projects, user_id, project, path, text, strlen(text), etag);
+        again = err == ED_EPRECOND;
     next:
         free(buf);
         free(text);
         json_decref(nb);
-        if (err != ED_EPRECOND)
-            break;   /* written, or failed for a reason another read will not change */
+        if (!again)
+            break;   /* written, or failed for a reason another read now will not change */
     }
-    if (err < 0)
-        ed_log_warn("kernel.fold", "cannot fold outputs into %s (cell %s) of project %s: %s", path, cell_id,
-                    project, ed_error_last());
+    return err;
 }
 
-/* Write the folds that are due (outside mu). */
-static void folds_flush(kh_hub *h, kh_k *k)
+/* Unlink f from k's folds and free it. Under mu. */
+static void fold_drop_locked(kh_k *k, fold *f)
 {
+    for (fold **pp = &k->folds; *pp; pp = &(*pp)->next)
+        if (*pp == f) {
+            *pp = f->next;
+            break;
+        }
+    fold_free(f);
+}
+
+/* When (monotonic ns) f is next due for a write; INT64_MAX: not now. Under mu. */
+static int64_t fold_due_ns(const fold *f)
+{
+    int64_t due;
+
+    if (!f->dirty || f->writing)
+        return INT64_MAX;
+    due = f->done ? 0 : f->written_ns + (int64_t)FOLD_WRITE_MS * 1000000;
+    return f->retry_ns > due ? f->retry_ns : due;
+}
+
+/* Milliseconds until one of k's folds is due for a write (0: now), or -1
+ * when none waits; with `done_only`, only finished cells' folds count. */
+static int folds_due_ms(kh_hub *h, kh_k *k, bool done_only)
+{
+    int64_t first = INT64_MAX, now = ed_mono_ns();
+
+    pthread_mutex_lock(&h->mu);
+    for (fold *f = k->folds; f; f = f->next)
+        if (!done_only || f->done) {
+            int64_t due = fold_due_ns(f);
+            if (due < first)
+                first = due;
+        }
+    pthread_mutex_unlock(&h->mu);
+    if (first == INT64_MAX)
+        return -1;
+    if (first <= now)
+        return 0;
+    return (first - now) / 1000000 + 1 > 60000 ? 60000 : (int)((first - now) / 1000000 + 1);
+}
+
+/* Write the folds that are due (outside mu); with `force`, every dirty fold
+ * once, due or not (the kernel's process ended). A failed write leaves its
+ * fold dirty, tried again after 1, 2, 4, 8... s; a finished cell's fold is
+ * kept until its outputs are written, or FOLD_GIVE_UP writes in a row
+ * failed (logged). Several reader threads of one kernel (a restart) may
+ * flush at once: a fold being written is theirs alone (`writing`). */
+static void folds_flush(kh_hub *h, kh_k *k, bool force)
+{
+    int64_t pass = ed_mono_ns();
+
     for (;;) {
-        char *path = NULL, *cell = NULL;
+        char *path = NULL, *cell = NULL, why[300];
         json_t *outs = NULL;
-        int count = 0;
-        bool last = false;
+        int count = 0, err;
         int64_t now = ed_mono_ns();
+        fold *f;
 
         pthread_mutex_lock(&h->mu);
-        fold *f, **pp;
-        for (pp = &k->folds; (f = *pp); pp = &f->next)
-            if (f->dirty && (f->done || now - f->written_ns >= (int64_t)FOLD_WRITE_MS * 1000000))
+        for (f = k->folds; f; f = f->next)
+            if (f->dirty && !f->writing && f->pass != pass &&
+                (force || fold_due_ns(f) <= now))
                 break;
         if (f) {
             path = strdup(f->path);
@@ -520,12 +594,9 @@ static void folds_flush(kh_hub *h, kh_k *k)
                 json_array_append_new(outs, stream_output(f));
             count = f->exec_count;
             f->dirty = false;
+            f->writing = true;
             f->written_ns = now;
-            last = f->done;
-            if (last) {
-                *pp = f->next;
-                fold_free(f);
-            }
+            f->pass = pass;
         }
         int64_t user = k->user_id;
         char project[64];
@@ -533,11 +604,51 @@ static void folds_flush(kh_hub *h, kh_k *k)
         pthread_mutex_unlock(&h->mu);
         if (f == NULL)
             return;
-        if (path && cell && outs)
-            fold_write(h, user, project, path, cell, outs, count);
+        err = path && cell && outs ? fold_write(h, user, project, path, cell, outs, count)
+                                   : ed_error_set(ED_ENOMEM, "fold");
+        snprintf(why, sizeof(why), "%s", err < 0 ? ed_error_last() : "");
+        pthread_mutex_lock(&h->mu);
+        f->writing = false;
+        if (err == 0) {
+            f->fails = 0;
+            f->retry_ns = 0;
+            if (f->done && !f->dirty)
+                fold_drop_locked(k, f);
+        } else {
+            f->dirty = true;   /* these outputs are not in the notebook yet */
+            f->fails++;
+            if (f->done && f->fails >= FOLD_GIVE_UP) {
+                ed_log_warn("kernel.fold", "kernel %s: gave up folding the outputs of cell %s into %s of project %s "
+                            "after %d failed writes: %s", k->id, cell, path, project, f->fails, why);
+                fold_drop_locked(k, f);
+            } else {
+                int64_t ms = (int64_t)FOLD_WRITE_MS << (f->fails - 1 < 4 ? f->fails - 1 : 4);
+                f->retry_ns = ed_mono_ns() + (ms < FOLD_RETRY_MAX_MS ? ms : FOLD_RETRY_MAX_MS) * 1000000;
+                if (f->fails == 1)
+                    ed_log_warn("kernel.fold", "kernel %s: cannot fold outputs into %s (cell %s) of project %s, "
+                                "trying again: %s", k->id, path, cell, project, why);
+            }
+        }
+        pthread_mutex_unlock(&h->mu);
         free(path);
         free(cell);
         json_decref(outs);
+    }
+}
+
+/* The kernel's process ended: write every dirty fold now, and keep trying
+ * finished cells' folds until written or given up (unless the hub stops). */
+static void folds_drain(kh_hub *h, kh_k *k)
+{
+    int ms;
+
+    folds_flush(h, k, true);
+    while (!h->stopping && (ms = folds_due_ms(h, k, true)) >= 0) {
+        if (ms > 0) {
+            usleep((useconds_t)(ms < 100 ? ms : 100) * 1000);   /* a stopping hub is noticed soon */
+            continue;
+        }
+        folds_flush(h, k, false);
     }
 }
 
@@ -930,8 +1041,17 @@ static void *reader_main(void *p)
         if (n > 0 && (nbytes >= BATCH_BYTES || poll(&pfd, 1, 0) <= 0)) {
             /* nothing more is waiting (or enough is held): journal and publish the burst */
             burst_flush(h, k, msgs, parsed, &n, &nbytes);
-            folds_flush(h, k);
+            folds_flush(h, k, false);
             continue;
+        }
+        if (n == 0) {
+            /* a fold waits to be written (its cell went quiet, or a write
+             * failed): wake for it while no output comes */
+            int due = folds_due_ms(h, k, false);
+            if (due >= 0 && poll(&pfd, 1, due) == 0) {
+                folds_flush(h, k, false);
+                continue;
+            }
         }
         if ((err = read_exact(a.fd, hdr, sizeof(hdr))) != 0)
             break;
@@ -1010,7 +1130,7 @@ static void *reader_main(void *p)
             burst_flush(h, k, msgs, parsed, &n, &nbytes);
     }
     burst_flush(h, k, msgs, parsed, &n, &nbytes);
-    folds_flush(h, k);
+    folds_drain(h, k);
     /* the process ended (or the hub is stopping): close our end */
     pthread_mutex_lock(&k->wmu);
     if (k->fd == a.fd && k->fd_job == a.job_id)
