@@ -51,8 +51,10 @@ int proj_workspace_attach(proj_root *r, int64_t user_id, const char *id);
 
 /* Apply the current tier limits again to the trees of `user_id`'s projects
  * (user_id > 0) or of every owner in `tier` (tier != NULL): after an admin
- * changed a user's tier or a tier's workspace_bytes. Failures are logged;
- * returns how many projects were updated, or an ED_E* code. */
+ * changed a user's tier or a tier's workspace_bytes. Only trees attached by
+ * this process are touched now (the others read the limit when they are
+ * attached), so the cost is bounded by the projects in use. Failures are
+ * logged; returns how many projects were updated, or an ED_E* code. */
 int proj_workspace_sync(proj_root *r, int64_t user_id, const char *tier);
 
 typedef struct proj_ws_item {

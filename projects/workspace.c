@@ -639,6 +639,8 @@ int proj__ws_prepare(proj_root *r, int64_t owner, const char *id, int64_t *disk_
             return ed_error_set(err, "%s", msg);
         }
     }
+    if (quotas_on(r))
+        set_attached(r->ws, id, true);   /* made with the current limit (proj__ws_remove forgets it) */
     return 0;
 }
 
@@ -785,6 +787,10 @@ int proj_workspace_sync(proj_root *r, int64_t user_id, const char *tier)
     }
     sqlite3_finalize(s);
     for (size_t i = 0; i < n; i++) {
+        /* a tree not attached by this process gets the tier's limit when it
+         * is (attach reads it): only those in use need it now */
+        if (!is_attached(r->ws, ids[i]))
+            continue;
         proj__lock(r, ids[i]);
         pthread_mutex_lock(&r->ws->attach_lock);
         set_attached(r->ws, ids[i], false);
