@@ -126,6 +126,15 @@ int pyc_dtype_arg(PyObject *o, fw_dtype *out)
     return -1;
 }
 
+int pyc_dtype_or(PyObject *o, fw_dtype *out, fw_dtype dflt)
+{
+    if (!o || o == Py_None) {
+        *out = dflt;
+        return 0;
+    }
+    return pyc_dtype_arg(o, out);
+}
+
 int pyc_int64_list(PyObject *o, int64_t *vals, int max, int *n, const char *what)
 {
     if (PyLong_Check(o)) {
@@ -209,6 +218,46 @@ int pyc_shape_arg(PyObject *o, int64_t *shape, int *ndim)
         return PyErr_Occurred() ? -1 : 0;
     }
     return pyc_int64_list(o, shape, FW_MAX_DIMS, ndim, "shape");
+}
+
+int pyc_shape_dtype_args(PyObject *args, PyObject *kw, int64_t *shape, int *ndim,
+                         fw_dtype *dt)
+{
+    static char *kwl[] = {"shape", "dtype", NULL};
+    PyObject *so, *dto = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O", kwl, &so, &dto))
+        return -1;
+    if (pyc_shape_arg(so, shape, ndim) < 0 || pyc_dtype_or(dto, dt, pyc_default_float) < 0)
+        return -1;
+    return 0;
+}
+
+int pyc_slice_args(PyObject *ax, PyObject *st, PyObject *en, PyObject *sp, int *axes,
+                   int64_t *starts, int64_t *ends, int64_t *steps, int *n)
+{
+    int64_t tmp[FW_MAX_DIMS];
+    int na, ns, ne, np = 0;
+    if (pyc_int64_list(ax, tmp, FW_MAX_DIMS, &na, "axes") < 0 ||
+        pyc_int64_list(st, starts, FW_MAX_DIMS, &ns, "starts") < 0 ||
+        pyc_int64_list(en, ends, FW_MAX_DIMS, &ne, "ends") < 0)
+        return -1;
+    if (sp && sp != Py_None) {
+        if (pyc_int64_list(sp, steps, FW_MAX_DIMS, &np, "steps") < 0)
+            return -1;
+    } else {
+        for (int i = 0; i < na; i++)
+            steps[i] = 1;
+        np = na;
+    }
+    if (ns != na || ne != na || np != na) {
+        PyErr_Format(PyExc_ValueError, "slice: axes, starts, ends and steps must have one "
+                     "length, got %d, %d, %d, %d", na, ns, ne, np);
+        return -1;
+    }
+    for (int i = 0; i < na; i++)
+        axes[i] = (int)tmp[i];
+    *n = na;
+    return 0;
 }
 
 int pyc_axes_arg(PyObject *o, int *axes, int *naxes)
@@ -326,10 +375,6 @@ int pyc_tensor_or_scalar(PyObject *o, fw_tensor **out, fw_dtype dt)
     }
     return 0;
 }
-
-/* A tensor made from a non-scalar buffer object (numpy array), or NULL with
- * 0 returned if o has no buffer. */
-int pyc_from_buffer(fw_tensor **out, PyObject *o);
 
 static bool is_intlike(fw_dtype d) { return !fw_dtype_is_float(d); }
 
@@ -472,7 +517,6 @@ PyObject *pyc_place_object(void)
     return PyUnicode_FromString("Place(cpu)");
 }
 
-PyObject *pyc_register_dtypes(PyObject *self, PyObject *arg);
 PyObject *pyc_register_dtypes(PyObject *self, PyObject *arg)
 {
     PyObject *seq = PySequence_Fast(arg, "expected a list of 8 dtype objects");
@@ -492,7 +536,6 @@ PyObject *pyc_register_dtypes(PyObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
-PyObject *pyc_register_place(PyObject *self, PyObject *arg);
 PyObject *pyc_register_place(PyObject *self, PyObject *arg)
 {
     Py_INCREF(arg);
@@ -500,7 +543,6 @@ PyObject *pyc_register_place(PyObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
-PyObject *pyc_set_default_float(PyObject *self, PyObject *arg);
 PyObject *pyc_set_default_float(PyObject *self, PyObject *arg)
 {
     fw_dtype d;

@@ -1,10 +1,48 @@
 /*
- * module.c - the paddle._C module: functions from ops.c, nn.c and optim.c
- * and the Tensor type from tensor.c.
+ * module.c - the paddle._C module: the Tensor type (tensor.c), one function
+ * table per framework header (creation.c, random.c, ops.c, index.c, nn.c),
+ * the Optimizer type (optim.c), and the functions below (grad mode, dtype
+ * codes, the hooks paddle/framework registers at import).
  */
 #include "pyc.h"
 
-extern PyMethodDef pyc_nn_methods[];
+static PyObject *f_is_grad_enabled(PyObject *self, PyObject *u)
+{
+    return PyBool_FromLong(fw_grad_enabled());
+}
+
+static PyObject *f_set_grad_enabled(PyObject *self, PyObject *arg)
+{
+    int b = PyObject_IsTrue(arg);
+    if (b < 0)
+        return NULL;
+    return PyBool_FromLong(fw_set_grad_enabled(b != 0));
+}
+
+static PyObject *f_dtype_code(PyObject *self, PyObject *arg)
+{
+    fw_dtype dt;
+    if (pyc_dtype_arg(arg, &dt) < 0)
+        return NULL;
+    return PyLong_FromLong((long)dt);
+}
+
+static PyObject *f_is_tensor(PyObject *self, PyObject *arg)
+{
+    return PyBool_FromLong(pyc_is_tensor(arg));
+}
+
+PyMethodDef pyc_module_methods[] = {
+    {"_register_dtypes", pyc_register_dtypes, METH_O, NULL},
+    {"_register_place", pyc_register_place, METH_O, NULL},
+    {"_set_default_float", pyc_set_default_float, METH_O, NULL},
+    {"_set_getitem_fallback", pyc_set_getitem_fallback, METH_O, NULL},
+    {"dtype_code", f_dtype_code, METH_O, NULL},
+    {"is_tensor", f_is_tensor, METH_O, NULL},
+    {"is_grad_enabled", f_is_grad_enabled, METH_NOARGS, NULL},
+    {"set_grad_enabled", f_set_grad_enabled, METH_O, NULL},
+    {NULL, NULL, 0, NULL}};
+
 
 static struct PyModuleDef pyc_module = {
     PyModuleDef_HEAD_INIT, "paddle._C",
@@ -60,7 +98,11 @@ PyMODINIT_FUNC PyInit__C(void)
     m = PyModule_Create(&pyc_module);
     if (!m)
         return NULL;
-    if (PyModule_AddFunctions(m, pyc_nn_methods) < 0 || pyc_tensor_type_init(m) < 0 ||
+    if (PyModule_AddFunctions(m, pyc_creation_methods) < 0 ||
+        PyModule_AddFunctions(m, pyc_random_methods) < 0 ||
+        PyModule_AddFunctions(m, pyc_ops_methods) < 0 ||
+        PyModule_AddFunctions(m, pyc_index_methods) < 0 ||
+        PyModule_AddFunctions(m, pyc_nn_methods) < 0 || pyc_tensor_type_init(m) < 0 ||
         pyc_optim_init(m) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -6,10 +6,6 @@
 
 #include <string.h>
 
-#define RET(rc, r) return (rc) < 0 ? pyc_raise(rc) : pyc_wrap(r)
-#define KW (METH_VARARGS | METH_KEYWORDS)
-#define KWF(fn) ((PyCFunction)(void (*)(void))(fn))
-
 /* Fill exactly `n` int64 values from an int (repeated) or a sequence. */
 static int ints_n(PyObject *o, int64_t *v, int n, const char *what)
 {
@@ -40,7 +36,7 @@ static PyObject *f_linear(PyObject *self, PyObject *args)
         pyc_tensor_or_none(bo, &b, "bias") < 0)
         return NULL;
     int rc = fw_linear(&r, x, w, b);
-    RET(rc, r);
+    PYC_RET(rc, r);
 }
 
 static PyObject *f_conv2d(PyObject *self, PyObject *args, PyObject *kw)
@@ -69,7 +65,7 @@ static PyObject *f_conv2d(PyObject *self, PyObject *args, PyObject *kw)
     fw_tensor_unref(w);
     fw_tensor_unref(b);
     Py_END_ALLOW_THREADS
-    RET(rc, r);
+    PYC_RET(rc, r);
 }
 
 static PyObject *f_conv1d(PyObject *self, PyObject *args, PyObject *kw)
@@ -86,7 +82,7 @@ static PyObject *f_conv1d(PyObject *self, PyObject *args, PyObject *kw)
         pyc_tensor_or_none(bo, &b, "bias") < 0 || (po && ints_n(po, pad, 2, "padding") < 0))
         return NULL;
     int rc = fw_conv1d(&r, x, w, b, stride, pad, dil, groups);
-    RET(rc, r);
+    PYC_RET(rc, r);
 }
 
 static PyObject *with_mask(int rc, fw_tensor *r, fw_tensor *m, int want)
@@ -135,7 +131,7 @@ static PyObject *f_avg_pool2d(PyObject *self, PyObject *args, PyObject *kw)
         (so != Py_None && ints_n(so, s, 2, "stride") < 0) || (po && ints_n(po, p, 2, "padding") < 0))
         return NULL;
     int rc = fw_avg_pool2d(&r, x, k, so == Py_None ? NULL : s, p, ceil != 0, ex != 0);
-    RET(rc, r);
+    PYC_RET(rc, r);
 }
 
 static PyObject *f_adaptive_avg_pool2d(PyObject *self, PyObject *args)
@@ -148,7 +144,7 @@ static PyObject *f_adaptive_avg_pool2d(PyObject *self, PyObject *args)
     if (pyc_tensor_arg(xo, &x, "x") < 0 || ints_n(oo, o, 2, "output_size") < 0)
         return NULL;
     int rc = fw_adaptive_avg_pool2d(&r, x, o);
-    RET(rc, r);
+    PYC_RET(rc, r);
 }
 
 static PyObject *f_max_pool1d(PyObject *self, PyObject *args, PyObject *kw)
@@ -180,7 +176,7 @@ static PyObject *f_avg_pool1d(PyObject *self, PyObject *args, PyObject *kw)
     if (pyc_tensor_arg(xo, &x, "x") < 0)
         return NULL;
     int rc = fw_avg_pool1d(&r, x, k, s, p, ceil != 0, ex != 0);
-    RET(rc, r);
+    PYC_RET(rc, r);
 }
 
 static PyObject *f_adaptive_avg_pool1d(PyObject *self, PyObject *args)
@@ -193,7 +189,7 @@ static PyObject *f_adaptive_avg_pool1d(PyObject *self, PyObject *args)
     if (pyc_tensor_arg(xo, &x, "x") < 0)
         return NULL;
     int rc = fw_adaptive_avg_pool1d(&r, x, o);
-    RET(rc, r);
+    PYC_RET(rc, r);
 }
 
 static PyObject *f_batch_norm(PyObject *self, PyObject *args, PyObject *kw)
@@ -212,7 +208,7 @@ static PyObject *f_batch_norm(PyObject *self, PyObject *args, PyObject *kw)
         pyc_tensor_or_none(bo, &b, "bias") < 0)
         return NULL;
     int rc = fw_batch_norm(&r, x, m, v, w, b, training != 0, mom, eps);
-    RET(rc, r);
+    PYC_RET(rc, r);
 }
 
 static PyObject *f_layer_norm(PyObject *self, PyObject *args, PyObject *kw)
@@ -229,7 +225,7 @@ static PyObject *f_layer_norm(PyObject *self, PyObject *args, PyObject *kw)
         pyc_tensor_or_none(wo, &w, "weight") < 0 || pyc_tensor_or_none(bo, &b, "bias") < 0)
         return NULL;
     int rc = fw_layer_norm(&r, x, shape, n, w, b, eps);
-    RET(rc, r);
+    PYC_RET(rc, r);
 }
 
 static PyObject *f_dropout(PyObject *self, PyObject *args, PyObject *kw)
@@ -255,7 +251,7 @@ static PyObject *f_dropout(PyObject *self, PyObject *args, PyObject *kw)
         return NULL;
     }
     int rc = fw_dropout(&r, x, p, training != 0, m, NULL);
-    RET(rc, r);
+    PYC_RET(rc, r);
 }
 
 static PyObject *f_embedding(PyObject *self, PyObject *args, PyObject *kw)
@@ -271,7 +267,7 @@ static PyObject *f_embedding(PyObject *self, PyObject *args, PyObject *kw)
     if (po != Py_None && (pad = PyLong_AsLongLong(po)) == -1 && PyErr_Occurred())
         return NULL;
     int rc = fw_embedding(&r, i, w, pad);
-    RET(rc, r);
+    PYC_RET(rc, r);
 }
 
 static PyObject *softmax_op(PyObject *args, PyObject *kw, int lg)
@@ -285,7 +281,7 @@ static PyObject *softmax_op(PyObject *args, PyObject *kw, int lg)
     if (pyc_tensor_arg(xo, &x, "x") < 0)
         return NULL;
     int rc = lg ? fw_log_softmax(&r, x, axis) : fw_softmax(&r, x, axis);
-    RET(rc, r);
+    PYC_RET(rc, r);
 }
 static PyObject *f_softmax(PyObject *s, PyObject *a, PyObject *k) { return softmax_op(a, k, 0); }
 static PyObject *f_log_softmax(PyObject *s, PyObject *a, PyObject *k) { return softmax_op(a, k, 1); }
@@ -312,7 +308,7 @@ static PyObject *f_cross_entropy(PyObject *self, PyObject *args, PyObject *kw)
     o.use_softmax = use_sm != 0;
     o.label_smoothing = ls;
     int rc = fw_cross_entropy(&r, x, l, &o);
-    RET(rc, r);
+    PYC_RET(rc, r);
 }
 
 static PyObject *f_nll_loss(PyObject *self, PyObject *args, PyObject *kw)
@@ -328,7 +324,7 @@ static PyObject *f_nll_loss(PyObject *self, PyObject *args, PyObject *kw)
         pyc_tensor_or_none(wo, &w, "weight") < 0 || pyc_reduction_arg(ro, &red) < 0)
         return NULL;
     int rc = fw_nll_loss(&r, x, l, w, ign, red);
-    RET(rc, r);
+    PYC_RET(rc, r);
 }
 
 static PyObject *pointwise_loss(PyObject *args, PyObject *kw, int l1)
@@ -343,7 +339,7 @@ static PyObject *pointwise_loss(PyObject *args, PyObject *kw, int l1)
         pyc_reduction_arg(ro, &red) < 0)
         return NULL;
     int rc = l1 ? fw_l1_loss(&r, x, l, red) : fw_mse_loss(&r, x, l, red);
-    RET(rc, r);
+    PYC_RET(rc, r);
 }
 static PyObject *f_mse_loss(PyObject *s, PyObject *a, PyObject *k) { return pointwise_loss(a, k, 0); }
 static PyObject *f_l1_loss(PyObject *s, PyObject *a, PyObject *k) { return pointwise_loss(a, k, 1); }
@@ -360,7 +356,7 @@ static PyObject *f_bce(PyObject *self, PyObject *args, PyObject *kw)
         pyc_tensor_or_none(wo, &w, "weight") < 0 || pyc_reduction_arg(ro, &red) < 0)
         return NULL;
     int rc = fw_binary_cross_entropy(&r, x, l, w, red);
-    RET(rc, r);
+    PYC_RET(rc, r);
 }
 
 static PyObject *f_bce_logits(PyObject *self, PyObject *args, PyObject *kw)
@@ -377,7 +373,7 @@ static PyObject *f_bce_logits(PyObject *self, PyObject *args, PyObject *kw)
         pyc_reduction_arg(ro, &red) < 0)
         return NULL;
     int rc = fw_binary_cross_entropy_with_logits(&r, x, l, w, p, red);
-    RET(rc, r);
+    PYC_RET(rc, r);
 }
 
 static int tensors_opt(PyObject *const *objs, fw_tensor **ts, int n, int required)
@@ -422,7 +418,7 @@ static PyObject *f_gru_cell(PyObject *self, PyObject *args)
         return NULL;
     }
     int rc = fw_gru_cell(&h, t[0], t[1], t[2], t[3], t[4], t[5]);
-    RET(rc, h);
+    PYC_RET(rc, h);
 }
 
 static PyObject *f_lstm_sequence(PyObject *self, PyObject *args)
@@ -632,26 +628,26 @@ static PyObject *f_init_fans(PyObject *self, PyObject *arg)
 
 PyMethodDef pyc_nn_methods[] = {
     {"linear", f_linear, METH_VARARGS, NULL},
-    {"conv2d", KWF(f_conv2d), KW, NULL},
-    {"conv1d", KWF(f_conv1d), KW, NULL},
-    {"max_pool2d", KWF(f_max_pool2d), KW, NULL},
-    {"avg_pool2d", KWF(f_avg_pool2d), KW, NULL},
+    {"conv2d", PYC_FAST(f_conv2d), PYC_KW, NULL},
+    {"conv1d", PYC_FAST(f_conv1d), PYC_KW, NULL},
+    {"max_pool2d", PYC_FAST(f_max_pool2d), PYC_KW, NULL},
+    {"avg_pool2d", PYC_FAST(f_avg_pool2d), PYC_KW, NULL},
     {"adaptive_avg_pool2d", f_adaptive_avg_pool2d, METH_VARARGS, NULL},
-    {"max_pool1d", KWF(f_max_pool1d), KW, NULL},
-    {"avg_pool1d", KWF(f_avg_pool1d), KW, NULL},
+    {"max_pool1d", PYC_FAST(f_max_pool1d), PYC_KW, NULL},
+    {"avg_pool1d", PYC_FAST(f_avg_pool1d), PYC_KW, NULL},
     {"adaptive_avg_pool1d", f_adaptive_avg_pool1d, METH_VARARGS, NULL},
-    {"batch_norm", KWF(f_batch_norm), KW, NULL},
-    {"layer_norm", KWF(f_layer_norm), KW, NULL},
-    {"dropout", KWF(f_dropout), KW, NULL},
-    {"embedding", KWF(f_embedding), KW, NULL},
-    {"softmax", KWF(f_softmax), KW, NULL},
-    {"log_softmax", KWF(f_log_softmax), KW, NULL},
-    {"cross_entropy", KWF(f_cross_entropy), KW, NULL},
-    {"nll_loss", KWF(f_nll_loss), KW, NULL},
-    {"mse_loss", KWF(f_mse_loss), KW, NULL},
-    {"l1_loss", KWF(f_l1_loss), KW, NULL},
-    {"binary_cross_entropy", KWF(f_bce), KW, NULL},
-    {"binary_cross_entropy_with_logits", KWF(f_bce_logits), KW, NULL},
+    {"batch_norm", PYC_FAST(f_batch_norm), PYC_KW, NULL},
+    {"layer_norm", PYC_FAST(f_layer_norm), PYC_KW, NULL},
+    {"dropout", PYC_FAST(f_dropout), PYC_KW, NULL},
+    {"embedding", PYC_FAST(f_embedding), PYC_KW, NULL},
+    {"softmax", PYC_FAST(f_softmax), PYC_KW, NULL},
+    {"log_softmax", PYC_FAST(f_log_softmax), PYC_KW, NULL},
+    {"cross_entropy", PYC_FAST(f_cross_entropy), PYC_KW, NULL},
+    {"nll_loss", PYC_FAST(f_nll_loss), PYC_KW, NULL},
+    {"mse_loss", PYC_FAST(f_mse_loss), PYC_KW, NULL},
+    {"l1_loss", PYC_FAST(f_l1_loss), PYC_KW, NULL},
+    {"binary_cross_entropy", PYC_FAST(f_bce), PYC_KW, NULL},
+    {"binary_cross_entropy_with_logits", PYC_FAST(f_bce_logits), PYC_KW, NULL},
     {"lstm_cell", f_lstm_cell, METH_VARARGS, NULL},
     {"gru_cell", f_gru_cell, METH_VARARGS, NULL},
     {"lstm_sequence", f_lstm_sequence, METH_VARARGS, NULL},
@@ -660,10 +656,10 @@ PyMethodDef pyc_nn_methods[] = {
     {"init_uniform", f_init_uniform, METH_VARARGS, NULL},
     {"init_normal", f_init_normal, METH_VARARGS, NULL},
     {"init_truncated_normal", f_init_truncated_normal, METH_VARARGS, NULL},
-    {"init_xavier_uniform", KWF(f_init_xavier_uniform), KW, NULL},
-    {"init_xavier_normal", KWF(f_init_xavier_normal), KW, NULL},
-    {"init_kaiming_normal", KWF(f_init_kaiming_normal), KW, NULL},
-    {"init_kaiming_uniform", KWF(f_init_kaiming_uniform), KW, NULL},
+    {"init_xavier_uniform", PYC_FAST(f_init_xavier_uniform), PYC_KW, NULL},
+    {"init_xavier_normal", PYC_FAST(f_init_xavier_normal), PYC_KW, NULL},
+    {"init_kaiming_normal", PYC_FAST(f_init_kaiming_normal), PYC_KW, NULL},
+    {"init_kaiming_uniform", PYC_FAST(f_init_kaiming_uniform), PYC_KW, NULL},
     {"init_assign", f_init_assign, METH_VARARGS, NULL},
     {"init_linear_default", f_init_linear_default, METH_VARARGS, NULL},
     {"init_conv_default", f_init_conv_default, METH_VARARGS, NULL},

@@ -45,6 +45,9 @@ int pyc_shape_arg(PyObject *o, int64_t *shape, int *ndim);
 /* None -> naxes 0; int or sequence of ints. */
 int pyc_axes_arg(PyObject *o, int *axes, int *naxes);
 int pyc_int64_list(PyObject *o, int64_t *vals, int max, int *n, const char *what);
+/* (axes, starts, ends, steps=None) lists of one length n (steps default 1). */
+int pyc_slice_args(PyObject *ax, PyObject *st, PyObject *en, PyObject *sp, int *axes,
+                   int64_t *starts, int64_t *ends, int64_t *steps, int *n);
 /* A Tensor, or a Python scalar made into a 0-D tensor of dtype `dt`
  * (new reference in *out). */
 int pyc_tensor_or_scalar(PyObject *o, fw_tensor **out, fw_dtype dt);
@@ -64,10 +67,39 @@ enum {
 };
 PyObject *pyc_binary(int op, PyObject *a, PyObject *b);
 
+/* `dtype=None` arguments: None (or NULL) -> dflt, else pyc_dtype_arg. */
+int pyc_dtype_or(PyObject *o, fw_dtype *out, fw_dtype dflt);
+/* The (shape, dtype=None) arguments of zeros, ones, empty, rand and randn;
+ * dtype None is pyc_default_float. */
+int pyc_shape_dtype_args(PyObject *args, PyObject *kw, int64_t *shape, int *ndim,
+                         fw_dtype *dt);
+/* A Tensor from an object with the buffer protocol (numpy arrays): 1 and a new
+ * reference in *out, 0 when o has no buffer, -1 with an exception set. */
+int pyc_from_buffer(fw_tensor **out, PyObject *o);
+
+/* Module hooks paddle/framework calls once at import (common.c, tensor.c). */
+PyObject *pyc_register_dtypes(PyObject *self, PyObject *arg);
+PyObject *pyc_register_place(PyObject *self, PyObject *arg);
+PyObject *pyc_set_default_float(PyObject *self, PyObject *arg);
+PyObject *pyc_set_getitem_fallback(PyObject *self, PyObject *fn);
+
+/* The module's functions, one table per framework header (module.c adds
+ * them all): creation.c (fw/tensor.h), random.c, ops.c, index.c, nn.c
+ * (fw/nn.h and fw/init.h); optim.c adds the Optimizer type and its functions. */
+extern PyMethodDef pyc_module_methods[];
+extern PyMethodDef pyc_creation_methods[];
+extern PyMethodDef pyc_random_methods[];
+extern PyMethodDef pyc_ops_methods[];
+extern PyMethodDef pyc_index_methods[];
+extern PyMethodDef pyc_nn_methods[];
 int pyc_tensor_type_init(PyObject *module);
 int pyc_optim_init(PyObject *module);
-extern PyMethodDef pyc_module_methods[];
 
+/* Return the wrapped result, or raise for a negative framework code. */
+#define PYC_RET(rc, r) return (rc) < 0 ? pyc_raise(rc) : pyc_wrap(r)
+/* Method-table flags and cast for functions that take keywords or use the
+ * fast-call convention. */
+#define PYC_KW (METH_VARARGS | METH_KEYWORDS)
 #define PYC_FAST(fn) ((PyCFunction)(void (*)(void))(fn))
 
 #endif

@@ -49,7 +49,6 @@ static int format_dtype(const char *fmt, Py_ssize_t itemsize, fw_dtype *dt)
     return -1;
 }
 
-int pyc_from_buffer(fw_tensor **out, PyObject *o);
 int pyc_from_buffer(fw_tensor **out, PyObject *o)
 {
     *out = NULL;
@@ -785,7 +784,6 @@ static Py_ssize_t tensor_len(PyObject *a)
 
 static PyObject *g_getitem_fallback;
 
-PyObject *pyc_set_getitem_fallback(PyObject *self, PyObject *fn);
 PyObject *pyc_set_getitem_fallback(PyObject *self, PyObject *fn)
 {
     if (!PyCallable_Check(fn)) {

@@ -1,0 +1,110 @@
+/*
+ * random.c - paddle._C functions over fw/random.h: seed and generator
+ * state, rand, randn, uniform, normal, randint, randperm.
+ * Each parses its arguments, calls one fw_* function of fw/random.h and wraps
+ * the result (signatures: BINDINGS.md).
+ */
+#include "pyc.h"
+
+static PyObject *f_seed(PyObject *self, PyObject *arg)
+{
+    unsigned long long s = PyLong_AsUnsignedLongLongMask(arg);
+    if (PyErr_Occurred())
+        return NULL;
+    fw_seed((uint64_t)s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *f_get_rng_state(PyObject *self, PyObject *u)
+{
+    fw_generator *g = fw_default_generator();
+    return Py_BuildValue("(KK)", (unsigned long long)fw_generator_get_seed(g),
+                         (unsigned long long)fw_generator_get_offset(g));
+}
+
+static PyObject *f_set_rng_state(PyObject *self, PyObject *arg)
+{
+    unsigned long long s, o;
+    if (!PyArg_ParseTuple(arg, "KK:set_rng_state", &s, &o))
+        return NULL;
+    fw_generator_set_state(fw_default_generator(), s, o);
+    Py_RETURN_NONE;
+}
+
+static PyObject *rand_shaped(PyObject *args, PyObject *kw, int normal)
+{
+    int64_t shape[FW_MAX_DIMS];
+    int nd;
+    fw_dtype dt;
+    if (pyc_shape_dtype_args(args, kw, shape, &nd, &dt) < 0)
+        return NULL;
+    fw_tensor *r;
+    int rc = normal ? fw_randn(&r, shape, nd, dt, NULL) : fw_rand(&r, shape, nd, dt, NULL);
+    PYC_RET(rc, r);
+}
+static PyObject *f_rand(PyObject *s, PyObject *a, PyObject *k) { return rand_shaped(a, k, 0); }
+static PyObject *f_randn(PyObject *s, PyObject *a, PyObject *k) { return rand_shaped(a, k, 1); }
+
+static PyObject *f_uniform_normal(PyObject *args, PyObject *kw, int normal)
+{
+    static char *kwl[] = {"shape", "dtype", "a", "b", NULL};
+    PyObject *so, *dto = Py_None;
+    double a = normal ? 0.0 : -1.0, b = 1.0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Odd", kwl, &so, &dto, &a, &b))
+        return NULL;
+    int64_t shape[FW_MAX_DIMS];
+    int nd;
+    fw_dtype dt;
+    if (pyc_shape_arg(so, shape, &nd) < 0 || pyc_dtype_or(dto, &dt, pyc_default_float) < 0)
+        return NULL;
+    fw_tensor *r;
+    int rc = normal ? fw_normal(&r, shape, nd, dt, a, b, NULL)
+                    : fw_uniform(&r, shape, nd, dt, a, b, NULL);
+    PYC_RET(rc, r);
+}
+static PyObject *f_uniform(PyObject *s, PyObject *a, PyObject *k) { return f_uniform_normal(a, k, 0); }
+static PyObject *f_normal(PyObject *s, PyObject *a, PyObject *k) { return f_uniform_normal(a, k, 1); }
+
+static PyObject *f_randint(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwl[] = {"low", "high", "shape", "dtype", NULL};
+    long long lo, hi;
+    PyObject *so, *dto = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "LLO|O:randint", kwl, &lo, &hi, &so, &dto))
+        return NULL;
+    int64_t shape[FW_MAX_DIMS];
+    int nd;
+    fw_dtype dt;
+    if (pyc_shape_arg(so, shape, &nd) < 0 || pyc_dtype_or(dto, &dt, FW_INT64) < 0)
+        return NULL;
+    fw_tensor *r;
+    int rc = fw_randint(&r, lo, hi, shape, nd, dt, NULL);
+    PYC_RET(rc, r);
+}
+
+static PyObject *f_randperm(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwl[] = {"n", "dtype", NULL};
+    long long n;
+    PyObject *dto = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "L|O:randperm", kwl, &n, &dto))
+        return NULL;
+    fw_dtype dt;
+    if (pyc_dtype_or(dto, &dt, FW_INT64) < 0)
+        return NULL;
+    fw_tensor *r;
+    int rc = fw_randperm(&r, n, dt, NULL);
+    PYC_RET(rc, r);
+}
+
+PyMethodDef pyc_random_methods[] = {
+    {"seed", f_seed, METH_O, NULL},
+    {"get_rng_state", f_get_rng_state, METH_NOARGS, NULL},
+    {"set_rng_state", f_set_rng_state, METH_O, NULL},
+    {"rand", PYC_FAST(f_rand), PYC_KW, NULL},
+    {"randn", PYC_FAST(f_randn), PYC_KW, NULL},
+    {"uniform", PYC_FAST(f_uniform), PYC_KW, NULL},
+    {"normal", PYC_FAST(f_normal), PYC_KW, NULL},
+    {"randint", PYC_FAST(f_randint), PYC_KW, NULL},
+    {"randperm", PYC_FAST(f_randperm), PYC_KW, NULL},
+    {NULL, NULL, 0, NULL}};
