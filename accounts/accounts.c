@@ -1,9 +1,11 @@
 /*
- * accounts.c - users (Argon2id passwords, roles, tiers, suspension) and the
- * operator settings table, over the store. No HTTP here: `eddy admin`, the
- * handlers in auth_routes.c and the unit tests all call these.
+ * accounts.c - users (Argon2id passwords, roles, tiers, suspension), the
+ * operator settings table, API key env caps per tier and the addresses users
+ * logged in from, over the store. No HTTP here: `eddy admin` (cmd/admin.c),
+ * the gateway's handlers (gateway/auth_routes.c) and the unit tests all call
+ * these.
  */
-#include "auth_int.h"
+#include "acct_int.h"
 #include "quota.h"
 
 #include "ed_crypto.h"
@@ -16,13 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Static_assert(GW_PWHASH_STRBYTES == crypto_pwhash_STRBYTES, "password hash buffer size");
-_Static_assert(GW_PWHASH_OPSLIMIT >= 2, "OWASP: t >= 2");
-_Static_assert(GW_PWHASH_MEMLIMIT >= (size_t)19456 * 1024, "OWASP: m >= 19456 KiB");
+_Static_assert(ACCT_PWHASH_STRBYTES == crypto_pwhash_STRBYTES, "password hash buffer size");
+_Static_assert(ACCT_PWHASH_OPSLIMIT >= 2, "OWASP: t >= 2");
+_Static_assert(ACCT_PWHASH_MEMLIMIT >= (size_t)19456 * 1024, "OWASP: m >= 19456 KiB");
 
 /* ---- validation ---------------------------------------------------------- */
 
-int gw__username_check(const char *u)
+int acct_username_check(const char *u)
 {
     size_t n = u ? strlen(u) : 0;
 
@@ -38,7 +40,7 @@ int gw__username_check(const char *u)
     return 0;
 }
 
-int gw__email_check(const char *e)
+int acct_email_check(const char *e)
 {
     size_t n = e ? strlen(e) : 0;
     const char *at = e ? strchr(e, '@') : NULL;
@@ -55,7 +57,7 @@ int gw__email_check(const char *e)
     return 0;
 }
 
-int gw__password_check(const char *p)
+int acct_password_check(const char *p)
 {
     size_t n = p ? strlen(p) : 0;
 
@@ -66,15 +68,15 @@ int gw__password_check(const char *p)
     return 0;
 }
 
-int gw__role_check(const char *role)
+int acct_role_check(const char *role)
 {
     if (role && (strcmp(role, "user") == 0 || strcmp(role, "admin") == 0))
         return 0;
     return ed_error_set(ED_EINVAL, "role must be \"user\" or \"admin\"");
 }
 
-/* The one list of tiers until quota/ owns them (it will replace this body). */
-int gw__tier_check(ed_store *st, const char *tier)
+/* Tiers are quota/'s (table tiers): a user's tier must name one of them. */
+int acct_tier_check(ed_store *st, const char *tier)
 {
     int exists;
 
@@ -89,27 +91,27 @@ int gw__tier_check(ed_store *st, const char *tier)
 
 /* ---- passwords ------------------------------------------------------------ */
 
-int gw__password_hash(char out[GW_PWHASH_STRBYTES], const char *password)
+int acct_password_hash(char out[ACCT_PWHASH_STRBYTES], const char *password)
 {
-    if (crypto_pwhash_str_alg(out, password, strlen(password), GW_PWHASH_OPSLIMIT,
-                              GW_PWHASH_MEMLIMIT, crypto_pwhash_ALG_ARGON2ID13) != 0)
+    if (crypto_pwhash_str_alg(out, password, strlen(password), ACCT_PWHASH_OPSLIMIT,
+                              ACCT_PWHASH_MEMLIMIT, crypto_pwhash_ALG_ARGON2ID13) != 0)
         return ed_error_set(ED_ENOMEM, "password hashing ran out of memory");
     return 0;
 }
 
 static pthread_once_t dummy_once = PTHREAD_ONCE_INIT;
-static char dummy_hash[GW_PWHASH_STRBYTES];
+static char dummy_hash[ACCT_PWHASH_STRBYTES];
 
 static void make_dummy_hash(void)
 {
     char pw[33];
 
     ed_random_token(pw, 32);
-    if (gw__password_hash(dummy_hash, pw) < 0)
+    if (acct_password_hash(dummy_hash, pw) < 0)
         dummy_hash[0] = '\0';
 }
 
-bool gw__password_verify(const char *hash, const char *password)
+bool acct_password_verify(const char *hash, const char *password)
 {
     size_t n = strlen(password);
 
@@ -122,9 +124,9 @@ bool gw__password_verify(const char *hash, const char *password)
     return crypto_pwhash_str_verify(hash, password, n) == 0;
 }
 
-bool gw__password_needs_rehash(const char *hash)
+bool acct_password_needs_rehash(const char *hash)
 {
-    return crypto_pwhash_str_needs_rehash(hash, GW_PWHASH_OPSLIMIT, GW_PWHASH_MEMLIMIT) != 0;
+    return crypto_pwhash_str_needs_rehash(hash, ACCT_PWHASH_OPSLIMIT, ACCT_PWHASH_MEMLIMIT) != 0;
 }
 
 /* ---- users ----------------------------------------------------------------- */
@@ -138,7 +140,7 @@ static void col_copy(char *dst, size_t cap, sqlite3_stmt *s, int col)
     snprintf(dst, cap, "%s", v ? (const char *)v : "");
 }
 
-static void read_user(gw__user *u, sqlite3_stmt *s)
+static void read_user(acct_user *u, sqlite3_stmt *s)
 {
     memset(u, 0, sizeof(*u));
     u->id = sqlite3_column_int64(s, 0);
@@ -151,7 +153,7 @@ static void read_user(gw__user *u, sqlite3_stmt *s)
     col_copy(u->password_hash, sizeof(u->password_hash), s, 7);
 }
 
-static int user_query(gw__user *out, ed_store *st, const char *sql, int64_t id, const char *name)
+static int user_query(acct_user *out, ed_store *st, const char *sql, int64_t id, const char *name)
 {
     sqlite3_stmt *s = NULL;
     int err, rc;
@@ -198,7 +200,7 @@ static void user_stmt_free(void *p)
 
 static void user_stmt_init(void) { pthread_key_create(&user_stmt_key, user_stmt_free); }
 
-int gw__user_get(gw__user *out, ed_store *st, int64_t id)
+int acct_user_get(acct_user *out, ed_store *st, int64_t id)
 {
     sqlite3 *db = ed_store_db(st);
     user_stmt_cache *c;
@@ -235,22 +237,22 @@ int gw__user_get(gw__user *out, ed_store *st, int64_t id)
     return err;
 }
 
-int gw__user_by_name(gw__user *out, ed_store *st, const char *username)
+int acct_user_get_by_name(acct_user *out, ed_store *st, const char *username)
 {
     return user_query(out, st, "SELECT " USER_COLS " FROM users WHERE username = ?", 0, username);
 }
 
-int gw_user_id(int64_t *out, ed_store *st, const char *username)
+int acct_user_id(int64_t *out, ed_store *st, const char *username)
 {
-    gw__user u;
-    int err = gw__user_by_name(&u, st, username);
+    acct_user u;
+    int err = acct_user_get_by_name(&u, st, username);
 
     *out = err < 0 ? 0 : u.id;
     return err;
 }
 
-int gw__page_rows(json_t **items, int64_t *next_cursor, sqlite3_stmt *s, int limit,
-                  gw__row_json_fn row, void *payload, const char *what, const char *action)
+int acct__page_rows(json_t **items, int64_t *next_cursor, sqlite3_stmt *s, int limit,
+                  acct__row_json_fn row, void *payload, const char *what, const char *action)
 {
     json_t *arr;
     int64_t id = 0;
@@ -289,15 +291,15 @@ fail:
 
 static json_t *user_row_json(int64_t *id, sqlite3_stmt *s, void *payload)
 {
-    gw__user u;
+    acct_user u;
 
     (void)payload;
     read_user(&u, s);
     *id = u.id;
-    return gw__user_json(&u, true);
+    return acct_user_json(&u, true);
 }
 
-int gw__users_list(json_t **items, int64_t *next_cursor, ed_store *st, int limit, int64_t after_id)
+int acct_user_list(json_t **items, int64_t *next_cursor, ed_store *st, int limit, int64_t after_id)
 {
     sqlite3_stmt *s = NULL;
     int err;
@@ -309,7 +311,7 @@ int gw__users_list(json_t **items, int64_t *next_cursor, ed_store *st, int limit
         return err;
     sqlite3_bind_int64(s, 1, after_id);
     sqlite3_bind_int(s, 2, limit + 1);
-    return gw__page_rows(items, next_cursor, s, limit, user_row_json, NULL, "user list",
+    return acct__page_rows(items, next_cursor, s, limit, user_row_json, NULL, "user list",
                          "list users");
 }
 
@@ -335,23 +337,23 @@ static int check_taken(ed_store *st, const char *username, const char *email)
     return err;
 }
 
-int gw__user_insert(int64_t *out_id, ed_store *st, const gw__actor *actor, const char *action,
+int acct_user_insert(int64_t *out_id, ed_store *st, const acct_actor *actor, const char *action,
                     const char *username, const char *email, const char *password,
                     const char *role, const char *tier)
 {
-    char hash[GW_PWHASH_STRBYTES], target[32];
+    char hash[ACCT_PWHASH_STRBYTES], target[32];
     sqlite3_stmt *s = NULL;
     json_t *detail = NULL;
     int64_t now = ed_now_ms(), id;
     int err, rc;
 
     *out_id = 0;
-    if ((err = gw__username_check(username)) < 0 || (err = gw__email_check(email)) < 0 ||
-        (err = gw__password_check(password)) < 0 || (err = gw__role_check(role)) < 0 ||
-        (err = gw__tier_check(st, tier)) < 0)
+    if ((err = acct_username_check(username)) < 0 || (err = acct_email_check(email)) < 0 ||
+        (err = acct_password_check(password)) < 0 || (err = acct_role_check(role)) < 0 ||
+        (err = acct_tier_check(st, tier)) < 0)
         return err;
     /* Hash before taking the write lock: it takes tens of milliseconds. */
-    if ((err = gw__password_hash(hash, password)) < 0)
+    if ((err = acct_password_hash(hash, password)) < 0)
         return err;
     if ((err = ed_store_begin(st)) < 0)
         return err;
@@ -380,7 +382,7 @@ int gw__user_insert(int64_t *out_id, ed_store *st, const gw__actor *actor, const
         err = ed_error_set(ED_ENOMEM, "audit detail");
         goto fail;
     }
-    if ((err = gw__audit_store(st, actor, action, target, detail)) < 0)
+    if ((err = acct_audit_append(st, actor, action, target, detail)) < 0)
         goto fail;
     if ((err = ed_store_commit(st)) < 0)
         goto fail;
@@ -414,13 +416,13 @@ static int exec_bound(ed_store *st, const char *sql, const char *text, int64_t a
     return err;
 }
 
-int gw__user_set_password_hash(ed_store *st, int64_t id, const char *hash)
+int acct_user_set_password_hash(ed_store *st, int64_t id, const char *hash)
 {
     return exec_bound(st, "UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?", hash,
                       ed_now_ms(), id);
 }
 
-static int audit_change(ed_store *st, const gw__actor *actor, const char *action, int64_t id,
+static int audit_change(ed_store *st, const acct_actor *actor, const char *action, int64_t id,
                         json_t *from, json_t *to)
 {
     char target[32];
@@ -430,25 +432,25 @@ static int audit_change(ed_store *st, const gw__actor *actor, const char *action
     if (detail == NULL)
         return ed_error_set(ED_ENOMEM, "audit detail");
     snprintf(target, sizeof(target), "user:%lld", (long long)id);
-    err = gw__audit_store(st, actor, action, target, detail);
+    err = acct_audit_append(st, actor, action, target, detail);
     json_decref(detail);
     return err;
 }
 
-int gw__user_update(ed_store *st, const gw__actor *actor, int64_t id, const gw__user_patch *p)
+int acct_user_update(ed_store *st, const acct_actor *actor, int64_t id, const acct_user_patch *p)
 {
-    gw__user u;
+    acct_user u;
     int64_t now = ed_now_ms();
     int err;
 
-    if ((p->role && (err = gw__role_check(p->role)) < 0) ||
-        (p->tier && (err = gw__tier_check(st, p->tier)) < 0))
+    if ((p->role && (err = acct_role_check(p->role)) < 0) ||
+        (p->tier && (err = acct_tier_check(st, p->tier)) < 0))
         return err;
     if (p->suspended < -1 || p->suspended > 1)
         return ed_error_set(ED_EINVAL, "suspended must be true or false");
     if ((err = ed_store_begin(st)) < 0)
         return err;
-    if ((err = gw__user_get(&u, st, id)) < 0)
+    if ((err = acct_user_get(&u, st, id)) < 0)
         goto fail;
     if (p->role && strcmp(p->role, u.role) != 0) {
         if ((err = exec_bound(st, "UPDATE users SET role = ?, updated_at = ? WHERE id = ?", p->role,
@@ -484,7 +486,7 @@ fail:
     return err;
 }
 
-json_t *gw__user_json(const gw__user *u, bool admin_view)
+json_t *acct_user_json(const acct_user *u, bool admin_view)
 {
     char at[ED_RFC3339_LEN];
     json_t *j = json_pack("{s:I, s:s, s:s, s:s, s:s, s:s}", "id", (json_int_t)u->id, "username",
@@ -498,48 +500,48 @@ json_t *gw__user_json(const gw__user *u, bool admin_view)
     return j;
 }
 
-/* ---- public operator API (gw.h) ------------------------------------------- */
+/* ---- for operators (`eddy admin`) ------------------------------------------- */
 
-int gw_user_create(int64_t *out_id, ed_store *st, const char *username, const char *email,
+int acct_user_create(int64_t *out_id, ed_store *st, const char *username, const char *email,
                    const char *password, const char *role, const char *tier)
 {
-    return gw__user_insert(out_id, st, NULL, "user.create", username, email, password,
+    return acct_user_insert(out_id, st, NULL, "user.create", username, email, password,
                            role ? role : "user", tier ? tier : "free");
 }
 
-static int set_by_name(ed_store *st, const char *username, const gw__user_patch *p)
+static int set_by_name(ed_store *st, const char *username, const acct_user_patch *p)
 {
-    gw__user u;
+    acct_user u;
     int err;
 
-    if ((err = gw__user_by_name(&u, st, username)) < 0)
+    if ((err = acct_user_get_by_name(&u, st, username)) < 0)
         return err;
-    return gw__user_update(st, NULL, u.id, p);
+    return acct_user_update(st, NULL, u.id, p);
 }
 
-int gw_user_set_role(ed_store *st, const char *username, const char *role)
+int acct_user_set_role(ed_store *st, const char *username, const char *role)
 {
-    gw__user_patch p = {.role = role, .tier = NULL, .suspended = -1};
+    acct_user_patch p = {.role = role, .tier = NULL, .suspended = -1};
     int err;
 
-    if ((err = gw__role_check(role)) < 0)
+    if ((err = acct_role_check(role)) < 0)
         return err;
     return set_by_name(st, username, &p);
 }
 
-int gw_user_set_tier(ed_store *st, const char *username, const char *tier)
+int acct_user_set_tier(ed_store *st, const char *username, const char *tier)
 {
-    gw__user_patch p = {.role = NULL, .tier = tier, .suspended = -1};
+    acct_user_patch p = {.role = NULL, .tier = tier, .suspended = -1};
     int err;
 
-    if ((err = gw__tier_check(st, tier)) < 0)
+    if ((err = acct_tier_check(st, tier)) < 0)
         return err;
     return set_by_name(st, username, &p);
 }
 
 /* ---- settings --------------------------------------------------------------- */
 
-int gw__setting_get_bool(bool *out, ed_store *st, const char *key, bool dflt)
+int acct_setting_get_bool(bool *out, ed_store *st, const char *key, bool dflt)
 {
     sqlite3_stmt *s = NULL;
     int err, rc;
@@ -559,7 +561,7 @@ int gw__setting_get_bool(bool *out, ed_store *st, const char *key, bool dflt)
     return err;
 }
 
-int gw__setting_set(ed_store *st, const gw__actor *actor, const char *key, const char *value)
+int acct_setting_set(ed_store *st, const acct_actor *actor, const char *key, const char *value)
 {
     sqlite3_stmt *s = NULL;
     json_t *detail = NULL;
@@ -583,7 +585,7 @@ int gw__setting_set(ed_store *st, const gw__actor *actor, const char *key, const
         err = ed_error_set(ED_ENOMEM, "audit detail");
         goto fail;
     }
-    if ((err = gw__audit_store(st, actor, "settings.set", key, detail)) < 0)
+    if ((err = acct_audit_append(st, actor, "settings.set", key, detail)) < 0)
         goto fail;
     sqlite3_finalize(s);
     json_decref(detail);
@@ -597,7 +599,7 @@ fail:
 
 /* ---- API key environments per tier (table tier_key_envs) ------------------- */
 
-int gw__tier_key_envs_json(json_t **out, ed_store *st, const char *tier)
+int acct_tier_key_envs_json(json_t **out, ed_store *st, const char *tier)
 {
     sqlite3_stmt *s = NULL;
     json_t *o = json_object();
@@ -632,7 +634,7 @@ fail:
     return err;
 }
 
-int gw__tier_key_envs_put(ed_store *st, const char *tier, const json_t *spec)
+int acct_tier_key_envs_put(ed_store *st, const char *tier, const json_t *spec)
 {
     sqlite3_stmt *s = NULL;
     const char *env;
@@ -678,7 +680,7 @@ fail:
 #define LOGIN_ADDRESSES_KEPT 16                              /* per user, most recent */
 #define LOGIN_ADDRESS_TTL_MS ((int64_t)90 * 24 * 3600 * 1000) /* "recent": 90 days */
 
-int gw__login_address_known(bool *out, ed_store *st, int64_t user_id, const char *ip, int64_t now_ms)
+int acct_login_address_known(bool *out, ed_store *st, int64_t user_id, const char *ip, int64_t now_ms)
 {
     sqlite3_stmt *s = NULL;
     int err, rc;
@@ -702,7 +704,7 @@ int gw__login_address_known(bool *out, ed_store *st, int64_t user_id, const char
     return err;
 }
 
-int gw__login_address_remember(ed_store *st, int64_t user_id, const char *ip, int64_t now_ms)
+int acct_login_address_remember(ed_store *st, int64_t user_id, const char *ip, int64_t now_ms)
 {
     sqlite3_stmt *s = NULL;
     int err, rc;

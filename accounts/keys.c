@@ -8,7 +8,7 @@
  * recognise a real key. Only the SHA-256 of the whole key is stored, with a
  * display prefix (env + the first 12 random characters).
  */
-#include "auth_int.h"
+#include "acct_int.h"
 
 #include "ed_crypto.h"
 #include "ed_error.h"
@@ -26,7 +26,7 @@ static bool is_base62(char c)
     return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
 }
 
-uint32_t gw__crc32(const void *p, size_t n)
+uint32_t acct_key_crc32(const void *p, size_t n)
 {
     const unsigned char *b = p;
     uint32_t crc = 0xffffffffu;
@@ -41,66 +41,66 @@ uint32_t gw__crc32(const void *p, size_t n)
 
 /* CRC-32 of `n` bytes as exactly 6 base62 digits (62^6 > 2^32), most
  * significant first. */
-static void checksum6(char out[GW_KEY_CHECK_CHARS + 1], const char *p, size_t n)
+static void checksum6(char out[ACCT_KEY_CHECK_CHARS + 1], const char *p, size_t n)
 {
-    uint32_t v = gw__crc32(p, n);
+    uint32_t v = acct_key_crc32(p, n);
 
-    for (int i = GW_KEY_CHECK_CHARS - 1; i >= 0; i--) {
+    for (int i = ACCT_KEY_CHECK_CHARS - 1; i >= 0; i--) {
         out[i] = base62[v % 62];
         v /= 62;
     }
-    out[GW_KEY_CHECK_CHARS] = '\0';
+    out[ACCT_KEY_CHECK_CHARS] = '\0';
 }
 
-int gw__env_check(const char *env)
+int acct_key_env_check(const char *env)
 {
     if (env && (strcmp(env, "dev") == 0 || strcmp(env, "test") == 0 || strcmp(env, "prod") == 0))
         return 0;
     return ed_error_set(ED_EINVAL, "env must be \"dev\", \"test\" or \"prod\"");
 }
 
-int gw__key_generate(char out[GW_KEY_MAX_LEN + 1], const char *env)
+int acct_key_generate(char out[ACCT_KEY_MAX_LEN + 1], const char *env)
 {
-    char rnd[GW_KEY_RANDOM_CHARS + 1], check[GW_KEY_CHECK_CHARS + 1];
+    char rnd[ACCT_KEY_RANDOM_CHARS + 1], check[ACCT_KEY_CHECK_CHARS + 1];
     int n, err;
 
     out[0] = '\0';
-    if ((err = gw__env_check(env)) < 0)
+    if ((err = acct_key_env_check(env)) < 0)
         return err;
-    ed_random_token(rnd, GW_KEY_RANDOM_CHARS);
-    n = snprintf(out, GW_KEY_MAX_LEN + 1, "eddy_%s_%s", env, rnd);
+    ed_random_token(rnd, ACCT_KEY_RANDOM_CHARS);
+    n = snprintf(out, ACCT_KEY_MAX_LEN + 1, "eddy_%s_%s", env, rnd);
     checksum6(check, out, (size_t)n);
-    snprintf(out + n, (size_t)(GW_KEY_MAX_LEN + 1 - n), "_%s", check);
+    snprintf(out + n, (size_t)(ACCT_KEY_MAX_LEN + 1 - n), "_%s", check);
     return 0;
 }
 
-int gw__key_parse(char env[8], const char *key)
+int acct_key_parse(char env[8], const char *key)
 {
-    char check[GW_KEY_CHECK_CHARS + 1];
+    char check[ACCT_KEY_CHECK_CHARS + 1];
     const char *p, *us;
     size_t envlen, len;
 
     env[0] = '\0';
-    if (key == NULL || (len = strlen(key)) > GW_KEY_MAX_LEN || strncmp(key, "eddy_", 5) != 0)
+    if (key == NULL || (len = strlen(key)) > ACCT_KEY_MAX_LEN || strncmp(key, "eddy_", 5) != 0)
         return ed_error_set(ED_EAUTH, "malformed API key");
     p = key + 5;
     if ((us = strchr(p, '_')) == NULL || (envlen = (size_t)(us - p)) == 0 || envlen > 4)
         return ed_error_set(ED_EAUTH, "malformed API key");
     memcpy(env, p, envlen);
     env[envlen] = '\0';
-    if (gw__env_check(env) < 0) {
+    if (acct_key_env_check(env) < 0) {
         env[0] = '\0';
         return ed_error_set(ED_EAUTH, "malformed API key (unknown env)");
     }
     p = us + 1;
-    if (len != (size_t)(p - key) + GW_KEY_RANDOM_CHARS + 1 + GW_KEY_CHECK_CHARS ||
-        p[GW_KEY_RANDOM_CHARS] != '_')
+    if (len != (size_t)(p - key) + ACCT_KEY_RANDOM_CHARS + 1 + ACCT_KEY_CHECK_CHARS ||
+        p[ACCT_KEY_RANDOM_CHARS] != '_')
         return ed_error_set(ED_EAUTH, "malformed API key");
-    for (int i = 0; i < GW_KEY_RANDOM_CHARS; i++)
+    for (int i = 0; i < ACCT_KEY_RANDOM_CHARS; i++)
         if (!is_base62(p[i]))
             return ed_error_set(ED_EAUTH, "malformed API key");
-    checksum6(check, key, (size_t)(p - key) + GW_KEY_RANDOM_CHARS);
-    if (!ed_ct_equal(check, p + GW_KEY_RANDOM_CHARS + 1, GW_KEY_CHECK_CHARS))
+    checksum6(check, key, (size_t)(p - key) + ACCT_KEY_RANDOM_CHARS);
+    if (!ed_ct_equal(check, p + ACCT_KEY_RANDOM_CHARS + 1, ACCT_KEY_CHECK_CHARS))
         return ed_error_set(ED_EAUTH, "API key checksum mismatch (mistyped or truncated key)");
     return 0;
 }
@@ -111,8 +111,8 @@ static const struct {
     const char *name;
     unsigned    bit;
 } scope_names[] = {
-    {"read", GW_SCOPE_READ}, {"write", GW_SCOPE_WRITE}, {"run", GW_SCOPE_RUN},
-    {"serve", GW_SCOPE_SERVE}, {"admin", GW_SCOPE_ADMIN},
+    {"read", ACCT_SCOPE_READ}, {"write", ACCT_SCOPE_WRITE}, {"run", ACCT_SCOPE_RUN},
+    {"serve", ACCT_SCOPE_SERVE}, {"admin", ACCT_SCOPE_ADMIN},
 };
 #define NSCOPES (sizeof(scope_names) / sizeof(scope_names[0]))
 
@@ -124,7 +124,7 @@ static unsigned scope_bit(const char *name, size_t n)
     return 0;
 }
 
-int gw__scopes_parse_list(unsigned *out, const char *csv)
+int acct_scopes_parse_list(unsigned *out, const char *csv)
 {
     unsigned bits = 0;
 
@@ -143,7 +143,7 @@ int gw__scopes_parse_list(unsigned *out, const char *csv)
     return 0;
 }
 
-int gw__scopes_from_json(unsigned *out, const json_t *arr)
+int acct_scopes_from_json(unsigned *out, const json_t *arr)
 {
     unsigned bits = 0;
     size_t i;
@@ -168,7 +168,7 @@ int gw__scopes_from_json(unsigned *out, const json_t *arr)
     return 0;
 }
 
-void gw__scopes_to_csv(char *out, size_t outlen, unsigned scopes)
+void acct_scopes_to_csv(char *out, size_t outlen, unsigned scopes)
 {
     size_t used = 0;
 
@@ -183,7 +183,7 @@ void gw__scopes_to_csv(char *out, size_t outlen, unsigned scopes)
     }
 }
 
-json_t *gw__scopes_json(unsigned scopes)
+json_t *acct_scopes_json(unsigned scopes)
 {
     json_t *a = json_array();
 
@@ -209,8 +209,8 @@ static int name_check(const char *name)
     return 0;
 }
 
-int gw__key_create(char key[GW_KEY_MAX_LEN + 1], gw__key_info *info, ed_store *st,
-                   const gw__actor *actor, int64_t user_id, const gw__key_new *k)
+int acct_key_create(char key[ACCT_KEY_MAX_LEN + 1], acct_key_info *info, ed_store *st,
+                   const acct_actor *actor, int64_t user_id, const acct_key_new *k)
 {
     char hash[65], scopes[64], target[32];
     sqlite3_stmt *s = NULL;
@@ -221,9 +221,9 @@ int gw__key_create(char key[GW_KEY_MAX_LEN + 1], gw__key_info *info, ed_store *s
 
     key[0] = '\0';
     memset(info, 0, sizeof(*info));
-    if ((err = name_check(k->name)) < 0 || (err = gw__env_check(k->env)) < 0)
+    if ((err = name_check(k->name)) < 0 || (err = acct_key_env_check(k->env)) < 0)
         return err;
-    if (k->scopes == 0 || (k->scopes & ~(unsigned)GW_SCOPES_ALL))
+    if (k->scopes == 0 || (k->scopes & ~(unsigned)ACCT_SCOPES_ALL))
         return ed_error_set(ED_EINVAL, "a key needs at least one known scope");
     if (k->expires_in_days < 0 || k->expires_in_days > 3650)
         return ed_error_set(ED_EINVAL, "expires_in_days must be between 1 and 3650");
@@ -231,15 +231,15 @@ int gw__key_create(char key[GW_KEY_MAX_LEN + 1], gw__key_info *info, ed_store *s
         return ed_error_set(ED_EINVAL, "daily_budget_mcoins must not be negative");
     if (k->rate_limit_per_min < 0 || k->rate_limit_per_min > 1000000)
         return ed_error_set(ED_EINVAL, "rate_limit_per_min must be between 1 and 1000000");
-    if ((err = gw__key_generate(key, k->env)) < 0)
+    if ((err = acct_key_generate(key, k->env)) < 0)
         return err;
     ed_sha256_hex(hash, key, strlen(key));
-    gw__scopes_to_csv(scopes, sizeof(scopes), k->scopes);
+    acct_scopes_to_csv(scopes, sizeof(scopes), k->scopes);
 
     info->user_id = user_id;
     snprintf(info->name, sizeof(info->name), "%s", k->name);
     snprintf(info->env, sizeof(info->env), "%s", k->env);
-    plen = strlen("eddy__") + strlen(k->env) + GW_KEY_PREFIX_RANDOM;
+    plen = strlen("eddy__") + strlen(k->env) + ACCT_KEY_PREFIX_RANDOM;
     snprintf(info->prefix, sizeof(info->prefix), "%.*s", (int)plen, key);
     info->scopes = k->scopes;
     info->created_at = now;
@@ -278,7 +278,7 @@ int gw__key_create(char key[GW_KEY_MAX_LEN + 1], gw__key_info *info, ed_store *s
         err = ed_error_set(ED_ENOMEM, "audit detail");
         goto fail;
     }
-    if ((err = gw__audit_store(st, actor, "key.create", target, detail)) < 0 ||
+    if ((err = acct_audit_append(st, actor, "key.create", target, detail)) < 0 ||
         (err = ed_store_commit(st)) < 0)
         goto fail;
     sqlite3_finalize(s);
@@ -288,14 +288,14 @@ fail:
     sqlite3_finalize(s);
     json_decref(detail);
     ed_store_rollback(st);
-    memset(key, 0, GW_KEY_MAX_LEN + 1);
+    memset(key, 0, ACCT_KEY_MAX_LEN + 1);
     return err;
 }
 
 #define KEY_COLS "k.id, k.user_id, k.name, k.env, k.prefix, k.scopes, k.created_at, k.expires_at," \
                  " k.revoked_at, k.last_used_at, k.daily_budget_mcoins, k.rate_limit_per_min"
 
-static void read_key(gw__key_info *k, sqlite3_stmt *s)
+static void read_key(acct_key_info *k, sqlite3_stmt *s)
 {
     const char *scopes = (const char *)sqlite3_column_text(s, 5);
 
@@ -305,7 +305,7 @@ static void read_key(gw__key_info *k, sqlite3_stmt *s)
     snprintf(k->name, sizeof(k->name), "%s", (const char *)sqlite3_column_text(s, 2));
     snprintf(k->env, sizeof(k->env), "%s", (const char *)sqlite3_column_text(s, 3));
     snprintf(k->prefix, sizeof(k->prefix), "%s", (const char *)sqlite3_column_text(s, 4));
-    if (gw__scopes_parse_list(&k->scopes, scopes) < 0)
+    if (acct_scopes_parse_list(&k->scopes, scopes) < 0)
         k->scopes = 0;   /* an unknown name in the row grants nothing */
     k->created_at = sqlite3_column_int64(s, 6);
     k->expires_at = sqlite3_column_int64(s, 7);
@@ -373,7 +373,7 @@ static int lookup_stmt(sqlite3_stmt **out, ed_store *st)
     return 0;
 }
 
-int gw__key_lookup(gw__key_auth *out, ed_store *st, const char *key)
+int acct_key_lookup(acct_key_auth *out, ed_store *st, const char *key)
 {
     char hash[65];
     sqlite3_stmt *s;
@@ -403,12 +403,12 @@ int gw__key_lookup(gw__key_auth *out, ed_store *st, const char *key)
     return err;
 }
 
-bool gw__key_env_accepted(const gw_config *cfg, const char *env)
+bool acct_key_env_accepted(const char *key_envs, const char *env)
 {
-    const char *p = cfg->key_envs;
+    const char *p = key_envs ? key_envs : "";
     size_t n = env ? strlen(env) : 0;
 
-    if (gw__env_check(env) < 0) {
+    if (acct_key_env_check(env) < 0) {
         ed_error_clear();
         return false;
     }
@@ -430,18 +430,18 @@ bool gw__key_env_accepted(const gw_config *cfg, const char *env)
     return false;
 }
 
-void gw__key_envs_accepted(char *out, size_t outlen, const gw_config *cfg)
+void acct_key_envs_accepted(char *out, size_t outlen, const char *key_envs)
 {
     static const char *const all[] = {"dev", "test", "prod"};
     size_t k = 0;
 
     out[0] = '\0';
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-        if (gw__key_env_accepted(cfg, all[i]) && k < outlen)
+        if (acct_key_env_accepted(key_envs, all[i]) && k < outlen)
             k += (size_t)snprintf(out + k, outlen - k, "%s%s", k ? ", " : "", all[i]);
 }
 
-int gw__key_budget(int64_t *daily_budget_mcoins, ed_store *st, int64_t key_id)
+int acct_key_budget(int64_t *daily_budget_mcoins, ed_store *st, int64_t key_id)
 {
     sqlite3_stmt *s = NULL;
     int err, rc;
@@ -471,7 +471,7 @@ int gw__key_budget(int64_t *daily_budget_mcoins, ed_store *st, int64_t key_id)
     return err;
 }
 
-int gw__key_touch(ed_store *st, const gw__key_auth *k, int64_t now_ms)
+int acct_key_touch(ed_store *st, const acct_key_auth *k, int64_t now_ms)
 {
     sqlite3_stmt *s = NULL;
     int err, rc;
@@ -488,7 +488,7 @@ int gw__key_touch(ed_store *st, const gw__key_auth *k, int64_t now_ms)
     return err;
 }
 
-int gw__key_revoke(ed_store *st, const gw__actor *actor, int64_t user_id, int64_t key_id)
+int acct_key_revoke(ed_store *st, const acct_actor *actor, int64_t user_id, int64_t key_id)
 {
     char target[32];
     sqlite3_stmt *s = NULL;
@@ -512,7 +512,7 @@ int gw__key_revoke(ed_store *st, const gw__actor *actor, int64_t user_id, int64_
         goto fail;
     }
     snprintf(target, sizeof(target), "key:%lld", (long long)key_id);
-    if ((err = gw__audit_store(st, actor, "key.revoke", target, NULL)) < 0 ||
+    if ((err = acct_audit_append(st, actor, "key.revoke", target, NULL)) < 0 ||
         (err = ed_store_commit(st)) < 0)
         goto fail;
     sqlite3_finalize(s);
@@ -530,7 +530,7 @@ static json_t *time_or_null(int64_t ms)
     return ms ? json_string(ed_time_rfc3339(at, sizeof(at), ms)) : json_null();
 }
 
-json_t *gw__key_json(const gw__key_info *k)
+json_t *acct_key_json(const acct_key_info *k)
 {
     json_t *j = json_object();
 
@@ -539,7 +539,7 @@ json_t *gw__key_json(const gw__key_info *k)
     if (json_object_set_new(j, "id", json_integer(k->id)) < 0 ||
         json_object_set_new(j, "name", json_string(k->name)) < 0 ||
         json_object_set_new(j, "env", json_string(k->env)) < 0 ||
-        json_object_set_new(j, "scopes", gw__scopes_json(k->scopes)) < 0 ||
+        json_object_set_new(j, "scopes", acct_scopes_json(k->scopes)) < 0 ||
         json_object_set_new(j, "prefix", json_string(k->prefix)) < 0 ||
         json_object_set_new(j, "created_at", time_or_null(k->created_at)) < 0 ||
         json_object_set_new(j, "expires_at", time_or_null(k->expires_at)) < 0 ||
@@ -558,15 +558,15 @@ json_t *gw__key_json(const gw__key_info *k)
 
 static json_t *key_row_json(int64_t *id, sqlite3_stmt *s, void *payload)
 {
-    gw__key_info k;
+    acct_key_info k;
 
     (void)payload;
     read_key(&k, s);
     *id = k.id;
-    return gw__key_json(&k);
+    return acct_key_json(&k);
 }
 
-int gw__keys_list(json_t **items, int64_t *next_cursor, ed_store *st, int64_t user_id, int limit,
+int acct_key_list(json_t **items, int64_t *next_cursor, ed_store *st, int64_t user_id, int limit,
                   int64_t before_id)
 {
     sqlite3_stmt *s = NULL;
@@ -582,6 +582,6 @@ int gw__keys_list(json_t **items, int64_t *next_cursor, ed_store *st, int64_t us
     sqlite3_bind_int64(s, 2, before_id > 0 ? before_id : INT64_MAX);
     sqlite3_bind_int(s, 3, limit + 1);
     /* *next_cursor: rows with id < it follow */
-    return gw__page_rows(items, next_cursor, s, limit, key_row_json, NULL, "key list",
+    return acct__page_rows(items, next_cursor, s, limit, key_row_json, NULL, "key list",
                          "list API keys");
 }

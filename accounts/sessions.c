@@ -3,7 +3,7 @@
  * row's key, a CSRF token, an expiry. A leaked database does not give anyone
  * a usable cookie.
  */
-#include "auth_int.h"
+#include "acct_int.h"
 
 #include "ed_crypto.h"
 #include "ed_error.h"
@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int gw__session_create(char token[GW_SESSION_TOKEN_CHARS + 1], gw__session *out, ed_store *st,
+int acct_session_create(char token[ACCT_SESSION_TOKEN_CHARS + 1], acct_session *out, ed_store *st,
                        int64_t user_id, int64_t ttl_ms, const char *ip)
 {
     char hash[65];
@@ -23,10 +23,10 @@ int gw__session_create(char token[GW_SESSION_TOKEN_CHARS + 1], gw__session *out,
     memset(out, 0, sizeof(*out));
     token[0] = '\0';
     if (ttl_ms <= 0)
-        ttl_ms = GW_DEFAULT_SESSION_TTL_MS;
-    ed_random_token(token, GW_SESSION_TOKEN_CHARS);
-    ed_random_token(out->csrf, GW_CSRF_TOKEN_CHARS);
-    ed_sha256_hex(hash, token, GW_SESSION_TOKEN_CHARS);
+        ttl_ms = ACCT_SESSION_TTL_DEFAULT_MS;
+    ed_random_token(token, ACCT_SESSION_TOKEN_CHARS);
+    ed_random_token(out->csrf, ACCT_CSRF_TOKEN_CHARS);
+    ed_sha256_hex(hash, token, ACCT_SESSION_TOKEN_CHARS);
     if ((err = ed_store_prepare(&s, st,
                                 "INSERT INTO sessions (user_id, token_sha256, csrf_token, created_at,"
                                 " expires_at, ip) VALUES (?, ?, ?, ?, ?, ?)")) < 0)
@@ -51,16 +51,16 @@ int gw__session_create(char token[GW_SESSION_TOKEN_CHARS + 1], gw__session *out,
     return err;
 }
 
-int gw__session_lookup(gw__session *out, gw__user *u, ed_store *st, const char *token)
+int acct_session_lookup(acct_session *out, acct_user *u, ed_store *st, const char *token)
 {
     char hash[65];
     sqlite3_stmt *s = NULL;
     int err, rc;
 
     memset(out, 0, sizeof(*out));
-    if (token == NULL || strlen(token) != GW_SESSION_TOKEN_CHARS)
+    if (token == NULL || strlen(token) != ACCT_SESSION_TOKEN_CHARS)
         return ed_error_set(ED_EAUTH, "session cookie is not valid");
-    ed_sha256_hex(hash, token, GW_SESSION_TOKEN_CHARS);
+    ed_sha256_hex(hash, token, ACCT_SESSION_TOKEN_CHARS);
     if ((err = ed_store_prepare(&s, st,
                                 "SELECT s.id, s.csrf_token, s.expires_at, u.id, u.username, u.email,"
                                 " u.role, u.tier, u.suspended, u.created_at"
@@ -91,7 +91,7 @@ int gw__session_lookup(gw__session *out, gw__user *u, ed_store *st, const char *
     if (err < 0)
         return err;
     if (out->expires_at <= ed_now_ms()) {
-        gw__session_delete(st, out->id);
+        acct_session_delete(st, out->id);
         return ed_error_set(ED_EAUTH, "session expired: log in again");
     }
     if (u->suspended)
@@ -116,12 +116,12 @@ static int delete_where(ed_store *st, const char *sql, const char *text, int64_t
     return err;
 }
 
-int gw__session_delete(ed_store *st, int64_t id)
+int acct_session_delete(ed_store *st, int64_t id)
 {
     return delete_where(st, "DELETE FROM sessions WHERE id = ?", NULL, id);
 }
 
-int gw__session_delete_token(ed_store *st, const char *token)
+int acct_session_delete_token(ed_store *st, const char *token)
 {
     char hash[65];
 
@@ -131,7 +131,7 @@ int gw__session_delete_token(ed_store *st, const char *token)
     return delete_where(st, "DELETE FROM sessions WHERE token_sha256 = ?", hash, 0);
 }
 
-int gw__sessions_prune(ed_store *st, int64_t user_id, int64_t now_ms)
+int acct_session_prune(ed_store *st, int64_t user_id, int64_t now_ms)
 {
     sqlite3_stmt *s = NULL;
     int err, rc;
@@ -146,7 +146,7 @@ int gw__sessions_prune(ed_store *st, int64_t user_id, int64_t now_ms)
     return err;
 }
 
-int gw__session_csrf(char csrf[GW_CSRF_TOKEN_CHARS + 1], ed_store *st, int64_t id)
+int acct_session_csrf(char csrf[ACCT_CSRF_TOKEN_CHARS + 1], ed_store *st, int64_t id)
 {
     sqlite3_stmt *s = NULL;
     int err, rc;
@@ -157,7 +157,7 @@ int gw__session_csrf(char csrf[GW_CSRF_TOKEN_CHARS + 1], ed_store *st, int64_t i
     sqlite3_bind_int64(s, 1, id);
     rc = sqlite3_step(s);
     if (rc == SQLITE_ROW)
-        snprintf(csrf, GW_CSRF_TOKEN_CHARS + 1, "%s", (const char *)sqlite3_column_text(s, 0));
+        snprintf(csrf, ACCT_CSRF_TOKEN_CHARS + 1, "%s", (const char *)sqlite3_column_text(s, 0));
     else if (rc == SQLITE_DONE)
         err = ed_error_set(ED_ENOTFOUND, "session %lld is gone", (long long)id);
     else

@@ -13,11 +13,11 @@
  * the rules refuse (bad username, short password, unknown role or tier).
  * Each change writes an audit row with no actor (the operator).
  */
+#include "acct.h"
 #include "cmd.h"
 
 #include "ed_error.h"
 #include "ed_store.h"
-#include "gw.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -181,18 +181,12 @@ static int create_user(int argc, char **argv)
     }
     if (open_store(&st, a.data, true) != 0)
         return 1;
-    rc = gw_user_create(&id, st, a.username, a.email, password, a.role ? a.role : "user",
-                        a.tier ? a.tier : "free");
+    rc = acct_user_create(&id, st, a.username, a.email, password, a.role ? a.role : "user",
+                          a.tier ? a.tier : "free");
     if (rc == ED_EEXISTS && a.if_not_exists) {
-        sqlite3_stmt *s = NULL;
-        bool exists = false;
+        acct_user u;
         /* Only the same username counts as "exists"; a taken email is an error. */
-        if (ed_store_prepare(&s, st, "SELECT 1 FROM users WHERE username = ?") == 0) {
-            sqlite3_bind_text(s, 1, a.username, -1, SQLITE_STATIC);
-            exists = sqlite3_step(s) == SQLITE_ROW;
-        }
-        sqlite3_finalize(s);
-        if (exists) {
+        if (acct_user_get_by_name(&u, st, a.username) == 0) {
             printf("user '%s' already exists\n", a.username);
             ed_store_close(st);
             return 0;
@@ -232,7 +226,7 @@ static int set_field(int argc, char **argv, const char *cmd, bool role)
     value = role ? a.role : a.tier;
     if (open_store(&st, a.data, false) != 0)
         return 1;
-    rc = role ? gw_user_set_role(st, a.username, value) : gw_user_set_tier(st, a.username, value);
+    rc = role ? acct_user_set_role(st, a.username, value) : acct_user_set_tier(st, a.username, value);
     if (rc < 0) {
         rc = failed(cmd);
         ed_store_close(st);

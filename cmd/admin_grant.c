@@ -7,8 +7,8 @@
  * running the command twice grants twice; pass --idempotency-key to make a
  * retry safe.
  */
+#include "acct.h"
 #include "cmd.h"
-#include "gw.h"
 #include "quota.h"
 
 #include "ed_crypto.h"
@@ -81,7 +81,7 @@ int cmd_admin_grant(int argc, char **argv)
     if (cmd_become_data_owner(data) != 0)
         return 1;
     snprintf(path, sizeof(path), "%s/eddy.db", data);
-    if ((err = ed_store_open(&st, path)) < 0 || (err = gw_user_id(&user_id, st, username)) < 0 ||
+    if ((err = ed_store_open(&st, path)) < 0 || (err = acct_user_id(&user_id, st, username)) < 0 ||
         (err = quota_grant(&transfer, st, user_id, mcoins, reason, key, 0)) < 0 ||
         (err = quota_balance_get(&bal, st, user_id)) < 0) {
         fprintf(stderr, "eddy admin grant: %s\n", ed_error_last());

@@ -36,6 +36,13 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+/* A route's scope flags are the scopes keys carry (acct.h). */
+_Static_assert((unsigned)GW_SCOPE_READ == (unsigned)ACCT_SCOPE_READ &&
+               (unsigned)GW_SCOPE_WRITE == (unsigned)ACCT_SCOPE_WRITE &&
+               (unsigned)GW_SCOPE_RUN == (unsigned)ACCT_SCOPE_RUN &&
+               (unsigned)GW_SCOPE_SERVE == (unsigned)ACCT_SCOPE_SERVE &&
+               (unsigned)GW_SCOPE_ADMIN == (unsigned)ACCT_SCOPE_ADMIN, "route scope flags match acct.h");
+
 /* ---- Origin ------------------------------------------------------------------ */
 
 /* "scheme://host:port" in lower case with the port always written (80/443
@@ -221,13 +228,13 @@ int gw__origin_check(gw_request *req)
 /* GW_SCOPE_* the route asks for, against what the credential carries. */
 static int check_scopes(gw_request *req, unsigned flags)
 {
-    unsigned need = flags & GW_SCOPES_ALL, missing;
+    unsigned need = flags & ACCT_SCOPES_ALL, missing;
 
     if ((need & GW_SCOPE_ADMIN) && strcmp(req->auth.role, "admin") != 0)
         return ed_error_set(ED_EPERM, "this needs an administrator");
     if ((missing = need & ~req->auth.scopes) != 0) {
         char names[64];
-        gw__scopes_to_csv(names, sizeof(names), missing);
+        acct_scopes_to_csv(names, sizeof(names), missing);
         return ed_error_set(ED_EPERM, "this API key lacks scope %s", names);
     }
     return 0;
@@ -236,21 +243,21 @@ static int check_scopes(gw_request *req, unsigned flags)
 static int auth_key(gw_request *req, unsigned flags, const char *key)
 {
     gw_server *srv = req->srv;
-    gw__key_auth k;
+    acct_key_auth k;
     char env[8];
     int64_t now;
     int err, limit;
 
     /* Shape, env and checksum: no database work for a mistyped or forged key. */
-    if ((err = gw__key_parse(env, key)) < 0)
+    if ((err = acct_key_parse(env, key)) < 0)
         return err;
-    if (!gw__key_env_accepted(&srv->cfg, env)) {
+    if (!acct_key_env_accepted(srv->cfg.key_envs, env)) {
         char envs[32];
-        gw__key_envs_accepted(envs, sizeof(envs), &srv->cfg);
+        acct_key_envs_accepted(envs, sizeof(envs), srv->cfg.key_envs);
         return ed_error_set(ED_EAUTH, "API key is for env '%s' but this server accepts keys for env %s",
                             env, envs);
     }
-    if ((err = gw__key_lookup(&k, srv->store, key)) < 0)
+    if ((err = acct_key_lookup(&k, srv->store, key)) < 0)
         return err;
     now = ed_now_ms();
     if (k.key.revoked_at)
@@ -296,7 +303,7 @@ static int auth_key(gw_request *req, unsigned flags, const char *key)
         }
     }
     /* Best effort: a failed last-used stamp must not fail the request. */
-    if (gw__key_touch(srv->store, &k, now) < 0)
+    if (acct_key_touch(srv->store, &k, now) < 0)
         ed_error_clear();
     return 0;
 }
@@ -309,11 +316,11 @@ static bool changes_state(const char *method)
 
 static int auth_session(gw_request *req, unsigned flags, const char *token)
 {
-    gw__session s;
-    gw__user u;
+    acct_session s;
+    acct_user u;
     int err;
 
-    if ((err = gw__session_lookup(&s, &u, req->srv->store, token)) < 0)
+    if ((err = acct_session_lookup(&s, &u, req->srv->store, token)) < 0)
         return err;
     if ((err = gw__origin_check(req)) < 0)
         return err;
@@ -335,7 +342,7 @@ static int auth_session(gw_request *req, unsigned flags, const char *token)
         return ed_error_set(ED_ENOMEM, "auth");
     req->auth.via_key = false;
     req->auth.session_id = s.id;
-    req->auth.scopes = GW_SCOPES_SESSION;
+    req->auth.scopes = ACCT_SCOPES_SESSION;
     if (strcmp(u.role, "admin") == 0)
         req->auth.scopes |= GW_SCOPE_ADMIN;
     return check_scopes(req, flags);

@@ -4,8 +4,8 @@
  * sessions, keys" and "Admin").
  *
  * Handlers validate the whole body before writing anything; each write and
- * its audit row commit together (accounts.c, keys.c), so a refused request
- * leaves no row behind.
+ * its audit row commit together (the accounts module, accounts/acct.h), so a
+ * refused request leaves no row behind.
  */
 #include "auth_int.h"
 #include "proj_ws.h"
@@ -109,16 +109,16 @@ static int post_signup(gw_request *req, gw_response *res)
 {
     ed_store *st = req->srv->store;
     const char *username = NULL, *email = NULL, *password = NULL;
-    gw__actor actor = gw__actor_of(req);
+    acct_actor actor = gw__actor_of(req);
     json_t *body;
-    gw__user u;
+    acct_user u;
     bool open;
     int64_t id;
     int err;
 
     if ((err = browser_entry_check(req, "sign-up")) < 0)
         return err;
-    if ((err = gw__setting_get_bool(&open, st, "signup_open", req->srv->cfg.signup_open)) < 0)
+    if ((err = acct_setting_get_bool(&open, st, "signup_open", req->srv->cfg.signup_open)) < 0)
         return err;
     if (!open)
         return ed_error_set(ED_EPERM, "signup is closed on this server: ask an administrator");
@@ -127,23 +127,23 @@ static int post_signup(gw_request *req, gw_response *res)
         (err = str_field(&email, body, "email", true)) < 0 ||
         (err = str_field(&password, body, "password", true)) < 0)
         return err;
-    if ((err = gw__user_insert(&id, st, &actor, "auth.signup", username, email, password, "user",
+    if ((err = acct_user_insert(&id, st, &actor, "auth.signup", username, email, password, "user",
                                "free")) < 0 ||
-        (err = gw__user_get(&u, st, id)) < 0)
+        (err = acct_user_get(&u, st, id)) < 0)
         return err;
-    return respond(res, 201, gw__user_json(&u, false));
+    return respond(res, 201, acct_user_json(&u, false));
 }
 
-static int login_failed(gw_request *req, const gw__user *u, const char *username, const char *why)
+static int login_failed(gw_request *req, const acct_user *u, const char *username, const char *why)
 {
-    gw__actor actor = gw__actor_of(req);
+    acct_actor actor = gw__actor_of(req);
     char target[32];
     json_t *detail = json_pack("{s:s%, s:s}", "username", username, strnlen(username, 64),
                                "reason", why);
 
     snprintf(target, sizeof(target), "user:%lld", (long long)(u ? u->id : 0));
     /* Best effort: the answer to the client does not depend on the audit row. */
-    if (gw__audit_store(req->srv->store, &actor, "auth.login_failed", u ? target : NULL, detail) < 0)
+    if (acct_audit_append(req->srv->store, &actor, "auth.login_failed", u ? target : NULL, detail) < 0)
         ed_error_clear();
     json_decref(detail);
     return 0;
@@ -161,14 +161,14 @@ static int post_login(gw_request *req, gw_response *res)
     gw_server *srv = req->srv;
     ed_store *st = srv->store;
     const char *username = NULL, *password = NULL, *old;
-    char token[GW_SESSION_TOKEN_CHARS + 1], ukey[96], ipkey[96], pairkey[192], target[32];
-    int64_t ttl = srv->cfg.session_ttl_ms > 0 ? srv->cfg.session_ttl_ms : GW_DEFAULT_SESSION_TTL_MS;
+    char token[ACCT_SESSION_TOKEN_CHARS + 1], ukey[96], ipkey[96], pairkey[192], target[32];
+    int64_t ttl = srv->cfg.session_ttl_ms > 0 ? srv->cfg.session_ttl_ms : ACCT_SESSION_TTL_DEFAULT_MS;
     int limit = srv->cfg.login_attempts_per_min > 0 ? srv->cfg.login_attempts_per_min
                                                     : GW_DEFAULT_LOGIN_ATTEMPTS;
     int64_t now = gw__ratelimit_now_ms();
-    gw__actor actor = gw__actor_of(req);
-    gw__session s;
-    gw__user u;
+    acct_actor actor = gw__actor_of(req);
+    acct_session s;
+    acct_user u;
     json_t *body, *out, *detail = NULL;
     bool found, known = false;
     char *cookie;
@@ -187,7 +187,7 @@ static int post_login(gw_request *req, gw_response *res)
     snprintf(ukey, sizeof(ukey), "login:user:%.64s", username);
     snprintf(ipkey, sizeof(ipkey), "login:ip:%.64s", req->ip ? req->ip : "-");
     snprintf(pairkey, sizeof(pairkey), "login:pair:%.64s|%.64s", username, req->ip ? req->ip : "-");
-    err = gw__user_by_name(&u, st, username);
+    err = acct_user_get_by_name(&u, st, username);
     if (err < 0 && err != ED_ENOTFOUND)
         return err;
     found = err == 0;
@@ -196,7 +196,7 @@ static int post_login(gw_request *req, gw_response *res)
         int ei = gw__ratelimit_check(srv->ratelimit, ipkey, limit, now, &retry_ip);
         int eu = gw__backoff_check(srv->ratelimit, ukey, now, &retry_u);
         if (eu == ED_ELIMIT && found) {
-            if ((err = gw__login_address_known(&known, st, u.id, req->ip, ed_now_ms())) < 0)
+            if ((err = acct_login_address_known(&known, st, u.id, req->ip, ed_now_ms())) < 0)
                 return err;
             if (known) {
                 eu = 0;
@@ -212,7 +212,7 @@ static int post_login(gw_request *req, gw_response *res)
                                 eu < 0 && ep == 0 && ei == 0 ? " for this account" : "", req->retry_after_s);
         }
     }
-    if (!gw__password_verify(found ? u.password_hash : NULL, password)) {
+    if (!acct_password_verify(found ? u.password_hash : NULL, password)) {
         if (srv->ratelimit) {
             int r;
             (void)gw__backoff_fail(srv->ratelimit, pairkey, limit, now);
@@ -228,9 +228,9 @@ static int post_login(gw_request *req, gw_response *res)
     }
 
     /* Hashes made with older parameters are upgraded while the password is at hand. */
-    if (gw__password_needs_rehash(u.password_hash)) {
-        char fresh[GW_PWHASH_STRBYTES];
-        if (gw__password_hash(fresh, password) < 0 || gw__user_set_password_hash(st, u.id, fresh) < 0)
+    if (acct_password_needs_rehash(u.password_hash)) {
+        char fresh[ACCT_PWHASH_STRBYTES];
+        if (acct_password_hash(fresh, password) < 0 || acct_user_set_password_hash(st, u.id, fresh) < 0)
             ed_error_clear();   /* the old hash still works: try again next time */
     }
 
@@ -240,18 +240,18 @@ static int post_login(gw_request *req, gw_response *res)
     if ((err = ed_store_begin(st)) < 0)
         return err;
     if ((old = gw_request_cookie(req, GW_SESSION_COOKIE)) != NULL &&
-        (err = gw__session_delete_token(st, old)) < 0)
+        (err = acct_session_delete_token(st, old)) < 0)
         goto fail;
-    if ((err = gw__sessions_prune(st, u.id, ed_now_ms())) < 0)
+    if ((err = acct_session_prune(st, u.id, ed_now_ms())) < 0)
         goto fail;
-    if ((err = gw__session_create(token, &s, st, u.id, ttl, req->ip)) < 0)
+    if ((err = acct_session_create(token, &s, st, u.id, ttl, req->ip)) < 0)
         goto fail;
     if ((detail = json_pack("{s:I}", "session_id", (json_int_t)s.id)) == NULL) {
         err = ed_error_set(ED_ENOMEM, "audit detail");
         goto fail;
     }
-    if ((err = gw__audit_store(st, &actor, "auth.login", target, detail)) < 0 ||
-        (err = gw__login_address_remember(st, u.id, req->ip, ed_now_ms())) < 0 ||
+    if ((err = acct_audit_append(st, &actor, "auth.login", target, detail)) < 0 ||
+        (err = acct_login_address_remember(st, u.id, req->ip, ed_now_ms())) < 0 ||
         (err = ed_store_commit(st)) < 0)
         goto fail;
     json_decref(detail);
@@ -261,7 +261,7 @@ static int post_login(gw_request *req, gw_response *res)
         return ed_error_set(ED_ENOMEM, "cookie");
     if ((err = gw_response_header(res, "Set-Cookie", cookie)) < 0)
         return err;
-    out = json_pack("{s:o, s:s}", "user", gw__user_json(&u, false), "csrf_token", s.csrf);
+    out = json_pack("{s:o, s:s}", "user", acct_user_json(&u, false), "csrf_token", s.csrf);
     return respond(res, 200, out);
 fail:
     json_decref(detail);
@@ -278,7 +278,7 @@ static int post_logout(gw_request *req, gw_response *res)
     if (req->auth.via_key)
         return ed_error_set(ED_EINVAL,
                             "logout ends a browser session; revoke API keys with DELETE /api/v1/keys/{id}");
-    if ((err = gw__session_delete(req->srv->store, req->auth.session_id)) < 0)
+    if ((err = acct_session_delete(req->srv->store, req->auth.session_id)) < 0)
         return err;
     snprintf(target, sizeof(target), "user:%lld", (long long)req->auth.user_id);
     if (gw__audit(req, "auth.logout", target, NULL) < 0)
@@ -295,17 +295,17 @@ static int post_logout(gw_request *req, gw_response *res)
  * lost the login response can still send X-CSRF-Token. */
 static int get_me(gw_request *req, gw_response *res)
 {
-    char csrf[GW_CSRF_TOKEN_CHARS + 1];
+    char csrf[ACCT_CSRF_TOKEN_CHARS + 1];
     json_t *out;
-    gw__user u;
+    acct_user u;
     int err;
 
-    if ((err = gw__user_get(&u, req->srv->store, req->auth.user_id)) < 0)
+    if ((err = acct_user_get(&u, req->srv->store, req->auth.user_id)) < 0)
         return err;
-    if ((out = gw__user_json(&u, false)) == NULL)
+    if ((out = acct_user_json(&u, false)) == NULL)
         return ed_error_set(ED_ENOMEM, "response body");
     if (!req->auth.via_key) {
-        if ((err = gw__session_csrf(csrf, req->srv->store, req->auth.session_id)) < 0 ||
+        if ((err = acct_session_csrf(csrf, req->srv->store, req->auth.session_id)) < 0 ||
             json_object_set_new(out, "csrf_token", json_string(csrf)) < 0) {
             json_decref(out);
             return err < 0 ? err : ed_error_set(ED_ENOMEM, "response body");
@@ -318,10 +318,10 @@ static int get_me(gw_request *req, gw_response *res)
 
 static int post_key(gw_request *req, gw_response *res)
 {
-    gw__key_new k = {.daily_budget_mcoins = -1};
-    char key[GW_KEY_MAX_LEN + 1];
-    gw__actor actor = gw__actor_of(req);
-    gw__key_info info;
+    acct_key_new k = {.daily_budget_mcoins = -1};
+    char key[ACCT_KEY_MAX_LEN + 1];
+    acct_actor actor = gw__actor_of(req);
+    acct_key_info info;
     json_t *body, *scopes = NULL, *out;
     int err;
 
@@ -329,15 +329,15 @@ static int post_key(gw_request *req, gw_response *res)
         (err = str_field(&k.name, body, "name", true)) < 0 ||
         (err = str_field(&k.env, body, "env", true)) < 0 ||
         (err = ed_json_get_array(&scopes, body, "scopes", true)) < 0 ||
-        (err = gw__scopes_from_json(&k.scopes, scopes)) < 0 ||
+        (err = acct_scopes_from_json(&k.scopes, scopes)) < 0 ||
         (err = gw_json_int(&k.expires_in_days, body, "expires_in_days", 1, 3650, false)) < 0 ||
         (err = gw_json_int(&k.daily_budget_mcoins, body, "daily_budget_mcoins", 0, GW_MAX_MCOINS, false)) < 0 ||
         (err = gw_json_int(&k.rate_limit_per_min, body, "rate_limit_per_min", 1, GW_MAX_KEY_RATE, false)) < 0)
         return err;
     /* A key the server would refuse with 401 later is refused now. */
-    if (!gw__key_env_accepted(&req->srv->cfg, k.env)) {
+    if (!acct_key_env_accepted(req->srv->cfg.key_envs, k.env)) {
         char envs[32];
-        gw__key_envs_accepted(envs, sizeof(envs), &req->srv->cfg);
+        acct_key_envs_accepted(envs, sizeof(envs), req->srv->cfg.key_envs);
         return ed_error_set(ED_EUNPROC, "field 'env': this server accepts API keys for env %s, not '%.16s'",
                             envs, k.env);
     }
@@ -345,9 +345,9 @@ static int post_key(gw_request *req, gw_response *res)
         return ed_error_set(ED_EPERM, "only administrators may create keys with scope admin");
     if (req->auth.via_key && (k.scopes & ~req->auth.scopes))
         return ed_error_set(ED_EPERM, "an API key cannot create a key with scopes it lacks");
-    if ((err = gw__key_create(key, &info, req->srv->store, &actor, req->auth.user_id, &k)) < 0)
+    if ((err = acct_key_create(key, &info, req->srv->store, &actor, req->auth.user_id, &k)) < 0)
         return err;
-    out = gw__key_json(&info);
+    out = acct_key_json(&info);
     if (out && json_object_set_new(out, "key", json_string(key)) < 0) {
         json_decref(out);
         out = NULL;
@@ -363,20 +363,20 @@ static int get_keys(gw_request *req, gw_response *res)
     int limit, err;
 
     if ((err = page_args(&limit, &cursor, req)) < 0 ||
-        (err = gw__keys_list(&items, &next, req->srv->store, req->auth.user_id, limit, cursor)) < 0)
+        (err = acct_key_list(&items, &next, req->srv->store, req->auth.user_id, limit, cursor)) < 0)
         return err;
     return respond(res, 200, page_json(items, next));
 }
 
 static int delete_key(gw_request *req, gw_response *res)
 {
-    gw__actor actor = gw__actor_of(req);
+    acct_actor actor = gw__actor_of(req);
     int64_t id = parse_id(req->params[0]);
     int err;
 
     if (id == 0)
         return ed_error_set(ED_ENOTFOUND, "no API key '%.40s'", req->params[0]);
-    if ((err = gw__key_revoke(req->srv->store, &actor, req->auth.user_id, id)) < 0)
+    if ((err = acct_key_revoke(req->srv->store, &actor, req->auth.user_id, id)) < 0)
         return err;
     return gw_respond_empty(res, 204);
 }
@@ -390,19 +390,19 @@ static int get_admin_users(gw_request *req, gw_response *res)
     int limit, err;
 
     if ((err = page_args(&limit, &cursor, req)) < 0 ||
-        (err = gw__users_list(&items, &next, req->srv->store, limit, cursor)) < 0)
+        (err = acct_user_list(&items, &next, req->srv->store, limit, cursor)) < 0)
         return err;
     return respond(res, 200, page_json(items, next));
 }
 
 static int patch_admin_user(gw_request *req, gw_response *res)
 {
-    gw__user_patch p = {.role = NULL, .tier = NULL, .suspended = -1};
-    gw__actor actor = gw__actor_of(req);
+    acct_user_patch p = {.role = NULL, .tier = NULL, .suspended = -1};
+    acct_actor actor = gw__actor_of(req);
     int64_t id = parse_id(req->params[0]);
     bool suspended = false;
     json_t *body;
-    gw__user u;
+    acct_user u;
     int err;
 
     if ((err = gw_request_json(&body, req)) < 0 ||
@@ -414,15 +414,15 @@ static int patch_admin_user(gw_request *req, gw_response *res)
             return err;
         p.suspended = suspended ? 1 : 0;
     }
-    if ((p.role && (err = gw__role_check(p.role)) < 0) ||
-        (p.tier && (err = gw__tier_check(req->srv->store, p.tier)) < 0))
+    if ((p.role && (err = acct_role_check(p.role)) < 0) ||
+        (p.tier && (err = acct_tier_check(req->srv->store, p.tier)) < 0))
         return err;
     if (id == 0)
         return ed_error_set(ED_ENOTFOUND, "no user '%.40s'", req->params[0]);
     if (id == req->auth.user_id && p.suspended == 1)
         return ed_error_set(ED_EINVAL, "administrators cannot suspend themselves");
-    if ((err = gw__user_update(req->srv->store, &actor, id, &p)) < 0 ||
-        (err = gw__user_get(&u, req->srv->store, id)) < 0)
+    if ((err = acct_user_update(req->srv->store, &actor, id, &p)) < 0 ||
+        (err = acct_user_get(&u, req->srv->store, id)) < 0)
         return err;
     /* a suspended user's kernels and jobs stop too (reason "suspended") */
     if (p.suspended == 1 && req->srv->sched && (err = sched_user_stop(NULL, req->srv->sched, id, "suspended")) < 0)
@@ -430,53 +430,17 @@ static int patch_admin_user(gw_request *req, gw_response *res)
     /* a new tier's workspace limit goes to the user's project trees (proj_ws.h) */
     if (p.tier && req->srv->projects)
         proj_workspace_sync(req->srv->projects, id, NULL);
-    return respond(res, 200, gw__user_json(&u, true));
-}
-
-/* An audit row as JSON; payload is the request (for its time format). */
-static json_t *audit_row_json(int64_t *id, sqlite3_stmt *s, void *payload)
-{
-    gw_request *req = payload;
-    const char *detail = (const char *)sqlite3_column_text(s, 7);
-    json_t *d = NULL;
-
-    *id = sqlite3_column_int64(s, 0);
-    if (detail)
-        d = json_loads(detail, 0, NULL);
-    return json_pack("{s:I, s:s, s:o, s:s, s:o, s:o, s:o, s:o}", "id", (json_int_t)*id, "at",
-                     gw__time(req, sqlite3_column_int64(s, 1)), "actor_id",
-                     sqlite3_column_type(s, 2) == SQLITE_NULL
-                         ? json_null()
-                         : json_integer(sqlite3_column_int64(s, 2)),
-                     "action", (const char *)sqlite3_column_text(s, 3), "target",
-                     sqlite3_column_text(s, 4) ? json_string((const char *)sqlite3_column_text(s, 4))
-                                               : json_null(),
-                     "ip",
-                     sqlite3_column_text(s, 5) ? json_string((const char *)sqlite3_column_text(s, 5))
-                                               : json_null(),
-                     "request_id",
-                     sqlite3_column_text(s, 6) ? json_string((const char *)sqlite3_column_text(s, 6))
-                                               : json_null(),
-                     "detail", d ? d : json_null());
+    return respond(res, 200, acct_user_json(&u, true));
 }
 
 static int get_admin_audit(gw_request *req, gw_response *res)
 {
-    sqlite3_stmt *s = NULL;
     json_t *items = NULL;
     int64_t cursor, next = 0;
     int limit, err;
 
-    if ((err = page_args(&limit, &cursor, req)) < 0)
-        return err;
-    if ((err = ed_store_prepare(&s, req->srv->store,
-                                "SELECT id, at, actor_id, action, target, ip, request_id, detail"
-                                " FROM audit WHERE id < ? ORDER BY id DESC LIMIT ?")) < 0)
-        return err;
-    sqlite3_bind_int64(s, 1, cursor > 0 ? cursor : INT64_MAX);
-    sqlite3_bind_int(s, 2, limit + 1);
-    if ((err = gw__page_rows(&items, &next, s, limit, audit_row_json, req, "audit list",
-                             "list audit")) < 0)
+    if ((err = page_args(&limit, &cursor, req)) < 0 ||
+        (err = acct_audit_list(&items, &next, req->srv->store, limit, cursor)) < 0)
         return err;
     return respond(res, 200, page_json(items, next));
 }
@@ -486,7 +450,7 @@ static int settings_json(gw_request *req, gw_response *res)
     bool open;
     int err;
 
-    if ((err = gw__setting_get_bool(&open, req->srv->store, "signup_open",
+    if ((err = acct_setting_get_bool(&open, req->srv->store, "signup_open",
                                     req->srv->cfg.signup_open)) < 0)
         return err;
     return respond(res, 200, json_pack("{s:b}", "signup_open", open));
@@ -499,7 +463,7 @@ static int get_admin_settings(gw_request *req, gw_response *res)
 
 static int patch_admin_settings(gw_request *req, gw_response *res)
 {
-    gw__actor actor = gw__actor_of(req);
+    acct_actor actor = gw__actor_of(req);
     bool open = false;
     json_t *body;
     int err;
@@ -507,7 +471,7 @@ static int patch_admin_settings(gw_request *req, gw_response *res)
     if ((err = gw_request_json(&body, req)) < 0 ||
         (err = ed_json_get_bool(&open, body, "signup_open", true)) < 0)
         return err;
-    if ((err = gw__setting_set(req->srv->store, &actor, "signup_open", open ? "true" : "false")) < 0)
+    if ((err = acct_setting_set(req->srv->store, &actor, "signup_open", open ? "true" : "false")) < 0)
         return err;
     return settings_json(req, res);
 }

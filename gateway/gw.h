@@ -1,6 +1,7 @@
 /*
- * gw.h - the gateway: Eddy's HTTP server (libmicrohttpd), its configuration,
- * and the account operations operators run from the command line.
+ * gw.h - the gateway: Eddy's HTTP server (libmicrohttpd) and its
+ * configuration. (The account operations operators run from the command line
+ * are the accounts module's: accounts/acct.h.)
  *
  * Only gateway/ knows HTTP. `eddy serve` (cmd/serve.c) fills a gw_config from
  * defaults, a config file and EDDY_* environment variables, then calls
@@ -79,18 +80,5 @@ int gw_server_port(const gw_server *srv);
 /* Stop accepting, let in-flight requests finish, close the store, free.
  * NULL-safe. */
 void gw_server_stop(gw_server *srv);
-
-/* ---- accounts, for operators (`eddy admin`) ---------------------------- */
-
-/* Create a user with an Argon2id password hash. role "user"|"admin", tier
- * "free"|"pro"|"premium". *out_id gets the new id. ED_EEXISTS when the name
- * or email is taken, ED_EINVAL for a bad name, email or short password. */
-int gw_user_create(int64_t *out_id, ed_store *st, const char *username, const char *email,
-                   const char *password, const char *role, const char *tier);
-/* The id of the user named `username`. ED_ENOTFOUND when there is none. */
-int gw_user_id(int64_t *out, ed_store *st, const char *username);
-/* Change a user's role / tier, writing an audit entry (actor NULL = operator). */
-int gw_user_set_role(ed_store *st, const char *username, const char *role);
-int gw_user_set_tier(ed_store *st, const char *username, const char *tier);
 
 #endif

@@ -44,7 +44,7 @@ enum {
     GW_AUTH_OPTIONAL = 1u << 1, /* authenticate if credentials are given */
     GW_AUTH_QUERY_TOKEN = 1u << 2, /* also ?token=<api key> (WebSocket upgrades only: browsers cannot set headers) */
     GW_JUPYTER_XSRF = 1u << 3,  /* cookie callers may send the CSRF token as X-XSRFToken (Jupyter's clients) */
-    GW_SCOPE_READ   = 1u << 8,  /* API keys need this scope */
+    GW_SCOPE_READ   = 1u << 8,  /* API keys need this scope (= ACCT_SCOPE_*, checked in auth.c) */
     GW_SCOPE_WRITE  = 1u << 9,
     GW_SCOPE_RUN    = 1u << 10,
     GW_SCOPE_SERVE  = 1u << 11,
@@ -177,17 +177,11 @@ void gw__ratelimit_free(struct gw_ratelimit *rl);
 /* Append an audit row. `detail` (may be NULL) is borrowed JSON. */
 int gw__audit(gw_request *req, const char *action, const char *target, json_t *detail);
 
-/* API key environments per tier (accounts.c, table tier_key_envs): each env
- * (dev, test, prod) caps the daily budget (-1: no cap) and rate limit (0: no
- * cap) of the keys made for it by users of the tier.
- * gw__tier_key_envs_json: {env: {daily_budget_mcoins, rate_limit_per_min}}
- * into *out (caller owns it). gw__tier_key_envs_check: ED_EUNPROC naming the
- * field for a bad spec {env: {daily_budget_mcoins?, rate_limit_per_min?}}
- * (nothing written; quota_routes.c). gw__tier_key_envs_put: set the fields a
- * checked spec gives, in one transaction. */
-int gw__tier_key_envs_json(json_t **out, ed_store *st, const char *tier);
+/* A body's API key env caps per tier {env: {daily_budget_mcoins?,
+ * rate_limit_per_min?}} checked before anything is written (quota_routes.c):
+ * ED_EUNPROC naming the field. The accounts module stores them
+ * (acct_tier_key_envs_put / _json, table tier_key_envs). */
 int gw__tier_key_envs_check(const json_t *spec);
-int gw__tier_key_envs_put(ed_store *st, const char *tier, const json_t *spec);
 
 /* Times in responses: RFC 3339 string in the request arena. */
 const char *gw__time(gw_request *req, int64_t ms);

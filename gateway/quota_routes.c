@@ -3,6 +3,7 @@
  * ledger check (API.md "Quota and ledger", "Admin"). The money logic lives in
  * quota/; this file only speaks HTTP.
  */
+#include "acct.h"
 #include "gw_int.h"
 #include "proj_ws.h"
 #include "quota.h"
@@ -74,7 +75,7 @@ static int add_tier(const quota_tier *t, void *payload)
 
     if (o == NULL)
         return ED_ENOMEM;
-    if ((err = gw__tier_key_envs_json(&envs, l->st, t->name)) < 0 ||
+    if ((err = acct_tier_key_envs_json(&envs, l->st, t->name)) < 0 ||
         json_object_set_new(o, "key_envs", envs) < 0) {
         json_decref(o);
         return err < 0 ? err : ED_ENOMEM;

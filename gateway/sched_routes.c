@@ -48,7 +48,7 @@ static int key_budget(int64_t *out, int64_t key_id, void *arg)
 {
     gw_server *srv = arg;
 
-    return gw__key_budget(out, srv->store, key_id);
+    return acct_key_budget(out, srv->store, key_id);
 }
 
 int gw__sched_start(gw_server *srv)
@@ -324,7 +324,7 @@ static int put_tier(gw_request *req, gw_response *res)
             return err;
         proj_workspace_sync(req->srv->projects, 0, t.name);
     }
-    if (keyenvs && (err = gw__tier_key_envs_put(req->srv->store, t.name, keyenvs)) < 0)
+    if (keyenvs && (err = acct_tier_key_envs_put(req->srv->store, t.name, keyenvs)) < 0)
         return err;
     json_object_foreach(allow, key, val)
         if ((err = sched_allowance_set(req->srv->sched, t.name, key, json_integer_value(val))) < 0)
@@ -334,7 +334,7 @@ static int put_tier(gw_request *req, gw_response *res)
     gw__audit(req, "tier.update", target, detail);
     json_decref(detail);
     if ((err = quota_tier_get(&t, req->srv->store, t.name)) < 0 ||
-        (err = gw__tier_key_envs_json(&keyenvs, req->srv->store, t.name)) < 0)
+        (err = acct_tier_key_envs_json(&keyenvs, req->srv->store, t.name)) < 0)
         return err;
     if ((err = sched_tier_disk_get(&job_disk, req->srv->sched, t.name)) < 0 ||
         (err = proj_workspace_tier_get(&workspace, req->srv->projects, t.name)) < 0)
