@@ -1,4 +1,4 @@
--- API key environments and login addresses (gateway/accounts.c, keys.c).
+-- API key environments and login addresses (accounts/: accounts.c, keys.c).
 -- Times are integer milliseconds since the epoch (UTC); money is integer mcoins.
 
 -- Each API key carries an env label (dev, test, prod). Per tier, each env has

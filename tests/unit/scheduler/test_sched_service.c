@@ -23,7 +23,7 @@
 static sched *s;
 static sched_config cfg;
 
-/* Budgets of the test's API keys (what the gateway's gw__key_budget answers):
+/* Budgets of the test's API keys (what the accounts module's acct_key_budget answers):
  * key 7 has 2500 mcoins a day, key 9 what key9_budget says, others none. */
 static int64_t key9_budget;
 
