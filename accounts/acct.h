@@ -188,8 +188,8 @@ int acct_session_csrf(char csrf[ACCT_CSRF_TOKEN_CHARS + 1], ed_store *st, int64_
 #define ACCT_KEY_PREFIX_RANDOM 12   /* random chars kept in the display prefix */
 #define ACCT_KEY_MAX_LEN       64   /* "eddy_test_" + 32 + "_" + 6 = 49 */
 
-/* Scopes a key carries. The values are the gateway's route flags
- * (GW_SCOPE_* in gateway/gw_int.h are defined as these). */
+/* Scopes a key carries. The gateway's route flags GW_SCOPE_* have the same
+ * values (asserted in gateway/auth.c), so a route's flags mask a key's scopes. */
 enum {
     ACCT_SCOPE_READ  = 1u << 8,
     ACCT_SCOPE_WRITE = 1u << 9,

@@ -56,7 +56,7 @@ typedef struct gw_auth {
     int64_t     user_id;      /* 0: anonymous */
     const char *username;     /* in req->arena */
     const char *role;         /* "user"|"admin" */
-    const char *tier;         /* "free"|"pro"|"premium" */
+    const char *tier;         /* a tier name (quota/'s tiers table) */
     bool        via_key;      /* API key (true) or session cookie (false) */
     int64_t     key_id;       /* when via_key */
     unsigned    scopes;       /* GW_SCOPE_* the credential carries (cookie: all but admin unless role admin) */
