@@ -1,36 +1,14 @@
-// Eddy's browser app: a router over history URLs, the signed-in user, the layout.
+// Eddy's browser app: a router over history URLs and the layout (the signed-in
+// user, navigate() and onLeave() are in app.js, shared by the pages).
 import './style.css';
 import { api, setCsrf, ApiError } from './api.js';
+import { app, navigate, loadMe, setRender } from './app.js';
 import { h, clear, errorBox } from './ui.js';
 import { loginPage, signupPage } from './pages/auth.js';
 import { projectsPage, projectPage, fileEditorPage } from './pages/projects.js';
 import { accountPage } from './pages/account.js';
 import { adminPage } from './pages/admin.js';
 import { jobsPage, jobPage } from './pages/jobs.js';
-
-export const app = { me: null, root: document.getElementById('app'), cleanup: [] };
-
-// Pages register teardown (timers, event sources) here; run on navigation.
-export function onLeave(fn) { app.cleanup.push(fn); }
-
-export function navigate(path, { replace = false } = {}) {
-  if (replace) history.replaceState(null, '', path);
-  else history.pushState(null, '', path);
-  render();
-}
-
-export async function loadMe() {
-  try {
-    const me = await api.get('/api/v1/me');
-    app.me = me;
-    setCsrf(me.csrf_token);
-  } catch (e) {
-    if (!(e instanceof ApiError) || e.status !== 401) throw e;
-    app.me = null;
-    setCsrf(null);
-  }
-  return app.me;
-}
 
 async function logout() {
   try { await api.post('/api/v1/auth/logout'); } catch { /* already gone */ }
@@ -68,7 +46,7 @@ const routes = [
 ];
 
 let renderSeq = 0;
-export async function render() {
+async function render() {
   const seq = ++renderSeq;
   for (const fn of app.cleanup.splice(0)) { try { fn(); } catch { /* ignore */ } }
   const path = location.pathname;
@@ -103,6 +81,7 @@ document.addEventListener('click', (ev) => {
   ev.preventDefault();
   navigate(url.pathname + url.search);
 });
+setRender(render);
 window.addEventListener('popstate', render);
 
 (async () => {

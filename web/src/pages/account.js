@@ -2,7 +2,8 @@
 // and a daily-usage chart, API keys.
 import { api, listAll } from '../api.js';
 import { h, clear, table, field, busy, toast, coins, duration, when, workspaceUsage, size } from '../ui.js';
-import { app, onLeave } from '../main.js';
+import { app, onLeave } from '../app.js';
+import { stat } from '../widgets.js';
 import { barChart } from '../chart.js';
 
 // Coins spent per day over the last 14 days, from charge entries.
@@ -99,8 +100,4 @@ function workspaceStat(w) {
   el.append(h('div', { class: 'muted small-text' },
     `${size(u.total)} in ${u.projects ?? 'all'} project${u.projects === 1 ? '' : 's'}${u.limit ? `; each may hold ${size(u.limit)}` : ''}`));
   return el;
-}
-
-function stat(label, value, testid) {
-  return h('div', { class: 'stat' }, h('div', { class: 'stat-label' }, label), h('div', { class: 'stat-value', 'data-testid': testid }, value));
 }

@@ -2,8 +2,8 @@
 // (tier, role, suspension, coin grants), tiers and prices, settings, ledger
 // check and the audit log.
 import { api, listAll, ApiError } from '../api.js';
-import { h, clear, table, busy, toast, coins, duration, when, unavailable, errorBox } from '../ui.js';
-import { onLeave } from '../main.js';
+import { h, table, busy, toast, coins, duration, when, unavailable, errorBox } from '../ui.js';
+import { stat } from '../widgets.js';
 import { barChart } from '../chart.js';
 
 const enc = encodeURIComponent;
@@ -140,9 +140,3 @@ async function audit(box) {
     h('td', null, when(a.at)), h('td', null, a.actor_id ?? 'operator'), h('td', null, a.action), h('td', null, a.target || ''), h('td', null, a.ip || ''),
     h('td', null, h('code', { class: 'detail' }, a.detail ? JSON.stringify(a.detail) : '')))), { 'data-testid': 'audit' }));
 }
-
-function stat(label, value) {
-  return h('div', { class: 'stat' }, h('div', { class: 'stat-label' }, label), h('div', { class: 'stat-value' }, String(value)));
-}
-
-export { onLeave };

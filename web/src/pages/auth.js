@@ -1,7 +1,7 @@
 // Sign in and sign up.
 import { api, setCsrf } from '../api.js';
 import { h, field, errorBox } from '../ui.js';
-import { app, navigate, loadMe } from '../main.js';
+import { app, navigate, loadMe } from '../app.js';
 
 function card(title, form, footer) {
   return h('div', { class: 'auth' },

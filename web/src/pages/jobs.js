@@ -1,21 +1,12 @@
 // Jobs: submit a batch job, list them, and one job's live status, logs,
 // artifacts (download, or copy them into a project's workspace) and charge.
 import { api, listAll, request, ApiError } from '../api.js';
-import { h, clear, table, field, busy, toast, coins, duration, when, bytes, unavailable, download, errorBox } from '../ui.js';
-import { app, navigate, onLeave } from '../main.js';
+import { h, clear, table, busy, toast, coins, duration, when, bytes, unavailable, download, errorBox } from '../ui.js';
+import { app, navigate, onLeave } from '../app.js';
+import { resourcePicker, stat } from '../widgets.js';
 
 const enc = encodeURIComponent;
 const FINISHED = new Set(['succeeded', 'failed', 'cancelled']);
-
-export async function resourcePicker(label = 'Resource') {
-  let items = [];
-  try { const r = await api.get('/api/v1/resources'); items = r.items || r; }
-  catch (e) { if (!(e instanceof ApiError && e.status === 404)) throw e; }
-  const sel = h('select', { 'aria-label': label }, items.map((r) => h('option', { value: r.name },
-    `${r.name} · ${r.cpus} CPU${r.gpus ? ` · ${r.gpu_model}` : ''} · ${coins(r.price_mcoins_per_hour)}/h · ${r.in_use}/${r.capacity} busy${r.queued ? `, ${r.queued} queued` : ''}`)));
-  if (!items.length) sel.append(h('option', { value: 'cpu-basic' }, 'cpu-basic'));
-  return sel;
-}
 
 export async function jobsPage() {
   let jobs;
@@ -153,8 +144,3 @@ async function copyArtifactsForm(id, job) {
       : h('p', { class: 'muted' }, 'You have no project to copy into.'),
     result);
 }
-
-function stat(label, value) {
-  return h('div', { class: 'stat' }, h('div', { class: 'stat-label' }, label), h('div', { class: 'stat-value' }, value instanceof Node ? value : String(value)));
-}
-export { field };

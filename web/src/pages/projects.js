@@ -4,8 +4,8 @@
 // restore with a mode, diff, large files kept out of git) and fork. The file
 // editor saves conditionally (If-Match) and asks on a stale write.
 import { api, listAll, filePath, request, ApiError, readFile, writeFile, isStale } from '../api.js';
-import { h, clear, table, field, busy, toast, when, bytes, download, errorBox, modal, staleDialog, visiblePoll, workspaceMeter } from '../ui.js';
-import { navigate, onLeave } from '../main.js';
+import { h, clear, table, busy, toast, when, bytes, download, modal, staleDialog, visiblePoll, workspaceMeter } from '../ui.js';
+import { navigate, onLeave } from '../app.js';
 import { lineDiff } from '../diff.js';
 
 const enc = encodeURIComponent;
@@ -299,4 +299,3 @@ export async function fileEditorPage(id, path) {
     area);
 }
 
-export { errorBox };
