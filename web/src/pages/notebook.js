@@ -1,9 +1,9 @@
 // The notebook IDE: nbformat v4 cells edited with CodeMirror 6, Jupyter's
 // command and edit modes and shortcuts, markdown rendered with math and
 // sanitised, autosave to the working tree (PUT files), save version, and
-// execution through the kernels API (API.md): a resource picker with prices,
-// queue position and ETA, streaming outputs over Server-Sent Events that
-// replay from the kernel's journal, so a reload loses nothing. Saves are
+// execution through the kernel client (kernel_client.js): a resource picker
+// with prices, queue position and ETA, streaming outputs that replay from the
+// kernel's journal, so a reload loses nothing. Saves are
 // conditional (If-Match with the notebook's ETag); when another writer changed
 // the file meanwhile (the kernel's output fold, code in the kernel, another
 // tab) the page merges both (nbmerge.js) and saves again, and asks the user
@@ -15,11 +15,12 @@ import { syntaxHighlighting, defaultHighlightStyle, indentOnInput, bracketMatchi
 import { python } from '@codemirror/lang-python';
 import { markdown } from '@codemirror/lang-markdown';
 import { api, ApiError, readFile, writeFile, isStale } from '../api.js';
-import { h, clear, busy, toast, coins, duration, unavailable, staleDialog, workspaceUsage } from '../ui.js';
+import { h, clear, busy, toast, coins, duration, staleDialog, workspaceUsage } from '../ui.js';
 import { mergeCells, baseOf } from '../nbmerge.js';
-import { onLeave } from '../main.js';
+import { onLeave } from '../app.js';
 import { renderMarkdown, sandboxedFrame } from '../markdown.js';
-import { resourcePicker } from './jobs.js';
+import { resourcePicker } from '../widgets.js';
+import { KernelClient } from '../kernel_client.js';
 
 const enc = encodeURIComponent;
 const AUTOSAVE_MS = 1500;
@@ -59,17 +60,15 @@ class Notebook {
     this.saving = null;
     this.lastKey = null;
     this.clipboard = null;
-    this.kernel = null;          // {id, status, queue_position, eta_s}
-    this.kernelsMissing = false;
-    this.events = null;
-    this.parentCell = new Map(); // execute msg_id -> cell
-    this.seenParent = new Set(); // parents whose outputs were reset in this page load
-    this.lastSeq = 0;
-    this.pending = new Map();    // msg_id -> messages that arrived before its cell was known
-    this.pendingCount = 0;
-    this.readyWaiters = new Set(); // wake-ups for cells waiting for the kernel to be up
-    this.execChain = Promise.resolve(); // execute requests go out in the order cells were run
-    this.stateKey = `eddy.nb.${projectId}.${path}`;
+    this.kc = new KernelClient({
+      projectId, notebookPath: path, storageKey: `eddy.nb.${projectId}.${path}`,
+      resource: () => this.resource.value,
+      hasCell: (id) => this.cells.some((c) => c.id === id),
+      onKernel: (k) => this.showKernel(k),
+      onReconnecting: () => { this.kernelBox.textContent = 'Kernel reconnecting…'; },
+      onMessage: (id, msg, first) => this.onMessage(id, msg, first),
+      onEnd: () => { for (const c of this.cells) if (c.count === '*') { c.count = null; if (c.promptEl) c.promptEl.textContent = '[ ]'; } },
+    });
   }
 
   makeCell(c) {
@@ -125,18 +124,15 @@ class Notebook {
     window.addEventListener('beforeunload', beforeUnload);
     this.quotaTimer = setInterval(() => this.loadQuota(), 10000);
     onLeave(() => {
-      this.left = true;
+      this.kc.close();
       document.removeEventListener('keydown', this.keyHandler);
       window.removeEventListener('beforeunload', beforeUnload);
       clearInterval(this.quotaTimer);
       clearTimeout(this.autosaveTimer);
-      clearTimeout(this.pollTimer);
-      clearTimeout(this.reconnectTimer);
-      if (this.events) { this.events.close(); this.events = null; }
       if (this.dirty) this.save();
     });
     this.loadQuota();
-    this.probeKernels();
+    this.kc.attach();
   }
 
   renderAll() {
@@ -486,40 +482,8 @@ class Notebook {
     } catch { /* keep the last value */ }
   }
 
-  // ---- kernels ------------------------------------------------------------------------
-  async probeKernels() {
-    try { await api.get('/api/v1/kernels'); }
-    catch (e) {
-      if (e instanceof ApiError && e.status === 404) {
-        this.kernelsMissing = true;
-        clear(this.banner, h('div', { 'data-testid': 'kernel-unavailable' }, unavailable('Running code (kernels)')));
-        this.kernelBox.textContent = 'Kernels unavailable';
-        return;
-      }
-    }
-    // Reattach to the kernel this notebook had before a reload.
-    const saved = JSON.parse(sessionStorage.getItem(this.stateKey) || 'null');
-    if (saved && saved.kernel) {
-      for (const [m, cid] of Object.entries(saved.parents || {})) {
-        const cell = this.cells.find((c) => c.id === cid);
-        if (cell) this.parentCell.set(m, cell);
-      }
-      try {
-        this.kernel = await api.get(`/api/v1/kernels/${enc(saved.kernel)}`);
-        if (this.kernel.status !== 'dead') { this.showKernel(); this.follow(0); this.pollKernel(); } else this.kernel = null;
-      } catch { this.kernel = null; }
-    }
-  }
-
-  remember() {
-    const parents = {};
-    for (const [m, c] of this.parentCell) parents[m] = c.id;
-    sessionStorage.setItem(this.stateKey, JSON.stringify({ kernel: this.kernel && this.kernel.id, parents }));
-  }
-
-  showKernel() {
-    const k = this.kernel;
-    this.wakeWaiters();
+  // ---- kernels (kernel_client.js does the talking) ------------------------------------
+  showKernel(k) {
     if (!k) { this.kernelBox.textContent = 'No kernel'; delete this.kernelBox.dataset.status; return; }
     let s = `Kernel ${k.status}`;
     if (k.status === 'queued') s += ` · position ${k.queue_position ?? '?'}${k.eta_s >= 0 ? ` · ETA ${duration(k.eta_s * 1000)}` : ''}`;
@@ -528,131 +492,15 @@ class Notebook {
     this.kernelBox.dataset.status = k.status;
   }
 
-  wakeWaiters() {
-    const ws = [...this.readyWaiters];
-    this.readyWaiters.clear();
-    ws.forEach((w) => w());
-  }
-
-  // The server takes code only once the kernel process is up (queued or
-  // starting answers 409), so a cell run on a new kernel waits here until the
-  // kernel says idle or busy (over SSE, or seen by pollKernel), and fails if
-  // it dies first.
-  async waitReady(k) {
-    for (;;) {
-      if (this.left) throw new Error('Left the notebook');
-      if (this.kernel !== k && !(this.kernel && this.kernel.id === k.id)) throw new Error('The kernel was replaced');
-      const cur = this.kernel;
-      if (cur.status === 'idle' || cur.status === 'busy') return cur;
-      if (cur.status === 'dead') throw new Error(`The kernel stopped before it was ready${cur.stop_reason ? ` (${cur.stop_reason})` : ''}`);
-      if (!this.pollTimer) this.pollKernel();
-      await new Promise((res) => {
-        const t = setTimeout(() => { this.readyWaiters.delete(wake); res(); }, 2000);
-        const wake = () => { clearTimeout(t); res(); };
-        this.readyWaiters.add(wake);
-      });
-    }
-  }
-
-  async ensureKernel() {
-    if (this.kernelsMissing) throw new Error('Running code is not available on this server (no kernels API)');
-    if (this.kernel && this.kernel.status !== 'dead') return this.kernel;
-    this.kernel = await api.post('/api/v1/kernels', { project_id: this.projectId, resource: this.resource.value }, { headers: { 'Idempotency-Key': crypto.randomUUID() } });
-    this.lastSeq = 0;   // a new kernel's journal starts again at 1
-    this.showKernel();
-    this.remember();
-    this.follow(0);
-    this.pollKernel();
-    return this.kernel;
-  }
-
-  // While queued or starting, show position and ETA.
-  pollKernel() {
-    clearTimeout(this.pollTimer);
-    this.pollTimer = null;
-    if (this.left || !this.kernel || !['queued', 'starting', 'restarting'].includes(this.kernel.status)) return;
-    const k = this.kernel;
-    this.pollTimer = setTimeout(async () => {
-      try {
-        const fresh = await api.get(`/api/v1/kernels/${enc(k.id)}`);
-        // Keep whatever newer state the event stream gave meanwhile.
-        if (this.kernel && this.kernel.id === fresh.id && (['queued', 'starting', 'restarting'].includes(this.kernel.status) || fresh.status === 'dead')) {
-          Object.assign(this.kernel, fresh);
-          this.showKernel();
-        }
-      } catch { /* retry */ }
-      this.pollTimer = null;
-      if (this.kernel === k) this.pollKernel();
-    }, 1000);
-  }
-
-  // Subscribe to the kernel's messages from `after`: the server replays its
-  // journal, then follows. EventSource reconnects by itself with Last-Event-ID.
-  follow(after) {
-    if (this.events) this.events.close();
-    const url = `/api/v1/kernels/${enc(this.kernel.id)}/events?after=${after}`;
-    const es = new EventSource(url, { withCredentials: true });
-    this.events = es;
-    es.onmessage = (ev) => {
-      let m;
-      try { m = JSON.parse(ev.data); } catch { return; }   // a comment or keep-alive
-      // A message comes bare (with `seq`) or wrapped as {seq, msg}; the SSE id is the seq too.
-      const seq = typeof m.seq === 'number' ? m.seq : Number(ev.lastEventId) || 0;
-      if (seq) { if (seq <= this.lastSeq) return; this.lastSeq = seq; }
-      this.onMessage(m.msg && typeof m.msg === 'object' ? m.msg : m);
-    };
-    // The kernel is dead and the journal was sent: the stream ends for good.
-    es.addEventListener('end', (ev) => {
-      es.close();
-      if (this.events !== es) return;
-      this.events = null;
-      let info = {};
-      try { info = JSON.parse(ev.data) || {}; } catch { /* keep {} */ }
-      if (this.kernel) {
-        this.kernel.status = 'dead';
-        if (info.stop_reason) this.kernel.stop_reason = info.stop_reason;
-        this.showKernel();
-      }
-      for (const c of this.cells) if (c.count === '*') { c.count = null; if (c.promptEl) c.promptEl.textContent = '[ ]'; }
-      this.remember();
-    });
-    es.onerror = () => {
-      // Reconnect from the last message seen, whatever the browser would resend.
-      es.close();
-      if (this.events !== es || !this.kernel) return;
-      this.kernelBox.textContent = 'Kernel reconnecting…';
-      clearTimeout(this.reconnectTimer);
-      this.reconnectTimer = setTimeout(() => { if (this.events === es) this.follow(this.lastSeq); }, 1000);
-    };
-  }
-
-  onMessage(msg) {
+  // A kernel message for a cell, folded into its nbformat outputs.
+  onMessage(cellId, msg, first) {
+    const cell = this.cells.find((c) => c.id === cellId);
+    if (!cell) return;
     const type = msg.msg_type || msg.header?.msg_type;
     const content = msg.content || {};
-    const parent = msg.parent_header?.msg_id;
-    if (type === 'status' && this.kernel) {
-      this.kernel.status = content.execution_state === 'busy' ? 'busy' : content.execution_state === 'idle' ? 'idle' : content.execution_state || this.kernel.status;
-      this.showKernel();
-    }
-    if (type === 'kernel_status' && this.kernel) { Object.assign(this.kernel, content); this.showKernel(); return; }
-    let cell = parent && this.parentCell.get(parent);
-    const cid = msg.cell_id || msg.metadata?.cell_id || msg.parent_header?.cell_id;
-    if (!cell && cid) cell = this.cells.find((c) => c.id === cid);
-    if (!cell) {
-      // Messages can outrun the execute reply that tells us their msg_id:
-      // keep them until runCell() learns which cell they belong to.
-      if (parent && this.pendingCount < 5000) {
-        if (!this.pending.has(parent)) this.pending.set(parent, []);
-        this.pending.get(parent).push(msg);
-        this.pendingCount++;
-      }
-      return;
-    }
-    if (parent && !this.seenParent.has(parent)) {
+    if (first) {
       // First message of this execution in this page load: the journal
       // replays the whole execution, so start its outputs afresh.
-      this.seenParent.add(parent);
-      this.parentCell.set(parent, cell);
       this.ranHere.add(cell.id);
       cell.outputs = [];
     }
@@ -685,7 +533,6 @@ class Notebook {
   async runCell(cell) {
     if (cell.type === 'markdown') { cell.editing = false; this.renderCell(cell); return; }
     if (cell.type !== 'code' || !cell.source.trim()) return;
-    if (this.kernelsMissing) { toast('Running code is not available on this server (no kernels API)', 'error'); return; }
     const code = cell.source;
     this.ranHere.add(cell.id);
     cell.outputs = [];
@@ -693,25 +540,15 @@ class Notebook {
     cell.promptEl.textContent = '[*]';
     this.renderOutputs(cell);
     // Cells run while the kernel starts go out in the order they were run.
-    const prev = this.execChain;
-    let done;
-    this.execChain = new Promise((r) => { done = r; });
+    // The server checks the cell against the working-tree notebook (and
+    // folds the outputs into it), so a new or changed cell is saved first.
     try {
-      await prev;
-      const k = await this.waitReady(await this.ensureKernel());
-      // The server checks the cell against the working-tree notebook (and
-      // folds the outputs into it), so a new or changed cell is saved first.
-      if (this.dirty || this.saving) await this.save();
-      const r = await api.post(`/api/v1/kernels/${enc(k.id)}/execute`, { code, cell_id: cell.id, notebook_path: this.path });
-      this.parentCell.set(r.msg_id, cell);
-      this.remember();
-      const early = this.pending.get(r.msg_id);
-      if (early) { this.pending.delete(r.msg_id); this.pendingCount -= early.length; early.forEach((m) => this.onMessage(m)); }
+      await this.kc.execute(cell.id, code, { beforeSend: async () => { if (this.dirty || this.saving) await this.save(); } });
     } catch (e) {
       cell.count = null;
       cell.promptEl.textContent = '[ ]';
       toast(e.message, 'error');
-    } finally { done(); }
+    }
   }
 
   async runAndAdvance() {
@@ -725,18 +562,13 @@ class Notebook {
   async runAll() { for (const c of this.cells) if (c.type === 'code') await this.runCell(c); }
 
   async interrupt() {
-    if (!this.kernel) return;
-    await api.post(`/api/v1/kernels/${enc(this.kernel.id)}/interrupt`);
-    toast('Interrupt sent');
+    if (await this.kc.interrupt()) toast('Interrupt sent');
   }
 
   async restart() {
-    if (!this.kernel) return;
+    if (!this.kc.kernel) return;
     if (!confirm('Restart the kernel? Its variables are lost.')) return;
-    this.kernel = await api.post(`/api/v1/kernels/${enc(this.kernel.id)}/restart`) || this.kernel;
-    this.showKernel();
-    this.pollKernel();
-    toast('Kernel restarted');
+    if (await this.kc.restart()) toast('Kernel restarted');
   }
 }
 
