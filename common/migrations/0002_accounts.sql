@@ -1,4 +1,4 @@
--- Accounts, browser sessions and API keys (accounts/: accounts.c, sessions.c, keys.c).
+-- Accounts, browser sessions and API keys (gateway/accounts.c, sessions.c, keys.c).
 -- Times are integer milliseconds since the epoch (UTC); money is integer mcoins.
 
 CREATE TABLE users (
@@ -7,7 +7,7 @@ CREATE TABLE users (
     email         TEXT NOT NULL UNIQUE COLLATE NOCASE,
     password_hash TEXT NOT NULL,                   -- libsodium crypto_pwhash_str (Argon2id)
     role          TEXT NOT NULL DEFAULT 'user' CHECK (role IN ('user', 'admin')),
-    tier          TEXT NOT NULL DEFAULT 'free',    -- a tier name; validated by acct_tier_check
+    tier          TEXT NOT NULL DEFAULT 'free',    -- validated by gw__tier_check
     suspended     INTEGER NOT NULL DEFAULT 0 CHECK (suspended IN (0, 1)),
     created_at    INTEGER NOT NULL,
     updated_at    INTEGER NOT NULL
