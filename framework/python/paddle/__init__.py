@@ -23,11 +23,11 @@ from paddle.framework import (  # noqa: E402,F401
 from paddle.framework.parameter import Parameter as _Parameter  # noqa: E402,F401
 from paddle import framework, device, tensor  # noqa: E402,F401
 from paddle.tensor import set_printoptions  # noqa: E402,F401
-from paddle.tensor.creation import (  # noqa: E402,F401
+from paddle.tensor import (  # noqa: E402,F401
     to_tensor, zeros, ones, empty, full, zeros_like, ones_like, full_like, empty_like, arange,
     linspace, eye, assign, clone, tril, triu, meshgrid, rand, randn, standard_normal, uniform,
     normal, randint, randperm, bernoulli, multinomial)
-from paddle.tensor.math import (  # noqa: E402,F401
+from paddle.tensor import (  # noqa: E402,F401
     add, subtract, multiply, divide, pow, maximum, minimum, fmax, fmin, floor_divide,
     remainder, mod, floor_mod, exp, log, log2, log10, log1p, expm1, sqrt, rsqrt, square, abs,
     neg, tanh, sigmoid, sin, cos, reciprocal, sign, floor, ceil, round, trunc, scale, clip,

@@ -6,15 +6,11 @@ import os
 
 import numpy as np
 
+from paddle._lazy import paddle as _paddle
 from ..io import DataLoader, Dataset, IterableDataset
 from .callbacks import config_callbacks
 
 __all__ = ['Model']
-
-
-def _paddle():
-    import paddle
-    return paddle
 
 
 def to_list(value):

@@ -5,12 +5,9 @@ import numbers
 
 import numpy as np
 
+from paddle._lazy import paddle as _paddle
+
 __all__ = ['summary']
-
-
-def _paddle():
-    import paddle
-    return paddle
 
 
 def _is_shape(shape):

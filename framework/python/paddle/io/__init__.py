@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from paddle._lazy import paddle as _paddle
+
 __all__ = [
     'Dataset', 'IterableDataset', 'TensorDataset', 'ComposeDataset', 'ChainDataset',
     'Subset', 'random_split', 'Sampler', 'SequenceSampler', 'RandomSampler',
@@ -18,11 +20,6 @@ __all__ = [
     'DistributedBatchSampler', 'DataLoader', 'default_collate_fn',
     'get_worker_info', 'ConcatDataset',
 ]
-
-
-def _paddle():
-    import paddle
-    return paddle
 
 
 class Dataset:
@@ -373,14 +370,6 @@ def default_collate_fn(batch):
     raise TypeError(
         "batch data can only contains: tensor, numpy.ndarray, dict, list, number, "
         "but got {}".format(type(sample)))
-
-
-class _WorkerInfo:
-    def __init__(self, dataset):
-        self.id = 0
-        self.num_workers = 1
-        self.dataset = dataset
-        self.seed = 0
 
 
 def get_worker_info():

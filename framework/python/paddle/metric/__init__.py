@@ -7,12 +7,9 @@ import abc
 
 import numpy as np
 
+from paddle._lazy import paddle as _paddle
+
 __all__ = ['Metric', 'Accuracy', 'Precision', 'Recall', 'accuracy']
-
-
-def _paddle():
-    import paddle
-    return paddle
 
 
 def _to_numpy(x):

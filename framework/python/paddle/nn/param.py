@@ -1,25 +1,16 @@
 """Parameter creation for nn.Layer (the Parameter class itself is
 paddle.framework.Parameter, owned by the tensor layer)."""
-
-
-def _framework():
-    import paddle.framework as fw
-    return fw
-
-
-def _param_attr_cls():
-    import paddle
-    return paddle.ParamAttr
+from paddle._lazy import paddle as _paddle
 
 
 def __getattr__(name):
     if name == 'Parameter':
-        return _framework().Parameter
+        return _paddle().framework.Parameter
     raise AttributeError(name)
 
 
 def _to_attr(attr):
-    ParamAttr = _param_attr_cls()
+    ParamAttr = _paddle().ParamAttr
     if attr is None:
         return ParamAttr()
     if attr is False:
@@ -52,7 +43,7 @@ def _create_parameter(shape, dtype, attr=None, is_bias=False, default_initialize
     for s in shape:
         if s < 0:
             raise ValueError("create_parameter: shape {} has a negative dimension".format(shape))
-    Parameter = _framework().Parameter
+    Parameter = _paddle().framework.Parameter
     name = getattr(attr, 'name', None) or default_name
     p = Parameter(shape, dtype, name=name)
     # ParamAttr's initializer, then set_global_initializer's, then the

@@ -8,11 +8,6 @@ Tensor = _C.Tensor
 _BIG = 2 ** 62
 
 
-def _is_basic(k):
-    return k is None or k is Ellipsis or isinstance(k, (int, slice, np.integer)) \
-        and not isinstance(k, bool)
-
-
 def _to_index_tensor(k):
     """Advanced index -> list of int64 tensors (a bool mask gives one per dim)."""
     if isinstance(k, Tensor):

@@ -3,7 +3,8 @@ import numpy as np
 
 from paddle import _C
 from paddle.framework.dtype import convert_dtype
-from . import creation, math as M, indexing
+from . import (attribute, creation, indexing, linalg, logic, manipulation, math, random, search,
+               stat)
 from .to_string import tensor_to_string
 
 Tensor = _C.Tensor
@@ -64,19 +65,19 @@ def _set_value(self, value):
 
 
 def _floordiv(self, other):
-    return M.floor_divide(self, other)
+    return math.floor_divide(self, other)
 
 
 def _rfloordiv(self, other):
-    return M.floor_divide(other, self)
+    return math.floor_divide(other, self)
 
 
 def _mod(self, other):
-    return M.remainder(self, other)
+    return math.remainder(self, other)
 
 
 def _rmod(self, other):
-    return M.remainder(creation.full_like(self, other) if not isinstance(other, Tensor)
+    return math.remainder(creation.full_like(self, other) if not isinstance(other, Tensor)
                        else other, self)
 
 
@@ -185,7 +186,7 @@ _FORWARD = [
     'take_along_axis', 'put_along_axis', 'scatter', 'index_add', 'unique', 'matmul', 'mm',
     'bmm', 'dot', 'outer', 't', 'flatten', 'squeeze', 'unsqueeze', 'transpose', 'moveaxis',
     'swapaxes', 'split', 'chunk', 'unbind', 'tile', 'expand', 'broadcast_to', 'flip', 'roll',
-    'erf', 'numel_tensor', 'diag', 'kron', 'tril', 'triu', 'where', 'pad', 'one_hot',
+    'erf', 'diag', 'kron', 'tril', 'triu', 'where', 'pad', 'one_hot',
 ]
 
 
@@ -198,7 +199,15 @@ def _make_forward(fn):
 
 
 def _where_method(self, x=None, y=None, name=None):
-    return M.where(self, x, y)
+    return search.where(self, x, y)
+
+
+def _namespace():
+    """The public functions of the paddle.tensor modules by name."""
+    ns = {}
+    for m in (attribute, creation, linalg, logic, manipulation, math, random, search, stat):
+        ns.update((k, v) for k, v in vars(m).items() if not k.startswith('_'))
+    return ns
 
 
 def install():
@@ -206,10 +215,9 @@ def install():
     _C._set_getitem_fallback(indexing.getitem)
     for name, fn in _METHODS.items():
         setattr(Tensor, name, fn)
+    ns = _namespace()
     for name in _FORWARD:
-        fn = getattr(M, name, None) or getattr(creation, name, None)
-        if fn is None:
-            continue
+        fn = ns[name]
         if name == 'where':
             setattr(Tensor, name, _where_method)
             continue
@@ -218,9 +226,9 @@ def install():
     for name in ('add', 'subtract', 'multiply', 'divide', 'scale', 'clip', 'exp', 'sqrt',
                  'pow', 'floor', 'ceil', 'round', 'abs', 'tanh', 'sigmoid', 'square',
                  'reciprocal'):
-        setattr(Tensor, name + '_', _inplace(getattr(M, name)))
-    Tensor.unsqueeze_ = _inplace(M.unsqueeze)
-    Tensor.squeeze_ = _inplace(M.squeeze)
-    Tensor.flatten_ = _inplace(M.flatten)
-    Tensor.reshape_ = M.reshape_
+        setattr(Tensor, name + '_', _inplace(ns[name]))
+    Tensor.unsqueeze_ = _inplace(manipulation.unsqueeze)
+    Tensor.squeeze_ = _inplace(manipulation.squeeze)
+    Tensor.flatten_ = _inplace(manipulation.flatten)
+    Tensor.reshape_ = manipulation.reshape_
     Tensor.clone = Tensor.clone  # C

@@ -10,6 +10,8 @@ import weakref
 
 import numpy as np
 
+from paddle._lazy import paddle as _paddle
+
 __all__ = ['Layer']
 
 _name_counters = collections.defaultdict(int)
@@ -24,11 +26,6 @@ def _unique_name(prefix):
 def _camel_to_snake(name):
     s1 = re.sub('(.)([A-Z][a-z]+)', r'\1_\2', name)
     return re.sub('([a-z])([A-Z])', r'\1_\2', s1).lower()
-
-
-def _paddle():
-    import paddle
-    return paddle
 
 
 class HookRemoveHelper:

@@ -2,7 +2,7 @@
 [batch, seq, embed]; attn_mask is bool (True = attend) or float (added)."""
 import copy
 
-
+from paddle._lazy import paddle as _paddle
 from .. import functional as F
 from .common import Dropout, Linear
 from .container import LayerList
@@ -10,11 +10,6 @@ from .layers import Layer
 from .norm import LayerNorm
 
 __all__ = ['MultiHeadAttention', 'TransformerEncoderLayer', 'TransformerEncoder']
-
-
-def _paddle():
-    import paddle
-    return paddle
 
 
 def _convert_attention_mask(mask, dtype):

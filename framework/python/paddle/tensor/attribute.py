@@ -1,0 +1,21 @@
+"""Tensor attributes as functions (Paddle's paddle/tensor/attribute.py):
+shape, rank, is_floating_point, is_integer."""
+import numpy as np
+
+from paddle import _C
+
+
+def is_floating_point(x):
+    return x.dtype.is_floating_point
+
+
+def is_integer(x):
+    return x.dtype.name in ('int32', 'int64', 'uint8')
+
+
+def shape(input):  # noqa: A002
+    return _C.to_tensor(np.array(input.shape, dtype=np.int64))
+
+
+def rank(input):  # noqa: A002
+    return _C.to_tensor(int(input.ndim))
