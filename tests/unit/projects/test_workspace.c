@@ -1,128 +1,16 @@
 /* Unit tests for projects/ workspace features (issue 12): ETags and
  * conditional writes, streaming writes, versions that keep large and
  * .eddyignore'd files out of git, restore modes. Real store, real git. */
-#include "proj.h"
+#include "proj_fixture.h"
 
-#include "ed_crypto.h"
-#include "ed_error.h"
-#include "ed_store.h"
-
-#include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static char tmp[256];
-static char rootdir[300];
-static ed_store *st;
-static proj_root *root;
-static int64_t alice, bob;
-
-/* ---- fixtures ------------------------------------------------------------ */
-
-/* Insert a user without knowing the accounts schema in detail: fill every
- * NOT NULL column that has no default. */
-static int64_t add_user(const char *name)
-{
-    sqlite3 *db = ed_store_db(st);
-    sqlite3_stmt *s;
-    char cols[1024] = "", vals[2048] = "", sql[4096];
-
-    ck_assert_int_eq(sqlite3_prepare_v2(db, "PRAGMA table_info(users)", -1, &s, NULL), SQLITE_OK);
-    while (sqlite3_step(s) == SQLITE_ROW) {
-        const char *col = (const char *)sqlite3_column_text(s, 1);
-        const char *type = (const char *)sqlite3_column_text(s, 2);
-        int notnull = sqlite3_column_int(s, 3), has_default = sqlite3_column_type(s, 4) != SQLITE_NULL;
-        int pk = sqlite3_column_int(s, 5);
-        char v[300];
-        if (pk || (!notnull && strcmp(col, "username") != 0) || has_default)
-            continue;
-        if (strcmp(col, "username") == 0)
-            snprintf(v, sizeof(v), "'%s'", name);
-        else if (type && strcasestr(type, "INT"))
-            snprintf(v, sizeof(v), "0");
-        else
-            snprintf(v, sizeof(v), "'%s-%s'", name, col);
-        snprintf(cols + strlen(cols), sizeof(cols) - strlen(cols), "%s%s", cols[0] ? "," : "", col);
-        snprintf(vals + strlen(vals), sizeof(vals) - strlen(vals), "%s%s", vals[0] ? "," : "", v);
-    }
-    sqlite3_finalize(s);
-    snprintf(sql, sizeof(sql), "INSERT INTO users (%s) VALUES (%s)", cols, vals);
-    ck_assert_msg(ed_store_exec(st, sql) == 0, "%s: %s", sql, ed_error_last());
-    return sqlite3_last_insert_rowid(db);
-}
-
-static void setup(void)
-{
-    char dbpath[300];
-
-    ck_assert_int_eq(ed_crypto_init(), 0);
-    snprintf(tmp, sizeof(tmp), "/tmp/eddy-proj-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmp));
-    snprintf(dbpath, sizeof(dbpath), "%s/eddy.db", tmp);
-    snprintf(rootdir, sizeof(rootdir), "%s/projects", tmp);
-    ck_assert_msg(ed_store_open(&st, dbpath) == 0, "%s", ed_error_last());
-    alice = add_user("alice");
-    bob = add_user("bob");
-    ck_assert_msg(proj_root_open(&root, st, rootdir, 0) == 0, "%s", ed_error_last());
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb; (void)flag; (void)ftw;
-    return remove(path);
-}
-
-static void teardown(void)
-{
-    proj_root_free(root);
-    root = NULL;
-    ed_store_close(st);
-    st = NULL;
-    nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* ---- helpers ----------------------------------------------------------------- */
-
-static proj *make(int64_t owner, const char *name, proj_visibility vis)
-{
-    proj *p = NULL;
-    usleep(2000);   /* distinct created_at, so "newest first" has one answer */
-    ck_assert_msg(proj_create(&p, root, owner, name, "test project", vis) == 0, "%s",
-                  ed_error_last());
-    return p;
-}
-
-static void put(const char *id, const char *path, const char *text)
-{
-    ck_assert_msg(proj_file_write(NULL, NULL, root, alice, id, path, text, strlen(text)) == 0,
-                  "write %s: %s", path, ed_error_last());
-}
-
-static char *get(const char *id, const char *path, const char *version)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    ck_assert_msg(proj_file_read(&buf, &len, root, alice, id, path, version) == 0, "read %s: %s",
-                  path, ed_error_last());
-    ck_assert_uint_eq(strlen(buf), len);
-    return buf;
-}
-
-
-static bool exists_in(const char *id, const char *rel)
-{
-    char path[1024];
-    struct stat sb;
-    snprintf(path, sizeof(path), "%s/%s/%s", rootdir, id, rel);
-    return lstat(path, &sb) == 0;
-}
 
 /* ---- ETags and conditional writes ------------------------------------------ */
 
@@ -684,7 +572,7 @@ static Suite *workspace_suite(void)
     TCase *t = tcase_create("workspace");
 
     tcase_set_timeout(t, 120);
-    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_add_checked_fixture(t, proj_fixture_setup, proj_fixture_close);
     tcase_add_test(t, etag_is_sha256_and_if_match_swaps);
     tcase_add_test(t, two_writers_with_one_etag_exactly_one_wins);
     tcase_add_test(t, write_fd_streams_a_file_and_keeps_the_rules);
@@ -703,11 +591,5 @@ static Suite *workspace_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(workspace_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(workspace_suite());
 }

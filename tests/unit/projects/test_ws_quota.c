@@ -13,48 +13,23 @@
  * EDDY_WS_BENCH=N also times attaching N projects' trees after a restart
  * (EDDY_WS_BENCH_MIB: their limit, default 32).
  */
-#include "ed_crypto.h"
-#include "ed_error.h"
-#include "ed_store.h"
+#include "proj_fixture.h"
+
 #include "ed_time.h"
-#include "proj.h"
 #include "proj_ws.h"
 #include "sbx.h"
 
-#include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#define NOBODY 65534
 #define MIB (INT64_C(1) << 20)
 
-static char tmp[256];
-static char rootdir[300];
-static ed_store *st;
-static proj_root *root;
 static sbx_disk disk;
-static int64_t alice, bob;
-
-static int64_t add_user(const char *name)
-{
-    char sql[512];
-    sqlite3 *db;
-
-    snprintf(sql, sizeof(sql),
-             "INSERT INTO users (username, email, password_hash, created_at, updated_at) "
-             "VALUES ('%s', '%s@example.com', 'x', 0, 0)", name, name);
-    ck_assert_msg(ed_store_exec(st, sql) == 0, "%s: %s", sql, ed_error_last());
-    db = ed_store_db(st);
-    return sqlite3_last_insert_rowid(db);
-}
 
 static void open_root(void)
 {
@@ -65,17 +40,8 @@ static void open_root(void)
 
 static void setup(void)
 {
-    char dbpath[300];
-
-    ck_assert_int_eq(ed_crypto_init(), 0);
-    snprintf(tmp, sizeof(tmp), "/tmp/eddy-wsq-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmp));
+    proj_fixture_open("/tmp/eddy-wsq-XXXXXX");
     ck_assert_int_eq(chmod(tmp, 0755), 0);
-    snprintf(dbpath, sizeof(dbpath), "%s/eddy.db", tmp);
-    snprintf(rootdir, sizeof(rootdir), "%s/projects", tmp);
-    ck_assert_msg(ed_store_open(&st, dbpath) == 0, "%s", ed_error_last());
-    alice = add_user("alice");
-    bob = add_user("bob");
     ck_assert_msg(ed_store_exec(st, "UPDATE users SET tier = 'free' WHERE username = 'alice';"
                                     "UPDATE users SET tier = 'pro' WHERE username = 'bob'") == 0, "%s",
                   ed_error_last());
@@ -86,45 +52,7 @@ static void setup(void)
     ck_assert_int_eq(proj_workspace_tier_set(root, "pro", 0), 0);
 }
 
-static void teardown(void)
-{
-    char cmd[400];
-
-    proj_root_free(root);
-    root = NULL;
-    ed_store_close(st);
-    st = NULL;
-    snprintf(cmd, sizeof(cmd), "grep -o ' %s[^ ]*' /proc/self/mounts | sort -r | xargs -r -n1 umount -l", tmp);
-    if (system(cmd) != 0)
-        fprintf(stderr, "teardown: %s failed\n", cmd);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-    if (system(cmd) != 0)
-        fprintf(stderr, "teardown: %s failed\n", cmd);
-}
-
 /* ---- helpers --------------------------------------------------------------------- */
-
-static proj *make(int64_t owner, const char *name)
-{
-    proj *p = NULL;
-    ck_assert_msg(proj_create(&p, root, owner, name, NULL, PROJ_PRIVATE) == 0, "%s", ed_error_last());
-    return p;
-}
-
-static void put(int64_t user, const char *id, const char *path, const char *text)
-{
-    ck_assert_msg(proj_file_write(NULL, NULL, root, user, id, path, text, strlen(text)) == 0, "write %s: %s",
-                  path, ed_error_last());
-}
-
-static char *get(int64_t user, const char *id, const char *path)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    ck_assert_msg(proj_file_read(&buf, &len, root, user, id, path, NULL) == 0, "read %s: %s", path,
-                  ed_error_last());
-    return buf;
-}
 
 static int is_mount(const char *path)
 {
@@ -156,32 +84,18 @@ static int64_t count(const char *sql)
 static int entries(const char *dir)
 {
     char cmd[500];
-    FILE *f;
-    int n = -1;
 
     snprintf(cmd, sizeof(cmd), "ls -A %s | wc -l", dir);
-    if ((f = popen(cmd, "r")) != NULL) {
-        if (fscanf(f, "%d", &n) != 1)
-            n = -1;
-        pclose(f);
-    }
-    return n;
+    return unit_popen_int(cmd);
 }
 
 /* Mounts beneath the temporary directory. */
 static int mounts(void)
 {
     char cmd[400];
-    FILE *f;
-    int n = -1;
 
     snprintf(cmd, sizeof(cmd), "grep -c ' %s/' /proc/self/mounts", tmp);
-    if ((f = popen(cmd, "r")) != NULL) {
-        if (fscanf(f, "%d", &n) != 1)
-            n = -1;
-        pclose(f);
-    }
-    return n;
+    return unit_popen_int(cmd);
 }
 
 /* Nothing of any workspace is left: no project directory, image, row or mount. */
@@ -202,57 +116,20 @@ static void assert_nothing_left(void)
 static int64_t write_as_nobody(const char *dir, const char *file, int64_t want, int *err)
 {
     char path[600];
-    int pfd[2];
-    int64_t res[2] = {0, 0};
-    pid_t pid;
-    int st_;
+    int64_t n;
 
-    ck_assert_int_eq(chown(dir, NOBODY, NOBODY), 0);
+    ck_assert_int_eq(chown(dir, UNIT_NOBODY, UNIT_NOBODY), 0);
     snprintf(path, sizeof(path), "%s/%s", dir, file);
-    ck_assert_int_eq(pipe(pfd), 0);
-    pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        static char buf[1 << 20];
-        int64_t done = 0, e = 0;
-        int fd;
-        memset(buf, 'x', sizeof(buf));
-        if (setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
-            _exit(3);
-        if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0) {
-            e = errno;
-        } else {
-            while (done < want) {
-                ssize_t k = write(fd, buf, sizeof(buf));
-                if (k < 0) {
-                    e = errno;
-                    break;
-                }
-                done += k;
-            }
-            if (e == 0 && fsync(fd) < 0)
-                e = errno;
-            close(fd);
-        }
-        int64_t out[2] = {done, e};
-        if (write(pfd[1], out, sizeof(out)) != sizeof(out))
-            _exit(4);
-        _exit(0);
-    }
-    close(pfd[1]);
-    ck_assert_int_eq(read(pfd[0], res, sizeof(res)), (ssize_t)sizeof(res));
-    close(pfd[0]);
-    waitpid(pid, &st_, 0);
+    n = unit_write_as_nobody(path, want, err);
     ck_assert_int_eq(chown(dir, 0, 0), 0);
-    *err = (int)res[1];
-    return res[0];
+    return n;
 }
 
 /* ---- tests ------------------------------------------------------------------------- */
 
 START_TEST(create_makes_a_tree_with_the_tier_limit)
 {
-    proj *p = make(alice, "limited"), *q = make(bob, "unlimited");
+    proj *p = make(alice, "limited", PROJ_PRIVATE), *q = make(bob, "unlimited", PROJ_PRIVATE);
     char dir[400], *s;
     int64_t n;
     int e;
@@ -260,8 +137,8 @@ START_TEST(create_makes_a_tree_with_the_tier_limit)
     tree_of(dir, p->id);
     if (disk.mech != SBX_DISK_PRJQUOTA)
         ck_assert_msg(is_mount(dir), "%s is not a tree's mount", dir);
-    put(alice, p->id, "a.txt", "hello");
-    s = get(alice, p->id, "a.txt");
+    put_as(alice, p->id, "a.txt", "hello");
+    s = get_as(alice, p->id, "a.txt", NULL);
     ck_assert_str_eq(s, "hello");
     free(s);
     /* an unprivileged writer (a kernel) stops at the limit with ENOSPC/EDQUOT */
@@ -303,17 +180,17 @@ START_TEST(create_is_all_or_nothing)
     ck_assert_ptr_nonnull(strstr(ed_error_last(), "injected failure"));
     assert_nothing_left();
     ck_assert_int_eq(ed_store_exec(st, "DROP TRIGGER no_projects"), 0);
-    p = make(alice, "fine");
+    p = make(alice, "fine", PROJ_PRIVATE);
     proj_free(p);
 }
 END_TEST
 
 START_TEST(delete_removes_the_tree)
 {
-    proj *p = make(alice, "gone"), *keep = make(alice, "kept");
+    proj *p = make(alice, "gone", PROJ_PRIVATE), *keep = make(alice, "kept", PROJ_PRIVATE);
 
-    put(alice, p->id, "x.txt", "x");
-    put(alice, keep->id, "y.txt", "y");
+    put_as(alice, p->id, "x.txt", "x");
+    put_as(alice, keep->id, "y.txt", "y");
     ck_assert_int_eq(proj_delete(root, alice, p->id), 0);
     ck_assert_int_eq(count("SELECT COUNT(*) FROM workspaces"), 1);
     ck_assert_int_eq(entries(rootdir), 1);
@@ -326,11 +203,11 @@ END_TEST
 
 START_TEST(crashed_create_and_delete_are_swept_at_start)
 {
-    proj *p = make(alice, "half deleted");
+    proj *p = make(alice, "half deleted", PROJ_PRIVATE);
     int64_t disk_id;
     char dir[400];
 
-    put(alice, p->id, "x.txt", "x");
+    put_as(alice, p->id, "x.txt", "x");
     /* a delete that crashed after its commit: the row is gone, the tree not */
     ck_assert_int_eq(ed_store_exec(st, "DELETE FROM projects"), 0);
     /* a create that crashed before its commit: a tree, no row */
@@ -348,7 +225,7 @@ END_TEST
 
 START_TEST(fork_is_all_or_nothing_with_its_tree)
 {
-    proj *p = make(bob, "source"), *f = NULL;
+    proj *p = make(bob, "source", PROJ_PRIVATE), *f = NULL;
     proj_version *v = NULL;
     char dir[400], *s;
 
@@ -370,7 +247,7 @@ START_TEST(fork_is_all_or_nothing_with_its_tree)
     tree_of(dir, f->id);
     if (disk.mech != SBX_DISK_PRJQUOTA)
         ck_assert(is_mount(dir));
-    s = get(alice, f->id, "train.py");
+    s = get_as(alice, f->id, "train.py", NULL);
     ck_assert_str_eq(s, "print(1)\n");
     free(s);
     ck_assert_int_eq(count("SELECT limit_bytes FROM workspaces w JOIN projects p ON p.id = w.project_id"
@@ -382,10 +259,10 @@ END_TEST
 
 START_TEST(trees_come_back_after_a_restart)
 {
-    proj *p = make(alice, "persistent");
+    proj *p = make(alice, "persistent", PROJ_PRIVATE);
     char dir[400], *s;
 
-    put(alice, p->id, "notes/a.txt", "kept across restarts");
+    put_as(alice, p->id, "notes/a.txt", "kept across restarts");
     /* the server stops: every mount goes */
     proj_root_free(root);
     ck_assert_int_eq(sbx_disk_detach(tmp), 0);
@@ -395,7 +272,7 @@ START_TEST(trees_come_back_after_a_restart)
         ck_assert_int_eq(entries(dir), 0);
     }
     open_root();
-    s = get(alice, p->id, "notes/a.txt");   /* attached at first use */
+    s = get_as(alice, p->id, "notes/a.txt", NULL);   /* attached at first use */
     ck_assert_str_eq(s, "kept across restarts");
     free(s);
     if (disk.mech != SBX_DISK_PRJQUOTA)
@@ -408,16 +285,16 @@ END_TEST
  * becomes a tree at its first use, history and all. */
 START_TEST(plain_projects_are_converted_losslessly)
 {
-    proj *p = make(bob, "old");   /* pro: no limit, a plain directory */
+    proj *p = make(bob, "old", PROJ_PRIVATE);   /* pro: no limit, a plain directory */
     proj_version *v = NULL;
     proj_version_page *pg = NULL;
     char dir[400], *s;
 
     ck_assert_int_eq(ed_store_exec(st, "UPDATE users SET tier = 'free' WHERE username = 'alice'"), 0);
-    put(bob, p->id, "data/a.txt", "alpha");
+    put_as(bob, p->id, "data/a.txt", "alpha");
     ck_assert_msg(proj_version_create(&v, root, bob, p->id, "v1") == 0, "%s", ed_error_last());
     proj_version_free(v);
-    put(bob, p->id, "data/b.txt", "uncommitted");
+    put_as(bob, p->id, "data/b.txt", "uncommitted");
     ck_assert_int_eq(ed_store_exec(st, "DELETE FROM workspaces"), 0);   /* as before migration 0012 */
     /* bob moves to a limited tier */
     ck_assert_int_eq(ed_store_exec(st, "UPDATE users SET tier = 'free' WHERE username = 'bob'"), 0);
@@ -425,10 +302,10 @@ START_TEST(plain_projects_are_converted_losslessly)
     tree_of(dir, p->id);
     if (disk.mech != SBX_DISK_PRJQUOTA)
         ck_assert(is_mount(dir));
-    s = get(bob, p->id, "data/a.txt");
+    s = get_as(bob, p->id, "data/a.txt", NULL);
     ck_assert_str_eq(s, "alpha");
     free(s);
-    s = get(bob, p->id, "data/b.txt");
+    s = get_as(bob, p->id, "data/b.txt", NULL);
     ck_assert_str_eq(s, "uncommitted");
     free(s);
     ck_assert_int_eq(proj_version_list(&pg, root, bob, p->id, 10, NULL), 0);
@@ -444,11 +321,11 @@ END_TEST
  * resumes at the next start and loses nothing. */
 START_TEST(an_interrupted_conversion_resumes)
 {
-    proj *p = make(bob, "cut");
+    proj *p = make(bob, "cut", PROJ_PRIVATE);
     char dir[400], conv[400], junk[500], *s;
     FILE *f;
 
-    put(bob, p->id, "model.txt", "weights");
+    put_as(bob, p->id, "model.txt", "weights");
     ck_assert_int_eq(ed_store_exec(st, "DELETE FROM workspaces"), 0);
     /* the crash: original moved aside, a tree half filled with a stale copy */
     proj_root_free(root);
@@ -464,7 +341,7 @@ START_TEST(an_interrupted_conversion_resumes)
     ck_assert_int_eq(ed_store_exec(st, "UPDATE users SET tier = 'free' WHERE username = 'bob'"), 0);
     open_root();   /* .conv- is not swept away */
     ck_assert_int_eq(access(conv, F_OK), 0);
-    s = get(bob, p->id, "model.txt");
+    s = get_as(bob, p->id, "model.txt", NULL);
     ck_assert_str_eq(s, "weights");
     free(s);
     ck_assert_int_ne(access(conv, F_OK), 0);
@@ -476,7 +353,7 @@ END_TEST
 /* A project over its new limit stays a plain directory (nothing lost). */
 START_TEST(a_project_over_the_limit_stays_plain)
 {
-    proj *p = make(bob, "huge");
+    proj *p = make(bob, "huge", PROJ_PRIVATE);
     char dir[400], file[500], *s;
     int fd;
 
@@ -491,13 +368,13 @@ START_TEST(a_project_over_the_limit_stays_plain)
             ck_assert_int_eq(write(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
     }
     close(fd);
-    put(bob, p->id, "small.txt", "small");
+    put_as(bob, p->id, "small.txt", "small");
     ck_assert_int_eq(ed_store_exec(st, "UPDATE users SET tier = 'free' WHERE username = 'bob'"), 0);
     proj_workspace_sync(root, bob, NULL);
     if (disk.mech != SBX_DISK_PRJQUOTA && geteuid() != 0) {
         ck_assert(!is_mount(dir));
     }
-    s = get(bob, p->id, "small.txt");
+    s = get_as(bob, p->id, "small.txt", NULL);
     ck_assert_str_eq(s, "small");
     free(s);
     {
@@ -521,7 +398,7 @@ START_TEST(no_mechanism_fails_closed)
     ck_assert_ptr_nonnull(strstr(ed_error_last(), "no disk quota mechanism"));
     ck_assert_ptr_nonnull(strstr(ed_error_last(), "workspace_bytes"));
     assert_nothing_left();
-    p = make(bob, "unlimited tier");   /* no limit: fine */
+    p = make(bob, "unlimited tier", PROJ_PRIVATE);   /* no limit: fine */
     ck_assert_int_eq(proj_workspace_attach(root, bob, p->id), 0);
     proj_free(p);
     /* a limited owner's kernel start (attach) is refused too */
@@ -541,7 +418,7 @@ END_TEST
  * once where the host can grow a mounted image (else at the next attach). */
 START_TEST(a_tier_change_changes_the_trees_limits)
 {
-    proj *p = make(alice, "resized");
+    proj *p = make(alice, "resized", PROJ_PRIVATE);
     char dir[400];
     int64_t n;
     int e;
@@ -590,7 +467,8 @@ START_TEST(bench_attach)
     ids = calloc((size_t)n, sizeof(*ids));
     t0 = ed_now_ms();
     for (int i = 0; i < n; i++) {
-        proj *p = make(alice, "bench");
+        proj *p = NULL;
+        ck_assert_int_eq(proj_create(&p, root, alice, "bench", NULL, PROJ_PRIVATE), 0);
         snprintf(ids[i], sizeof(ids[i]), "%s", p->id);
         proj_free(p);
     }
@@ -613,10 +491,8 @@ int main(void)
 {
     Suite *s = suite_create("ws_quota");
     TCase *tc = tcase_create("ws_quota");
-    SRunner *sr;
     sbx_disk probe;
     char dir[] = "/tmp/eddy-wsq-probe-XXXXXX";
-    int failed;
 
     if (geteuid() != 0) {
         fprintf(stderr, "skip: workspace quotas need root\n");
@@ -628,7 +504,7 @@ int main(void)
         return 77;
     }
     rmdir(dir);
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, setup, proj_fixture_close);
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, create_makes_a_tree_with_the_tier_limit);
     tcase_add_test(tc, create_is_all_or_nothing);
@@ -643,9 +519,5 @@ int main(void)
     tcase_add_test(tc, a_tier_change_changes_the_trees_limits);
     tcase_add_test(tc, bench_attach);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return unit_run(s);
 }
