@@ -11,6 +11,7 @@ Tensor = _C.Tensor
 
 
 def _axis(axis):
+    """axis argument: None, an int, a list of ints (a Tensor gives its values)."""
     if axis is None:
         return None
     if isinstance(axis, Tensor):
@@ -22,11 +23,13 @@ def _axis(axis):
 
 
 def _t(x):
+    """Lists, tuples and arrays as Tensors; Tensors and Python scalars unchanged."""
     return x if isinstance(x, Tensor) else _C.to_tensor(np.asarray(x)) \
         if isinstance(x, (list, tuple, np.ndarray)) else x
 
 
 def _ints(v):
+    """A list of ints from an int, a sequence (of ints or 1-element Tensors) or a Tensor."""
     if isinstance(v, Tensor):
         return [int(i) for i in v.numpy().reshape(-1)]
     if isinstance(v, numbers.Integral):
@@ -35,12 +38,14 @@ def _ints(v):
 
 
 def _dt(dtype, default=None):
+    """dtype argument by name; None is `default`, else the default dtype."""
     if dtype is None:
         return default if default is not None else get_default_dtype()
     return convert_dtype(dtype)
 
 
 def _shape(shape):
+    """shape argument: an int, a sequence, a numpy array or a Tensor -> list of ints."""
     if isinstance(shape, Tensor):
         return [int(v) for v in shape.numpy().reshape(-1)]
     if isinstance(shape, numbers.Integral):

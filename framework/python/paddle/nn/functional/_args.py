@@ -6,12 +6,14 @@ from paddle import _C
 
 
 def _check_tensor(x, fname, argname='x'):
+    """TypeError naming fname and argname unless x is a Tensor."""
     if not isinstance(x, _C.Tensor):
         raise TypeError("{}: {} must be a Tensor, got {}".format(fname, argname,
                                                                type(x).__name__))
 
 
 def _ntuple(v, n, what):
+    """n ints from an int or a list of 1 or n ints (kernel sizes, strides)."""
     if isinstance(v, numbers.Integral):
         return [int(v)] * n
     v = [int(i) for i in v]
@@ -60,6 +62,7 @@ def _conv_padding(padding, nd, ksize, stride, dilation, spatial, fname):
 
 
 def _to_nchw(x, data_format, nd):
+    """(x in channels-first layout, whether it was moved) for Paddle's data_format."""
     if data_format in ('NCHW', 'NCL', 'NCDHW'):
         return x, False
     if data_format in ('NHWC', 'NLC', 'NDHWC'):
@@ -69,6 +72,7 @@ def _to_nchw(x, data_format, nd):
 
 
 def _from_nchw(x, moved):
+    """Undo _to_nchw: channels back to the last axis when moved."""
     if not moved:
         return x
     perm = [0] + list(range(2, x.ndim)) + [1]
