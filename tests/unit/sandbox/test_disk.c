@@ -16,6 +16,8 @@
 #include "ed_error.h"
 #include "sbx.h"
 
+#include "../support/unit_util.h"
+
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -29,7 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define NOBODY 65534
+#define NOBODY UNIT_NOBODY
 #define MIB (INT64_C(1) << 20)
 
 struct t_fsxattr {
@@ -54,16 +56,12 @@ static void setup(void)
 
 static void teardown(void)
 {
-    char cmd[300], vol[200];
+    char vol[200];
+
     /* nothing of a failed test may stay mounted */
-    snprintf(cmd, sizeof(cmd), "grep -o ' %s[^ ]*' /proc/self/mounts | sort -r | xargs -r -n1 umount -l", data);
-    if (system(cmd) != 0)
-        fprintf(stderr, "teardown: %s failed\n", cmd);
     snprintf(vol, sizeof(vol), "%s/volume", data);
     umount2(vol, MNT_DETACH);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", data);
-    if (system(cmd) != 0)
-        fprintf(stderr, "teardown: %s failed\n", cmd);
+    unit_remove_tree(data);
 }
 
 /* DATA/<rel> */
@@ -91,58 +89,15 @@ static void job_tree(char work[200], char output[200], const char *name, uint32_
     ck_assert_int_eq(chown(output, NOBODY, NOBODY), 0);
 }
 
-/* As nobody: write `want` bytes to `file` in 1 MiB pieces. Returns the bytes
- * written; *err gets the errno that stopped it (0: all written). */
-static int64_t write_as_nobody(const char *file, int64_t want, int *err)
+/* DIR/<name> (its path in `f`), made with `text` and `mode`. */
+static void make_file(char f[300], const char *dir, const char *name, const char *text, mode_t mode)
 {
-    int pfd[2];
-    int64_t res[2] = {0, 0};
-    pid_t pid;
-    int st;
+    int fd;
 
-    ck_assert_int_eq(pipe(pfd), 0);
-    pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        static char buf[1 << 20];
-        int64_t done = 0, e = 0;
-        int fd;
-        memset(buf, 'x', sizeof(buf));
-        if (setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
-            _exit(3);
-        if ((fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0) {
-            e = errno;
-        } else {
-            while (done < want) {
-                ssize_t k = write(fd, buf, sizeof(buf));
-                if (k < 0) {
-                    e = errno;
-                    break;
-                }
-                done += k;
-                if (k < (ssize_t)sizeof(buf)) {
-                    /* a short write at the limit: the next one fails */
-                    continue;
-                }
-            }
-            if (e == 0 && fsync(fd) < 0)
-                e = errno;
-            if (close(fd) < 0 && e == 0)
-                e = errno;
-        }
-        res[0] = done;
-        res[1] = e;
-        if (write(pfd[1], res, sizeof(res)) != sizeof(res))
-            _exit(4);
-        _exit(0);
-    }
-    close(pfd[1]);
-    ck_assert_int_eq(read(pfd[0], res, sizeof(res)), sizeof(res));
-    close(pfd[0]);
-    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    *err = (int)res[1];
-    return res[0];
+    snprintf(f, 300, "%s/%s", dir, name);
+    ck_assert_int_ge(fd = open(f, O_WRONLY | O_CREAT, mode), 0);
+    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
 }
 
 /* ---- every mechanism -------------------------------------------------------- */
@@ -155,7 +110,7 @@ START_TEST(tree_limit_refuses_writes_past_it)
 
     job_tree(work, output, "1", SBX_DISK_PROJID_JOBS + 1, 8 * MIB);
     snprintf(f, sizeof(f), "%s/big.bin", work);
-    wrote = write_as_nobody(f, 64 * MIB, &e);
+    wrote = unit_write_as_nobody(f, 64 * MIB, &e);
     ck_assert_msg(e == EDQUOT || e == ENOSPC, "a write past 8 MiB ended with errno %d (%s) after %lld bytes", e,
                   strerror(e), (long long)wrote);
     ck_assert_msg(wrote >= 6 * MIB && wrote <= 9 * MIB, "wrote %lld bytes under an 8 MiB limit", (long long)wrote);
@@ -165,14 +120,14 @@ START_TEST(tree_limit_refuses_writes_past_it)
     ck_assert_int_ge(inodes, 1);
     /* the output directory shares the limit */
     snprintf(f, sizeof(f), "%s/more.bin", output);
-    wrote = write_as_nobody(f, 4 * MIB, &e);
+    wrote = unit_write_as_nobody(f, 4 * MIB, &e);
     ck_assert_msg(e == EDQUOT || e == ENOSPC, "output past the shared limit: errno %d, %lld bytes", e,
                   (long long)wrote);
     /* deleting frees the space again */
     snprintf(f, sizeof(f), "%s/big.bin", work);
     ck_assert_int_eq(unlink(f), 0);
     snprintf(f, sizeof(f), "%s/more.bin", output);
-    wrote = write_as_nobody(f, 4 * MIB, &e);
+    wrote = unit_write_as_nobody(f, 4 * MIB, &e);
     ck_assert_msg(e == 0 && wrote == 4 * MIB, "after deleting: errno %d, %lld bytes", e, (long long)wrote);
 }
 END_TEST
@@ -180,14 +135,11 @@ END_TEST
 START_TEST(hard_link_across_trees_is_refused)
 {
     char wa[200], oa[200], wb[200], ob[200], src[300], dst[300];
-    int fd;
 
     job_tree(wa, oa, "a", SBX_DISK_PROJID_JOBS + 2, 8 * MIB);
     job_tree(wb, ob, "b", SBX_DISK_PROJID_JOBS + 3, 8 * MIB);
-    snprintf(src, sizeof(src), "%s/f", wa);
+    make_file(src, wa, "f", "", 0644);
     snprintf(dst, sizeof(dst), "%s/f", wb);
-    ck_assert_int_ge(fd = open(src, O_WRONLY | O_CREAT, 0644), 0);
-    close(fd);
     errno = 0;
     ck_assert_int_eq(link(src, dst), -1);
     ck_assert_msg(errno == EXDEV, "link across trees: %s", strerror(errno));
@@ -201,10 +153,7 @@ START_TEST(tree_attaches_again_after_its_mounts_are_gone)
     int fd;
 
     job_tree(work, output, "r", SBX_DISK_PROJID_JOBS + 4, 8 * MIB);
-    snprintf(f, sizeof(f), "%s/model.txt", output);
-    ck_assert_int_ge(fd = open(f, O_WRONLY | O_CREAT, 0644), 0);
-    ck_assert_int_eq(write(fd, "weights", 7), 7);
-    close(fd);
+    make_file(f, output, "model.txt", "weights", 0644);
     if (disk.mech == SBX_DISK_PRJQUOTA)
         return;   /* nothing is mounted */
     /* a reboot: every mount gone, the images or the volume stay */
@@ -265,15 +214,10 @@ START_TEST(clear_then_remove_frees_everything)
     char work[200], output[200], f[300], img[200];
     const char *out1[1];
     struct stat sb;
-    int fd;
 
     job_tree(work, output, "c", SBX_DISK_PROJID_JOBS + 5, 8 * MIB);
-    snprintf(f, sizeof(f), "%s/a.txt", work);
-    ck_assert_int_ge(fd = open(f, O_WRONLY | O_CREAT, 0644), 0);
-    close(fd);
-    snprintf(f, sizeof(f), "%s/b.txt", output);
-    ck_assert_int_ge(fd = open(f, O_WRONLY | O_CREAT, 0644), 0);
-    close(fd);
+    make_file(f, work, "a.txt", "", 0644);
+    make_file(f, output, "b.txt", "", 0644);
     /* the job ended: its work copy goes, its output stays */
     ck_assert_int_eq(sbx_disk_path_clear(work), 0);
     ck_assert_int_ne(lstat(work, &sb), 0);
@@ -296,10 +240,7 @@ START_TEST(freeze_copies_output_out_of_the_tree_as_it_was)
     int fd;
 
     job_tree(work, output, "f", SBX_DISK_PROJID_JOBS + 8, 8 * MIB);
-    snprintf(f, sizeof(f), "%s/model.bin", output);
-    ck_assert_int_ge(fd = open(f, O_WRONLY | O_CREAT, 0640), 0);
-    ck_assert_int_eq(write(fd, "weights", 7), 7);
-    close(fd);
+    make_file(f, output, "model.bin", "weights", 0640);
     ck_assert_int_eq(chown(f, NOBODY, NOBODY), 0);
     /* a thousand hard links to 1 MiB: one copy, not a GiB */
     snprintf(f, sizeof(f), "%s/big.bin", output);
@@ -414,7 +355,6 @@ START_TEST(volume_is_created_mounted_and_remounted)
 {
     char img[200], mnt[200], f[300];
     struct stat sb;
-    int fd;
 
     path(img, sizeof(img), "volume.img");
     path(mnt, sizeof(mnt), "volume");
@@ -422,9 +362,7 @@ START_TEST(volume_is_created_mounted_and_remounted)
     ck_assert_int_eq(stat(img, &sb), 0);
     ck_assert_int_eq(sb.st_size, 256 * MIB);
     ck_assert_int_lt((int64_t)sb.st_blocks * 512, 64 * MIB);   /* sparse */
-    snprintf(f, sizeof(f), "%s/marker", mnt);
-    ck_assert_int_ge(fd = open(f, O_WRONLY | O_CREAT, 0600), 0);
-    close(fd);
+    make_file(f, mnt, "marker", "", 0600);
     /* mounting a mounted volume is a no-op; after an unmount it comes back */
     ck_assert_int_eq(sbx_disk_volume_mount(img, mnt, 256 * MIB, 1), 0);
     ck_assert_int_eq(umount2(mnt, 0), 0);
@@ -442,9 +380,7 @@ START_TEST(projid_change_is_refused_in_a_user_namespace)
     int fd, st;
 
     job_tree(work, output, "u", SBX_DISK_PROJID_JOBS + 6, 8 * MIB);
-    snprintf(f, sizeof(f), "%s/mine", work);
-    ck_assert_int_ge(fd = open(f, O_WRONLY | O_CREAT, 0644), 0);
-    close(fd);
+    make_file(f, work, "mine", "", 0644);
     ck_assert_int_eq(chown(f, NOBODY, NOBODY), 0);
     ck_assert_int_ge(pid = fork(), 0);
     if (pid == 0) {
@@ -487,8 +423,6 @@ int main(int argc, char **argv)
     int volume = argc > 1 && strcmp(argv[1], "volume") == 0;
     Suite *s = suite_create(volume ? "disk (loop volume)" : "disk");
     TCase *tc = tcase_create("trees");
-    SRunner *sr;
-    int failed;
 
     if (geteuid() != 0) {
         printf("SKIP: disk quotas need root\n");
@@ -532,9 +466,5 @@ int main(int argc, char **argv)
         tcase_add_test(tc, probe_without_root_names_what_is_missing);
     }
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return unit_run(s);
 }
