@@ -13,6 +13,8 @@
 #include "sbx.h"
 #include "sbx_wire.h"
 
+#include "../support/unit_util.h"
+
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -574,6 +576,48 @@ static int mounted_at(const char *dir)
 
 #define JOB(id) (SBX_DISK_PROJID_JOBS + (id))
 
+/* Probe the disk quota mechanism through the launcher: loop images here. */
+static void probe_images(sbx_disk *d)
+{
+    ck_assert_int_eq(sbx_disk_probe(d, data, -1, SBX_DISK_SETUP | SBX_DISK_NO_PRJQUOTA | SBX_DISK_NO_VOLUME), 0);
+    ck_assert_msg(d->mech == SBX_DISK_IMAGES, "%s", d->detail);
+}
+
+/* Tree `projid` is made: `dir` is a mount of its own (*parent: the stat of
+ * `parent_dir`, which holds it) and ours, the server's, to write. */
+static void tree_is_made(struct stat *parent, const sbx_disk *d, const char *dir, const char *parent_dir,
+                         uint32_t projid)
+{
+    struct stat sb;
+
+    ck_assert_int_eq(stat(dir, &sb), 0);
+    ck_assert_int_eq(stat(parent_dir, parent), 0);
+    ck_assert_uint_ne(sb.st_dev, parent->st_dev);           /* a mount */
+    ck_assert_uint_eq(sb.st_uid, SERVER_UID);              /* and ours to write */
+    ck_assert_int_eq(sbx_disk_tree_exists(d, projid), 1);
+}
+
+/* Write a new `file` 1 MiB at a time, each synced, 16 MiB at most: the MiB
+ * written; *err the errno that stopped it (0: none did). */
+static int fill(const char *file, int *err)
+{
+    static char chunk[1 << 20];
+    int fd, wrote = 0;
+
+    *err = 0;
+    fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert_int_ge(fd, 0);
+    for (int i = 0; i < 16; i++) {
+        if (write(fd, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk) || fsync(fd) < 0) {
+            *err = errno;
+            break;
+        }
+        wrote++;
+    }
+    close(fd);
+    return wrote;
+}
+
 START_TEST(disk_requests_with_bad_ids_links_or_sizes_are_refused)
 {
     char p[12][200], outside[160], file[240];
@@ -695,12 +739,11 @@ START_TEST(job_trees_are_made_and_dropped_through_the_launcher)
     sbx_disk d;
     struct stat sb, parent;
     int64_t used = 0, inodes = 0;
-    int fd;
+    int fd, wrote, e;
 
     start();
     use_launcher();
-    ck_assert_int_eq(sbx_disk_probe(&d, data, -1, SBX_DISK_SETUP | SBX_DISK_NO_PRJQUOTA | SBX_DISK_NO_VOLUME), 0);
-    ck_assert_msg(d.mech == SBX_DISK_IMAGES, "%s", d.detail);
+    probe_images(&d);
     ck_assert_msg(strstr(d.detail, "/proc/self") == NULL && strstr(d.detail, "/launcher/images"), "%s", d.detail);
     snprintf(jobs, sizeof(jobs), "%s/jobs", data);
     ck_assert_int_eq(mkdir(jobs, 0700), 0);
@@ -710,25 +753,10 @@ START_TEST(job_trees_are_made_and_dropped_through_the_launcher)
     snprintf(output, sizeof(output), "%s/output", jobs);
     ck_assert_msg(sbx_disk_tree_init(&d, dirs, 2, JOB(7), 8 << 20) == 0, "%s", ed_error_last());
     ck_assert_int_eq(sbx_disk_tree_init(&d, dirs, 2, JOB(7), 8 << 20), 0);   /* again: attached already */
-    ck_assert_int_eq(stat(work, &sb), 0);
-    ck_assert_int_eq(stat(jobs, &parent), 0);
-    ck_assert_uint_ne(sb.st_dev, parent.st_dev);           /* a mount */
-    ck_assert_uint_eq(sb.st_uid, SERVER_UID);             /* and ours to write */
-    ck_assert_int_eq(sbx_disk_tree_exists(&d, JOB(7)), 1);
+    tree_is_made(&parent, &d, work, jobs, JOB(7));
     /* a write past the limit fails */
     snprintf(path, sizeof(path), "%s/big", work);
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ck_assert_int_ge(fd, 0);
-    static char chunk[1 << 20];
-    int wrote = 0, e = 0;
-    for (int i = 0; i < 16; i++) {
-        if (write(fd, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk) || fsync(fd) < 0) {
-            e = errno;
-            break;
-        }
-        wrote++;
-    }
-    close(fd);
+    wrote = fill(path, &e);
     ck_assert_msg(e == EDQUOT || e == ENOSPC, "wrote %d MiB past an 8 MiB limit (%s)", wrote, strerror(e));
     ck_assert_int_le(wrote, 8);
     ck_assert_int_eq(sbx_disk_tree_usage(&d, output, JOB(7), &used, &inodes), 0);
@@ -778,10 +806,9 @@ START_TEST(workspace_trees_are_checked_made_and_dropped_through_the_launcher)
 {
     char projects[160], ws[200], p[8][200];
     const char *one[1] = {ws}, *two[2];
-    static char chunk[1 << 20];
     int64_t used = 0, inodes = 0;
     struct stat sb, parent;
-    int fd, wrote = 0, e = 0;
+    int wrote, e;
     sbx_disk d;
 
     start();
@@ -810,26 +837,12 @@ START_TEST(workspace_trees_are_checked_made_and_dropped_through_the_launcher)
     ck_assert_int_eq(disk_req(SBX_OP_DISK_INIT, two, 2, WS(3), 8 << 20), ED_EINVAL);     /* one directory */
     ck_assert_int_eq(path_req(SBX_OP_DISK_FREEZE, ws), ED_EPERM);                        /* never frozen */
     use_launcher();
-    ck_assert_int_eq(sbx_disk_probe(&d, data, -1, SBX_DISK_SETUP | SBX_DISK_NO_PRJQUOTA | SBX_DISK_NO_VOLUME), 0);
-    ck_assert_msg(d.mech == SBX_DISK_IMAGES, "%s", d.detail);
+    probe_images(&d);
     /* made and used as the unprivileged server */
     ck_assert_msg(sbx_disk_tree_init(&d, one, 1, WS(3), 8 << 20) == 0, "%s", ed_error_last());
-    ck_assert_int_eq(stat(ws, &sb), 0);
-    ck_assert_int_eq(stat(projects, &parent), 0);
-    ck_assert_uint_ne(sb.st_dev, parent.st_dev);
-    ck_assert_uint_eq(sb.st_uid, SERVER_UID);
-    ck_assert_int_eq(sbx_disk_tree_exists(&d, WS(3)), 1);
+    tree_is_made(&parent, &d, ws, projects, WS(3));
     snprintf(p[7], 200, "%.190s/big", ws);
-    fd = open(p[7], O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ck_assert_int_ge(fd, 0);
-    for (int i = 0; i < 16; i++) {
-        if (write(fd, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk) || fsync(fd) < 0) {
-            e = errno;
-            break;
-        }
-        wrote++;
-    }
-    close(fd);
+    wrote = fill(p[7], &e);
     ck_assert_msg(e == EDQUOT || e == ENOSPC, "wrote %d MiB past an 8 MiB limit (%s)", wrote, strerror(e));
     ck_assert_int_le(wrote, 8);
     ck_assert_int_eq(sbx_disk_tree_usage(&d, ws, WS(3), &used, &inodes), 0);
@@ -837,18 +850,7 @@ START_TEST(workspace_trees_are_checked_made_and_dropped_through_the_launcher)
     /* a lower limit on the attached tree (a tier change) */
     ck_assert_int_eq(unlink(p[7]), 0);
     ck_assert_int_eq(sbx_disk_tree_init(&d, one, 1, WS(3), 4 << 20), 0);
-    fd = open(p[7], O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ck_assert_int_ge(fd, 0);
-    wrote = 0;
-    e = 0;
-    for (int i = 0; i < 16; i++) {
-        if (write(fd, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk) || fsync(fd) < 0) {
-            e = errno;
-            break;
-        }
-        wrote++;
-    }
-    close(fd);
+    wrote = fill(p[7], &e);
     ck_assert_msg(e == EDQUOT || e == ENOSPC, "wrote %d MiB past a 4 MiB limit (%s)", wrote, strerror(e));
     ck_assert_msg(wrote <= 4 && wrote >= 3, "wrote %d MiB under a 4 MiB limit", wrote);
     /* removed: directory, mount and image */
@@ -903,10 +905,7 @@ int main(void)
                             "here: %s)\n", d.detail);
     }
     suite_add_tcase(s, t);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = unit_run(s);
     remove_root();
-    return failed ? 1 : 0;
+    return failed;
 }
