@@ -1301,6 +1301,9 @@ static void copy_dir(int sfd, int dfd, const char *rel, int depth, copy_state *c
     closedir(d);
 }
 
+static int freeze_swap(int parent, const char *name, const char *tmp, int *sfd, int dfd, const struct stat *st,
+                       const struct stat *keep_out);
+
 int sbx_disk_path_freeze(const char *path)
 {
     char tmp[PATH_MAX];
@@ -1340,16 +1343,24 @@ int sbx_disk_path_freeze(const char *path)
         err = ed_error_set(ED_EIO, "%s: %s", tmp, strerror(errno));
         goto out;
     }
-    close(sfd);
-    sfd = -1;
-    if (umount2(path, MNT_DETACH) < 0) {
-        err = ed_error_set(ED_EIO, "cannot unmount %s: %s", path, strerror(errno));
-        goto out;
+    {
+        /* the swap, as the launcher does it (beneath the parent's directory) */
+        const char *slash = strrchr(path, '/');
+        char dir[PATH_MAX];
+        int pfd;
+        snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+        if ((pfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+            err = ed_error_set(ED_EIO, "%s: %s", dir, strerror(errno));
+            goto out;
+        }
+        err = freeze_swap(pfd, slash + 1, strrchr(tmp, '/') + 1, &sfd, dfd, &st, NULL);
+        close(pfd);
     }
-    empty_dir(path);              /* beneath the mount: a copy frozen before a crash */
-    if (rmdir(path) < 0 || rename(tmp, path) < 0)
-        err = ed_error_set(ED_EIO, "cannot put %s in place of %s: %s", tmp, path, strerror(errno));
 out:
+    if (err < 0 && sfd >= 0) {    /* the mount is still there: the copy goes */
+        empty_dir(tmp);
+        rmdir(tmp);
+    }
     if (sfd >= 0)
         close(sfd);
     if (dfd >= 0)
@@ -1357,10 +1368,6 @@ out:
     for (size_t i = 0; i < cs.nlinks; i++)
         free(cs.links[i].rel);
     free(cs.links);
-    if (err < 0) {
-        empty_dir(tmp);
-        rmdir(tmp);
-    }
     return err;
 }
 
@@ -1692,6 +1699,92 @@ static int dir_is_empty(int fd)
     return n == 0;
 }
 
+/* Put the complete copy `tmp` (open at `dfd`, in `parent`) in place of the
+ * mount at `name` (open at *sfd) so that `name` resolves to a complete tree
+ * at every instant (a job's artifacts are served meanwhile): the copy's
+ * entries move into the directory beneath the mount, reached through a
+ * clone of the parent's mount without its submounts, then the unmount
+ * uncovers them at once. Without open_tree: unmount, then exchange the two
+ * names (renameat2 RENAME_EXCHANGE: empty for the span of one call), else
+ * clear and rename. *sfd is closed (-1) once the mount is gone; before
+ * that, an error leaves the mount as it was (what moved beneath it is
+ * cleared by the next try). */
+static int freeze_swap(int parent, const char *name, const char *tmp, int *sfd, int dfd, const struct stat *st,
+                       const struct stat *keep_out)
+{
+    struct stat ps, us, ts, ds;
+    int tree, under = -1, copy = -1, err = 0;
+
+    /* both through the clone: a rename does not cross mounts */
+    if ((tree = (int)syscall(SYS_open_tree, parent, "", 1 /* OPEN_TREE_CLONE */ | O_CLOEXEC | AT_EMPTY_PATH)) >= 0) {
+        under = openat(tree, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        copy = openat(tree, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        close(tree);   /* the clone lives while `under` and `copy` hold it */
+        if (under < 0 || copy < 0 || fstat(under, &us) < 0 || fstat(parent, &ps) < 0 || fstat(copy, &ts) < 0 ||
+            fstat(dfd, &ds) < 0 || us.st_dev != ps.st_dev || !same_file(&ts, &ds) || same_file(&us, keep_out)) {
+            if (under >= 0)
+                close(under);
+            under = -1;
+        }
+    }
+    if (under >= 0) {
+        int dup_fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        struct dirent *e;
+        DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+
+        rm_contents_at(under, 0, keep_out);   /* what an earlier try left */
+        if (d == NULL) {
+            if (dup_fd >= 0)
+                close(dup_fd);
+            err = ed_error_set(ED_EIO, "%s: %s", tmp, strerror(errno));
+        }
+        while (err == 0 && (e = readdir(d)) != NULL)
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+                renameat(copy, e->d_name, under, e->d_name) < 0)
+                err = ed_error_set(ED_EIO, "cannot move %s beneath %s: %s", e->d_name, name, strerror(errno));
+        if (d)
+            closedir(d);
+        if (err == 0 && (fchown(under, st->st_uid, st->st_gid) < 0 || fchmod(under, st->st_mode & 07777) < 0 ||
+                         fsync(under) < 0))
+            err = ed_error_set(ED_EIO, "%s: %s", name, strerror(errno));
+        close(under);
+        close(copy);
+        if (err < 0)
+            return err;
+        if (sbx__disk_umount_fd(*sfd) < 0)
+            return ed_error_set(ED_EIO, "cannot unmount %s: %s", name, strerror(errno));
+        close(*sfd);
+        *sfd = -1;
+        for (int round = 0; round < 4; round++) {   /* a mount stacked beneath, if any */
+            int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), more;
+            if (fd < 0)
+                break;
+            more = fd_is_mount(fd) && sbx__disk_umount_fd(fd) == 0;
+            close(fd);
+            if (!more)
+                break;
+        }
+        unlinkat(parent, tmp, AT_REMOVEDIR);   /* empty now */
+        return 0;
+    }
+    if (copy >= 0)
+        close(copy);
+    if (sbx__disk_umount_fd(*sfd) < 0)
+        return ed_error_set(ED_EIO, "cannot unmount %s: %s", name, strerror(errno));
+    close(*sfd);
+    *sfd = -1;
+    if (renameat2(parent, tmp, parent, name, RENAME_EXCHANGE) == 0) {
+        sbx__disk_path_clear_at(parent, tmp, keep_out);   /* the old one: empty */
+        return 0;
+    }
+    /* beneath the mount: an empty directory (or a copy frozen before a crash) */
+    if ((err = sbx__disk_path_clear_at(parent, name, keep_out)) < 0)
+        return err;
+    if (renameat(parent, tmp, parent, name) < 0)
+        return ed_error_set(ED_EIO, "cannot put %s in place of %s: %s", tmp, name, strerror(errno));
+    return 0;
+}
+
 int sbx__disk_path_freeze_at(int parent, const char *name, const struct stat *keep_out)
 {
     char tmp[300];
@@ -1709,6 +1802,7 @@ int sbx__disk_path_freeze_at(int parent, const char *name, const struct stat *ke
     }
     if (!fd_is_mount(sfd)) {
         close(sfd);
+        unlinkat(parent, tmp, AT_REMOVEDIR);   /* left empty by a crash after the swap */
         return 0;                 /* a plain directory already (prjquota, or frozen before) */
     }
     memset(&cs, 0, sizeof(cs));
@@ -1747,17 +1841,7 @@ int sbx__disk_path_freeze_at(int parent, const char *name, const struct stat *ke
         err = ed_error_set(ED_EIO, "%s: %s", tmp, strerror(errno));
         goto out;
     }
-    if (sbx__disk_umount_fd(sfd) < 0) {
-        err = ed_error_set(ED_EIO, "cannot unmount %s: %s", name, strerror(errno));
-        goto out;
-    }
-    close(sfd);
-    sfd = -1;
-    /* beneath the mount: an empty directory (or a copy frozen before a crash) */
-    if ((err = sbx__disk_path_clear_at(parent, name, keep_out)) < 0)
-        goto out;
-    if (renameat(parent, tmp, parent, name) < 0)
-        err = ed_error_set(ED_EIO, "cannot put %s in place of %s: %s", tmp, name, strerror(errno));
+    err = freeze_swap(parent, name, tmp, &sfd, dfd, &st, keep_out);
 out:
     if (err < 0 && ours && sfd >= 0) {
         /* the output is still where it was: the copy goes */
