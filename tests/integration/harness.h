@@ -273,6 +273,41 @@ const char *it_msg_parent(const json_t *m);
  * not name `field` or a 200 does not show `field` as `value`. */
 long it_tier_set(it_server *s, const char *const *hdrs, const char *tier, const char *field, const char *value);
 
+/* ---- workspaces: kernels on a project's live tree ---------------------------------- */
+
+/* Whether kernels can run here on their project's tree: 1 when we are root
+ * and `eddy sandbox check` says "idmapped bind mounts: yes" on its
+ * "workspaces" line, else 0 with the reason in `why` (for a "SKIP: ..."
+ * line and exit 77). */
+int it_host_idmap(char *why, size_t n);
+
+/* Run Python `code` in kernel `kid` (on project `pid`) as the caller of
+ * `hdrs`: `code` is the body of a function that sets `out`; str(out) (or
+ * the traceback) goes to _res/<n>.txt in the tree (written aside, then
+ * renamed in place) and is read back over REST, for at most `max_s`. The
+ * text of `out` (malloc'd), or NULL with the traceback, or why nothing
+ * came, on stderr. The cell needs room in the tree for that file.
+ *     char *out = it_kernel_run(&srv, u.hdrs, kid, pid, "out = 6 * 7\n", 60);   "42" */
+char *it_kernel_run(it_server *s, const char *const *hdrs, const char *kid, const char *pid, const char *code,
+                    int max_s);
+
+/* it_kernel_start() and it_kernel_run(), each allowed 60 s, that fail the
+ * running Check test when the kernel does not become idle or the cell
+ * gives no result (the reason on stderr). */
+static inline void it_ck_kernel_start(char *kid, size_t kid_len, it_server *s, const char *const *hdrs,
+                                      const char *pid)
+{
+    ck_assert_msg(it_kernel_start(kid, kid_len, s, hdrs, pid, 60) == 0, "no idle kernel on %s (stderr says why)", pid);
+}
+
+static inline char *it_ck_kernel_run(it_server *s, const char *const *hdrs, const char *kid, const char *pid,
+                                     const char *code)
+{
+    char *out = it_kernel_run(s, hdrs, kid, pid, code, 60);
+    ck_assert_msg(out != NULL, "the cell gave no result (stderr says why):\n%s", code);
+    return out;
+}
+
 /* A test that holds many sockets: raise this process's open-file limit
  * (RLIMIT_NOFILE) to its hard limit when it is below `need`. 0 when it is
  * at least `need` then, else -1 with the reason in `why` (for a "SKIP: ..."

@@ -27,7 +27,6 @@
 
 static it_server srv;
 static char dir[256], admin_cookie[600], admin_csrf[300];
-static int cell;
 
 static const char *const base_env[] = {"EDDY_STOP_GRACE_MS=1000", NULL};
 
@@ -42,23 +41,6 @@ static void shutdown_all(void)
 {
     ck_assert_int_eq(it_server_stop(&srv), 0);
     ck_assert_int_eq(it_dir_remove(dir), 0);
-}
-
-/* POST /api/v1/kernels on `pid`; its id into kid. Waits until idle. */
-static void start_kernel(char *kid, size_t n, it_user *u, const char *pid)
-{
-    char body[160], path[128];
-    it_resp r;
-
-    snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"resource\":\"cpu-basic\"}", pid);
-    it_request(&r, &srv, "POST", "/api/v1/kernels", body, u->hdrs);
-    ck_assert_msg(r.status == 201, "start: %ld %s", r.status, r.body);
-    snprintf(kid, n, "%s", it_json_str(r.json, "id"));
-    it_resp_free(&r);
-    snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
-    json_t *k = it_status_wait(&srv, u->hdrs, path, "idle", 60);
-    ck_assert_msg(k != NULL, "kernel %s did not become idle", kid);
-    json_decref(k);
 }
 
 static void kernel_post(it_user *u, const char *kid, const char *what, const char *want_status)
@@ -111,52 +93,6 @@ static void put_file(it_user *u, const char *pid, const char *rel, const char *c
     it_resp_free(&r);
 }
 
-/* Run `code` (Python; it sets `out` to a string) in the kernel and return
- * `out` (malloc'd), read back from _res/<n>.txt over REST. A traceback
- * fails the test. */
-static char *kexec(it_user *u, const char *kid, const char *pid, const char *code)
-{
-    char res[64], path[160], *wrapped, *body = NULL;
-    size_t len = 0, cap = strlen(code) * 2 + 1024, at = 0;
-    it_resp r;
-
-    snprintf(res, sizeof(res), "_res/%d-%d.txt", (int)getpid(), ++cell);
-    wrapped = malloc(cap);
-    at += (size_t)snprintf(wrapped + at, cap - at, "def _cell():\n    out = ''\n");
-    for (const char *line = code; *line;) {
-        size_t n = strcspn(line, "\n");
-        at += (size_t)snprintf(wrapped + at, cap - at, "    %.*s\n", (int)n, line);
-        line += n + (line[n] == '\n');
-    }
-    snprintf(wrapped + at, cap - at,
-             "    return out\n"
-             "import os as _os, traceback as _tb\n"
-             "try:\n    _o = 'OK ' + str(_cell())\n"
-             "except BaseException:\n    _o = 'TRACEBACK ' + _tb.format_exc()\n"
-             "_os.makedirs('/home/aistudio/work/_res', exist_ok=True)\n"
-             "open('/home/aistudio/work/%s.tmp', 'w').write(_o)\n"
-             "_os.rename('/home/aistudio/work/%s.tmp', '/home/aistudio/work/%s')\n",
-             res, res, res);
-    json_t *b = json_pack("{s:s}", "code", wrapped);
-    char *js = json_dumps(b, 0);
-    snprintf(path, sizeof(path), "/api/v1/kernels/%s/execute", kid);
-    it_request(&r, &srv, "POST", path, js, u->hdrs);
-    ck_assert_msg(r.status == 202, "execute: %ld %s", r.status, r.body);
-    it_resp_free(&r);
-    free(js);
-    json_decref(b);
-    free(wrapped);
-    for (int i = 0; i < 600; i++) {
-        if (get_file(u, pid, res, &body, &len) == 200)
-            break;
-        usleep(100 * 1000);
-    }
-    ck_assert_msg(body != NULL, "cell %d wrote no result within 60 s:\n%s", cell, code);
-    ck_assert_msg(strncmp(body, "OK ", 3) == 0, "cell failed: %s", body);
-    memmove(body, body + 3, len - 3 + 1);
-    return body;
-}
-
 /* Does GET .../files list `rel`? */
 static bool listed(it_user *u, const char *pid, const char *rel)
 {
@@ -191,8 +127,8 @@ START_TEST(kernel_files_persist_after_stop_and_belong_to_the_server)
     boot(NULL);
     ck_assert_int_eq(it_user_make(&u, &srv, admin_cookie, admin_csrf, "alice", 0), 0);
     ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, u.hdrs, "ws", "train.py", "print(1)\n"), 0);
-    start_kernel(kid, sizeof(kid), &u, pid);
-    out = kexec(&u, kid, pid,
+    it_ck_kernel_start(kid, sizeof(kid), &srv, u.hdrs, pid);
+    out = it_ck_kernel_run(&srv, u.hdrs, kid, pid,
                 "import os\n"
                 "blob = bytes((i * 7) & 255 for i in range(300000))\n"
                 "with open('/home/aistudio/work/model.pdparams', 'wb') as f:\n"
@@ -242,8 +178,8 @@ START_TEST(git_is_hidden_and_unwritable_inside)
     boot(NULL);
     ck_assert_int_eq(it_user_make(&u, &srv, admin_cookie, admin_csrf, "alice", 0), 0);
     ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, u.hdrs, "ws", "a.txt", "a"), 0);
-    start_kernel(kid, sizeof(kid), &u, pid);
-    out = kexec(&u, kid, pid,
+    it_ck_kernel_start(kid, sizeof(kid), &srv, u.hdrs, pid);
+    out = it_ck_kernel_run(&srv, u.hdrs, kid, pid,
                 "import os, errno\n"
                 "res = [str(sorted(os.listdir('.git')))]\n"
                 "def attempt(name, fn):\n"
@@ -281,13 +217,14 @@ START_TEST(rest_writes_appear_in_a_running_kernel_and_after_restart)
     boot(NULL);
     ck_assert_int_eq(it_user_make(&u, &srv, admin_cookie, admin_csrf, "alice", 0), 0);
     ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, u.hdrs, "ws", NULL, NULL), 0);
-    start_kernel(kid, sizeof(kid), &u, pid);
+    it_ck_kernel_start(kid, sizeof(kid), &srv, u.hdrs, pid);
     put_file(&u, pid, "data/train.csv", "x,y\n1,2\n");
-    out = kexec(&u, kid, pid, "out = open('data/train.csv').read()\n");
+    out = it_ck_kernel_run(&srv, u.hdrs, kid, pid, "out = open('data/train.csv').read()\n");
     ck_assert_str_eq(out, "x,y\n1,2\n");
     free(out);
     put_file(&u, pid, "data/train.csv", "x,y\n3,4\n");     /* replaced: seen at once too */
-    out = kexec(&u, kid, pid, "open('live.txt', 'w').write('while running')\nout = open('data/train.csv').read()\n");
+    out = it_ck_kernel_run(&srv, u.hdrs, kid, pid,
+                           "open('live.txt', 'w').write('while running')\nout = open('data/train.csv').read()\n");
     ck_assert_str_eq(out, "x,y\n3,4\n");
     free(out);
     ck_assert(listed(&u, pid, "live.txt"));
@@ -296,7 +233,9 @@ START_TEST(rest_writes_appear_in_a_running_kernel_and_after_restart)
     free(body);
     kernel_post(&u, kid, "restart", "idle");
     put_file(&u, pid, "after.txt", "after restart");
-    out = kexec(&u, kid, pid, "out = open('data/train.csv').read() + open('after.txt').read() + open('live.txt').read()\n");
+    out = it_ck_kernel_run(&srv, u.hdrs, kid, pid,
+                           "out = open('data/train.csv').read() + open('after.txt').read() + "
+                           "open('live.txt').read()\n");
     ck_assert_str_eq(out, "x,y\n3,4\nafter restartwhile running");
     free(out);
     shutdown_all();
@@ -315,14 +254,15 @@ START_TEST(two_kernels_on_one_project_see_each_others_files)
                      200);
     ck_assert_int_eq(it_user_make(&u, &srv, admin_cookie, admin_csrf, "alice", 0), 0);
     ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, u.hdrs, "ws", NULL, NULL), 0);
-    start_kernel(k1, sizeof(k1), &u, pid);
-    start_kernel(k2, sizeof(k2), &u, pid);
-    out = kexec(&u, k1, pid, "open('from1.txt', 'w').write('one')\nout = 'w'\n");
+    it_ck_kernel_start(k1, sizeof(k1), &srv, u.hdrs, pid);
+    it_ck_kernel_start(k2, sizeof(k2), &srv, u.hdrs, pid);
+    out = it_ck_kernel_run(&srv, u.hdrs, k1, pid, "open('from1.txt', 'w').write('one')\nout = 'w'\n");
     free(out);
-    out = kexec(&u, k2, pid, "open('from2.txt', 'w').write('two')\nout = open('from1.txt').read()\n");
+    out = it_ck_kernel_run(&srv, u.hdrs, k2, pid,
+                           "open('from2.txt', 'w').write('two')\nout = open('from1.txt').read()\n");
     ck_assert_str_eq(out, "one");
     free(out);
-    out = kexec(&u, k1, pid, "out = open('from2.txt').read()\n");
+    out = it_ck_kernel_run(&srv, u.hdrs, k1, pid, "out = open('from2.txt').read()\n");
     ck_assert_str_eq(out, "two");
     free(out);
     shutdown_all();
@@ -341,11 +281,11 @@ START_TEST(flushed_bytes_survive_restarts_and_kill_9)
     boot(NULL);
     ck_assert_int_eq(it_user_make(&u, &srv, admin_cookie, admin_csrf, "alice", 0), 0);
     ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, u.hdrs, "ws", NULL, NULL), 0);
-    start_kernel(kid, sizeof(kid), &u, pid);
-    out = kexec(&u, kid, pid, "open('before.txt', 'w').write('before restarts')\nout = 'w'\n");
+    it_ck_kernel_start(kid, sizeof(kid), &srv, u.hdrs, pid);
+    out = it_ck_kernel_run(&srv, u.hdrs, kid, pid, "open('before.txt', 'w').write('before restarts')\nout = 'w'\n");
     free(out);
     kernel_post(&u, kid, "restart", "idle");
-    out = kexec(&u, kid, pid, "out = open('before.txt').read()\n");
+    out = it_ck_kernel_run(&srv, u.hdrs, kid, pid, "out = open('before.txt').read()\n");
     ck_assert_str_eq(out, "before restarts");
     free(out);
     /* a clean stop and start of eddy serve */
@@ -357,7 +297,7 @@ START_TEST(flushed_bytes_survive_restarts_and_kill_9)
     free(body);
     /* a writer that fsyncs 4 KiB records of a known pattern, then a progress
      * count (fsync'd after the data) */
-    start_kernel(kid, sizeof(kid), &u, pid);
+    it_ck_kernel_start(kid, sizeof(kid), &srv, u.hdrs, pid);
     json_t *b = json_pack("{s:s}", "code",
                           "import os, time\n"
                           "fd = os.open('log.bin', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)\n"
@@ -440,32 +380,6 @@ START_TEST(a_kernel_on_someone_elses_public_project_is_refused)
 }
 END_TEST
 
-/* Root with idmapped bind mounts on this host's /tmp, or skip (77). */
-static int host_ready(void)
-{
-    char cmd[600], line[512];
-    FILE *f;
-    int yes = 0;
-
-    if (geteuid() != 0) {
-        printf("test_workspace: needs root (real sandboxes); skipped\n");
-        return 0;
-    }
-    snprintf(cmd, sizeof(cmd), "%s sandbox check --data /tmp 2>&1", it_eddy_bin());
-    if ((f = popen(cmd, "r")) == NULL)
-        return 0;
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, "workspaces", 10) == 0) {
-            yes = strstr(line, "idmapped bind mounts: yes") != NULL;
-            if (!yes)
-                printf("test_workspace: %s", line);
-        }
-    pclose(f);
-    if (!yes)
-        printf("test_workspace: this host cannot idmap bind mounts; skipped\n");
-    return yes;
-}
-
 int main(void)
 {
     const TTest *tests[] = {kernel_files_persist_after_stop_and_belong_to_the_server,
@@ -476,7 +390,11 @@ int main(void)
                             without_idmapped_mounts_a_kernel_is_422,
                             a_kernel_on_someone_elses_public_project_is_refused,
                             NULL};
-    if (!host_ready())
+    char why[600];
+
+    if (!it_host_idmap(why, sizeof(why))) {
+        printf("test_workspace: %s; skipped\n", why);
         return 77;
+    }
     return it_tests_run("workspace", 240, NULL, NULL, tests);
 }

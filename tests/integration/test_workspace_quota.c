@@ -33,7 +33,7 @@
 
 static it_server srv;
 static char dir[256], admin_cookie[600], admin_csrf[300];
-static int cell, have_kernels;
+static int have_kernels;
 static const char *const env[] = {"EDDY_STOP_GRACE_MS=1000", NULL};
 
 static void boot(void)
@@ -163,69 +163,6 @@ END_TEST
 
 /* ---- kernels ---------------------------------------------------------------------- */
 
-static void start_kernel(char *kid, size_t n, it_user *u, const char *pid)
-{
-    char body[160], path[128];
-    it_resp r;
-
-    snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"resource\":\"cpu-basic\"}", pid);
-    it_request(&r, &srv, "POST", "/api/v1/kernels", body, u->hdrs);
-    ck_assert_msg(r.status == 201, "start: %ld %s", r.status, r.body);
-    snprintf(kid, n, "%s", it_json_str(r.json, "id"));
-    it_resp_free(&r);
-    snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
-    json_t *k = it_status_wait(&srv, u->hdrs, path, "idle", 60);
-    ck_assert_msg(k != NULL, "kernel %s did not become idle", kid);
-    json_decref(k);
-}
-
-/* Run `code` (Python; sets `out`) in the kernel; `out` read back from
- * _res/<n>.txt over REST (the cell must leave room for that file). */
-static char *kexec(it_user *u, const char *kid, const char *pid, const char *code)
-{
-    char res[64], path[160], *wrapped, *body = NULL;
-    size_t cap = strlen(code) * 2 + 1024, at = 0;
-    it_resp r;
-
-    snprintf(res, sizeof(res), "_res/%d-%d.txt", (int)getpid(), ++cell);
-    wrapped = malloc(cap);
-    at += (size_t)snprintf(wrapped + at, cap - at, "def _cell():\n    out = ''\n");
-    for (const char *line = code; *line;) {
-        size_t n = strcspn(line, "\n");
-        at += (size_t)snprintf(wrapped + at, cap - at, "    %.*s\n", (int)n, line);
-        line += n + (line[n] == '\n');
-    }
-    snprintf(wrapped + at, cap - at,
-             "    return out\n"
-             "import os as _os, traceback as _tb\n"
-             "try:\n    _o = 'OK ' + str(_cell())\n"
-             "except BaseException:\n    _o = 'TRACEBACK ' + _tb.format_exc()\n"
-             "_os.makedirs('/home/aistudio/work/_res', exist_ok=True)\n"
-             "open('/home/aistudio/work/%s', 'w').write(_o)\n",
-             res);
-    json_t *b = json_pack("{s:s}", "code", wrapped);
-    char *js = json_dumps(b, 0);
-    snprintf(path, sizeof(path), "/api/v1/kernels/%s/execute", kid);
-    it_request(&r, &srv, "POST", path, js, u->hdrs);
-    ck_assert_msg(r.status == 202, "execute: %ld %s", r.status, r.body);
-    it_resp_free(&r);
-    free(js);
-    json_decref(b);
-    free(wrapped);
-    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/%s", pid, res);
-    for (int i = 0; i < 600 && body == NULL; i++) {
-        it_request(&r, &srv, "GET", path, NULL, u->hdrs);
-        if (r.status == 200 && r.body_len > 0)
-            body = strdup(r.body);
-        it_resp_free(&r);
-        if (body == NULL)
-            usleep(100 * 1000);
-    }
-    ck_assert_msg(body != NULL, "cell %d wrote no result within 60 s:\n%s", cell, code);
-    ck_assert_msg(strncmp(body, "OK ", 3) == 0, "cell failed: %s", body);
-    return body;
-}
-
 static const char FILL_PY[] =
     "import errno, os\n"
     "chunk = b'x' * (1 << 20)\n"
@@ -259,22 +196,22 @@ START_TEST(a_kernel_writing_past_the_limit_gets_enospc)
     ck_assert_int_eq(it_user_make(&bob, &srv, admin_cookie, admin_csrf, "bob", 1000000), 0);
     ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, alice.hdrs, "filler", "a.txt", "a"), 0);
     ck_assert_int_eq(it_project_make(bpid, sizeof(bpid), &srv, bob.hdrs, "calm", "b.txt", "b"), 0);
-    start_kernel(kid, sizeof(kid), &alice, pid);
-    start_kernel(bkid, sizeof(bkid), &bob, bpid);
-    out = kexec(&alice, kid, pid, FILL_PY);
+    it_ck_kernel_start(kid, sizeof(kid), &srv, alice.hdrs, pid);
+    it_ck_kernel_start(bkid, sizeof(bkid), &srv, bob.hdrs, bpid);
+    out = it_ck_kernel_run(&srv, alice.hdrs, kid, pid, FILL_PY);
     printf("workspace quota, a kernel filling its tree: %s\n", out);
     ck_assert_msg(strstr(out, "OSError ENOSPC after") || strstr(out, "OSError EDQUOT after"), "%s", out);
     ck_assert_msg(atoll(strstr(out, "after ") + 6) <= LIMIT, "%s", out);
     ck_assert_msg(strstr(out, "recovered"), "%s", out);
     free(out);
     /* bob's kernel writes 20 MiB meanwhile */
-    out = kexec(&bob, bkid, bpid,
-                "import os\n"
-                "with open('/home/aistudio/work/mine.bin', 'wb') as f:\n"
-                "    f.write(b'y' * (20 << 20))\n"
-                "    os.fsync(f.fileno())\n"
-                "out = str(os.path.getsize('/home/aistudio/work/mine.bin'))\n");
-    ck_assert_str_eq(out, "OK 20971520");
+    out = it_ck_kernel_run(&srv, bob.hdrs, bkid, bpid,
+                           "import os\n"
+                           "with open('/home/aistudio/work/mine.bin', 'wb') as f:\n"
+                           "    f.write(b'y' * (20 << 20))\n"
+                           "    os.fsync(f.fileno())\n"
+                           "out = str(os.path.getsize('/home/aistudio/work/mine.bin'))\n");
+    ck_assert_str_eq(out, "20971520");
     free(out);
     /* what the kernel wrote is the quota's: the API's next 20 MiB... fit */
     ck_assert_int_eq(put_blob(&alice, pid, "api.bin", 20, NULL, 0), 201);
@@ -283,21 +220,21 @@ START_TEST(a_kernel_writing_past_the_limit_gets_enospc)
 
     /* a tree full of what git must store: saving a version is 402 (not a
      * 500), and works again once the kernel deleted some */
-    out = kexec(&alice, kid, pid,
-                "import os\n"
-                "os.makedirs('/home/aistudio/work/rnd', exist_ok=True)\n"
-                "n = 0\n"
-                "try:\n"
-                "    while n < 64:\n"
-                "        with open('/home/aistudio/work/rnd/%d.bin' % n, 'wb') as f:\n"
-                "            f.write(os.urandom(1 << 20))\n"
-                "            os.fsync(f.fileno())\n"
-                "        n += 1\n"
-                "except OSError:\n"
-                "    pass\n"
-                "os.remove('/home/aistudio/work/rnd/0.bin')\n"
-                "out = str(n)\n");
-    ck_assert_msg(atoi(out + 3) >= 2, "%s", out);
+    out = it_ck_kernel_run(&srv, alice.hdrs, kid, pid,
+                           "import os\n"
+                           "os.makedirs('/home/aistudio/work/rnd', exist_ok=True)\n"
+                           "n = 0\n"
+                           "try:\n"
+                           "    while n < 64:\n"
+                           "        with open('/home/aistudio/work/rnd/%d.bin' % n, 'wb') as f:\n"
+                           "            f.write(os.urandom(1 << 20))\n"
+                           "            os.fsync(f.fileno())\n"
+                           "        n += 1\n"
+                           "except OSError:\n"
+                           "    pass\n"
+                           "os.remove('/home/aistudio/work/rnd/0.bin')\n"
+                           "out = str(n)\n");
+    ck_assert_msg(atoi(out) >= 2, "%s", out);
     free(out);
     {
         char path[160];
@@ -307,7 +244,8 @@ START_TEST(a_kernel_writing_past_the_limit_gets_enospc)
         ck_assert_msg(r.status == 402 && strstr(r.body, "quota_exceeded") && strstr(r.body, "workspace is full"),
                       "%ld %s", r.status, r.body);
         it_resp_free(&r);
-        out = kexec(&alice, kid, pid, "import shutil\nshutil.rmtree('/home/aistudio/work/rnd')\nout = 'gone'\n");
+        out = it_ck_kernel_run(&srv, alice.hdrs, kid, pid,
+                               "import shutil\nshutil.rmtree('/home/aistudio/work/rnd')\nout = 'gone'\n");
         free(out);
         snprintf(path, sizeof(path), "/api/v1/projects/%s/files/api.bin", pid);
         ck_assert_int_eq(it_request_status(&srv, "DELETE", path, NULL, alice.hdrs), 204);
@@ -363,23 +301,15 @@ END_TEST
 /* Root, a disk quota mechanism; kernels also need idmapped bind mounts. */
 static int host_ready(void)
 {
-    char cmd[600], line[512], why[1100];
-    FILE *f;
+    char why[1100];
 
     if (!it_host_disk_quotas(why, sizeof(why))) {
         printf("SKIP: %s\n", why);
         return 0;
     }
-    snprintf(cmd, sizeof(cmd), "%s sandbox check --data /tmp 2>&1", it_eddy_bin());
-    if ((f = popen(cmd, "r")) == NULL)
-        return 0;
-    while (fgets(line, sizeof(line), f)) {
-        if (strncmp(line, "workspaces", 10) == 0)
-            have_kernels = strstr(line, "idmapped bind mounts: yes") != NULL;
-        if (strncmp(line, "workspace quotas", 16) == 0)
-            printf("%s", line);
-    }
-    pclose(f);
+    have_kernels = it_host_idmap(why, sizeof(why));
+    if (!have_kernels)
+        printf("workspace quota: no kernels: %s\n", why);
     return 1;
 }
 
