@@ -2,10 +2,12 @@
 #include "ed_error.h"
 #include "ed_log.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Every connection of a store is on this list so ed_store_close can close the
  * ones opened by threads that are still alive (libmicrohttpd's pool). */
@@ -119,6 +121,45 @@ int ed_store_prepare(sqlite3_stmt **out, ed_store *st, const char *sql)
 }
 
 int ed_store_begin(ed_store *st) { return ed_store_exec(st, "BEGIN IMMEDIATE"); }
+
+/* Retry limits: a statement about a second, a transaction about 50 tries.
+ * Each connection already waits BUSY_TIMEOUT_MS in SQLite's busy handler;
+ * these loops cover the cases that handler does not (a stale WAL snapshot,
+ * an unfair wake-up order among many writers). */
+#define STEP_TRIES 200
+#define TX_TRIES   50
+
+int ed_store_step(sqlite3_stmt *q)
+{
+    int rc;
+
+    assert(q != NULL);
+    for (int attempt = 0;; attempt++) {
+        rc = sqlite3_step(q);
+        if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= STEP_TRIES)
+            return rc;
+        sqlite3_reset(q);
+        usleep(1000u * (unsigned)(1 + attempt % 8));
+    }
+}
+
+int ed_store_tx(ed_store *st, int (*body)(void *ctx), void *ctx)
+{
+    int err;
+
+    assert(st != NULL && body != NULL);
+    for (int attempt = 0;; attempt++) {
+        if ((err = ed_store_begin(st)) == 0) {
+            if ((err = body(ctx)) < 0)
+                ed_store_rollback(st);
+            else if ((err = ed_store_commit(st)) == 0)
+                return 0;
+        }
+        if (err != ED_EBUSY || attempt >= TX_TRIES)
+            return err;
+        usleep(1000u * (unsigned)(1 + attempt % 10));
+    }
+}
 
 int ed_store_commit(ed_store *st)
 {

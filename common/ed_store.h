@@ -17,6 +17,10 @@
  *     if ((err = ed_store_begin(st)) < 0) return err;
  *     ... statements ...
  *     if ((err = ed_store_commit(st)) < 0) return err;  // rolls back on failure
+ *
+ * or, retried as a whole while the database is busy:
+ *
+ *     err = ed_store_tx(st, body, &ctx);     // body runs the statements
  */
 #ifndef ED_STORE_H
 #define ED_STORE_H
@@ -47,6 +51,26 @@ int ed_store_schema_version(ed_store *st);
 int ed_store_begin(ed_store *st);
 int ed_store_commit(ed_store *st);
 void ed_store_rollback(ed_store *st);
+
+/* sqlite3_step, retried while the answer is SQLITE_BUSY or SQLITE_LOCKED
+ * (another writer, or a WAL snapshot gone stale, which SQLite's busy handler
+ * does not wait for): the statement is reset and stepped again, up to about a
+ * second (200 tries, 1-8 ms apart). Returns SQLite's code; the caller
+ * finalizes. For writes outside an explicit transaction.
+ *
+ *     if ((rc = ed_store_step(q)) != SQLITE_DONE)
+ *         err = ed_store_error(ed_store_db(st), rc, "update job");
+ */
+int ed_store_step(sqlite3_stmt *q);
+
+/* Run body(ctx) inside BEGIN IMMEDIATE ... COMMIT on this thread's
+ * connection. A body that returns < 0 is rolled back and its code returned.
+ * When BEGIN, the body or COMMIT answers ED_EBUSY (SQLite's busy handler is
+ * not fair under a burst of writers), the whole transaction is retried, up to
+ * 50 times 1-10 ms apart, so the body must not keep state between calls
+ * except through `ctx` it resets itself. 0, the body's code, or ED_EBUSY/
+ * ED_EIO from the store. */
+int ed_store_tx(ed_store *st, int (*body)(void *ctx), void *ctx);
 
 /* Run SQL with no results. 0 or ED_EIO with SQLite's message. */
 int ed_store_exec(ed_store *st, const char *sql);

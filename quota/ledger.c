@@ -16,10 +16,8 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #define IDEM_KEY_MAX 200
-#define BUSY_RETRIES 50
 
 static const char *const kind_names[] = {"grant", "charge", "refund", "hold", "release", "purchase"};
 
@@ -35,16 +33,10 @@ int quota__step_error(ed_store *st, int rc, const char *what)
 
 int quota__step_write(ed_store *st, sqlite3_stmt *s, const char *what)
 {
-    for (int attempt = 0;; attempt++) {
-        int rc = sqlite3_step(s);
-        if ((rc == SQLITE_BUSY || rc == SQLITE_LOCKED) && attempt < 200) {
-            sqlite3_reset(s);
-            usleep(1000u * (unsigned)(1 + attempt % 8));
-            continue;
-        }
-        sqlite3_finalize(s);
-        return rc == SQLITE_DONE ? 0 : quota__step_error(st, rc, what);
-    }
+    int rc = ed_store_step(s);
+
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE ? 0 : quota__step_error(st, rc, what);
 }
 
 /* The id of the `kind` account of `user_id` (0: a system account), creating a
@@ -228,26 +220,6 @@ static int check_key(const char *key)
     return 0;
 }
 
-int quota__with_retry(ed_store *st, int (*body)(void *ctx), void *ctx)
-{
-    int err;
-
-    /* BEGIN IMMEDIATE waits up to the busy timeout; under a burst of writers
-     * SQLite's busy handler is not fair, so retry a few times before giving up. */
-    for (int attempt = 0;; attempt++) {
-        if ((err = ed_store_begin(st)) == 0) {
-            if ((err = body(ctx)) < 0) {
-                ed_store_rollback(st);
-            } else if ((err = ed_store_commit(st)) == 0) {
-                return 0;
-            }
-        }
-        if (err != ED_EBUSY || attempt >= BUSY_RETRIES)
-            return err;
-        usleep(1000 * (unsigned)(1 + attempt % 10));
-    }
-}
-
 /* A simple transfer between a user's coins and a system account. */
 typedef struct simple_ctx {
     int64_t    *out;
@@ -293,7 +265,7 @@ static int simple_transfer(int64_t *out, ed_store *st, quota_kind kind, const ch
         c.out = &dummy;
     if ((err = check_key(key)) < 0)
         return err;
-    return quota__with_retry(st, simple_body, &c);
+    return ed_store_tx(st, simple_body, &c);
 }
 
 static int check_amount(int64_t mcoins)
@@ -407,7 +379,7 @@ int quota_hold_open(int64_t *out_hold, ed_store *st, int64_t user_id, int64_t mc
     *out_hold = 0;
     if ((err = check_amount(mcoins)) < 0 || (err = check_key(idem_key)) < 0)
         return err;
-    return quota__with_retry(st, hold_open_body, &c);
+    return ed_store_tx(st, hold_open_body, &c);
 }
 
 static int hold_settle_body(void *p)
@@ -473,5 +445,5 @@ int quota_hold_settle(ed_store *st, int64_t hold_id, int64_t actual_mcoins)
 {
     hold_ctx c = {NULL, st, 0, 0, hold_id, actual_mcoins, NULL, NULL};
 
-    return quota__with_retry(st, hold_settle_body, &c);
+    return ed_store_tx(st, hold_settle_body, &c);
 }

@@ -203,7 +203,7 @@ int quota_meter_charge(quota_meter_result *out, ed_store *st, int64_t user_id, c
     c.at = at_ms;
     c.resource = resource;
     c.ref = ref;
-    if ((err = quota__with_retry(st, decide_body, &c)) < 0)
+    if ((err = ed_store_tx(st, decide_body, &c)) < 0)
         return err;
     if (strcmp(c.status, "pending") == 0) {
         if ((err = finish_pending(&unpaid, st, c.row_id, user_id, ref, seq, c.r.mcoins)) < 0)
@@ -358,7 +358,7 @@ int quota_meter_refund(int64_t *out_mcoins, ed_store *st, const char *ref)
         if ((err = quota_refund(NULL, st, user, charged, ref, "platform failure", key)) < 0)
             return err;
     }
-    if ((err = quota__with_retry(st, giveback_body, &c)) < 0)
+    if ((err = ed_store_tx(st, giveback_body, &c)) < 0)
         return err;
     if (out_mcoins)
         *out_mcoins = charged;

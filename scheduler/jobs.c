@@ -457,7 +457,7 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
         sqlite3_bind_text(q, 12, sp->idem_key, -1, SQLITE_STATIC);
     if (key > 0)
         sqlite3_bind_int64(q, 13, key);
-    rc = sched__step(q);
+    rc = ed_store_step(q);
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE) {
         err = ed_store_error(ed_store_db(s->st), rc, "insert job");
@@ -498,7 +498,7 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
     if ((err = ed_store_prepare(&q, s->st, "UPDATE jobs SET status = 'queued' WHERE id = ?1")) < 0)
         goto fail;
     sqlite3_bind_int64(q, 1, id);
-    rc = sched__step(q);
+    rc = ed_store_step(q);
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE) {
         err = ed_store_error(ed_store_db(s->st), rc, "queue job");
@@ -514,7 +514,7 @@ fail:
         sched__rm_rf(dir);
     if (ed_store_prepare(&q, s->st, "DELETE FROM jobs WHERE id = ?1 AND status = 'preparing'") == 0) {
         sqlite3_bind_int64(q, 1, id);
-        sched__step(q);
+        ed_store_step(q);
         sqlite3_finalize(q);
     }
     return err;
@@ -535,7 +535,7 @@ int sched_job_cancel(sched_job_info *out, sched *s, int64_t user_id, int64_t id)
         goto out;
     sqlite3_bind_int64(q, 1, id);
     sqlite3_bind_int64(q, 2, ed_now_ms());
-    rc = sched__step(q);
+    rc = ed_store_step(q);
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE) {
         err = ed_store_error(ed_store_db(s->st), rc, "cancel job");

@@ -98,7 +98,7 @@ int sched_kernel_submit(sched_job_info *out, sched *s, const sched_job_spec *spe
     /* informational: the row's kind (the entry is what the executor reads) */
     if (ed_store_prepare(&q, s->st, "UPDATE jobs SET kind = 'kernel' WHERE id = ?1") == 0) {
         sqlite3_bind_int64(q, 1, out->id);
-        sched__step(q);
+        ed_store_step(q);
         sqlite3_finalize(q);
     }
     return 0;

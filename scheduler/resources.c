@@ -301,7 +301,7 @@ int sched_resource_put(sched_resource *out, sched *s, const sched_resource *r)
     sqlite3_bind_int(q, 8, cur.simulated);
     sqlite3_bind_text(q, 9, cur.tiers, -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 10, ed_now_ms());
-    rc = sched__step(q);
+    rc = ed_store_step(q);
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE)
         return ed_store_error(ed_store_db(s->st), rc, "save resource");
@@ -355,7 +355,7 @@ int sched_allowance_set(sched *s, const char *tier, const char *resource, int64_
     sqlite3_bind_text(q, 1, tier, -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 2, resource, -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 3, free_ms_per_day);
-    rc = sched__step(q);
+    rc = ed_store_step(q);
     sqlite3_finalize(q);
     return rc == SQLITE_DONE ? 0 : ed_store_error(ed_store_db(s->st), rc, "save allowance");
 }
@@ -394,7 +394,7 @@ int sched_tier_put(sched *s, const char *name, const sched_tier_update *u)
     sqlite3_bind_int64(q, 8, u->overdraft_mcoins);
     sqlite3_bind_int64(q, 9, u->free_gpu_ms_per_day);
     sqlite3_bind_int64(q, 10, ed_now_ms());
-    rc = sched__step(q);
+    rc = ed_store_step(q);
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE)
         return ed_store_error(ed_store_db(s->st), rc, "update tier");

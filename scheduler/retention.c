@@ -145,7 +145,7 @@ int sched_tier_disk_set(sched *s, const char *tier, int64_t job_disk_bytes)
     sqlite3_bind_text(q, 1, tier, -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 2, job_disk_bytes);
     sqlite3_bind_int64(q, 3, ed_now_ms());
-    rc = sched__step(q);
+    rc = ed_store_step(q);
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE)
         return ed_store_error(ed_store_db(s->st), rc, "update tier disk");
@@ -182,7 +182,7 @@ int sched__disk_job_init(sched *s, int64_t id, const char *tier)
     if (ed_store_prepare(&q, s->st, "UPDATE jobs SET disk_limit_bytes = ?2 WHERE id = ?1") == 0) {
         sqlite3_bind_int64(q, 1, id);
         sqlite3_bind_int64(q, 2, limit);
-        sched__step(q);
+        ed_store_step(q);
         sqlite3_finalize(q);
     }
     return 0;
@@ -281,7 +281,7 @@ static void set_col(sched *s, const char *sql, int64_t id, int64_t v)
         return;
     sqlite3_bind_int64(q, 1, id);
     sqlite3_bind_int64(q, 2, v);
-    if (sched__step(q) != SQLITE_DONE)
+    if (ed_store_step(q) != SQLITE_DONE)
         ed_log_warn("sched.retention", "job %lld: %s", (long long)id, sqlite3_errmsg(ed_store_db(s->st)));
     sqlite3_finalize(q);
 }

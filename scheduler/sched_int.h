@@ -111,11 +111,6 @@ int64_t sched__hold_amount(const sched *s, int64_t price_all_units);
  * the build tree's kernel_runner/), or "" when there is none. */
 void sched__kernel_path(char *out, size_t n, const sched *s);
 
-/* sqlite3_step for a write outside an explicit transaction: a busy answer
- * (another writer, or a WAL snapshot gone stale, which SQLite's busy handler
- * does not wait for) resets and retries, up to about a second. */
-int sched__step(sqlite3_stmt *q);
-
 /* kernels.c: true on the thread while sched_kernel_submit queues a kernel
  * (jobs.c then accepts the entry SCHED_KERNEL_ENTRY, which callers of
  * sched_job_submit cannot use). */

@@ -50,19 +50,6 @@ void sched__log_notice(sched__running *r, const char *fmt, ...)
         ed_log_warn("sched.log", "job %lld: cannot write its log: %s", (long long)r->id, strerror(errno));
 }
 
-int sched__step(sqlite3_stmt *q)
-{
-    int rc;
-
-    for (int attempt = 0;; attempt++) {
-        rc = sqlite3_step(q);
-        if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 200)
-            return rc;
-        sqlite3_reset(q);
-        usleep(1000u * (unsigned)(1 + attempt % 8));
-    }
-}
-
 static int exec_sql_id(sched *s, const char *sql, int64_t id)
 {
     sqlite3_stmt *q = NULL;
@@ -71,7 +58,7 @@ static int exec_sql_id(sched *s, const char *sql, int64_t id)
     if ((err = ed_store_prepare(&q, s->st, sql)) < 0)
         return err;
     sqlite3_bind_int64(q, 1, id);
-    rc = sched__step(q);
+    rc = ed_store_step(q);
     sqlite3_finalize(q);
     return rc == SQLITE_DONE ? 0 : ed_store_error(ed_store_db(s->st), rc, "update job");
 }
@@ -235,7 +222,7 @@ static void meter_run(sched *s, sched__running *r, int64_t now)
             sqlite3_bind_int64(q, 3, r->prior_charged + charged - r->charged_base);
             if (r->warned_at)
                 sqlite3_bind_int64(q, 4, r->warned_at);
-            sched__step(q);
+            ed_store_step(q);
             sqlite3_finalize(q);
         }
     }
@@ -338,7 +325,7 @@ static void finish_run(sched *s, sched__running *r, const sched__outcome *o, int
         sqlite3_bind_int64(q, 7, o->peak_mem_bytes);
         sqlite3_bind_int64(q, 8, total);
         sqlite3_bind_int64(q, 9, r->seq);
-        if (sched__step(q) != SQLITE_DONE)
+        if (ed_store_step(q) != SQLITE_DONE)
             ed_log_error("sched.finish", "job %lld: %s", (long long)r->id, sqlite3_errmsg(ed_store_db(s->st)));
         sqlite3_finalize(q);
     }
@@ -362,7 +349,7 @@ static void fail_queued(sched *s, int64_t id, const char *reason)
         sqlite3_bind_int64(q, 1, id);
         sqlite3_bind_text(q, 2, reason, -1, SQLITE_STATIC);
         sqlite3_bind_int64(q, 3, ed_now_ms());
-        sched__step(q);
+        ed_store_step(q);
         sqlite3_finalize(q);
     }
 }
@@ -477,7 +464,7 @@ static int start_job(sched *s, int64_t id, const sched_resource *cls, size_t ncl
     if (r->hold_id)
         sqlite3_bind_int64(q, 3, r->hold_id);
     sqlite3_bind_text(q, 4, devs, -1, SQLITE_STATIC);
-    rc = sched__step(q);
+    rc = ed_store_step(q);
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE) {
         err = ed_store_error(ed_store_db(s->st), rc, "mark job running");
@@ -552,7 +539,7 @@ int sched_user_stop(int *out_n, sched *s, int64_t user_id, const char *reason)
     sqlite3_bind_int64(q, 1, user_id);
     sqlite3_bind_text(q, 2, reason, -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 3, now);
-    rc = sched__step(q);
+    rc = ed_store_step(q);
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE) {
         err = ed_store_error(ed_store_db(s->st), rc, "stop queued work");
