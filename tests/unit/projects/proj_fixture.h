@@ -146,6 +146,32 @@ __attribute__((unused)) static char *get(const char *id, const char *path, const
     return get_as(alice, id, path, version);
 }
 
+/* Fail unless `user` reads exactly `want` from `path` (in `version`;
+ * NULL: the working tree). */
+__attribute__((unused)) static void file_is_as(int64_t user, const char *id, const char *path, const char *version,
+                                               const char *want)
+{
+    char *got = get_as(user, id, path, version);
+    ck_assert_msg(strcmp(got, want) == 0, "%s%s%s: \"%s\", want \"%s\"", path, version ? " in " : "",
+                  version ? version : "", got, want);
+    free(got);
+}
+
+/* The same as alice. */
+__attribute__((unused)) static void file_is(const char *id, const char *path, const char *version, const char *want)
+{
+    file_is_as(alice, id, path, version, want);
+}
+
+/* Whether version `v` holds `path` in git. */
+__attribute__((unused)) static bool has_file(const proj_version *v, const char *path)
+{
+    for (size_t i = 0; i < v->nfiles; i++)
+        if (strcmp(v->files[i], path) == 0)
+            return true;
+    return false;
+}
+
 /* Whether ROOTDIR/<id>/<rel> exists (a link counts, not followed). */
 __attribute__((unused)) static bool exists_in(const char *id, const char *rel)
 {

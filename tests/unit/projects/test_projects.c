@@ -186,7 +186,6 @@ START_TEST(files_write_read_list_delete_nested)
     proj_file *f = NULL;
     proj_file_list *l = NULL;
     bool created = false;
-    char *s;
 
     ck_assert_int_eq(proj_file_write(&f, &created, root, alice, p->id, "src/lib/util.py", "x=1\n", 4), 0);
     ck_assert(created);
@@ -199,9 +198,7 @@ START_TEST(files_write_read_list_delete_nested)
     put(p->id, "README.md", "# hi\n");
     ck_assert_int_eq(proj_file_write(NULL, NULL, root, alice, p->id, "empty", NULL, 0), 0);
 
-    s = get(p->id, "src/lib/util.py", NULL);
-    ck_assert_str_eq(s, "x=22\n");
-    free(s);
+    file_is(p->id, "src/lib/util.py", NULL, "x=22\n");
 
     ck_assert_int_eq(proj_files_list(&l, root, alice, p->id), 0);
     ck_assert_uint_eq(l->count, 3);
@@ -362,15 +359,13 @@ END_TEST
 START_TEST(notebook_valid_ones_are_written)
 {
     proj *p = make(alice, "nb", PROJ_PRIVATE);
-    char *minimal = q(MINIMAL_NB), *all = q(ALL_OUTPUTS_NB), *s;
+    char *minimal = q(MINIMAL_NB), *all = q(ALL_OUTPUTS_NB);
 
     ck_assert_msg(proj_nb_validate(minimal, strlen(minimal)) == 0, "%s", ed_error_last());
     ck_assert_msg(proj_nb_validate(all, strlen(all)) == 0, "%s", ed_error_last());
     put(p->id, "train.ipynb", minimal);
     put(p->id, "nb/all.ipynb", all);
-    s = get(p->id, "nb/all.ipynb", NULL);
-    ck_assert_str_eq(s, all);
-    free(s);
+    file_is(p->id, "nb/all.ipynb", NULL, all);
     /* not a notebook name: not validated */
     put(p->id, "notes.json", "not json at all");
     free(minimal);
@@ -432,12 +427,10 @@ START_TEST(notebook_each_refusal_names_the_field_and_writes_nothing)
     }
     /* a refused overwrite keeps the old notebook */
     {
-        char *good = q(MINIMAL_NB), *s;
+        char *good = q(MINIMAL_NB);
         put(p->id, "keep.ipynb", good);
         ck_assert_int_eq(proj_file_write(NULL, NULL, root, alice, p->id, "keep.ipynb", "{}", 2), ED_EUNPROC);
-        s = get(p->id, "keep.ipynb", NULL);
-        ck_assert_str_eq(s, good);
-        free(s);
+        file_is(p->id, "keep.ipynb", NULL, good);
         free(good);
     }
     proj_free(p);
@@ -446,20 +439,11 @@ END_TEST
 
 /* ---- versions ------------------------------------------------------------------- */
 
-static bool has_file(const proj_version *v, const char *path)
-{
-    for (size_t i = 0; i < v->nfiles; i++)
-        if (strcmp(v->files[i], path) == 0)
-            return true;
-    return false;
-}
-
 START_TEST(versions_create_list_read_and_restore_with_autosave)
 {
     proj *p = make(alice, "ver", PROJ_PRIVATE);
     proj_version *v1 = NULL, *v2 = NULL, *restored = NULL, *autosave = NULL;
     proj_version_page *l = NULL;
-    char *s;
 
     ck_assert_msg(proj_version_list(&l, root, alice, p->id, 50, NULL) == 0, "%s", ed_error_last());
     ck_assert_uint_eq(l->count, 0);     /* a new project has no versions */
@@ -516,15 +500,11 @@ START_TEST(versions_create_list_read_and_restore_with_autosave)
     proj_version_page_free(l);
 
     /* reading at a version, by full id and by prefix */
-    s = get(p->id, "a.txt", v1->id);
-    ck_assert_str_eq(s, "one");
-    free(s);
+    file_is(p->id, "a.txt", v1->id, "one");
     {
         char prefix[8];
         snprintf(prefix, sizeof(prefix), "%.7s", v1->id);
-        s = get(p->id, "dir/gone.txt", prefix);
-        ck_assert_str_eq(s, "bye");
-        free(s);
+        file_is(p->id, "dir/gone.txt", prefix, "bye");
     }
     {
         char *buf = NULL;
@@ -546,16 +526,10 @@ START_TEST(versions_create_list_read_and_restore_with_autosave)
         snprintf(want, sizeof(want), "Autosave before restoring %.7s", v1->id);
         ck_assert_str_eq(autosave->message, want);
     }
-    s = get(p->id, "a.txt", NULL);
-    ck_assert_str_eq(s, "one");
-    free(s);
-    s = get(p->id, "dir/gone.txt", NULL);
-    ck_assert_str_eq(s, "bye");
-    free(s);
+    file_is(p->id, "a.txt", NULL, "one");
+    file_is(p->id, "dir/gone.txt", NULL, "bye");
     ck_assert(!exists_in(p->id, "b.txt"));
-    s = get(p->id, "a.txt", autosave->id);     /* nothing was lost */
-    ck_assert_str_eq(s, "three (unsaved)");
-    free(s);
+    file_is(p->id, "a.txt", autosave->id, "three (unsaved)");     /* nothing was lost */
     ck_assert_int_eq(proj_version_list(&l, root, alice, p->id, 50, NULL), 0);
     ck_assert_uint_eq(l->count, 4);
     ck_assert_str_eq(l->items[0]->id, autosave->id);
@@ -572,9 +546,7 @@ START_TEST(versions_create_list_read_and_restore_with_autosave)
     restored = autosave = NULL;
     ck_assert_int_eq(proj_version_restore(&restored, &autosave, root, alice, p->id, v2->id, PROJ_RESTORE_EXACT), 0);
     ck_assert_ptr_null(autosave);      /* HEAD equals the tree: nothing to save */
-    s = get(p->id, "b.txt", NULL);
-    ck_assert_str_eq(s, "new");
-    free(s);
+    file_is(p->id, "b.txt", NULL, "new");
     proj_version_free(restored);
 
     proj_version_free(v1);
@@ -634,7 +606,7 @@ START_TEST(fork_shares_history)
     proj *fork = NULL, *own = NULL;
     proj_version *v1 = NULL, *v2 = NULL;
     proj_version_page *l = NULL;
-    char h1[41], h2[41], *s, *buf = NULL;
+    char h1[41], h2[41], *buf = NULL;
     size_t len;
 
     git_libgit2_init();
@@ -673,9 +645,7 @@ START_TEST(fork_shares_history)
     free(buf);
     ck_assert_int_eq(proj_file_read(&buf, &len, root, alice, fork->id, "a.txt", NULL), ED_ENOTFOUND);
     ck_assert_int_eq(proj_file_write(NULL, NULL, root, bob, fork->id, "a.txt", "bob's", 5), 0);
-    s = get(pub->id, "a.txt", NULL);     /* the source is untouched */
-    ck_assert_str_eq(s, "two");
-    free(s);
+    file_is(pub->id, "a.txt", NULL, "two");     /* the source is untouched */
 
     /* private projects: only their owner can fork */
     ck_assert_int_eq(proj_fork(&own, root, bob, priv->id), ED_ENOTFOUND);
@@ -822,33 +792,19 @@ START_TEST(root_open_sweeps_interrupted_creates_and_deletes)
 }
 END_TEST
 
-static Suite *projects_suite(void)
-{
-    Suite *s = suite_create("projects");
-    TCase *t = tcase_create("projects");
-
-    tcase_add_checked_fixture(t, proj_fixture_setup, proj_fixture_close);
-    tcase_add_test(t, create_get_list_respect_visibility);
-    tcase_add_test(t, create_refuses_bad_input_and_leaves_nothing);
-    tcase_add_test(t, update_is_for_the_owner_only);
-    tcase_add_test(t, delete_removes_directory_and_row);
-    tcase_add_test(t, files_write_read_list_delete_nested);
-    tcase_add_test(t, files_follow_project_visibility);
-    tcase_add_test(t, path_safety_refuses_every_bad_form);
-    tcase_add_test(t, symlinks_in_the_tree_are_never_followed);
-    tcase_add_test(t, notebook_valid_ones_are_written);
-    tcase_add_test(t, notebook_each_refusal_names_the_field_and_writes_nothing);
-    tcase_add_test(t, versions_create_list_read_and_restore_with_autosave);
-    tcase_add_test(t, versions_refuse_bad_input_and_non_owners);
-    tcase_add_test(t, fork_shares_history);
-    tcase_add_test(t, storage_limit_refuses_writes_and_forks_over_it);
-    tcase_add_test(t, concurrent_writes_and_versions_stay_consistent);
-    tcase_add_test(t, root_open_sweeps_interrupted_creates_and_deletes);
-    suite_add_tcase(s, t);
-    return s;
-}
-
 int main(void)
 {
-    return unit_run(projects_suite());
+    const TTest *tests[] = {create_get_list_respect_visibility, create_refuses_bad_input_and_leaves_nothing,
+                            update_is_for_the_owner_only, delete_removes_directory_and_row,
+                            files_write_read_list_delete_nested, files_follow_project_visibility,
+                            path_safety_refuses_every_bad_form, symlinks_in_the_tree_are_never_followed,
+                            notebook_valid_ones_are_written,
+                            notebook_each_refusal_names_the_field_and_writes_nothing,
+                            versions_create_list_read_and_restore_with_autosave,
+                            versions_refuse_bad_input_and_non_owners, fork_shares_history,
+                            storage_limit_refuses_writes_and_forks_over_it,
+                            concurrent_writes_and_versions_stay_consistent,
+                            root_open_sweeps_interrupted_creates_and_deletes, NULL};
+
+    return unit_tests_run("projects", 0, proj_fixture_setup, proj_fixture_close, tests);
 }

@@ -43,9 +43,7 @@ START_TEST(etag_is_sha256_and_if_match_swaps)
     ck_assert_int_eq(proj_file_write_if(NULL, NULL, root, alice, p->id, "a.txt", "three", 5, etag),
                      ED_EPRECOND);
     ck_assert_ptr_nonnull(strstr(ed_error_last(), want));   /* names the current ETag */
-    buf = get(p->id, "a.txt", NULL);
-    ck_assert_str_eq(buf, "two");
-    free(buf);
+    file_is(p->id, "a.txt", NULL, "two");
     /* garbage, "*" and a missing file */
     ck_assert_int_eq(proj_file_write_if(NULL, NULL, root, alice, p->id, "a.txt", "z", 1, "W/\"abc\""),
                      ED_EPRECOND);
@@ -215,14 +213,6 @@ static const proj_large_file *large_of(const proj_version *v, const char *path)
     return NULL;
 }
 
-static bool tracked(const proj_version *v, const char *path)
-{
-    for (size_t i = 0; i < v->nfiles; i++)
-        if (strcmp(v->files[i], path) == 0)
-            return true;
-    return false;
-}
-
 START_TEST(eddyignore_patterns_follow_gitignore)
 {
     proj *p = make(alice, "ign", PROJ_PRIVATE);
@@ -266,11 +256,11 @@ START_TEST(eddyignore_patterns_follow_gitignore)
         put(p->id, out[i], "out");
     ck_assert_msg(proj_version_create(&v, root, alice, p->id, "ignores") == 0, "%s", ed_error_last());
     for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
-        ck_assert_msg(tracked(v, in[i]) && !large_of(v, in[i]), "%s should be versioned", in[i]);
+        ck_assert_msg(has_file(v, in[i]) && !large_of(v, in[i]), "%s should be versioned", in[i]);
     for (size_t i = 0; i < sizeof(out) / sizeof(out[0]); i++) {
         const proj_large_file *lf = large_of(v, out[i]);
         char want[65];
-        ck_assert_msg(!tracked(v, out[i]) && lf, "%s should be kept out", out[i]);
+        ck_assert_msg(!has_file(v, out[i]) && lf, "%s should be kept out", out[i]);
         ck_assert(lf->ignored);
         ck_assert_int_eq(lf->size, 3);
         ed_sha256_hex(want, "out", 3);
@@ -302,7 +292,7 @@ START_TEST(large_files_stay_out_with_a_correct_manifest)
     put(p->id, "small.bin", "0123456789");
     ck_assert_msg(proj_version_create(&v1, root, alice, p->id, "default threshold") == 0, "%s",
                   ed_error_last());
-    ck_assert(tracked(v1, "train.py") && tracked(v1, "small.bin") && !tracked(v1, "model/w.bin"));
+    ck_assert(has_file(v1, "train.py") && has_file(v1, "small.bin") && !has_file(v1, "model/w.bin"));
     ck_assert_uint_eq(v1->nlarge, 1);
     ck_assert_str_eq(v1->large_files[0].path, "model/w.bin");
     ck_assert_int_eq(v1->large_files[0].size, (int64_t)n);
@@ -323,7 +313,7 @@ START_TEST(large_files_stay_out_with_a_correct_manifest)
     /* a tracked file that becomes large (lower threshold) leaves the tree */
     proj_root_set_large_file_bytes(root, 5);
     ck_assert_int_eq(proj_version_create(&v2, root, alice, p->id, "tiny threshold"), 0);
-    ck_assert(tracked(v2, "train.py") == false && tracked(v2, "small.bin") == false);
+    ck_assert(has_file(v2, "train.py") == false && has_file(v2, "small.bin") == false);
     ck_assert_ptr_nonnull(large_of(v2, "small.bin"));
     ck_assert_ptr_nonnull(large_of(v2, "train.py"));
     ck_assert(exists_in(p->id, "small.bin"));
@@ -339,19 +329,16 @@ START_TEST(files_ignored_later_leave_the_next_version)
 {
     proj *p = make(alice, "later", PROJ_PRIVATE);
     proj_version *v1 = NULL, *v2 = NULL;
-    char *s;
 
     put(p->id, "out/result.csv", "1,2\n");
     put(p->id, "main.py", "x\n");
     ck_assert_int_eq(proj_version_create(&v1, root, alice, p->id, "all in"), 0);
-    ck_assert(tracked(v1, "out/result.csv"));
+    ck_assert(has_file(v1, "out/result.csv"));
     put(p->id, ".eddyignore", "out/\n");
     ck_assert_int_eq(proj_version_create(&v2, root, alice, p->id, "out ignored"), 0);
-    ck_assert(!tracked(v2, "out/result.csv") && tracked(v2, ".eddyignore"));
+    ck_assert(!has_file(v2, "out/result.csv") && has_file(v2, ".eddyignore"));
     ck_assert_ptr_nonnull(large_of(v2, "out/result.csv"));
-    s = get(p->id, "out/result.csv", v1->id);   /* history keeps it */
-    ck_assert_str_eq(s, "1,2\n");
-    free(s);
+    file_is(p->id, "out/result.csv", v1->id, "1,2\n");   /* history keeps it */
     proj_version_free(v1);
     proj_version_free(v2);
     proj_free(p);
@@ -427,9 +414,9 @@ START_TEST(versions_and_restores_never_follow_links_in_the_tree)
     proj_root_set_large_file_bytes(root, 4);
     ck_assert_msg(proj_version_create(&v2, root, alice, p->id, "v2") == 0, "%s", ed_error_last());
     /* nothing behind a link is read: not versioned, not hashed */
-    ck_assert(!tracked(v2, "out/secret.bin") && !large_of(v2, "out/secret.bin"));
-    ck_assert(!tracked(v2, "model.bin") && !large_of(v2, "model.bin"));
-    ck_assert(!tracked(v2, ".eddyignore"));
+    ck_assert(!has_file(v2, "out/secret.bin") && !large_of(v2, "out/secret.bin"));
+    ck_assert(!has_file(v2, "model.bin") && !large_of(v2, "model.bin"));
+    ck_assert(!has_file(v2, ".eddyignore"));
     /* a restore refuses to write through the link, outside stays as it was */
     ck_assert_int_eq(proj_version_restore(NULL, NULL, root, alice, p->id, v1->id,
                                           PROJ_RESTORE_KEEP_UNTRACKED), ED_ECONFLICT);
@@ -447,41 +434,41 @@ END_TEST
 
 /* ---- restore modes ------------------------------------------------------------ */
 
+/* Work after version v1 (whose .eddyignore has *.tmp, with the large-file
+ * threshold at 100 bytes): a.txt rewritten, `made` new, scratch.tmp
+ * (ignored) and big.bin (200 bytes: large). */
+static void later_work(const char *id, const char *made)
+{
+    char big[200];
+
+    put(id, "a.txt", "later a");
+    put(id, made, "made after v1");
+    put(id, "scratch.tmp", "ignored");
+    memset(big, 'B', sizeof(big));
+    ck_assert_int_eq(proj_file_write(NULL, NULL, root, alice, id, "big.bin", big, sizeof(big)), 0);
+}
+
 START_TEST(restore_keep_untracked_never_deletes)
 {
     proj *p = make(alice, "keep", PROJ_PRIVATE);
     proj_version *v1 = NULL, *restored = NULL, *autosave = NULL;
-    char *s;
 
     proj_root_set_large_file_bytes(root, 100);
     put(p->id, "a.txt", "v1 a");
     put(p->id, "dir/b.txt", "v1 b");
     put(p->id, ".eddyignore", "*.tmp\n");
     ck_assert_int_eq(proj_version_create(&v1, root, alice, p->id, "v1"), 0);
-    put(p->id, "a.txt", "later a");
-    put(p->id, "new.txt", "made after v1");
-    put(p->id, "scratch.tmp", "ignored");
-    {
-        char big[200];
-        memset(big, 'B', sizeof(big));
-        ck_assert_int_eq(proj_file_write(NULL, NULL, root, alice, p->id, "big.bin", big, sizeof(big)), 0);
-    }
+    later_work(p->id, "new.txt");
     ck_assert_int_eq(proj_file_delete(root, alice, p->id, "dir/b.txt"), 0);
     ck_assert_msg(proj_version_restore(&restored, &autosave, root, alice, p->id, v1->id,
                                        PROJ_RESTORE_KEEP_UNTRACKED) == 0, "%s", ed_error_last());
     ck_assert_ptr_nonnull(autosave);
-    s = get(p->id, "a.txt", NULL);
-    ck_assert_str_eq(s, "v1 a");
-    free(s);
-    s = get(p->id, "dir/b.txt", NULL);
-    ck_assert_str_eq(s, "v1 b");
-    free(s);
+    file_is(p->id, "a.txt", NULL, "v1 a");
+    file_is(p->id, "dir/b.txt", NULL, "v1 b");
     ck_assert(exists_in(p->id, "new.txt") && exists_in(p->id, "scratch.tmp") &&
               exists_in(p->id, "big.bin"));
     /* the autosave holds the later work, and lists what it kept out */
-    s = get(p->id, "a.txt", autosave->id);
-    ck_assert_str_eq(s, "later a");
-    free(s);
+    file_is(p->id, "a.txt", autosave->id, "later a");
     ck_assert_ptr_nonnull(large_of(autosave, "big.bin"));
     ck_assert_ptr_nonnull(large_of(autosave, "scratch.tmp"));
     ck_assert_int_eq(proj_version_restore(NULL, NULL, root, alice, p->id, v1->id, 7), ED_EINVAL);
@@ -505,34 +492,22 @@ START_TEST(restore_exact_removes_only_what_a_version_holds)
 {
     proj *p = make(alice, "exact", PROJ_PRIVATE);
     proj_version *v1 = NULL, *autosave = NULL;
-    char *s;
 
     proj_root_set_large_file_bytes(root, 100);
     put(p->id, "a.txt", "v1 a");
     put(p->id, ".eddyignore", "*.tmp\ncache/\n");
     ck_assert_int_eq(proj_version_create(&v1, root, alice, p->id, "v1"), 0);
-    put(p->id, "a.txt", "later a");
-    put(p->id, "new/deep/file.txt", "made after v1");
-    put(p->id, "scratch.tmp", "ignored");
+    later_work(p->id, "new/deep/file.txt");
     put(p->id, "cache/c.dat", "ignored dir");
-    {
-        char big[200];
-        memset(big, 'B', sizeof(big));
-        ck_assert_int_eq(proj_file_write(NULL, NULL, root, alice, p->id, "big.bin", big, sizeof(big)), 0);
-    }
     ck_assert_msg(proj_version_restore(NULL, &autosave, root, alice, p->id, v1->id,
                                        PROJ_RESTORE_EXACT) == 0, "%s", ed_error_last());
     ck_assert_ptr_nonnull(autosave);
-    s = get(p->id, "a.txt", NULL);
-    ck_assert_str_eq(s, "v1 a");
-    free(s);
+    file_is(p->id, "a.txt", NULL, "v1 a");
     ck_assert(!exists_in(p->id, "new/deep/file.txt"));
     ck_assert(!exists_in(p->id, "new"));                 /* emptied directories go */
     ck_assert(exists_in(p->id, "scratch.tmp") && exists_in(p->id, "cache/c.dat") &&
               exists_in(p->id, "big.bin"));              /* no version can hold these */
-    s = get(p->id, "new/deep/file.txt", autosave->id);    /* what went is in the autosave */
-    ck_assert_str_eq(s, "made after v1");
-    free(s);
+    file_is(p->id, "new/deep/file.txt", autosave->id, "made after v1");    /* what went is in the autosave */
     proj_root_set_large_file_bytes(root, 0);
     proj_version_free(v1);
     proj_version_free(autosave);
@@ -555,41 +530,23 @@ START_TEST(restore_refuses_a_directory_where_a_file_goes)
     /* exact removes the directory's files (autosaved) and writes the file */
     ck_assert_msg(proj_version_restore(NULL, NULL, root, alice, p->id, v1->id,
                                        PROJ_RESTORE_EXACT) == 0, "%s", ed_error_last());
-    {
-        char *s = get(p->id, "out", NULL);
-        ck_assert_str_eq(s, "a file in v1");
-        free(s);
-    }
+    file_is(p->id, "out", NULL, "a file in v1");
     proj_version_free(v1);
     proj_free(p);
 }
 END_TEST
 
 
-static Suite *workspace_suite(void)
-{
-    Suite *s = suite_create("projects_workspace");
-    TCase *t = tcase_create("workspace");
-
-    tcase_set_timeout(t, 120);
-    tcase_add_checked_fixture(t, proj_fixture_setup, proj_fixture_close);
-    tcase_add_test(t, etag_is_sha256_and_if_match_swaps);
-    tcase_add_test(t, two_writers_with_one_etag_exactly_one_wins);
-    tcase_add_test(t, write_fd_streams_a_file_and_keeps_the_rules);
-    tcase_add_test(t, write_fd_respects_the_storage_limit);
-    tcase_add_test(t, eddyignore_patterns_follow_gitignore);
-    tcase_add_test(t, large_files_stay_out_with_a_correct_manifest);
-    tcase_add_test(t, files_ignored_later_leave_the_next_version);
-    tcase_add_test(t, manifest_hash_is_reused_only_for_an_unchanged_file);
-    tcase_add_test(t, versions_and_restores_never_follow_links_in_the_tree);
-    tcase_add_test(t, restore_keep_untracked_never_deletes);
-    tcase_add_test(t, restore_exact_removes_only_what_a_version_holds);
-    tcase_add_test(t, restore_refuses_a_directory_where_a_file_goes);
-    suite_add_tcase(s, t);
-    return s;
-}
-
 int main(void)
 {
-    return unit_run(workspace_suite());
+    const TTest *tests[] = {etag_is_sha256_and_if_match_swaps, two_writers_with_one_etag_exactly_one_wins,
+                            write_fd_streams_a_file_and_keeps_the_rules, write_fd_respects_the_storage_limit,
+                            eddyignore_patterns_follow_gitignore, large_files_stay_out_with_a_correct_manifest,
+                            files_ignored_later_leave_the_next_version,
+                            manifest_hash_is_reused_only_for_an_unchanged_file,
+                            versions_and_restores_never_follow_links_in_the_tree,
+                            restore_keep_untracked_never_deletes, restore_exact_removes_only_what_a_version_holds,
+                            restore_refuses_a_directory_where_a_file_goes, NULL};
+
+    return unit_tests_run("projects_workspace", 120, proj_fixture_setup, proj_fixture_close, tests);
 }

@@ -68,6 +68,15 @@ static void tree_of(char out[400], const char *id)
     snprintf(out, 400, "%s/%s", rootdir, id);
 }
 
+/* DIR: the tree of project `id`, a mount of its own unless the mechanism is
+ * project quotas (one filesystem for all trees). */
+static void tree_is_made(char dir[400], const char *id)
+{
+    tree_of(dir, id);
+    if (disk.mech != SBX_DISK_PRJQUOTA)
+        ck_assert_msg(is_mount(dir), "%s is not a tree's mount", dir);
+}
+
 static int64_t count(const char *sql)
 {
     sqlite3_stmt *s = NULL;
@@ -130,17 +139,13 @@ static int64_t write_as_nobody(const char *dir, const char *file, int64_t want, 
 START_TEST(create_makes_a_tree_with_the_tier_limit)
 {
     proj *p = make(alice, "limited", PROJ_PRIVATE), *q = make(bob, "unlimited", PROJ_PRIVATE);
-    char dir[400], *s;
+    char dir[400];
     int64_t n;
     int e;
 
-    tree_of(dir, p->id);
-    if (disk.mech != SBX_DISK_PRJQUOTA)
-        ck_assert_msg(is_mount(dir), "%s is not a tree's mount", dir);
+    tree_is_made(dir, p->id);
     put_as(alice, p->id, "a.txt", "hello");
-    s = get_as(alice, p->id, "a.txt", NULL);
-    ck_assert_str_eq(s, "hello");
-    free(s);
+    file_is_as(alice, p->id, "a.txt", NULL, "hello");
     /* an unprivileged writer (a kernel) stops at the limit with ENOSPC/EDQUOT */
     n = write_as_nobody(dir, "big.bin", 64 * MIB, &e);
     ck_assert_msg(e == ENOSPC || e == EDQUOT, "wrote %lld bytes, errno %d", (long long)n, e);
@@ -212,9 +217,7 @@ START_TEST(crashed_create_and_delete_are_swept_at_start)
     ck_assert_int_eq(ed_store_exec(st, "DELETE FROM projects"), 0);
     /* a create that crashed before its commit: a tree, no row */
     ck_assert_int_eq(proj__ws_prepare(root, alice, "pAAAAAAAAAAAA", &disk_id), 0);
-    tree_of(dir, "pAAAAAAAAAAAA");
-    if (disk.mech != SBX_DISK_PRJQUOTA)
-        ck_assert(is_mount(dir));
+    tree_is_made(dir, "pAAAAAAAAAAAA");
     /* the next start */
     proj_root_free(root);
     open_root();
@@ -227,7 +230,7 @@ START_TEST(fork_is_all_or_nothing_with_its_tree)
 {
     proj *p = make(bob, "source", PROJ_PRIVATE), *f = NULL;
     proj_version *v = NULL;
-    char dir[400], *s;
+    char dir[400];
 
     ck_assert_int_eq(proj_update(NULL, root, bob, p->id, &(proj_changes){NULL, NULL, PROJ_PUBLIC}), 0);
     ck_assert_msg(proj_file_write(NULL, NULL, root, bob, p->id, "train.py", "print(1)\n", 9) == 0, "%s",
@@ -244,12 +247,8 @@ START_TEST(fork_is_all_or_nothing_with_its_tree)
     ck_assert_int_eq(ed_store_exec(st, "DROP TRIGGER no_forks"), 0);
     /* alice's fork is a tree with alice's limit, bob's source is not */
     ck_assert_msg(proj_fork(&f, root, alice, p->id) == 0, "%s", ed_error_last());
-    tree_of(dir, f->id);
-    if (disk.mech != SBX_DISK_PRJQUOTA)
-        ck_assert(is_mount(dir));
-    s = get_as(alice, f->id, "train.py", NULL);
-    ck_assert_str_eq(s, "print(1)\n");
-    free(s);
+    tree_is_made(dir, f->id);
+    file_is_as(alice, f->id, "train.py", NULL, "print(1)\n");
     ck_assert_int_eq(count("SELECT limit_bytes FROM workspaces w JOIN projects p ON p.id = w.project_id"
                            " WHERE p.forked_from IS NOT NULL"), 32 * MIB);
     proj_free(f);
@@ -260,7 +259,7 @@ END_TEST
 START_TEST(trees_come_back_after_a_restart)
 {
     proj *p = make(alice, "persistent", PROJ_PRIVATE);
-    char dir[400], *s;
+    char dir[400];
 
     put_as(alice, p->id, "notes/a.txt", "kept across restarts");
     /* the server stops: every mount goes */
@@ -272,9 +271,7 @@ START_TEST(trees_come_back_after_a_restart)
         ck_assert_int_eq(entries(dir), 0);
     }
     open_root();
-    s = get_as(alice, p->id, "notes/a.txt", NULL);   /* attached at first use */
-    ck_assert_str_eq(s, "kept across restarts");
-    free(s);
+    file_is_as(alice, p->id, "notes/a.txt", NULL, "kept across restarts");   /* attached at first use */
     if (disk.mech != SBX_DISK_PRJQUOTA)
         ck_assert(is_mount(dir));
     proj_free(p);
@@ -288,7 +285,7 @@ START_TEST(plain_projects_are_converted_losslessly)
     proj *p = make(bob, "old", PROJ_PRIVATE);   /* pro: no limit, a plain directory */
     proj_version *v = NULL;
     proj_version_page *pg = NULL;
-    char dir[400], *s;
+    char dir[400];
 
     ck_assert_int_eq(ed_store_exec(st, "UPDATE users SET tier = 'free' WHERE username = 'alice'"), 0);
     put_as(bob, p->id, "data/a.txt", "alpha");
@@ -299,15 +296,9 @@ START_TEST(plain_projects_are_converted_losslessly)
     /* bob moves to a limited tier */
     ck_assert_int_eq(ed_store_exec(st, "UPDATE users SET tier = 'free' WHERE username = 'bob'"), 0);
     ck_assert_int_eq(proj_workspace_sync(root, bob, NULL), 1);
-    tree_of(dir, p->id);
-    if (disk.mech != SBX_DISK_PRJQUOTA)
-        ck_assert(is_mount(dir));
-    s = get_as(bob, p->id, "data/a.txt", NULL);
-    ck_assert_str_eq(s, "alpha");
-    free(s);
-    s = get_as(bob, p->id, "data/b.txt", NULL);
-    ck_assert_str_eq(s, "uncommitted");
-    free(s);
+    tree_is_made(dir, p->id);
+    file_is_as(bob, p->id, "data/a.txt", NULL, "alpha");
+    file_is_as(bob, p->id, "data/b.txt", NULL, "uncommitted");
     ck_assert_int_eq(proj_version_list(&pg, root, bob, p->id, 10, NULL), 0);
     ck_assert_int_eq(pg->count, 1);
     proj_version_page_free(pg);
@@ -322,7 +313,7 @@ END_TEST
 START_TEST(an_interrupted_conversion_resumes)
 {
     proj *p = make(bob, "cut", PROJ_PRIVATE);
-    char dir[400], conv[400], junk[500], *s;
+    char dir[400], conv[400], junk[500];
     FILE *f;
 
     put_as(bob, p->id, "model.txt", "weights");
@@ -341,9 +332,7 @@ START_TEST(an_interrupted_conversion_resumes)
     ck_assert_int_eq(ed_store_exec(st, "UPDATE users SET tier = 'free' WHERE username = 'bob'"), 0);
     open_root();   /* .conv- is not swept away */
     ck_assert_int_eq(access(conv, F_OK), 0);
-    s = get_as(bob, p->id, "model.txt", NULL);
-    ck_assert_str_eq(s, "weights");
-    free(s);
+    file_is_as(bob, p->id, "model.txt", NULL, "weights");
     ck_assert_int_ne(access(conv, F_OK), 0);
     ck_assert_int_eq(count("SELECT limit_bytes FROM workspaces"), 32 * MIB);
     proj_free(p);
@@ -354,7 +343,7 @@ END_TEST
 START_TEST(a_project_over_the_limit_stays_plain)
 {
     proj *p = make(bob, "huge", PROJ_PRIVATE);
-    char dir[400], file[500], *s;
+    char dir[400], file[500];
     int fd;
 
     tree_of(dir, p->id);
@@ -374,9 +363,7 @@ START_TEST(a_project_over_the_limit_stays_plain)
     if (disk.mech != SBX_DISK_PRJQUOTA && geteuid() != 0) {
         ck_assert(!is_mount(dir));
     }
-    s = get_as(bob, p->id, "small.txt", NULL);
-    ck_assert_str_eq(s, "small");
-    free(s);
+    file_is_as(bob, p->id, "small.txt", NULL, "small");
     {
         struct stat sb;
         ck_assert_int_eq(stat(file, &sb), 0);
@@ -489,8 +476,12 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("ws_quota");
-    TCase *tc = tcase_create("ws_quota");
+    const TTest *tests[] = {create_makes_a_tree_with_the_tier_limit, create_is_all_or_nothing,
+                            delete_removes_the_tree, crashed_create_and_delete_are_swept_at_start,
+                            fork_is_all_or_nothing_with_its_tree, trees_come_back_after_a_restart,
+                            plain_projects_are_converted_losslessly, an_interrupted_conversion_resumes,
+                            a_project_over_the_limit_stays_plain, no_mechanism_fails_closed,
+                            a_tier_change_changes_the_trees_limits, bench_attach, NULL};
     sbx_disk probe;
     char dir[] = "/tmp/eddy-wsq-probe-XXXXXX";
 
@@ -504,20 +495,5 @@ int main(void)
         return 77;
     }
     rmdir(dir);
-    tcase_add_checked_fixture(tc, setup, proj_fixture_close);
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, create_makes_a_tree_with_the_tier_limit);
-    tcase_add_test(tc, create_is_all_or_nothing);
-    tcase_add_test(tc, delete_removes_the_tree);
-    tcase_add_test(tc, crashed_create_and_delete_are_swept_at_start);
-    tcase_add_test(tc, fork_is_all_or_nothing_with_its_tree);
-    tcase_add_test(tc, trees_come_back_after_a_restart);
-    tcase_add_test(tc, plain_projects_are_converted_losslessly);
-    tcase_add_test(tc, an_interrupted_conversion_resumes);
-    tcase_add_test(tc, a_project_over_the_limit_stays_plain);
-    tcase_add_test(tc, no_mechanism_fails_closed);
-    tcase_add_test(tc, a_tier_change_changes_the_trees_limits);
-    tcase_add_test(tc, bench_attach);
-    suite_add_tcase(s, tc);
-    return unit_run(s);
+    return unit_tests_run("ws_quota", 300, setup, proj_fixture_close, tests);
 }

@@ -32,6 +32,28 @@ __attribute__((unused)) static int unit_run(Suite *s)
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+/* A suite and one test case, both named `name`, with the tests of `tests`
+ * (as START_TEST names them, NULL-terminated), each limited to `timeout_s`
+ * (0: Check's default, CK_DEFAULT_TIMEOUT) and, when `setup` or `teardown`
+ * is not NULL, run between them as a checked fixture; then as unit_run().
+ *     const TTest *tests[] = {hold_rejects_negative_amount, ..., NULL};
+ *     return unit_tests_run("quota", 0, setup, teardown, tests); */
+__attribute__((unused)) static int unit_tests_run(const char *name, double timeout_s, SFun setup, SFun teardown,
+                                                  const TTest *const *tests)
+{
+    Suite *s = suite_create(name);
+    TCase *tc = tcase_create(name);
+
+    if (setup || teardown)
+        tcase_add_checked_fixture(tc, setup, teardown);
+    if (timeout_s > 0)
+        tcase_set_timeout(tc, timeout_s);
+    for (; *tests; tests++)
+        tcase_add_test(tc, *tests);
+    suite_add_tcase(s, tc);
+    return unit_run(s);
+}
+
 /* The first number that shell command `cmd` prints; -1 when it prints none. */
 __attribute__((unused)) static int unit_popen_int(const char *cmd)
 {
