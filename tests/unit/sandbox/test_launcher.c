@@ -113,6 +113,17 @@ static void use_launcher(void)
     csock = -1;
 }
 
+/* start_as(`server`), the launcher in use, and a slot claimed through it. */
+static sbx_slot *started(uid_t server)
+{
+    sbx_slot *slot = NULL;
+
+    start_as(server);
+    use_launcher();
+    ck_assert_int_eq(sbx_slot_claim(&slot, "/ignored", 1, 1), 0);
+    return slot;
+}
+
 /* Close our end; the launcher's exit status. */
 static int stop(void)
 {
@@ -281,15 +292,13 @@ START_TEST(binds_outside_the_roots_are_refused)
     sbx_spec s;
     sbx_bind b;
 
-    start();
-    use_launcher();
+    slot = started(SERVER_UID);
     snprintf(work, sizeof(work), "%s/w", data);
     snprintf(link, sizeof(link), "%s/l", data);
     snprintf(dots, sizeof(dots), "%s/w/../../ro", data);
     snprintf(inro, sizeof(inro), "%s", ro);
     ck_assert_int_eq(mkdir(work, 0700), 0);
     ck_assert_int_eq(symlink("/etc", link), 0);
-    ck_assert_int_eq(sbx_slot_claim(&slot, "/ignored", 1, 1), 0);
     ck_assert_uint_eq(sbx_slot_uid(slot), SLOT_BASE);
     struct { const char *src; int rw; int code; } cases[] = {
         {"/etc", 0, ED_EPERM},          /* no root */
@@ -343,11 +352,9 @@ START_TEST(job_runs_and_its_trees_come_back_to_the_server)
     struct stat sb;
     sbx_usage u;
 
-    start();
-    use_launcher();
+    slot = started(SERVER_UID);
     snprintf(work, sizeof(work), "%s/w", data);
     ck_assert_int_eq(mkdir(work, 0700), 0);
-    ck_assert_int_eq(sbx_slot_claim(&slot, "/ignored", 1, 1), 0);
     ck_assert_int_eq(sbx_tree_give(work, sbx_slot_uid(slot), sbx_slot_uid(slot)), 0);
     ck_assert_int_eq(lstat(work, &sb), 0);
     ck_assert_uint_eq(sb.st_uid, sbx_slot_uid(slot));
@@ -465,9 +472,7 @@ START_TEST(signals_and_kill_go_through_the_launcher)
     sbx_spec s;
     sbx_usage u;
 
-    start();
-    use_launcher();
-    ck_assert_int_eq(sbx_slot_claim(&slot, "/ignored", 1, 1), 0);
+    slot = started(SERVER_UID);
     spec(&s, argv, sbx_slot_uid(slot));
     ck_assert_msg(sbx_launch(&j, &s) == 0, "%s", ed_error_last());
     ck_assert_int_eq(sbx_job_wait(j, 100, &u), ED_EBUSY);
@@ -496,9 +501,7 @@ START_TEST(closing_the_socket_kills_every_job_and_ends_the_launcher)
     pid_t pid[2];
     sbx_spec s;
 
-    start();
-    use_launcher();
-    ck_assert_int_eq(sbx_slot_claim(&slot, "/ignored", 1, 1), 0);
+    slot = started(SERVER_UID);
     for (int i = 0; i < 2; i++) {
         spec(&s, argv, sbx_slot_uid(slot));
         ck_assert_msg(sbx_launch(&j[i], &s) == 0, "%s", ed_error_last());
@@ -519,9 +522,7 @@ START_TEST(a_dead_launcher_fails_every_call_loudly)
     sbx_slot *slot = NULL;
     int st = 0;
 
-    start_as(0);            /* stay root here, so the launcher can be killed */
-    use_launcher();
-    ck_assert_int_eq(sbx_slot_claim(&slot, "/ignored", 1, 1), 0);
+    slot = started(0);      /* stay root here, so the launcher can be killed */
     sbx_slot_free(slot);
     slot = NULL;
     ck_assert_int_eq(kill(lpid, SIGKILL), 0);
