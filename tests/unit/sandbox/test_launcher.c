@@ -136,6 +136,14 @@ static int stop(void)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* Free the job and the slot, then close our end: the launcher ends cleanly. */
+static void finish(sbx_job *j, sbx_slot *slot)
+{
+    sbx_job_free(j);
+    sbx_slot_free(slot);
+    ck_assert_int_eq(stop(), 0);
+}
+
 /* Send raw bytes; the reply's status (bytes 16..19). */
 static int raw(const void *msg, size_t len, const int *fds, size_t n_fds)
 {
@@ -335,9 +343,7 @@ START_TEST(binds_outside_the_roots_are_refused)
     ck_assert_int_eq(sbx_job_wait(j, -1, &u), 0);
     ck_assert_int_eq(u.exited, 1);
     ck_assert_int_eq(u.exit_code, 0);
-    sbx_job_free(j);
-    sbx_slot_free(slot);
-    ck_assert_int_eq(stop(), 0);
+    finish(j, slot);
 }
 END_TEST
 
@@ -381,9 +387,7 @@ START_TEST(job_runs_and_its_trees_come_back_to_the_server)
     ck_assert_int_eq(read(fd, buf, sizeof(buf)), 3);
     close(fd);
     ck_assert_str_eq(buf, "hi\n");
-    sbx_job_free(j);
-    sbx_slot_free(slot);
-    ck_assert_int_eq(stop(), 0);
+    finish(j, slot);
 }
 END_TEST
 
@@ -458,9 +462,7 @@ START_TEST(idmapped_tree_stays_the_servers)
     ck_assert_int_eq(read(fd, buf, sizeof(buf)), 9);
     close(fd);
     ck_assert_str_eq(buf, "one\nmore\n");
-    sbx_job_free(j);
-    sbx_slot_free(slot);
-    ck_assert_int_eq(stop(), 0);
+    finish(j, slot);
 }
 END_TEST
 
@@ -487,9 +489,7 @@ START_TEST(signals_and_kill_go_through_the_launcher)
     ck_assert_int_eq(sbx_job_kill(j), 0);
     ck_assert_int_eq(sbx_job_wait(j, -1, &u), 0);
     ck_assert_int_eq(u.limit, SBX_LIMIT_KILLED);
-    sbx_job_free(j);
-    sbx_slot_free(slot);
-    ck_assert_int_eq(stop(), 0);
+    finish(j, slot);
 }
 END_TEST
 
