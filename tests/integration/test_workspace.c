@@ -43,6 +43,13 @@ static void shutdown_all(void)
     ck_assert_int_eq(it_dir_remove(dir), 0);
 }
 
+/* User alice with her project "ws" (holding `file`, unless NULL). */
+static void alice_project(it_user *u, char *pid, size_t pid_len, const char *file, const char *content)
+{
+    ck_assert_int_eq(it_user_make(u, &srv, admin_cookie, admin_csrf, "alice", 0), 0);
+    ck_assert_int_eq(it_project_make(pid, pid_len, &srv, u->hdrs, "ws", file, content), 0);
+}
+
 static void kernel_post(it_user *u, const char *kid, const char *what, const char *want_status)
 {
     char path[160];
@@ -125,18 +132,17 @@ START_TEST(kernel_files_persist_after_stop_and_belong_to_the_server)
     struct stat tree, f, sub;
 
     boot(NULL);
-    ck_assert_int_eq(it_user_make(&u, &srv, admin_cookie, admin_csrf, "alice", 0), 0);
-    ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, u.hdrs, "ws", "train.py", "print(1)\n"), 0);
+    alice_project(&u, pid, sizeof(pid), "train.py", "print(1)\n");
     it_ck_kernel_start(kid, sizeof(kid), &srv, u.hdrs, pid);
     out = it_ck_kernel_run(&srv, u.hdrs, kid, pid,
-                "import os\n"
-                "blob = bytes((i * 7) & 255 for i in range(300000))\n"
-                "with open('/home/aistudio/work/model.pdparams', 'wb') as f:\n"
-                "    f.write(blob)\n"
-                "os.makedirs('ckpt/epoch1', exist_ok=True)\n"
-                "open('ckpt/epoch1/opt.pdopt', 'w').write('adam state')\n"
-                "st = os.stat('train.py')\n"
-                "out = '%d %d %s' % (os.getuid(), st.st_uid, open('train.py').read().strip())\n");
+                           "import os\n"
+                           "blob = bytes((i * 7) & 255 for i in range(300000))\n"
+                           "with open('/home/aistudio/work/model.pdparams', 'wb') as f:\n"
+                           "    f.write(blob)\n"
+                           "os.makedirs('ckpt/epoch1', exist_ok=True)\n"
+                           "open('ckpt/epoch1/opt.pdopt', 'w').write('adam state')\n"
+                           "st = os.stat('train.py')\n"
+                           "out = '%d %d %s' % (os.getuid(), st.st_uid, open('train.py').read().strip())\n");
     /* inside, the tree's files are aistudio's */
     ck_assert_str_eq(out, "1000 1000 print(1)");
     free(out);
@@ -176,24 +182,23 @@ START_TEST(git_is_hidden_and_unwritable_inside)
     struct stat sb;
 
     boot(NULL);
-    ck_assert_int_eq(it_user_make(&u, &srv, admin_cookie, admin_csrf, "alice", 0), 0);
-    ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, u.hdrs, "ws", "a.txt", "a"), 0);
+    alice_project(&u, pid, sizeof(pid), "a.txt", "a");
     it_ck_kernel_start(kid, sizeof(kid), &srv, u.hdrs, pid);
     out = it_ck_kernel_run(&srv, u.hdrs, kid, pid,
-                "import os, errno\n"
-                "res = [str(sorted(os.listdir('.git')))]\n"
-                "def attempt(name, fn):\n"
-                "    try:\n"
-                "        fn()\n"
-                "        res.append(name + ':ALLOWED')\n"
-                "    except OSError as e:\n"
-                "        res.append(name + ':' + errno.errorcode[e.errno])\n"
-                "attempt('write', lambda: open('.git/config', 'w').write('[core]\\n\\tfsmonitor = x\\n'))\n"
-                "attempt('mkdir', lambda: os.mkdir('.git/hooks'))\n"
-                "attempt('rename', lambda: os.rename('.git', 'git2'))\n"
-                "attempt('rmdir', lambda: os.rmdir('.git'))\n"
-                "attempt('chmod', lambda: os.chmod('.git', 0o777))\n"
-                "out = ' '.join(res)\n");
+                           "import os, errno\n"
+                           "res = [str(sorted(os.listdir('.git')))]\n"
+                           "def attempt(name, fn):\n"
+                           "    try:\n"
+                           "        fn()\n"
+                           "        res.append(name + ':ALLOWED')\n"
+                           "    except OSError as e:\n"
+                           "        res.append(name + ':' + errno.errorcode[e.errno])\n"
+                           "attempt('write', lambda: open('.git/config', 'w').write('[core]\\n\\tfsmonitor = x\\n'))\n"
+                           "attempt('mkdir', lambda: os.mkdir('.git/hooks'))\n"
+                           "attempt('rename', lambda: os.rename('.git', 'git2'))\n"
+                           "attempt('rmdir', lambda: os.rmdir('.git'))\n"
+                           "attempt('chmod', lambda: os.chmod('.git', 0o777))\n"
+                           "out = ' '.join(res)\n");
     ck_assert_msg(strcmp(out, "[] write:EROFS mkdir:EROFS rename:EBUSY rmdir:EBUSY chmod:EROFS") == 0, "%s", out);
     free(out);
     /* the repository is still there and still works */
@@ -215,8 +220,7 @@ START_TEST(rest_writes_appear_in_a_running_kernel_and_after_restart)
     size_t len;
 
     boot(NULL);
-    ck_assert_int_eq(it_user_make(&u, &srv, admin_cookie, admin_csrf, "alice", 0), 0);
-    ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, u.hdrs, "ws", NULL, NULL), 0);
+    alice_project(&u, pid, sizeof(pid), NULL, NULL);
     it_ck_kernel_start(kid, sizeof(kid), &srv, u.hdrs, pid);
     put_file(&u, pid, "data/train.csv", "x,y\n1,2\n");
     out = it_ck_kernel_run(&srv, u.hdrs, kid, pid, "out = open('data/train.csv').read()\n");
@@ -252,8 +256,7 @@ START_TEST(two_kernels_on_one_project_see_each_others_files)
     ck_assert_int_eq(it_request_status(&srv, "PUT", "/api/v1/admin/tiers/free", "{\"max_kernels\": 2}",
                                        (const char *const[]){admin_cookie, admin_csrf, NULL}),
                      200);
-    ck_assert_int_eq(it_user_make(&u, &srv, admin_cookie, admin_csrf, "alice", 0), 0);
-    ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, u.hdrs, "ws", NULL, NULL), 0);
+    alice_project(&u, pid, sizeof(pid), NULL, NULL);
     it_ck_kernel_start(k1, sizeof(k1), &srv, u.hdrs, pid);
     it_ck_kernel_start(k2, sizeof(k2), &srv, u.hdrs, pid);
     out = it_ck_kernel_run(&srv, u.hdrs, k1, pid, "open('from1.txt', 'w').write('one')\nout = 'w'\n");
@@ -279,8 +282,7 @@ START_TEST(flushed_bytes_survive_restarts_and_kill_9)
     struct stat sb;
 
     boot(NULL);
-    ck_assert_int_eq(it_user_make(&u, &srv, admin_cookie, admin_csrf, "alice", 0), 0);
-    ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, u.hdrs, "ws", NULL, NULL), 0);
+    alice_project(&u, pid, sizeof(pid), NULL, NULL);
     it_ck_kernel_start(kid, sizeof(kid), &srv, u.hdrs, pid);
     out = it_ck_kernel_run(&srv, u.hdrs, kid, pid, "open('before.txt', 'w').write('before restarts')\nout = 'w'\n");
     free(out);
@@ -346,8 +348,7 @@ START_TEST(without_idmapped_mounts_a_kernel_is_422)
     it_resp r;
 
     boot(env);
-    ck_assert_int_eq(it_user_make(&u, &srv, admin_cookie, admin_csrf, "alice", 0), 0);
-    ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, u.hdrs, "ws", NULL, NULL), 0);
+    alice_project(&u, pid, sizeof(pid), NULL, NULL);
     snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"resource\":\"cpu-basic\"}", pid);
     it_request(&r, &srv, "POST", "/api/v1/kernels", body, u.hdrs);
     ck_assert_msg(r.status == 422, "%ld %s", r.status, r.body);
