@@ -709,21 +709,31 @@ void it_curl_global_cleanup(void)
 
 /* ---- jobs and kernels ------------------------------------------------------------ */
 
+/* `eddy sandbox check --data /tmp` (its output to read, and pclose), run
+ * as root; NULL with the reason in `why` (`what` "need root") otherwise. */
+static FILE *sandbox_check(const char *what, char *why, size_t n)
+{
+    char cmd[512];
+    FILE *p;
+
+    if (geteuid() != 0) {
+        snprintf(why, n, "%s need root", what);
+        return NULL;
+    }
+    snprintf(cmd, sizeof(cmd), "%s sandbox check --data /tmp 2>&1", it_eddy_bin());
+    if ((p = popen(cmd, "r")) == NULL)
+        snprintf(why, n, "cannot run eddy sandbox check");
+    return p;
+}
+
 int it_host_disk_quotas(char *why, size_t n)
 {
-    char cmd[512], line[1024];
+    char line[1024];
     FILE *p;
     int found = 0;
 
-    if (geteuid() != 0) {
-        snprintf(why, n, "disk quotas need root");
+    if ((p = sandbox_check("disk quotas", why, n)) == NULL)
         return 0;
-    }
-    snprintf(cmd, sizeof(cmd), "%s sandbox check --data /tmp 2>&1", it_eddy_bin());
-    if ((p = popen(cmd, "r")) == NULL) {
-        snprintf(why, n, "cannot run eddy sandbox check");
-        return 0;
-    }
     snprintf(why, n, "eddy sandbox check said nothing about disk quotas");
     while (fgets(line, sizeof(line), p)) {
         if (strncmp(line, "disk quotas ", 12) == 0)
@@ -1277,19 +1287,12 @@ long it_tier_set(it_server *s, const char *const *hdrs, const char *tier, const 
 
 int it_host_idmap(char *why, size_t n)
 {
-    char cmd[600], line[512];
+    char line[512];
     FILE *f;
     int yes = 0;
 
-    if (geteuid() != 0) {
-        snprintf(why, n, "kernels on a project's tree need root (real sandboxes)");
+    if ((f = sandbox_check("kernels on a project's tree (real sandboxes)", why, n)) == NULL)
         return 0;
-    }
-    snprintf(cmd, sizeof(cmd), "%s sandbox check --data /tmp 2>&1", it_eddy_bin());
-    if ((f = popen(cmd, "r")) == NULL) {
-        snprintf(why, n, "cannot run eddy sandbox check");
-        return 0;
-    }
     snprintf(why, n, "this host cannot idmap bind mounts");
     while (fgets(line, sizeof(line), f))
         if (strncmp(line, "workspaces", 10) == 0) {
