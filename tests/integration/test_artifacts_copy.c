@@ -118,6 +118,24 @@ static void copy(it_resp *r, const char *const *hdrs, int64_t id, const char *bo
     it_request(r, &srv, "POST", path, body, hdrs);
 }
 
+/* copy() as the caller of `hdrs` with {"project_id": pid} and the members
+ * `more` ("" or ",\"overwrite\":true"): the status (the answer on stderr
+ * when it is not 2xx). */
+static long copy_status(const char *const *hdrs, int64_t id, const char *pid, const char *more)
+{
+    char body[512];
+    it_resp r;
+    long st;
+
+    snprintf(body, sizeof(body), "{\"project_id\":\"%s\"%s}", pid, more);
+    copy(&r, hdrs, id, body);
+    st = r.status;
+    if (st < 200 || st >= 300)
+        fprintf(stderr, "copy %s: %ld %s\n", body, st, r.body);
+    it_resp_free(&r);
+    return st;
+}
+
 static const json_t *find(const json_t *items, const char *key, const char *value)
 {
     size_t i;
@@ -226,13 +244,8 @@ START_TEST(copy_puts_regular_files_in_the_project_skips_links_and_is_all_or_noth
     ck_assert_int_eq(files_under(&u, pid, prefix), 4);
 
     /* again: 409 without overwrite, 201 with it */
-    copy(&r, u.hdrs, id, path);
-    ck_assert_msg(r.status == 409, "second copy: %ld %s", r.status, r.body);
-    it_resp_free(&r);
-    snprintf(path, sizeof(path), "{\"project_id\":\"%s\",\"overwrite\":true}", pid);
-    copy(&r, u.hdrs, id, path);
-    ck_assert_msg(r.status == 201, "overwrite: %ld %s", r.status, r.body);
-    it_resp_free(&r);
+    ck_assert_int_eq(copy_status(u.hdrs, id, pid, ""), 409);
+    ck_assert_int_eq(copy_status(u.hdrs, id, pid, ",\"overwrite\":true"), 201);
 
     /* dest_dir, a trailing slash dropped */
     snprintf(path, sizeof(path), "{\"project_id\":\"%s\",\"dest_dir\":\"out/run1/\"}", pid);
@@ -298,6 +311,7 @@ START_TEST(others_cannot_copy_bad_destinations_are_refused_and_running_jobs_copy
     char pid[64], bpid[64], pubpid[64], path[256], body[256];
     const char *ah[] = {admin_cookie, admin_csrf, NULL};
     static const char *const bad[] = {"../x", "/etc", "a/../b", ".git", "a/.GIT/b", "", "a//b", "tab\\there"};
+    long st;
     json_t *j;
     int64_t id;
     it_resp r;
@@ -336,49 +350,29 @@ START_TEST(others_cannot_copy_bad_destinations_are_refused_and_running_jobs_copy
     }
 
     /* bob: alice's job is not there for him, whatever the project */
-    snprintf(body, sizeof(body), "{\"project_id\":\"%s\"}", bpid);
-    copy(&r, b.hdrs, id, body);
-    ck_assert_int_eq(r.status, 404);
-    it_resp_free(&r);
+    ck_assert_int_eq(copy_status(b.hdrs, id, bpid, ""), 404);
     /* nor for the admin: copying is the owner's act */
-    snprintf(body, sizeof(body), "{\"project_id\":\"%s\"}", pid);
-    copy(&r, ah, id, body);
-    ck_assert_int_eq(r.status, 404);
-    it_resp_free(&r);
+    ck_assert_int_eq(copy_status(ah, id, pid, ""), 404);
     /* alice into bob's private project: 404; into his public one: 403 */
-    snprintf(body, sizeof(body), "{\"project_id\":\"%s\"}", bpid);
-    copy(&r, u.hdrs, id, body);
-    ck_assert_msg(r.status == 404, "%ld %s", r.status, r.body);
-    it_resp_free(&r);
-    snprintf(body, sizeof(body), "{\"project_id\":\"%s\"}", pubpid);
-    copy(&r, u.hdrs, id, body);
-    ck_assert_msg(r.status == 403, "%ld %s", r.status, r.body);
-    it_resp_free(&r);
+    ck_assert_int_eq(copy_status(u.hdrs, id, bpid, ""), 404);
+    ck_assert_int_eq(copy_status(u.hdrs, id, pubpid, ""), 403);
     ck_assert_int_eq(files_under(&b, bpid, "jobs/"), 0);
     ck_assert_int_eq(files_under(&b, pubpid, "jobs/"), 0);
     /* no such job */
-    copy(&r, u.hdrs, id + 1000, body);
-    ck_assert_int_eq(r.status, 404);
-    it_resp_free(&r);
+    ck_assert_int_eq(copy_status(u.hdrs, id + 1000, pubpid, ""), 404);
 
     /* bad destinations and bodies: 400, nothing written */
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"dest_dir\":\"%s\"}", pid, bad[i]);
-        copy(&r, u.hdrs, id, body);
-        ck_assert_msg(r.status == 400, "dest_dir '%s': %ld %s", bad[i], r.status, r.body);
-        it_resp_free(&r);
+        snprintf(body, sizeof(body), ",\"dest_dir\":\"%s\"", bad[i]);
+        ck_assert_msg(copy_status(u.hdrs, id, pid, body) == 400, "dest_dir '%s'", bad[i]);
     }
-    snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"dest_dir\":7}", pid);
-    copy(&r, u.hdrs, id, body);
-    ck_assert_msg(r.status == 400 || r.status == 422, "dest_dir 7: %ld %s", r.status, r.body);
-    it_resp_free(&r);
+    st = copy_status(u.hdrs, id, pid, ",\"dest_dir\":7");
+    ck_assert_msg(st == 400 || st == 422, "dest_dir 7: %ld", st);
     copy(&r, u.hdrs, id, "{\"dest_dir\":\"x\"}");
     ck_assert_msg(r.status == 400, "no project_id: %ld %s", r.status, r.body);
     it_resp_free(&r);
-    snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"overwrite\":\"yes\"}", pid);
-    copy(&r, u.hdrs, id, body);
-    ck_assert_msg(r.status == 400 || r.status == 422, "overwrite \"yes\": %ld %s", r.status, r.body);
-    it_resp_free(&r);
+    st = copy_status(u.hdrs, id, pid, ",\"overwrite\":\"yes\"");
+    ck_assert_msg(st == 400 || st == 422, "overwrite \"yes\": %ld", st);
     ck_assert_int_eq(files_under(&u, pid, "jobs/"), 0);
     ck_assert_int_eq(files_under(&u, pid, "live/"), 1);
 
