@@ -133,6 +133,11 @@ const char *gw_request_cookie(gw_request *req, const char *name);
 int gw_request_json(json_t **out, gw_request *req);
 /* ?limit= (default 50, max 500) and ?cursor= for lists. ED_EINVAL if bad. */
 int gw_request_page(int *limit, const char **cursor, gw_request *req);
+/* gw_request_page for lists paged by id, newest first: the cursor is the id
+ * of the last item of the previous page; *before is 0 when there is none.
+ * ED_EINVAL "cursor '...' is not one this API gave" for anything but a
+ * positive decimal id. Fetch limit + 1 items and answer gw_respond_page. */
+int gw_request_page_id(int *limit, int64_t *before, gw_request *req);
 /* The checked integer reader every route uses for JSON bodies: member `name`
  * of `obj` as an integer in [min, max] into *out. Absent or null: *out is
  * left as it is and 0 is returned, or ED_EINVAL "field 'name' is required"
@@ -151,6 +156,11 @@ int gw_respond_json(gw_response *res, int status, json_t *body);   /* steals bod
 int gw_respond_bytes(gw_response *res, int status, const char *content_type,
                      char *buf, size_t len);                       /* takes buf (malloc'd) */
 int gw_respond_empty(gw_response *res, int status);
+/* 200 {items, next_cursor} for a list paged by id (gw_request_page_id).
+ * `items` (taken) was fetched with limit + 1: when it holds more than
+ * `limit`, the extra one is dropped and next_cursor is the "id" member of the
+ * last kept item, else null. limit <= 0: a complete list, next_cursor null. */
+int gw_respond_page(gw_response *res, json_t *items, int limit);
 /* Add a response header (name and value copied into the request arena). */
 int gw_response_header(gw_response *res, const char *name, const char *value);
 

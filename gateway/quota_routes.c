@@ -101,7 +101,7 @@ static int list_tiers(gw_request *req, gw_response *res)
         json_decref(items);
         return err == ED_ENOMEM ? ed_error_set(ED_ENOMEM, "tier list") : err;
     }
-    return gw_respond_json(res, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+    return gw_respond_page(res, items, 0);
 }
 
 /* The caller's workspaces (API.md "Workspaces"): {used_bytes, limit_bytes,
@@ -189,34 +189,15 @@ static int add_entry(const quota_entry *e, void *payload)
 static int list_ledger(gw_request *req, gw_response *res)
 {
     entry_page page = {req, json_array()};
-    const char *cursor = NULL;
-    int64_t before = 0;
+    int64_t before;
     int limit, err;
-    char next[32];
 
-    if ((err = gw_request_page(&limit, &cursor, req)) < 0)
-        goto fail;
-    if (cursor) {
-        char *end;
-        before = strtoll(cursor, &end, 10);
-        if (*end || before <= 0) {
-            err = ed_error_set(ED_EINVAL, "cursor '%s' is not one this API gave", cursor);
-            goto fail;
-        }
+    if ((err = gw_request_page_id(&limit, &before, req)) < 0 ||
+        (err = quota_entries_each(req->srv->store, req->auth.user_id, before, limit + 1, add_entry, &page)) < 0) {
+        json_decref(page.items);
+        return err;
     }
-    if ((err = quota_entries_each(req->srv->store, req->auth.user_id, before, limit + 1, add_entry,
-                                  &page)) < 0)
-        goto fail;
-    if ((int)json_array_size(page.items) > limit) {
-        json_array_remove(page.items, (size_t)limit);
-        snprintf(next, sizeof(next), "%" PRId64,
-                 (int64_t)json_integer_value(json_object_get(json_array_get(page.items, (size_t)limit - 1), "id")));
-        return gw_respond_json(res, 200, json_pack("{s:o, s:s}", "items", page.items, "next_cursor", next));
-    }
-    return gw_respond_json(res, 200, json_pack("{s:o, s:n}", "items", page.items, "next_cursor"));
-fail:
-    json_decref(page.items);
-    return err;
+    return gw_respond_page(res, page.items, limit);
 }
 
 /* POST /api/v1/admin/users/{id}/grants {amount_mcoins, reason}

@@ -136,6 +136,24 @@ int gw_request_page(int *limit, const char **cursor, gw_request *req)
     return 0;
 }
 
+int gw_request_page_id(int *limit, int64_t *before, gw_request *req)
+{
+    const char *c;
+    char *end;
+    long long v;
+    int err;
+
+    *before = 0;
+    if ((err = gw_request_page(limit, &c, req)) < 0 || c == NULL)
+        return err;
+    errno = 0;
+    v = strtoll(c, &end, 10);
+    if (*end != '\0' || errno != 0 || v <= 0)
+        return ed_error_set(ED_EINVAL, "cursor '%s' is not one this API gave", c);
+    *before = v;
+    return 0;
+}
+
 int gw__json_int_check(int64_t *out, const json_t *v, const char *name, int64_t min, int64_t max)
 {
     json_int_t n;

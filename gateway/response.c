@@ -4,6 +4,7 @@
 
 #include "ed_error.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,21 @@ int gw_respond_json(gw_response *res, int status, json_t *body)
     /* Out of memory (json_pack or json_dumps): an empty body, same status. */
     set_body(res, text, text ? strlen(text) : 0);
     return 0;
+}
+
+int gw_respond_page(gw_response *res, json_t *items, int limit)
+{
+    char next[32];
+
+    if (items == NULL)
+        return gw_respond_json(res, 200, NULL);
+    if (limit > 0 && json_array_size(items) > (size_t)limit) {
+        json_array_remove(items, (size_t)limit);
+        snprintf(next, sizeof(next), "%" JSON_INTEGER_FORMAT,
+                 json_integer_value(json_object_get(json_array_get(items, (size_t)limit - 1), "id")));
+        return gw_respond_json(res, 200, json_pack("{s:o, s:s}", "items", items, "next_cursor", next));
+    }
+    return gw_respond_json(res, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
 }
 
 int gw_respond_bytes(gw_response *res, int status, const char *content_type, char *buf,

@@ -173,7 +173,7 @@ static int list_resources(gw_request *req, gw_response *res)
     for (size_t i = 0; i < n; i++)
         json_array_append_new(items, resource_json(&v[i]));
     free(v);
-    return gw_respond_json(res, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+    return gw_respond_page(res, items, 0);
 }
 
 /* PUT /api/v1/admin/resources/{name} {cpus?, memory_mb?, gpus?, gpu_model?,
@@ -524,30 +524,16 @@ static int add_job(const sched_job_info *j, void *payload)
 static int list_jobs(gw_request *req, gw_response *res)
 {
     job_page page = {req, json_array()};
-    const char *cursor = NULL;
-    int64_t before = 0;
+    int64_t before;
     int limit, err;
-    char next[32];
 
-    if ((err = gw_request_page(&limit, &cursor, req)) < 0)
-        goto fail;
-    if (cursor && parse_id(&before, cursor, "cursor") < 0) {
-        err = ed_error_set(ED_EINVAL, "cursor '%s' is not one this API gave", cursor);
-        goto fail;
-    }
     /* the list is the caller's own jobs, admins included */
-    if ((err = sched_job_each(req->srv->sched, req->auth.user_id, before, limit + 1, add_job, &page)) < 0)
-        goto fail;
-    if ((int)json_array_size(page.items) > limit) {
-        json_array_remove(page.items, (size_t)limit);
-        snprintf(next, sizeof(next), "%" PRId64,
-                 (int64_t)json_integer_value(json_object_get(json_array_get(page.items, (size_t)limit - 1), "id")));
-        return gw_respond_json(res, 200, json_pack("{s:o, s:s}", "items", page.items, "next_cursor", next));
+    if ((err = gw_request_page_id(&limit, &before, req)) < 0 ||
+        (err = sched_job_each(req->srv->sched, req->auth.user_id, before, limit + 1, add_job, &page)) < 0) {
+        json_decref(page.items);
+        return err;
     }
-    return gw_respond_json(res, 200, json_pack("{s:o, s:n}", "items", page.items, "next_cursor"));
-fail:
-    json_decref(page.items);
-    return err;
+    return gw_respond_page(res, page.items, limit);
 }
 
 static int delete_job(gw_request *req, gw_response *res)
@@ -854,7 +840,7 @@ static int list_artifacts(gw_request *req, gw_response *res)
         json_decref(items);
         return err;
     }
-    return gw_respond_json(res, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+    return gw_respond_page(res, items, 0);
 }
 
 #define ARTIFACT_INLINE_MAX ((size_t)1 << 20)   /* bytes answered from one buffer; larger are streamed */

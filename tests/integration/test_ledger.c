@@ -166,9 +166,62 @@ START_TEST(cli_grant_moves_coins_and_tiers_are_listed)
 }
 END_TEST
 
+/* GET /api/v1/ledger pages newest first by entry id: limit, next_cursor, the
+ * last page's null cursor, and a cursor the API never gave refused. */
+START_TEST(ledger_pages_newest_first_with_a_cursor)
+{
+    int64_t uid = signup("dave");
+    char path[128], key[64], cookie[512], csrf[256], next[64], url[160];
+    it_resp r;
+
+    snprintf(path, sizeof(path), "/api/v1/admin/users/%lld/grants", (long long)uid);
+    for (int i = 1; i <= 3; i++) {
+        char body[96];
+        snprintf(key, sizeof(key), "Idempotency-Key: grant-dave-%d", i);
+        snprintf(body, sizeof(body), "{\"amount_mcoins\": %d, \"reason\": \"g%d\"}", i * 100, i);
+        const char *hdrs[] = {admin_cookie_hdr, admin_csrf_hdr, key, NULL};
+        it_request(&r, &srv, "POST", path, body, hdrs);
+        ck_assert_int_eq(r.status, 201);
+        it_resp_free(&r);
+    }
+    login("dave", "pass-dave-123", cookie, sizeof(cookie), csrf, sizeof(csrf));
+    const char *uh[] = {cookie, NULL};
+
+    it_request(&r, &srv, "GET", "/api/v1/ledger?limit=2", NULL, uh);
+    ck_assert_int_eq(r.status, 200);
+    json_t *items = json_object_get(r.json, "items");
+    ck_assert_int_eq(json_array_size(items), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(items, 0), "amount_mcoins")), 300);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(items, 1), "amount_mcoins")), 200);
+    const char *c = json_string_value(json_object_get(r.json, "next_cursor"));
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(strtoll(c, NULL, 10), json_integer_value(json_object_get(json_array_get(items, 1), "id")));
+    snprintf(next, sizeof(next), "%s", c);
+    it_resp_free(&r);
+
+    snprintf(url, sizeof(url), "/api/v1/ledger?limit=2&cursor=%s", next);
+    it_request(&r, &srv, "GET", url, NULL, uh);
+    ck_assert_int_eq(r.status, 200);
+    items = json_object_get(r.json, "items");
+    ck_assert_int_eq(json_array_size(items), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(items, 0), "amount_mcoins")), 100);
+    ck_assert(json_is_null(json_object_get(r.json, "next_cursor")));
+    it_resp_free(&r);
+
+    static const char *const bad[] = {"abc", "0", "-5", "12x"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(url, sizeof(url), "/api/v1/ledger?cursor=%s", bad[i]);
+        it_request(&r, &srv, "GET", url, NULL, uh);
+        ck_assert_msg(r.status == 400, "cursor %s: %ld", bad[i], (long)r.status);
+        ck_assert_str_eq(it_resp_error_code(&r), "bad_request");
+        it_resp_free(&r);
+    }
+}
+END_TEST
+
 int main(void)
 {
     const TTest *tests[] = {grant_is_idempotent_and_visible_to_the_user, grant_refuses_bad_input_and_posts_nothing,
-                            cli_grant_moves_coins_and_tiers_are_listed, NULL};
+                            cli_grant_moves_coins_and_tiers_are_listed, ledger_pages_newest_first_with_a_cursor, NULL};
     return it_tests_run("ledger", 120, setup, teardown, tests);
 }
