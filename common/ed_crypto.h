@@ -18,6 +18,11 @@ void ed_random_bytes(void *buf, size_t n);
 void ed_random_token(char *out, size_t chars);
 /* A uniformly random 64-bit integer. */
 uint64_t ed_random_u64(void);
+/* A random (version 4, RFC 9562) UUID in its 36-character lowercase form,
+ * "xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx", into `out` (NUL-terminated).
+ * Kernel and Jupyter session ids. */
+#define ED_UUID_LEN 37
+void ed_uuid4(char out[ED_UUID_LEN]);
 /* SHA-256 of `n` bytes as 64 lowercase hex characters into `hex` (65 bytes). */
 void ed_sha256_hex(char hex[65], const void *data, size_t n);
 /* Constant-time equality of two equal-length buffers (1 equal, 0 not). */

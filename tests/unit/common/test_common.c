@@ -107,6 +107,84 @@ START_TEST(crypto_tokens_and_hashes)
 }
 END_TEST
 
+START_TEST(uuid4_is_version_4_lowercase_and_fresh)
+{
+    char a[ED_UUID_LEN], b[ED_UUID_LEN];
+
+    ed_uuid4(a);
+    ed_uuid4(b);
+    ck_assert_uint_eq(strlen(a), 36);
+    ck_assert_str_ne(a, b);
+    for (int i = 0; i < 36; i++) {
+        if (i == 8 || i == 13 || i == 18 || i == 23)
+            ck_assert_int_eq(a[i], '-');
+        else
+            ck_assert_msg(strchr("0123456789abcdef", a[i]) != NULL, "char %d of %s", i, a);
+    }
+    ck_assert_int_eq(a[14], '4');
+    ck_assert_ptr_nonnull(strchr("89ab", a[19]));
+}
+END_TEST
+
+typedef struct tx_ctx {
+    ed_store *st;
+    int       fail;    /* the body's return after its insert */
+    int       calls;
+} tx_ctx;
+
+static int tx_body(void *p)
+{
+    tx_ctx *c = p;
+
+    c->calls++;
+    ck_assert_int_eq(ed_store_exec(c->st, "INSERT INTO t VALUES (1)"), 0);
+    return c->fail;
+}
+
+static int64_t tx_rows(ed_store *st)
+{
+    sqlite3_stmt *s = NULL;
+    int64_t n;
+
+    ck_assert_int_eq(ed_store_prepare(&s, st, "SELECT count(*) FROM t"), 0);
+    ck_assert_int_eq(ed_store_step(s), SQLITE_ROW);
+    n = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return n;
+}
+
+START_TEST(store_tx_commits_or_rolls_back_and_retries_busy)
+{
+    char dir[] = "/tmp/eddy-store-XXXXXX", path[256];
+    ed_store *st = NULL;
+    tx_ctx c;
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/eddy.db", dir);
+    ck_assert_int_eq(ed_store_open(&st, path), 0);
+    ck_assert_int_eq(ed_store_exec(st, "CREATE TABLE t(x INTEGER)"), 0);
+
+    c = (tx_ctx){st, 0, 0};
+    ck_assert_int_eq(ed_store_tx(st, tx_body, &c), 0);
+    ck_assert_int_eq(c.calls, 1);
+    ck_assert_int_eq(tx_rows(st), 1);
+
+    /* a failing body: its code comes back, its insert is rolled back, no retry */
+    c = (tx_ctx){st, ED_EINVAL, 0};
+    ck_assert_int_eq(ed_store_tx(st, tx_body, &c), ED_EINVAL);
+    ck_assert_int_eq(c.calls, 1);
+    ck_assert_int_eq(tx_rows(st), 1);
+
+    /* a body answering busy is run again, up to the limit, then gives up */
+    c = (tx_ctx){st, ED_EBUSY, 0};
+    ck_assert_int_eq(ed_store_tx(st, tx_body, &c), ED_EBUSY);
+    ck_assert_int_gt(c.calls, 1);
+    ck_assert_int_eq(tx_rows(st), 1);
+
+    ed_store_close(st);
+}
+END_TEST
+
 START_TEST(store_migrates_once_and_sets_pragmas)
 {
     char dir[] = "/tmp/eddy-store-XXXXXX", path[256];
@@ -233,6 +311,8 @@ int main(void)
     tcase_add_test(tc, json_refuses_malformed_deep_and_wrong_types);
     tcase_add_test(tc, time_formats_rfc3339_and_day_start);
     tcase_add_test(tc, crypto_tokens_and_hashes);
+    tcase_add_test(tc, uuid4_is_version_4_lowercase_and_fresh);
+    tcase_add_test(tc, store_tx_commits_or_rolls_back_and_retries_busy);
     tcase_add_test(tc, store_migrates_once_and_sets_pragmas);
     tcase_add_test(tc, store_refuses_a_newer_schema);
     tcase_add_test(tc, log_lines_are_json_in_order_and_survive_exit);
