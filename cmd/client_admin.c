@@ -95,7 +95,7 @@ static int resolve_user(int64_t *out, cli *c, const char *ref)
     return err;
 }
 
-static int run_admin(int argc, char **argv, const cli_globals *g)
+int cmd_client_admin(int argc, char **argv, const cli_globals *g)
 {
     const char *sub = argc > 1 ? argv[1] : "";
     char path[128];
@@ -252,14 +252,4 @@ out:
     json_decref(all);
     cli_resp_free(&r);
     return cli_done(c, err);
-}
-
-int cmd_client_admin(int argc, char **argv)
-{
-    cli_globals g;
-    int err = cli_globals_take(&g, &argc, argv);
-
-    if (err < 0)
-        return cli_report(err);
-    return run_admin(argc, argv, &g);
 }

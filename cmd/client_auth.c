@@ -99,7 +99,7 @@ static int login_usage(void)
     return CLI_EXIT_USAGE;
 }
 
-static int cmd_login(int argc, char **argv, const cli_globals *g)
+int cmd_client_login(int argc, char **argv, const cli_globals *g)
 {
     const char *username = NULL, *env = "prod", *scopes[8];
     size_t nscopes = 0;
@@ -250,7 +250,7 @@ out:
     return cli_done(c, err);
 }
 
-static int cmd_logout(int argc, char **argv, const cli_globals *g)
+int cmd_client_logout(int argc, char **argv, const cli_globals *g)
 {
     cli_config cfg;
     cli *c = NULL;
@@ -293,7 +293,7 @@ out:
     return cli_done(c, err);
 }
 
-static int cmd_whoami(int argc, char **argv, const cli_globals *g)
+int cmd_client_whoami(int argc, char **argv, const cli_globals *g)
 {
     cli *c = NULL;
     cli_resp r = {0};
@@ -337,7 +337,7 @@ static int keys_usage(void)
     return CLI_EXIT_USAGE;
 }
 
-static int cmd_keys(int argc, char **argv, const cli_globals *g)
+int cmd_client_keys(int argc, char **argv, const cli_globals *g)
 {
     const char *sub = argc > 1 ? argv[1] : "list";
     cli *c = NULL;
@@ -456,19 +456,3 @@ out:
     cli_resp_free(&r);
     return cli_done(c, err);
 }
-
-/* The entry points: global options first, then the command itself. */
-#define ENTRY(name, fn)                                                                         \
-    int name(int argc, char **argv)                                                             \
-    {                                                                                           \
-        cli_globals g;                                                                          \
-        int err = cli_globals_take(&g, &argc, argv);                                            \
-        if (err < 0)                                                                            \
-            return cli_report(err);                                                             \
-        return fn(argc, argv, &g);                                                              \
-    }
-
-ENTRY(cmd_client_login, cmd_login)
-ENTRY(cmd_client_logout, cmd_logout)
-ENTRY(cmd_client_whoami, cmd_whoami)
-ENTRY(cmd_client_keys, cmd_keys)

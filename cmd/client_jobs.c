@@ -344,7 +344,7 @@ static int copy_to_project(cli *c, cli_resp *r, const char *jid, const char *pro
     return 0;
 }
 
-static int run_jobs(int argc, char **argv, const cli_globals *g)
+int cmd_client_jobs(int argc, char **argv, const cli_globals *g)
 {
     const char *sub = argc > 1 ? argv[1] : "list";
     char path[128];
@@ -429,32 +429,20 @@ out:
     return cli_done(c, err);
 }
 
-int cmd_client_jobs(int argc, char **argv)
+int cmd_client_resources(int argc, char **argv, const cli_globals *g)
 {
-    cli_globals g;
-    int err = cli_globals_take(&g, &argc, argv);
-
-    if (err < 0)
-        return cli_report(err);
-    return run_jobs(argc, argv, &g);
-}
-
-int cmd_client_resources(int argc, char **argv)
-{
-    cli_globals g;
     cli *c = NULL;
     cli_resp r = {0};
-    int err = cli_globals_take(&g, &argc, argv);
+    int err;
 
-    if (err < 0)
-        return cli_report(err);
+    (void)argv;
     if (argc != 1) {
         fprintf(stderr, "usage: eddy resources [--json]\n");
         return CLI_EXIT_USAGE;
     }
-    if ((err = cli_open(&c, g.url, true)) == 0 &&
+    if ((err = cli_open(&c, g->url, true)) == 0 &&
         (err = cli_call(&r, c, "GET", "/api/v1/resources", NULL, 0, NULL, 0)) == 0) {
-        if (g.json)
+        if (g->json)
             cli_print_raw(&r);
         else
             cli_print_table(json_object_get(r.json, "items"), resource_cols, N(resource_cols));

@@ -209,7 +209,7 @@ static int read_stdin(char **out)
     return 0;
 }
 
-static int run_kernels(int argc, char **argv, const cli_globals *g)
+int cmd_client_kernels(int argc, char **argv, const cli_globals *g)
 {
     const char *sub = argc > 1 ? argv[1] : "list";
     char path[400], pid[64], *kid = NULL, *code = NULL;
@@ -317,14 +317,4 @@ out:
     json_decref(body);
     cli_resp_free(&r);
     return cli_done(c, err);
-}
-
-int cmd_client_kernels(int argc, char **argv)
-{
-    cli_globals g;
-    int err = cli_globals_take(&g, &argc, argv);
-
-    if (err < 0)
-        return cli_report(err);
-    return run_kernels(argc, argv, &g);
 }

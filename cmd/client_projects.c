@@ -84,7 +84,7 @@ static int print_project(const cli_resp *r, const cli_globals *g, const char *ve
     return 0;
 }
 
-static int run_projects(int argc, char **argv, const cli_globals *g)
+int cmd_client_projects(int argc, char **argv, const cli_globals *g)
 {
     const char *sub = argc > 1 ? argv[1] : "list";
     char id[64], path[160];
@@ -335,7 +335,7 @@ static int create_version(cli *c, const char *id, const char *message, json_t **
     return err;
 }
 
-static int run_push(int argc, char **argv, const cli_globals *g)
+int cmd_client_push(int argc, char **argv, const cli_globals *g)
 {
     const char *project = NULL, *dir = NULL, *message = NULL;
     char id[64], local[8192], path[4600];
@@ -472,7 +472,7 @@ static int find_version(json_t **out, cli *c, const char *id, const char *ref)
     return 0;
 }
 
-static int run_pull(int argc, char **argv, const cli_globals *g)
+int cmd_client_pull(int argc, char **argv, const cli_globals *g)
 {
     const char *project = NULL, *dir = NULL, *version = NULL;
     char id[64], path[4700], vid[48] = "";
@@ -568,7 +568,7 @@ static int files_usage(void)
     return CLI_EXIT_USAGE;
 }
 
-static int run_files(int argc, char **argv, const cli_globals *g)
+int cmd_client_files(int argc, char **argv, const cli_globals *g)
 {
     const char *sub = argc > 2 ? argv[2] : "ls", *version = NULL, *if_match = NULL;
     char id[64], path[4700];
@@ -687,7 +687,7 @@ static bool version_ref_ok(const char *s)
     return strlen(s) >= 7 && strlen(s) <= 40 && strspn(s, "0123456789abcdef") == strlen(s);
 }
 
-static int run_versions(int argc, char **argv, const cli_globals *g)
+int cmd_client_versions(int argc, char **argv, const cli_globals *g)
 {
     const char *sub = argc > 2 ? argv[2] : "list", *mode = NULL;
     char id[64], path[400];
@@ -797,19 +797,3 @@ out:
     cli_resp_free(&r);
     return cli_done(c, err);
 }
-
-#define ENTRY(name, fn)                                                                         \
-    int name(int argc, char **argv)                                                             \
-    {                                                                                           \
-        cli_globals g;                                                                          \
-        int err = cli_globals_take(&g, &argc, argv);                                            \
-        if (err < 0)                                                                            \
-            return cli_report(err);                                                             \
-        return fn(argc, argv, &g);                                                              \
-    }
-
-ENTRY(cmd_client_projects, run_projects)
-ENTRY(cmd_client_push, run_push)
-ENTRY(cmd_client_pull, run_pull)
-ENTRY(cmd_client_files, run_files)
-ENTRY(cmd_client_versions, run_versions)

@@ -89,43 +89,36 @@ static int get_and_print(const cli_globals *g, const char *path, const cli_col *
     return cli_done(c, err);
 }
 
-int cmd_client_quota(int argc, char **argv)
+int cmd_client_quota(int argc, char **argv, const cli_globals *g)
 {
-    cli_globals g;
-    int err = cli_globals_take(&g, &argc, argv);
+    cli *c = NULL;
+    cli_resp r = {0};
+    int err;
 
-    if (err < 0)
-        return cli_report(err);
+    (void)argv;
     if (argc != 1) {
         fprintf(stderr, "usage: eddy quota [--json]\n");
         return CLI_EXIT_USAGE;
     }
-    {
-        cli *c = NULL;
-        cli_resp r = {0};
-        if ((err = cli_open(&c, g.url, true)) == 0 &&
-            (err = cli_call(&r, c, "GET", "/api/v1/quota", NULL, 0, NULL, 0)) == 0) {
-            if (g.json) {
-                cli_print_raw(&r);
-            } else {
-                cli_print_fields(r.json, quota_fields, N(quota_fields));
-                print_workspace(json_object_get(r.json, "workspace"));
-            }
+    if ((err = cli_open(&c, g->url, true)) == 0 &&
+        (err = cli_call(&r, c, "GET", "/api/v1/quota", NULL, 0, NULL, 0)) == 0) {
+        if (g->json) {
+            cli_print_raw(&r);
+        } else {
+            cli_print_fields(r.json, quota_fields, N(quota_fields));
+            print_workspace(json_object_get(r.json, "workspace"));
         }
-        cli_resp_free(&r);
-        return cli_done(c, err);
     }
+    cli_resp_free(&r);
+    return cli_done(c, err);
 }
 
-int cmd_client_ledger(int argc, char **argv)
+int cmd_client_ledger(int argc, char **argv, const cli_globals *g)
 {
-    cli_globals g;
     int64_t limit = 50;
     char path[64];
-    int err = cli_globals_take(&g, &argc, argv);
+    int err;
 
-    if (err < 0)
-        return cli_report(err);
     if (argc == 3 && strcmp(argv[1], "--limit") == 0) {
         if ((err = cli_parse_int(&limit, argv[2], 1, 500, "--limit")) < 0)
             return cli_report(err);
@@ -134,19 +127,15 @@ int cmd_client_ledger(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     snprintf(path, sizeof(path), "/api/v1/ledger?limit=%lld", (long long)limit);
-    return get_and_print(&g, path, ledger_cols, N(ledger_cols), true);
+    return get_and_print(g, path, ledger_cols, N(ledger_cols), true);
 }
 
-int cmd_client_tiers(int argc, char **argv)
+int cmd_client_tiers(int argc, char **argv, const cli_globals *g)
 {
-    cli_globals g;
-    int err = cli_globals_take(&g, &argc, argv);
-
-    if (err < 0)
-        return cli_report(err);
+    (void)argv;
     if (argc != 1) {
         fprintf(stderr, "usage: eddy tiers [--json]\n");
         return CLI_EXIT_USAGE;
     }
-    return get_and_print(&g, "/api/v1/tiers", tier_cols, N(tier_cols), true);
+    return get_and_print(g, "/api/v1/tiers", tier_cols, N(tier_cols), true);
 }
