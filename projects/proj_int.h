@@ -62,6 +62,11 @@ int64_t proj__du(int fd);
  * ED_EIO (ENOENT is success). */
 int proj__rm_rf(int dirfd, const char *name);
 
+/* Step `s` (prepared and bound; finalized here) for one int64 (its first
+ * column) into *out. 1 when a row came, 0 when none did (*out untouched),
+ * or an error named `what`. */
+int proj__int64_row(int64_t *out, sqlite3_stmt *s, const char *what);
+
 /* ED_EQUOTA unless `user_id`'s usage - `freed` + `added` fits the limit.
  * Call with the user's stripe held. */
 int proj__quota_check(proj_root *r, int64_t user_id, int64_t freed, int64_t added);

@@ -293,10 +293,24 @@ void proj__touch(proj_root *r, const char *id)
     sqlite3_finalize(s);
 }
 
+int proj__int64_row(int64_t *out, sqlite3_stmt *s, const char *what)
+{
+    int rc = sqlite3_step(s), err = 0;
+
+    if (rc == SQLITE_ROW) {
+        *out = sqlite3_column_int64(s, 0);
+        err = 1;
+    } else if (rc != SQLITE_DONE) {
+        err = ed_store_error(sqlite3_db_handle(s), rc, what);
+    }
+    sqlite3_finalize(s);
+    return err;
+}
+
 int proj_usage(int64_t *out_bytes, proj_root *r, int64_t user_id)
 {
     sqlite3_stmt *s = NULL;
-    int err, rc;
+    int err;
 
     *out_bytes = 0;
     if ((err = ed_store_prepare(&s, r->store,
@@ -304,12 +318,9 @@ int proj_usage(int64_t *out_bytes, proj_root *r, int64_t user_id)
                                 "WHERE owner_id = ?1")) < 0)
         return err;
     sqlite3_bind_int64(s, 1, user_id);
-    if ((rc = sqlite3_step(s)) == SQLITE_ROW)
-        *out_bytes = sqlite3_column_int64(s, 0);
-    else
-        err = ed_store_error(sqlite3_db_handle(s), rc, "storage usage");
-    sqlite3_finalize(s);
-    return err;
+    if ((err = proj__int64_row(out_bytes, s, "storage usage")) == 0)   /* an aggregate: never */
+        err = ed_error_set(ED_EIO, "storage usage: no row");
+    return err < 0 ? err : 0;
 }
 
 int proj__quota_check(proj_root *r, int64_t user_id, int64_t freed, int64_t added)

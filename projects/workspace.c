@@ -168,7 +168,7 @@ static int load_ws(ws_row *w, proj_root *r, const char *id)
 int proj_workspace_limit(int64_t *out, proj_root *r, int64_t user_id)
 {
     sqlite3_stmt *s = NULL;
-    int err, rc;
+    int err;
 
     *out = 0;
     if ((err = ed_store_prepare(&s, r->store,
@@ -176,31 +176,22 @@ int proj_workspace_limit(int64_t *out, proj_root *r, int64_t user_id)
                                 " WHERE u.id = ?1")) < 0)
         return err;
     sqlite3_bind_int64(s, 1, user_id);
-    if ((rc = sqlite3_step(s)) == SQLITE_ROW)
-        *out = sqlite3_column_int64(s, 0);
-    else if (rc != SQLITE_DONE)
-        err = ed_store_error(sqlite3_db_handle(s), rc, "tier workspace limit");
-    sqlite3_finalize(s);
-    return err;
+    err = proj__int64_row(out, s, "tier workspace limit");
+    return err < 0 ? err : 0;
 }
 
 int proj_workspace_tier_get(int64_t *out, proj_root *r, const char *tier)
 {
     sqlite3_stmt *s = NULL;
-    int err, rc;
+    int err;
 
     *out = 0;
     if ((err = ed_store_prepare(&s, r->store, "SELECT workspace_bytes FROM tiers WHERE name = ?1")) < 0)
         return err;
     sqlite3_bind_text(s, 1, tier ? tier : "", -1, SQLITE_STATIC);
-    if ((rc = sqlite3_step(s)) == SQLITE_ROW)
-        *out = sqlite3_column_int64(s, 0);
-    else if (rc == SQLITE_DONE)
+    if ((err = proj__int64_row(out, s, "tier workspace limit")) == 0)
         err = ed_error_set(ED_ENOTFOUND, "tier '%s' not found", tier ? tier : "");
-    else
-        err = ed_store_error(sqlite3_db_handle(s), rc, "tier workspace limit");
-    sqlite3_finalize(s);
-    return err;
+    return err < 0 ? err : 0;
 }
 
 int proj_workspace_tier_set(proj_root *r, const char *tier, int64_t workspace_bytes)
@@ -247,22 +238,17 @@ static int insert_row(int64_t *disk_id, proj_root *r, const char *id)
     int err = exec_id(r, "INSERT OR IGNORE INTO workspaces (project_id, limit_bytes, created_at) VALUES (?1, 0, ?2)",
                       id, ed_now_ms(), "add workspace");
     sqlite3_stmt *s = NULL;
-    int rc;
 
     if (err < 0)
         return err;
     if ((err = ed_store_prepare(&s, r->store, "SELECT disk_id FROM workspaces WHERE project_id = ?1")) < 0)
         return err;
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    if ((rc = sqlite3_step(s)) == SQLITE_ROW)
-        *disk_id = sqlite3_column_int64(s, 0);
-    else
-        err = rc == SQLITE_DONE ? ed_error_set(ED_EINTERNAL, "workspace row of %s vanished", id)
-                                : ed_store_error(sqlite3_db_handle(s), rc, "add workspace");
-    sqlite3_finalize(s);
-    if (err == 0 && (*disk_id <= 0 || *disk_id > DISK_ID_MAX))
+    if ((err = proj__int64_row(disk_id, s, "add workspace")) == 0)
+        err = ed_error_set(ED_EINTERNAL, "workspace row of %s vanished", id);
+    else if (err > 0 && (*disk_id <= 0 || *disk_id > DISK_ID_MAX))
         err = ed_error_set(ED_EINTERNAL, "workspace disk id %" PRId64 " is out of range", *disk_id);
-    return err;
+    return err < 0 ? err : 0;
 }
 
 static int set_row_limit(proj_root *r, const char *id, int64_t limit)
