@@ -805,6 +805,17 @@ static int check_if_match_arg(const char *if_match)
     return 0;
 }
 
+/* The start of every write: *out and *out_created cleared (each may be
+ * NULL), then `path` checked. */
+static int write_begin(proj_file **out, bool *out_created, const char *path)
+{
+    if (out)
+        *out = NULL;
+    if (out_created)
+        *out_created = false;
+    return check_path(path);
+}
+
 int proj_file_write_if(proj_file **out, bool *out_created, proj_root *r, int64_t user_id,
                        const char *id, const char *path, const void *buf, size_t len,
                        const char *if_match)
@@ -815,11 +826,7 @@ int proj_file_write_if(proj_file **out, bool *out_created, proj_root *r, int64_t
     bool exists = false;
     int base = -1, err;
 
-    if (out)
-        *out = NULL;
-    if (out_created)
-        *out_created = false;
-    if ((err = check_path(path)) < 0)
+    if ((err = write_begin(out, out_created, path)) < 0)
         return err;
     if (buf == NULL && len > 0)
         return ed_error_set(ED_EINVAL, "no bytes to write");
@@ -866,11 +873,7 @@ int proj_file_write_fd(proj_file **out, bool *out_created, proj_root *r, int64_t
     bool exists = false;
     int base = -1, err;
 
-    if (out)
-        *out = NULL;
-    if (out_created)
-        *out_created = false;
-    if ((err = check_path(path)) < 0)
+    if ((err = write_begin(out, out_created, path)) < 0)
         return err;
     if (src_fd < 0)
         return ed_error_set(ED_EINVAL, "no source to copy from");

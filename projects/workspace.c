@@ -167,16 +167,10 @@ static int load_ws(ws_row *w, proj_root *r, const char *id)
 
 int proj_workspace_limit(int64_t *out, proj_root *r, int64_t user_id)
 {
-    sqlite3_stmt *s = NULL;
-    int err;
+    int err = proj__user_int64(out, r,
+                               "SELECT t.workspace_bytes FROM users u JOIN tiers t ON t.name = u.tier WHERE u.id = ?1",
+                               user_id, "tier workspace limit");
 
-    *out = 0;
-    if ((err = ed_store_prepare(&s, r->store,
-                                "SELECT t.workspace_bytes FROM users u JOIN tiers t ON t.name = u.tier"
-                                " WHERE u.id = ?1")) < 0)
-        return err;
-    sqlite3_bind_int64(s, 1, user_id);
-    err = proj__int64_row(out, s, "tier workspace limit");
     return err < 0 ? err : 0;
 }
 
