@@ -280,6 +280,12 @@ static int get_str(rd *r, char *text, size_t cap, size_t *used, const char **out
     return 0;
 }
 
+/* get_str() into the request's own text. */
+static int get_req_str(rd *r, sbx_wire_req *q, const char **out, int nullable)
+{
+    return get_str(r, q->text, sizeof(q->text), &q->text_used, out, nullable);
+}
+
 static int get_count(rd *r, uint32_t *n, uint32_t max, int nullable)
 {
     if (get_u32(r, n) < 0)
@@ -305,7 +311,7 @@ static int get_list(rd *r, sbx_wire_req *q, char **dst, char *const **out)
         return 0;
     }
     for (uint32_t i = 0; i < n; i++) {
-        if (get_str(r, q->text, sizeof(q->text), &q->text_used, &s, 0) < 0)
+        if (get_req_str(r, q, &s, 0) < 0)
             return -1;
         dst[i] = (char *)s;
     }
@@ -366,14 +372,14 @@ static int parse_launch(rd *r, sbx_wire_req *q, size_t n_fds)
     if (get_u32(r, &u) < 0)
         return -1;
     s->host_gid = (gid_t)u;
-    if (get_str(r, q->text, sizeof(q->text), &q->text_used, &s->cwd, 1) < 0)
+    if (get_req_str(r, q, &s->cwd, 1) < 0)
         return -1;
     for (int k = 0; k < 2; k++) {
         if (get_count(r, &n, SBX_WIRE_BINDS, 0) < 0)
             return -1;
         for (uint32_t i = 0; i < n; i++) {
-            if (get_str(r, q->text, sizeof(q->text), &q->text_used, &a, 0) < 0 ||
-                get_str(r, q->text, sizeof(q->text), &q->text_used, &b, 0) < 0 || get_u32(r, &fl) < 0)
+            if (get_req_str(r, q, &a, 0) < 0 ||
+                get_req_str(r, q, &b, 0) < 0 || get_u32(r, &fl) < 0)
                 return -1;
             if (fl & ~SBX_BIND_FLAGS) {
                 r->bad = "unknown bind flags";
@@ -388,7 +394,7 @@ static int parse_launch(rd *r, sbx_wire_req *q, size_t n_fds)
     if (get_count(r, &n, SBX_WIRE_TMPFS, 0) < 0)
         return -1;
     for (uint32_t i = 0; i < n; i++)
-        if (get_str(r, q->text, sizeof(q->text), &q->text_used, &q->tmpfs[i].dst, 0) < 0 ||
+        if (get_req_str(r, q, &q->tmpfs[i].dst, 0) < 0 ||
             get_i64(r, &q->tmpfs[i].bytes) < 0)
             return -1;
     s->tmpfs = q->tmpfs;
@@ -481,7 +487,7 @@ int sbx__wire_parse_request(sbx_wire_req *q, const void *data, size_t len, size_
     case SBX_OP_SLOT_CLAIM:
         break;
     case SBX_OP_TREE_GIVE:
-        if (get_str(&r, q->text, sizeof(q->text), &q->text_used, &q->path, 0) < 0 ||
+        if (get_req_str(&r, q, &q->path, 0) < 0 ||
             get_u32(&r, &q->uid) < 0)
             goto bad;
         break;
@@ -495,7 +501,7 @@ int sbx__wire_parse_request(sbx_wire_req *q, const void *data, size_t len, size_
         if (get_count(&r, &n, SBX_WIRE_TREE, 0) < 0)
             goto bad;
         for (uint32_t i = 0; i < n; i++)
-            if (get_str(&r, q->text, sizeof(q->text), &q->text_used, &q->paths[i], 0) < 0)
+            if (get_req_str(&r, q, &q->paths[i], 0) < 0)
                 goto bad;
         q->n_paths = n;
         if (get_u32(&r, &q->projid) < 0 || (q->op == SBX_OP_DISK_INIT && get_i64(&r, &q->bytes) < 0))
@@ -503,7 +509,7 @@ int sbx__wire_parse_request(sbx_wire_req *q, const void *data, size_t len, size_
         break;
     }
     case SBX_OP_DISK_USAGE:
-        if (get_str(&r, q->text, sizeof(q->text), &q->text_used, &q->path, 0) < 0 ||
+        if (get_req_str(&r, q, &q->path, 0) < 0 ||
             get_u32(&r, &q->projid) < 0)
             goto bad;
         break;
@@ -513,7 +519,7 @@ int sbx__wire_parse_request(sbx_wire_req *q, const void *data, size_t len, size_
         break;
     case SBX_OP_DISK_CLEAR:
     case SBX_OP_DISK_FREEZE:
-        if (get_str(&r, q->text, sizeof(q->text), &q->text_used, &q->path, 0) < 0)
+        if (get_req_str(&r, q, &q->path, 0) < 0)
             goto bad;
         break;
     case SBX_OP_DISK_DETACH:
