@@ -1082,6 +1082,32 @@ int sbx__disk_tree_init_at(const sbx_disk *d, const int *dirs, const char *const
     return err;
 }
 
+/* A tree image's usage from its filesystem's statfs: what is used beyond a
+ * fresh filesystem's root and lost+found (2 blocks, 11 reserved + 2 inodes). */
+static void image_usage(const struct statfs *fs, int64_t *out_bytes, int64_t *out_inodes)
+{
+    *out_bytes = ((int64_t)fs->f_blocks - (int64_t)fs->f_bfree) * fs->f_bsize - 2 * (int64_t)fs->f_bsize;
+    *out_inodes = (int64_t)fs->f_files - (int64_t)fs->f_ffree - 13;
+    if (*out_bytes < 0)
+        *out_bytes = 0;
+    if (*out_inodes < 0)
+        *out_inodes = 0;
+}
+
+/* Project `projid`'s usage in the quota of the filesystem open at `fd`.
+ * 0, or -1 with errno. */
+static int quota_usage(int fd, uint32_t projid, int64_t *out_bytes, int64_t *out_inodes)
+{
+    struct if_dqblk dq;
+
+    memset(&dq, 0, sizeof(dq));
+    if (quotactl_fd(fd, QCMD(Q_GETQUOTA, PRJQUOTA), projid, &dq) < 0)
+        return -1;
+    *out_bytes = (int64_t)dq.dqb_curspace;
+    *out_inodes = (int64_t)dq.dqb_curinodes;
+    return 0;
+}
+
 int sbx_disk_tree_usage(const sbx_disk *d, const char *path, uint32_t projid, int64_t *out_bytes,
                         int64_t *out_inodes)
 {
@@ -1099,27 +1125,15 @@ int sbx_disk_tree_usage(const sbx_disk *d, const char *path, uint32_t projid, in
             return ed_error_set(ED_ENOTFOUND, "tree %s is not attached", path);
         if (statfs(path, &fs) < 0)
             return ed_error_set(ED_EIO, "%s: %s", path, strerror(errno));
-        /* the fresh filesystem's root and lost+found: 2 blocks, 11 reserved + 2 inodes */
-        *out_bytes = ((int64_t)fs.f_blocks - (int64_t)fs.f_bfree) * fs.f_bsize - 2 * (int64_t)fs.f_bsize;
-        *out_inodes = (int64_t)fs.f_files - (int64_t)fs.f_ffree - 13;
-        if (*out_bytes < 0)
-            *out_bytes = 0;
-        if (*out_inodes < 0)
-            *out_inodes = 0;
+        image_usage(&fs, out_bytes, out_inodes);
         return 0;
     }
     if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
         return ed_error_set(ED_ENOTFOUND, "%s: %s", path, strerror(errno));
-    {
-        struct if_dqblk dq;
-        memset(&dq, 0, sizeof(dq));
-        rc = quotactl_fd(fd, QCMD(Q_GETQUOTA, PRJQUOTA), projid, &dq);
-        close(fd);
-        if (rc < 0)
-            return ed_error_set(ED_EIO, "project quota %u on %s: %s", projid, path, strerror(errno));
-        *out_bytes = (int64_t)dq.dqb_curspace;
-        *out_inodes = (int64_t)dq.dqb_curinodes;
-    }
+    rc = quota_usage(fd, projid, out_bytes, out_inodes);
+    close(fd);
+    if (rc < 0)
+        return ed_error_set(ED_EIO, "project quota %u on %s: %s", projid, path, strerror(errno));
     return 0;
 }
 
@@ -1628,20 +1642,11 @@ int sbx__disk_tree_usage_at(const sbx_disk *d, int dir, uint32_t projid, int64_t
             return ed_error_set(ED_ENOTFOUND, "tree %u is not attached", projid);
         if (fstatfs(dir, &fs) < 0)
             return ed_error_set(ED_EIO, "tree %u: %s", projid, strerror(errno));
-        *out_bytes = ((int64_t)fs.f_blocks - (int64_t)fs.f_bfree) * fs.f_bsize - 2 * (int64_t)fs.f_bsize;
-        *out_inodes = (int64_t)fs.f_files - (int64_t)fs.f_ffree - 13;
-        if (*out_bytes < 0)
-            *out_bytes = 0;
-        if (*out_inodes < 0)
-            *out_inodes = 0;
+        image_usage(&fs, out_bytes, out_inodes);
         return 0;
     }
-    struct if_dqblk dq;
-    memset(&dq, 0, sizeof(dq));
-    if (quotactl_fd(dir, QCMD(Q_GETQUOTA, PRJQUOTA), projid, &dq) < 0)
+    if (quota_usage(dir, projid, out_bytes, out_inodes) < 0)
         return ed_error_set(ED_EIO, "project quota %u: %s", projid, strerror(errno));
-    *out_bytes = (int64_t)dq.dqb_curspace;
-    *out_inodes = (int64_t)dq.dqb_curinodes;
     return 0;
 }
 
