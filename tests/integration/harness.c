@@ -709,40 +709,53 @@ void it_curl_global_cleanup(void)
 
 /* ---- jobs and kernels ------------------------------------------------------------ */
 
-/* `eddy sandbox check --data /tmp` (its output to read, and pclose), run
- * as root; NULL with the reason in `why` (`what` "need root") otherwise. */
-static FILE *sandbox_check(const char *what, char *why, size_t n)
+/* The output of `eddy sandbox check --data /tmp`, run as root, into `out`
+ * (NUL-terminated, cut at `outn`). 0, or -1 with the reason in `why`
+ * (`what` "need root"). */
+static int sandbox_check(char *out, size_t outn, const char *what, char *why, size_t n)
 {
     char cmd[512];
+    size_t len = 0, k;
     FILE *p;
 
     if (geteuid() != 0) {
         snprintf(why, n, "%s need root", what);
-        return NULL;
+        return -1;
     }
     snprintf(cmd, sizeof(cmd), "%s sandbox check --data /tmp 2>&1", it_eddy_bin());
-    if ((p = popen(cmd, "r")) == NULL)
+    if ((p = popen(cmd, "r")) == NULL) {
         snprintf(why, n, "cannot run eddy sandbox check");
-    return p;
+        return -1;
+    }
+    while (len < outn - 1 && (k = fread(out + len, 1, outn - 1 - len, p)) > 0)
+        len += k;
+    out[len] = '\0';
+    pclose(p);
+    return 0;
+}
+
+/* The line of `out` that starts with `prefix`, without its newline, into
+ * `line`: `line`, or NULL when there is none. */
+static const char *check_line(char *line, size_t n, const char *out, const char *prefix)
+{
+    for (const char *l = out; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] == '\n'))
+        if (strncmp(l, prefix, strlen(prefix)) == 0) {
+            snprintf(line, n, "%.*s", (int)strcspn(l, "\n"), l);
+            return line;
+        }
+    return NULL;
 }
 
 int it_host_disk_quotas(char *why, size_t n)
 {
-    char line[1024];
-    FILE *p;
-    int found = 0;
+    char out[16384], line[1024];
 
-    if ((p = sandbox_check("disk quotas", why, n)) == NULL)
+    if (sandbox_check(out, sizeof(out), "disk quotas", why, n) < 0)
         return 0;
     snprintf(why, n, "eddy sandbox check said nothing about disk quotas");
-    while (fgets(line, sizeof(line), p)) {
-        if (strncmp(line, "disk quotas ", 12) == 0)
-            found = strstr(line, " none") == NULL;
-        if (strncmp(line, "disk quota detail", 17) == 0)
-            snprintf(why, n, "no disk quota mechanism: %s", line);
-    }
-    pclose(p);
-    return found;
+    if (check_line(line, sizeof(line), out, "disk quota detail"))
+        snprintf(why, n, "no disk quota mechanism: %s", line);
+    return check_line(line, sizeof(line), out, "disk quotas ") && strstr(line, " none") == NULL;
 }
 
 int it_version_make(char *vid, size_t vid_len, it_server *s, const char *const *hdrs, const char *pid,
@@ -1287,21 +1300,18 @@ long it_tier_set(it_server *s, const char *const *hdrs, const char *tier, const 
 
 int it_host_idmap(char *why, size_t n)
 {
-    char line[512];
-    FILE *f;
-    int yes = 0;
+    char out[16384], line[512];
 
-    if ((f = sandbox_check("kernels on a project's tree (real sandboxes)", why, n)) == NULL)
+    if (sandbox_check(out, sizeof(out), "kernels on a project's tree (real sandboxes)", why, n) < 0)
         return 0;
-    snprintf(why, n, "this host cannot idmap bind mounts");
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, "workspaces", 10) == 0) {
-            yes = strstr(line, "idmapped bind mounts: yes") != NULL;
-            if (!yes)
-                snprintf(why, n, "this host cannot idmap bind mounts: %.*s", (int)strcspn(line, "\n"), line);
-        }
-    pclose(f);
-    return yes;
+    if (check_line(line, sizeof(line), out, "workspaces") == NULL) {
+        snprintf(why, n, "this host cannot idmap bind mounts");
+        return 0;
+    }
+    if (strstr(line, "idmapped bind mounts: yes"))
+        return 1;
+    snprintf(why, n, "this host cannot idmap bind mounts: %s", line);
+    return 0;
 }
 
 char *it_kernel_run(it_server *s, const char *const *hdrs, const char *kid, const char *pid, const char *code,
