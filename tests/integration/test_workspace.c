@@ -50,6 +50,15 @@ static void alice_project(it_user *u, char *pid, size_t pid_len, const char *fil
     ck_assert_int_eq(it_project_make(pid, pid_len, &srv, u->hdrs, "ws", file, content), 0);
 }
 
+/* A server, alice's project "ws" (holding `file`, unless NULL) and an idle
+ * kernel on it: pid and kid (64 bytes each). */
+static void alice_kernel(it_user *u, char *pid, char *kid, const char *file, const char *content)
+{
+    boot(NULL);
+    alice_project(u, pid, 64, file, content);
+    it_ck_kernel_start(kid, 64, &srv, u->hdrs, pid);
+}
+
 static void kernel_post(it_user *u, const char *kid, const char *what, const char *want_status)
 {
     char path[160];
@@ -131,9 +140,7 @@ START_TEST(kernel_files_persist_after_stop_and_belong_to_the_server)
     size_t len;
     struct stat tree, f, sub;
 
-    boot(NULL);
-    alice_project(&u, pid, sizeof(pid), "train.py", "print(1)\n");
-    it_ck_kernel_start(kid, sizeof(kid), &srv, u.hdrs, pid);
+    alice_kernel(&u, pid, kid, "train.py", "print(1)\n");
     out = it_ck_kernel_run(&srv, u.hdrs, kid, pid,
                            "import os\n"
                            "blob = bytes((i * 7) & 255 for i in range(300000))\n"
@@ -181,9 +188,7 @@ START_TEST(git_is_hidden_and_unwritable_inside)
     char pid[64], kid[64], path[600], *out;
     struct stat sb;
 
-    boot(NULL);
-    alice_project(&u, pid, sizeof(pid), "a.txt", "a");
-    it_ck_kernel_start(kid, sizeof(kid), &srv, u.hdrs, pid);
+    alice_kernel(&u, pid, kid, "a.txt", "a");
     out = it_ck_kernel_run(&srv, u.hdrs, kid, pid,
                            "import os, errno\n"
                            "res = [str(sorted(os.listdir('.git')))]\n"
@@ -219,9 +224,7 @@ START_TEST(rest_writes_appear_in_a_running_kernel_and_after_restart)
     char pid[64], kid[64], *out, *body;
     size_t len;
 
-    boot(NULL);
-    alice_project(&u, pid, sizeof(pid), NULL, NULL);
-    it_ck_kernel_start(kid, sizeof(kid), &srv, u.hdrs, pid);
+    alice_kernel(&u, pid, kid, NULL, NULL);
     put_file(&u, pid, "data/train.csv", "x,y\n1,2\n");
     out = it_ck_kernel_run(&srv, u.hdrs, kid, pid, "out = open('data/train.csv').read()\n");
     ck_assert_str_eq(out, "x,y\n1,2\n");
@@ -281,9 +284,7 @@ START_TEST(flushed_bytes_survive_restarts_and_kill_9)
     size_t len, plen;
     struct stat sb;
 
-    boot(NULL);
-    alice_project(&u, pid, sizeof(pid), NULL, NULL);
-    it_ck_kernel_start(kid, sizeof(kid), &srv, u.hdrs, pid);
+    alice_kernel(&u, pid, kid, NULL, NULL);
     out = it_ck_kernel_run(&srv, u.hdrs, kid, pid, "open('before.txt', 'w').write('before restarts')\nout = 'w'\n");
     free(out);
     kernel_post(&u, kid, "restart", "idle");
