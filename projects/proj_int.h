@@ -6,6 +6,7 @@
 
 #include "proj.h"
 
+#include <dirent.h>
 #include <git2.h>
 #include <pthread.h>
 
@@ -57,6 +58,10 @@ void proj__touch(proj_root *r, const char *id);
 
 /* Apparent bytes of every regular file below `fd` (not following links). */
 int64_t proj__du(int fd);
+
+/* A directory stream on `fd`, which it takes over: closed when that fails
+ * (errno kept); NULL for an `fd` below 0 too. */
+DIR *proj__dir_open(int fd);
 
 /* Remove `name` under `dirfd` recursively without following links. 0 or
  * ED_EIO (ENOENT is success). */

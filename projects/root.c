@@ -70,18 +70,27 @@ static int mkdir_p(const char *dir)
     return 0;
 }
 
+DIR *proj__dir_open(int fd)
+{
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+    if (d == NULL && fd >= 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return d;
+}
+
 /* Remove what an interrupted create (.tmp-*) or delete (.trash-*) left. */
 static void sweep_leftovers(proj_root *r)
 {
     int fd = dup(r->dirfd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    DIR *d = proj__dir_open(fd);
     struct dirent *e;
 
-    if (d == NULL) {
-        if (fd >= 0)
-            close(fd);
+    if (d == NULL)
         return;
-    }
     while ((e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, ".tmp-", 5) == 0 || strncmp(e->d_name, ".trash-", 7) == 0) {
             ed_log_info("projects.sweep", "removing leftover %s", e->d_name);
@@ -252,10 +261,8 @@ int proj__rm_rf(int at, const char *name)
     }
     if ((fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
         return ed_error_set(ED_EIO, "open %s: %s", name, strerror(errno));
-    if ((d = fdopendir(fd)) == NULL) {
-        close(fd);
+    if ((d = proj__dir_open(fd)) == NULL)
         return ed_error_set(ED_EIO, "read %s: %s", name, strerror(errno));
-    }
     while ((e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;

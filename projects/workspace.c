@@ -300,14 +300,11 @@ static int no_mechanism(int64_t limit)
 static int copy_tree(int src, int dst, int depth)
 {
     int fd = dup(src), err = 0;
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    DIR *d = proj__dir_open(fd);
     struct dirent *e;
 
-    if (d == NULL) {
-        if (fd >= 0)
-            close(fd);
+    if (d == NULL)
         return ed_error_set(ED_EIO, "read directory: %s", strerror(errno));
-    }
     rewinddir(d);
     if (depth > ED_FS_PATH_MAX / 2) {
         closedir(d);
@@ -402,14 +399,11 @@ static int copy_tree(int src, int dst, int depth)
 static void empty_at(int at, const char *name)
 {
     int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    DIR *d = proj__dir_open(fd);
     struct dirent *e;
 
-    if (d == NULL) {
-        if (fd >= 0)
-            close(fd);
+    if (d == NULL)
         return;
-    }
     while ((e = readdir(d)) != NULL)
         if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
             proj__rm_rf(dirfd(d), e->d_name);
