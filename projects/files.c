@@ -257,6 +257,19 @@ static int cmp_file(const void *a, const void *b)
     return strcmp(((const proj_file *)a)->path, ((const proj_file *)b)->path);
 }
 
+/* The end of an operation under project `id`'s lock: `fd` and `fd2` closed
+ * (-1 skipped), the lock released, `p` freed. Returns `err`. */
+static int finish(proj_root *r, const char *id, proj *p, int fd, int fd2, int err)
+{
+    if (fd >= 0)
+        close(fd);
+    if (fd2 >= 0)
+        close(fd2);
+    proj__unlock(r, id);
+    proj_free(p);
+    return err;
+}
+
 int proj_files_list(proj_file_list **out, proj_root *r, int64_t user_id, const char *id)
 {
     lister ls = {0};
@@ -280,11 +293,7 @@ int proj_files_list(proj_file_list **out, proj_root *r, int64_t user_id, const c
         qsort(ls.l->items, ls.l->count, sizeof(*ls.l->items), cmp_file);
     *out = ls.l;
 done:
-    if (fd >= 0)
-        close(fd);
-    proj__unlock(r, id);
-    proj_free(p);
-    return err;
+    return finish(r, id, p, fd, -1, err);
 }
 
 /* ---- read ------------------------------------------------------------------ */
@@ -847,11 +856,7 @@ int proj_file_write_if(proj_file **out, bool *out_created, proj_root *r, int64_t
     if (err == 0 && out_created)
         *out_created = !exists;
 done:
-    if (base >= 0)
-        close(base);
-    proj__unlock(r, id);
-    proj_free(p);
-    return err;
+    return finish(r, id, p, base, -1, err);
 }
 
 int proj_file_write(proj_file **out, bool *out_created, proj_root *r, int64_t user_id,
@@ -991,13 +996,7 @@ int proj_file_etag(char out_etag[PROJ_ETAG_LEN + 1], proj_root *r, int64_t user_
         (err = proj__open_dir(&base, r, id)) == 0 &&
         (err = open_parent(&dir, &name, NULL, base, path, false)) == 0)
         err = etag_at(out_etag, dir, name, path);
-    if (dir >= 0)
-        close(dir);
-    if (base >= 0)
-        close(base);
-    proj__unlock(r, id);
-    proj_free(p);
-    return err;
+    return finish(r, id, p, dir, base, err);
 }
 
 /* ---- delete ------------------------------------------------------------------ */
@@ -1025,11 +1024,5 @@ int proj_file_delete(proj_root *r, int64_t user_id, const char *id, const char *
     prune_empty_parents(base, path);
     proj__touch(r, id);
 done:
-    if (dir >= 0)
-        close(dir);
-    if (base >= 0)
-        close(base);
-    proj__unlock(r, id);
-    proj_free(p);
-    return err;
+    return finish(r, id, p, dir, base, err);
 }
