@@ -3,6 +3,7 @@
 #include "proj_int.h"
 #include "proj_ws.h"
 
+#include "acct.h"
 #include "ed_error.h"
 #include "ed_fs.h"
 #include "ed_log.h"
@@ -355,25 +356,17 @@ int proj__quota_check(proj_root *r, int64_t user_id, int64_t freed, int64_t adde
 
 int proj__username(char **out, proj_root *r, int64_t user_id)
 {
-    sqlite3_stmt *s = NULL;
-    int err, rc;
+    acct_user u;
+    int err;
 
     *out = NULL;
-    if ((err = ed_store_prepare(&s, r->store, "SELECT username FROM users WHERE id = ?1")) < 0)
+    if ((err = acct_user_get(&u, r->store, user_id)) == ED_ENOTFOUND)
+        return ed_error_set(ED_ENOTFOUND, "no user %lld", (long long)user_id);
+    if (err < 0)
         return err;
-    sqlite3_bind_int64(s, 1, user_id);
-    rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-        const char *u = (const char *)sqlite3_column_text(s, 0);
-        if ((*out = strdup(u ? u : "")) == NULL)
-            err = ed_error_set(ED_ENOMEM, "username");
-    } else if (rc == SQLITE_DONE) {
-        err = ed_error_set(ED_ENOTFOUND, "no user %lld", (long long)user_id);
-    } else {
-        err = ed_store_error(sqlite3_db_handle(s), rc, "look up user");
-    }
-    sqlite3_finalize(s);
-    return err;
+    if ((*out = strdup(u.username)) == NULL)
+        return ed_error_set(ED_ENOMEM, "username");
+    return 0;
 }
 
 int proj__repo_open(git_repository **out, proj_root *r, const char *id)

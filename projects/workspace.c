@@ -17,10 +17,12 @@
 #include "proj_int.h"
 #include "proj_ws.h"
 
+#include "acct.h"
 #include "ed_error.h"
 #include "ed_fs.h"
 #include "ed_log.h"
 #include "ed_time.h"
+#include "quota.h"
 #include "sbx.h"
 
 #include <dirent.h>
@@ -165,50 +167,45 @@ static int load_ws(ws_row *w, proj_root *r, const char *id)
     return err;
 }
 
+/* The tiers are quota/'s and a user's tier is accounts/'s: read through them. */
 int proj_workspace_limit(int64_t *out, proj_root *r, int64_t user_id)
 {
-    int err = proj__user_int64(out, r,
-                               "SELECT t.workspace_bytes FROM users u JOIN tiers t ON t.name = u.tier WHERE u.id = ?1",
-                               user_id, "tier workspace limit");
+    acct_user u;
+    quota_tier t;
+    int err;
 
-    return err < 0 ? err : 0;
+    *out = 0;
+    if ((err = acct_user_get(&u, r->store, user_id)) == ED_ENOTFOUND ||
+        (err == 0 && (err = quota_tier_get(&t, r->store, u.tier)) == ED_ENOTFOUND))
+        return 0;
+    if (err < 0)
+        return err;
+    *out = t.workspace_bytes;
+    return 0;
 }
 
 int proj_workspace_tier_get(int64_t *out, proj_root *r, const char *tier)
 {
-    sqlite3_stmt *s = NULL;
+    quota_tier t;
     int err;
 
     *out = 0;
-    if ((err = ed_store_prepare(&s, r->store, "SELECT workspace_bytes FROM tiers WHERE name = ?1")) < 0)
+    if ((err = quota_tier_get(&t, r->store, tier ? tier : "")) == ED_ENOTFOUND)
+        return ed_error_set(ED_ENOTFOUND, "tier '%s' not found", tier ? tier : "");
+    if (err < 0)
         return err;
-    sqlite3_bind_text(s, 1, tier ? tier : "", -1, SQLITE_STATIC);
-    if ((err = proj__int64_row(out, s, "tier workspace limit")) == 0)
-        err = ed_error_set(ED_ENOTFOUND, "tier '%s' not found", tier ? tier : "");
-    return err < 0 ? err : 0;
+    *out = t.workspace_bytes;
+    return 0;
 }
 
 int proj_workspace_tier_set(proj_root *r, const char *tier, int64_t workspace_bytes)
 {
-    sqlite3_stmt *s = NULL;
-    int err, rc;
+    quota_tier_change u = QUOTA_TIER_KEEP;
 
-    if (workspace_bytes < 0 || workspace_bytes > (INT64_C(1) << 50) ||
-        (workspace_bytes > 0 && workspace_bytes < (INT64_C(1) << 20)))
+    if (workspace_bytes < 0)   /* quota_tier_update would read it as "keep" */
         return ed_error_set(ED_EUNPROC, "field 'workspace_bytes' must be 0 (no limit) or 1 MiB..1 PiB");
-    if ((err = ed_store_prepare(&s, r->store,
-                                "UPDATE tiers SET workspace_bytes = ?2, updated_at = ?3 WHERE name = ?1")) < 0)
-        return err;
-    sqlite3_bind_text(s, 1, tier ? tier : "", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 2, workspace_bytes);
-    sqlite3_bind_int64(s, 3, ed_now_ms());
-    rc = sqlite3_step(s);
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE)
-        return ed_store_error(ed_store_db(r->store), rc, "update tier workspace limit");
-    if (sqlite3_changes(ed_store_db(r->store)) == 0)
-        return ed_error_set(ED_ENOTFOUND, "tier '%s' not found", tier ? tier : "");
-    return 0;
+    u.workspace_bytes = workspace_bytes;
+    return quota_tier_update(r->store, tier ? tier : "", &u);
 }
 
 static int exec_id(proj_root *r, const char *sql, const char *id, int64_t v, const char *what)
