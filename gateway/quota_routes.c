@@ -80,13 +80,10 @@ static int add_tier(const quota_tier *t, void *payload)
         json_decref(o);
         return err < 0 ? err : ED_ENOMEM;
     }
-    if (l->projects) {   /* what one project's working tree may hold (proj_ws.h); 0: no limit */
-        int64_t ws = 0;
-        if ((err = proj_workspace_tier_get(&ws, l->projects, t->name)) < 0 ||
-            json_object_set_new(o, "workspace_bytes", json_integer(ws)) < 0) {
-            json_decref(o);
-            return err < 0 ? err : ED_ENOMEM;
-        }
+    /* what one project's working tree may hold (proj_ws.h); 0: no limit */
+    if (l->projects && json_object_set_new(o, "workspace_bytes", json_integer(t->workspace_bytes)) < 0) {
+        json_decref(o);
+        return ED_ENOMEM;
     }
     return json_array_append_new(l->items, o) == 0 ? 0 : ED_ENOMEM;
 }

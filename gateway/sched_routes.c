@@ -258,8 +258,7 @@ static int put_resource(gw_request *req, gw_response *res)
  * workspace_bytes?} */
 static int put_tier(gw_request *req, gw_response *res)
 {
-    sched_tier_update u = {-1, -1, -1, -1, -1, -1, -1, -1};
-    int64_t job_disk = -1, workspace = -1;
+    quota_tier_change u = QUOTA_TIER_KEEP;
     json_t *body, *allow, *val, *keyenvs;
     const char *key;
     int64_t v;
@@ -273,7 +272,7 @@ static int put_tier(gw_request *req, gw_response *res)
         (err = gw_request_json(&body, req)) < 0)
         return err;
     /* gw_json_int: 422 naming the field for anything but an integer in the
-     * range sched_tier_put accepts (so nothing is cut to fit an int). */
+     * range quota_tier_update accepts (so nothing is cut to fit an int). */
 #define GET_INT(field, name, lo, hi)                                                           \
     do {                                                                                       \
         v = -1;                                                                                \
@@ -288,8 +287,8 @@ static int put_tier(gw_request *req, gw_response *res)
     GET_INT(u.idle_timeout_ms, "idle_timeout_ms", 1000, INT64_C(30) * 86400000);
     GET_INT(u.overdraft_mcoins, "overdraft_mcoins", 0, INT64_C(1000000000000));
     GET_INT(u.free_gpu_ms_per_day, "free_gpu_ms_per_day", 0, 86400000);
-    GET_INT(job_disk, "job_disk_bytes", 0, INT64_C(1) << 50);   /* disk quotas: 0 no limit */
-    GET_INT(workspace, "workspace_bytes", 0, INT64_C(1) << 50); /* a project's tree: 0 no limit */
+    GET_INT(u.job_disk_bytes, "job_disk_bytes", 0, INT64_C(1) << 50);   /* disk quotas: 0 no limit */
+    GET_INT(u.workspace_bytes, "workspace_bytes", 0, INT64_C(1) << 50); /* a project's tree: 0 no limit */
 #undef GET_INT
     if ((keyenvs = json_object_get(body, "key_envs")) != NULL && (err = gw__tier_key_envs_check(keyenvs)) < 0)
         return err;
@@ -310,20 +309,15 @@ static int put_tier(gw_request *req, gw_response *res)
         if ((err = sched_resource_get(&r, req->srv->sched, key)) < 0)
             return err;
     }
-    if (job_disk > 0 && job_disk < (INT64_C(1) << 20))
+    if (u.job_disk_bytes > 0 && u.job_disk_bytes < (INT64_C(1) << 20))
         return ed_error_set(ED_EUNPROC, "field 'job_disk_bytes' must be 0 (no limit) or at least 1 MiB");
-    if (workspace > 0 && workspace < (INT64_C(1) << 20))
+    if (u.workspace_bytes > 0 && u.workspace_bytes < (INT64_C(1) << 20))
         return ed_error_set(ED_EUNPROC, "field 'workspace_bytes' must be 0 (no limit) or at least 1 MiB");
-    if ((err = sched_tier_put(req->srv->sched, t.name, &u)) < 0)
+    if ((err = quota_tier_update(req->srv->store, t.name, &u)) < 0)
         return err;
-    if (job_disk >= 0 && (err = sched_tier_disk_set(req->srv->sched, t.name, job_disk)) < 0)
-        return err;
-    if (workspace >= 0) {
-        /* the new limit goes to the trees of every project whose owner is in the tier */
-        if ((err = proj_workspace_tier_set(req->srv->projects, t.name, workspace)) < 0)
-            return err;
+    /* a new workspace limit goes to the trees of every project whose owner is in the tier */
+    if (u.workspace_bytes >= 0)
         proj_workspace_sync(req->srv->projects, 0, t.name);
-    }
     if (keyenvs && (err = acct_tier_key_envs_put(req->srv->store, t.name, keyenvs)) < 0)
         return err;
     json_object_foreach(allow, key, val)
@@ -336,9 +330,6 @@ static int put_tier(gw_request *req, gw_response *res)
     if ((err = quota_tier_get(&t, req->srv->store, t.name)) < 0 ||
         (err = acct_tier_key_envs_json(&keyenvs, req->srv->store, t.name)) < 0)
         return err;
-    if ((err = sched_tier_disk_get(&job_disk, req->srv->sched, t.name)) < 0 ||
-        (err = proj_workspace_tier_get(&workspace, req->srv->projects, t.name)) < 0)
-        return err;
     return gw_respond_json(
         res, 200,
         json_pack("{s:s, s:i, s:i, s:I, s:I, s:i, s:b, s:I, s:I, s:o, s:I, s:I}", "name", t.name, "max_kernels",
@@ -346,7 +337,7 @@ static int put_tier(gw_request *req, gw_response *res)
                   (json_int_t)t.max_session_ms, "idle_timeout_ms", (json_int_t)t.idle_timeout_ms, "weight",
                   t.weight, "allow_egress", t.allow_egress, "overdraft_mcoins", (json_int_t)t.overdraft_mcoins,
                   "free_gpu_ms_per_day", (json_int_t)t.free_gpu_ms_per_day, "key_envs", keyenvs,
-                  "job_disk_bytes", (json_int_t)job_disk, "workspace_bytes", (json_int_t)workspace));
+                  "job_disk_bytes", (json_int_t)t.job_disk_bytes, "workspace_bytes", (json_int_t)t.workspace_bytes));
 }
 
 /* ---- jobs ------------------------------------------------------------------------ */

@@ -3,7 +3,9 @@
 #include "quota_int.h"
 
 #include "ed_error.h"
+#include "ed_time.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -74,11 +76,13 @@ static void tier_from_row(quota_tier *t, sqlite3_stmt *s)
     t->allow_egress = sqlite3_column_int(s, 6) != 0;
     t->overdraft_mcoins = sqlite3_column_int64(s, 7);
     t->free_gpu_ms_per_day = sqlite3_column_int64(s, 8);
+    t->job_disk_bytes = sqlite3_column_int64(s, 9);
+    t->workspace_bytes = sqlite3_column_int64(s, 10);
 }
 
 #define TIER_COLUMNS                                                                         \
     "name, max_kernels, max_gpus_per_job, max_session_ms, idle_timeout_ms, weight, "         \
-    "allow_egress, overdraft_mcoins, free_gpu_ms_per_day"
+    "allow_egress, overdraft_mcoins, free_gpu_ms_per_day, job_disk_bytes, workspace_bytes"
 
 int quota_tier_get(quota_tier *out, ed_store *st, const char *name)
 {
@@ -105,6 +109,65 @@ int quota_tier_exists(ed_store *st, const char *name)
     if (err == ED_ENOTFOUND)
         return 0;
     return err < 0 ? err : 1;
+}
+
+#define PIB_MAX (INT64_C(1) << 50)   /* 1 PiB */
+#define MIB     (INT64_C(1) << 20)
+
+static int bytes_limit_check(int64_t v, const char *field)
+{
+    if (v > PIB_MAX || (v > 0 && v < MIB))
+        return ed_error_set(ED_EUNPROC, "field '%s' must be 0 (no limit) or 1 MiB..1 PiB", field);
+    return 0;
+}
+
+int quota_tier_update(ed_store *st, const char *name, const quota_tier_change *u)
+{
+    sqlite3_stmt *s = NULL;
+    int err;
+
+    assert(name != NULL && u != NULL);
+    if ((u->max_kernels > 1000) || u->max_gpus_per_job > 64 || u->weight == 0 || u->weight > 1000 ||
+        u->allow_egress > 1 || u->allow_egress < -1 ||
+        (u->max_session_ms >= 0 && (u->max_session_ms < 1000 || u->max_session_ms > 30LL * 86400000)) ||
+        (u->idle_timeout_ms >= 0 && (u->idle_timeout_ms < 1000 || u->idle_timeout_ms > 30LL * 86400000)) ||
+        u->overdraft_mcoins > 1000000000000LL || u->free_gpu_ms_per_day > 86400000)
+        return ed_error_set(ED_EINVAL, "tier values out of range (weight 1..1000, max_kernels 0..1000, "
+                                       "max_gpus_per_job 0..64, times 1 s..30 days, free_gpu_ms_per_day <= 1 day)");
+    if ((err = bytes_limit_check(u->job_disk_bytes, "job_disk_bytes")) < 0 ||
+        (err = bytes_limit_check(u->workspace_bytes, "workspace_bytes")) < 0)
+        return err;
+    if ((err = ed_store_prepare(&s, st,
+                                "UPDATE tiers SET "
+                                "max_kernels = CASE WHEN ?2 >= 0 THEN ?2 ELSE max_kernels END, "
+                                "max_gpus_per_job = CASE WHEN ?3 >= 0 THEN ?3 ELSE max_gpus_per_job END, "
+                                "weight = CASE WHEN ?4 >= 0 THEN ?4 ELSE weight END, "
+                                "allow_egress = CASE WHEN ?5 >= 0 THEN ?5 ELSE allow_egress END, "
+                                "max_session_ms = CASE WHEN ?6 >= 0 THEN ?6 ELSE max_session_ms END, "
+                                "idle_timeout_ms = CASE WHEN ?7 >= 0 THEN ?7 ELSE idle_timeout_ms END, "
+                                "overdraft_mcoins = CASE WHEN ?8 >= 0 THEN ?8 ELSE overdraft_mcoins END, "
+                                "free_gpu_ms_per_day = CASE WHEN ?9 >= 0 THEN ?9 ELSE free_gpu_ms_per_day END, "
+                                "job_disk_bytes = CASE WHEN ?11 >= 0 THEN ?11 ELSE job_disk_bytes END, "
+                                "workspace_bytes = CASE WHEN ?12 >= 0 THEN ?12 ELSE workspace_bytes END, "
+                                "updated_at = ?10 WHERE name = ?1")) < 0)
+        return err;
+    sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, u->max_kernels);
+    sqlite3_bind_int(s, 3, u->max_gpus_per_job);
+    sqlite3_bind_int(s, 4, u->weight);
+    sqlite3_bind_int(s, 5, u->allow_egress);
+    sqlite3_bind_int64(s, 6, u->max_session_ms);
+    sqlite3_bind_int64(s, 7, u->idle_timeout_ms);
+    sqlite3_bind_int64(s, 8, u->overdraft_mcoins);
+    sqlite3_bind_int64(s, 9, u->free_gpu_ms_per_day);
+    sqlite3_bind_int64(s, 10, ed_now_ms());
+    sqlite3_bind_int64(s, 11, u->job_disk_bytes);
+    sqlite3_bind_int64(s, 12, u->workspace_bytes);
+    if ((err = quota__step_write(st, s, "update tier")) < 0)
+        return err;
+    if (sqlite3_changes(ed_store_db(st)) == 0)
+        return ed_error_set(ED_ENOTFOUND, "tier '%s' not found", name);
+    return 0;
 }
 
 int quota_tier_each(ed_store *st, int (*fn)(const quota_tier *t, void *payload), void *payload)

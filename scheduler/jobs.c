@@ -5,6 +5,7 @@
 #include "sched.h"
 #include "sched_int.h"
 
+#include "acct.h"
 #include "ed_error.h"
 #include "ed_json.h"
 #include "ed_time.h"
@@ -282,18 +283,16 @@ int sched_key_budget_check(sched *s, int64_t key_id)
 
 int sched__user_suspended(bool *out, sched *s, int64_t user_id)
 {
-    sqlite3_stmt *q = NULL;
-    int rc, err;
+    acct_user u;
+    int err;
 
     *out = false;
-    if ((err = ed_store_prepare(&q, s->st, "SELECT suspended FROM users WHERE id = ?1")) < 0)
+    if ((err = acct_user_get(&u, s->st, user_id)) == ED_ENOTFOUND)
+        return 0;
+    if (err < 0)
         return err;
-    sqlite3_bind_int64(q, 1, user_id);
-    rc = sqlite3_step(q);
-    if (rc == SQLITE_ROW)
-        *out = sqlite3_column_int(q, 0) != 0;
-    sqlite3_finalize(q);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : ed_store_error(ed_store_db(s->st), rc, "read user");
+    *out = u.suspended;
+    return 0;
 }
 
 static int idem_find(int64_t *out, sched *s, int64_t user, const char *key)

@@ -11,6 +11,7 @@
 
 #include "ed_error.h"
 #include "ed_time.h"
+#include "quota.h"
 
 #include <ctype.h>
 #include <dlfcn.h>
@@ -219,26 +220,20 @@ static bool valid_name(const char *n)
     return true;
 }
 
-/* "free,pro" : every name an existing tier. */
+/* "free,pro" : every name an existing tier (quota/ owns the tiers). */
 static int check_tiers(sched *s, const char *tiers)
 {
     char buf[128], *save = NULL;
-    sqlite3_stmt *q = NULL;
-    int rc, err;
+    int exists;
 
     if (strlen(tiers) >= sizeof(buf))
         return ed_error_set(ED_EINVAL, "tiers list is too long");
     snprintf(buf, sizeof(buf), "%s", tiers);
     for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if ((err = ed_store_prepare(&q, s->st, "SELECT 1 FROM tiers WHERE name = ?1")) < 0)
-            return err;
-        sqlite3_bind_text(q, 1, t, -1, SQLITE_STATIC);
-        rc = sqlite3_step(q);
-        sqlite3_finalize(q);
-        if (rc == SQLITE_DONE)
+        if ((exists = quota_tier_exists(s->st, t)) < 0)
+            return exists;
+        if (exists == 0)
             return ed_error_set(ED_EINVAL, "unknown tier '%s' in tiers", t);
-        if (rc != SQLITE_ROW)
-            return ed_store_error(ed_store_db(s->st), rc, "check tier");
     }
     return 0;
 }
@@ -314,12 +309,17 @@ int sched_resource_put(sched_resource *out, sched *s, const sched_resource *r)
 int sched_allowance_get(int64_t *out_ms, sched *s, const char *tier, const char *resource)
 {
     sqlite3_stmt *q = NULL;
+    quota_tier t;
     int rc, err;
 
     *out_ms = 0;
+    /* a GPU class without its own allowance falls back to the tier's free GPU time */
+    if ((err = quota_tier_get(&t, s->st, tier)) == ED_ENOTFOUND)
+        t.free_gpu_ms_per_day = 0;
+    else if (err < 0)
+        return err;
     if ((err = ed_store_prepare(&q, s->st,
-                                "SELECT a.free_ms_per_day, (SELECT free_gpu_ms_per_day FROM tiers WHERE name = ?1), "
-                                "(SELECT entry_gpu FROM sched_resources WHERE name = ?2) "
+                                "SELECT a.free_ms_per_day, (SELECT entry_gpu FROM sched_resources WHERE name = ?2) "
                                 "FROM (SELECT 1) LEFT JOIN sched_allowances a ON a.tier = ?1 AND a.resource = ?2")) < 0)
         return err;
     sqlite3_bind_text(q, 1, tier, -1, SQLITE_STATIC);
@@ -328,8 +328,8 @@ int sched_allowance_get(int64_t *out_ms, sched *s, const char *tier, const char 
     if (rc == SQLITE_ROW) {
         if (sqlite3_column_type(q, 0) != SQLITE_NULL)
             *out_ms = sqlite3_column_int64(q, 0);
-        else if (sqlite3_column_int(q, 2) == 1)
-            *out_ms = sqlite3_column_int64(q, 1);
+        else if (sqlite3_column_int(q, 1) == 1)
+            *out_ms = t.free_gpu_ms_per_day;
     }
     sqlite3_finalize(q);
     return rc == SQLITE_ROW ? 0 : ed_store_error(ed_store_db(s->st), rc, "read allowance");
@@ -358,47 +358,4 @@ int sched_allowance_set(sched *s, const char *tier, const char *resource, int64_
     rc = ed_store_step(q);
     sqlite3_finalize(q);
     return rc == SQLITE_DONE ? 0 : ed_store_error(ed_store_db(s->st), rc, "save allowance");
-}
-
-int sched_tier_put(sched *s, const char *name, const sched_tier_update *u)
-{
-    sqlite3_stmt *q = NULL;
-    int rc, err;
-
-    if ((u->max_kernels > 1000) || u->max_gpus_per_job > 64 || u->weight == 0 || u->weight > 1000 ||
-        u->allow_egress > 1 || u->allow_egress < -1 ||
-        (u->max_session_ms >= 0 && (u->max_session_ms < 1000 || u->max_session_ms > 30LL * 86400000)) ||
-        (u->idle_timeout_ms >= 0 && (u->idle_timeout_ms < 1000 || u->idle_timeout_ms > 30LL * 86400000)) ||
-        u->overdraft_mcoins > 1000000000000LL || u->free_gpu_ms_per_day > 86400000)
-        return ed_error_set(ED_EINVAL, "tier values out of range (weight 1..1000, max_kernels 0..1000, "
-                                       "max_gpus_per_job 0..64, times 1 s..30 days, free_gpu_ms_per_day <= 1 day)");
-    if ((err = ed_store_prepare(&q, s->st,
-                                "UPDATE tiers SET "
-                                "max_kernels = CASE WHEN ?2 >= 0 THEN ?2 ELSE max_kernels END, "
-                                "max_gpus_per_job = CASE WHEN ?3 >= 0 THEN ?3 ELSE max_gpus_per_job END, "
-                                "weight = CASE WHEN ?4 >= 0 THEN ?4 ELSE weight END, "
-                                "allow_egress = CASE WHEN ?5 >= 0 THEN ?5 ELSE allow_egress END, "
-                                "max_session_ms = CASE WHEN ?6 >= 0 THEN ?6 ELSE max_session_ms END, "
-                                "idle_timeout_ms = CASE WHEN ?7 >= 0 THEN ?7 ELSE idle_timeout_ms END, "
-                                "overdraft_mcoins = CASE WHEN ?8 >= 0 THEN ?8 ELSE overdraft_mcoins END, "
-                                "free_gpu_ms_per_day = CASE WHEN ?9 >= 0 THEN ?9 ELSE free_gpu_ms_per_day END, "
-                                "updated_at = ?10 WHERE name = ?1")) < 0)
-        return err;
-    sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
-    sqlite3_bind_int(q, 2, u->max_kernels);
-    sqlite3_bind_int(q, 3, u->max_gpus_per_job);
-    sqlite3_bind_int(q, 4, u->weight);
-    sqlite3_bind_int(q, 5, u->allow_egress);
-    sqlite3_bind_int64(q, 6, u->max_session_ms);
-    sqlite3_bind_int64(q, 7, u->idle_timeout_ms);
-    sqlite3_bind_int64(q, 8, u->overdraft_mcoins);
-    sqlite3_bind_int64(q, 9, u->free_gpu_ms_per_day);
-    sqlite3_bind_int64(q, 10, ed_now_ms());
-    rc = ed_store_step(q);
-    sqlite3_finalize(q);
-    if (rc != SQLITE_DONE)
-        return ed_store_error(ed_store_db(s->st), rc, "update tier");
-    if (sqlite3_changes(ed_store_db(s->st)) == 0)
-        return ed_error_set(ED_ENOTFOUND, "tier '%s' not found", name);
-    return 0;
 }

@@ -26,6 +26,7 @@
 #include "ed_error.h"
 #include "ed_log.h"
 #include "ed_time.h"
+#include "quota.h"
 #include "sbx.h"
 
 #include <errno.h>
@@ -54,9 +55,17 @@ static void tree_paths(char work[760], char output[760], sched *s, int64_t id)
     snprintf(output, 760, "%s/output", dir);
 }
 
+static int most_job_disk(const quota_tier *t, void *payload)
+{
+    int64_t *most = payload;
+
+    if (t->job_disk_bytes > *most)
+        *most = t->job_disk_bytes;
+    return 0;
+}
+
 int sched__disk_open(sched *s)
 {
-    sqlite3_stmt *q = NULL;
     int64_t most = 0;
     char abs[512];
 
@@ -78,11 +87,7 @@ int sched__disk_open(sched *s)
         sched__disk_close(s);
         return err;
     }
-    if (ed_store_prepare(&q, s->st, "SELECT IFNULL(MAX(job_disk_bytes), 0) FROM tiers") == 0) {
-        if (sqlite3_step(q) == SQLITE_ROW)
-            most = sqlite3_column_int64(q, 0);
-        sqlite3_finalize(q);
-    }
+    quota_tier_each(s->st, most_job_disk, &most);
     if (s->disk->mech == SBX_DISK_NONE && most > 0)
         ed_log_error("sched.disk", "disk quotas: none available, so jobs of tiers with a job_disk_bytes limit "
                      "will not start (set job_disk_bytes 0 to run them unlimited): %s", s->disk->detail);
@@ -109,48 +114,18 @@ const struct sbx_disk *sched_disk(sched *s)
     return s ? s->disk : NULL;
 }
 
-/* The tier's job disk limit (0: none). */
+/* The tier's job disk limit (0: none, or no such tier). */
 static int tier_limit(int64_t *out, sched *s, const char *tier)
 {
-    sqlite3_stmt *q = NULL;
-    int rc, err;
+    quota_tier t;
+    int err;
 
     *out = 0;
-    if ((err = ed_store_prepare(&q, s->st, "SELECT job_disk_bytes FROM tiers WHERE name = ?1")) < 0)
+    if ((err = quota_tier_get(&t, s->st, tier ? tier : "")) == ED_ENOTFOUND)
+        return 0;
+    if (err < 0)
         return err;
-    sqlite3_bind_text(q, 1, tier ? tier : "", -1, SQLITE_STATIC);
-    if ((rc = sqlite3_step(q)) == SQLITE_ROW)
-        *out = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : ed_store_error(ed_store_db(s->st), rc, "tier disk limit");
-}
-
-int sched_tier_disk_get(int64_t *out, sched *s, const char *tier)
-{
-    return tier_limit(out, s, tier);
-}
-
-int sched_tier_disk_set(sched *s, const char *tier, int64_t job_disk_bytes)
-{
-    sqlite3_stmt *q = NULL;
-    int rc, err;
-
-    if (job_disk_bytes < 0 || job_disk_bytes > (INT64_C(1) << 50))
-        return ed_error_set(ED_EUNPROC, "field 'job_disk_bytes' must be an integer in 0..%lld",
-                            (long long)(INT64_C(1) << 50));
-    if (job_disk_bytes > 0 && job_disk_bytes < (INT64_C(1) << 20))
-        return ed_error_set(ED_EUNPROC, "field 'job_disk_bytes' must be 0 (no limit) or at least 1 MiB");
-    if ((err = ed_store_prepare(&q, s->st, "UPDATE tiers SET job_disk_bytes = ?2, updated_at = ?3 WHERE name = ?1")) < 0)
-        return err;
-    sqlite3_bind_text(q, 1, tier, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 2, job_disk_bytes);
-    sqlite3_bind_int64(q, 3, ed_now_ms());
-    rc = ed_store_step(q);
-    sqlite3_finalize(q);
-    if (rc != SQLITE_DONE)
-        return ed_store_error(ed_store_db(s->st), rc, "update tier disk");
-    if (sqlite3_changes(ed_store_db(s->st)) == 0)
-        return ed_error_set(ED_ENOTFOUND, "tier '%s' not found", tier);
+    *out = t.job_disk_bytes;
     return 0;
 }
 

@@ -183,21 +183,8 @@ int sched_allowance_get(int64_t *out_ms, sched *s, const char *tier, const char 
 /* Set it (-1 unlimited). ED_ENOTFOUND for an unknown tier or class. */
 int sched_allowance_set(sched *s, const char *tier, const char *resource, int64_t free_ms_per_day);
 
-/* Change a tier's limits (tiers table): fields < 0 keep their value
- * (allow_egress: -1 keep, 0 no, 1 yes). ED_ENOTFOUND for an unknown tier,
- * ED_EINVAL for a value out of range (weight 1..1000, max_kernels 0..1000,
- * max_gpus_per_job 0..64, times 1 s..30 days). */
-typedef struct sched_tier_update {
-    int     max_kernels, max_gpus_per_job, weight, allow_egress;
-    int64_t max_session_ms, idle_timeout_ms, overdraft_mcoins, free_gpu_ms_per_day;
-} sched_tier_update;
-int sched_tier_put(sched *s, const char *name, const sched_tier_update *u);
-/* A tier's job_disk_bytes: what one job may write into its work and output
- * directories (disk quotas, retention.c); 0: no limit. Set: 0 or 1 MiB..1 PiB
- * (ED_EINVAL), ED_ENOTFOUND for an unknown tier. Applies to jobs submitted
- * after it. */
-int sched_tier_disk_get(int64_t *out, sched *s, const char *tier);
-int sched_tier_disk_set(sched *s, const char *tier, int64_t job_disk_bytes);
+/* A tier's limits (the tiers table, job_disk_bytes included) are quota/'s:
+ * quota_tier_get / quota_tier_update. */
 
 /* The disk quota mechanism probed at sched_open (sandbox/sbx.h), for other
  * trees of the same data directory (project workspaces); NULL before. */

@@ -15,6 +15,7 @@
 #include "sched.h"
 #include "sched_int.h"
 
+#include "acct.h"
 #include "ed_error.h"
 #include "ed_log.h"
 #include "ed_time.h"
@@ -359,6 +360,7 @@ static int start_job(sched *s, int64_t id, const sched_resource *cls, size_t ncl
     sched_job_info j;
     sched__running *r = NULL;
     quota_tier tier;
+    acct_user owner;
     char tier_name[32] = "", ref[48], key[64], dir[700], path[760], devs[128] = "";
     int64_t free_left, hold, now = ed_now_ms(), seq_base = 0, prior = 0;
     const sched_resource *c;
@@ -371,10 +373,12 @@ static int start_job(sched *s, int64_t id, const sched_resource *cls, size_t ncl
     if ((ci = class_index(cls, ncls, j.resource)) < 0)
         return ed_error_set(ED_ENOTFOUND, "resource class %s vanished", j.resource);
     c = &cls[ci];
+    /* the owner's tier and suspension are accounts/'s (users) */
+    if ((err = acct_user_get(&owner, s->st, j.user_id)) < 0)
+        return err;
     if ((err = ed_store_prepare(&q, s->st,
-                                "SELECT u.tier, j.metered_seq, j.charged_mcoins, j.requeue, j.preemptible, j.units, "
-                                "IFNULL(j.key_id, 0), u.suspended "
-                                "FROM jobs j JOIN users u ON u.id = j.user_id WHERE j.id = ?1")) < 0)
+                                "SELECT metered_seq, charged_mcoins, requeue, preemptible, units, "
+                                "IFNULL(key_id, 0) FROM jobs WHERE id = ?1")) < 0)
         return err;
     sqlite3_bind_int64(q, 1, id);
     if ((rc = sqlite3_step(q)) != SQLITE_ROW) {
@@ -385,14 +389,14 @@ static int start_job(sched *s, int64_t id, const sched_resource *cls, size_t ncl
         sqlite3_finalize(q);
         return ed_error_set(ED_ENOMEM, "running job");
     }
-    snprintf(tier_name, sizeof(tier_name), "%s", (const char *)sqlite3_column_text(q, 0));
-    seq_base = sqlite3_column_int64(q, 1);
-    prior = sqlite3_column_int64(q, 2);
-    r->requeue = sqlite3_column_int(q, 3) != 0;
-    r->preemptible = sqlite3_column_int(q, 4) != 0;
-    r->units = sqlite3_column_int(q, 5);
-    r->key_id = sqlite3_column_int64(q, 6);
-    suspended = sqlite3_column_int(q, 7) != 0;
+    snprintf(tier_name, sizeof(tier_name), "%s", owner.tier);
+    seq_base = sqlite3_column_int64(q, 0);
+    prior = sqlite3_column_int64(q, 1);
+    r->requeue = sqlite3_column_int(q, 2) != 0;
+    r->preemptible = sqlite3_column_int(q, 3) != 0;
+    r->units = sqlite3_column_int(q, 4);
+    r->key_id = sqlite3_column_int64(q, 5);
+    suspended = owner.suspended;
     sqlite3_finalize(q);
     /* nothing of a suspended user starts (a submit that raced the
      * suspension, a requeued job); nothing of a key whose budget is spent */

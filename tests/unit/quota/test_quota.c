@@ -303,6 +303,46 @@ START_TEST(tiers_are_listed_and_checked)
 }
 END_TEST
 
+START_TEST(tier_update_changes_only_given_fields_and_refuses_bad_values)
+{
+    quota_tier before, after;
+    quota_tier_change u = QUOTA_TIER_KEEP;
+
+    ck_assert_int_eq(quota_tier_get(&before, st, "pro"), 0);
+    u.max_kernels = 7;
+    u.job_disk_bytes = 0;                      /* 0: no limit */
+    u.workspace_bytes = INT64_C(3) << 30;
+    ck_assert_int_eq(quota_tier_update(st, "pro", &u), 0);
+    ck_assert_int_eq(quota_tier_get(&after, st, "pro"), 0);
+    ck_assert_int_eq(after.max_kernels, 7);
+    ck_assert_int_eq(after.job_disk_bytes, 0);
+    ck_assert_int_eq(after.workspace_bytes, INT64_C(3) << 30);
+    ck_assert_int_eq(after.weight, before.weight);
+    ck_assert_int_eq(after.max_session_ms, before.max_session_ms);
+    ck_assert_int_eq(after.overdraft_mcoins, before.overdraft_mcoins);
+    ck_assert_int_eq(after.allow_egress, before.allow_egress);
+
+    /* refused, and nothing changed */
+    u = QUOTA_TIER_KEEP;
+    u.max_kernels = 1;
+    u.weight = 0;
+    ck_assert_int_eq(quota_tier_update(st, "pro", &u), ED_EINVAL);
+    u = QUOTA_TIER_KEEP;
+    u.max_kernels = 1;
+    u.job_disk_bytes = 1000;                   /* under 1 MiB */
+    ck_assert_int_eq(quota_tier_update(st, "pro", &u), ED_EUNPROC);
+    ck_assert_ptr_nonnull(strstr(ed_error_last(), "job_disk_bytes"));
+    u.job_disk_bytes = -1;
+    u.workspace_bytes = (INT64_C(1) << 50) + 1;
+    ck_assert_int_eq(quota_tier_update(st, "pro", &u), ED_EUNPROC);
+    ck_assert_ptr_nonnull(strstr(ed_error_last(), "workspace_bytes"));
+    ck_assert_int_eq(quota_tier_get(&after, st, "pro"), 0);
+    ck_assert_int_eq(after.max_kernels, 7);
+    u = QUOTA_TIER_KEEP;
+    ck_assert_int_eq(quota_tier_update(st, "gold", &u), ED_ENOTFOUND);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("quota");
@@ -321,6 +361,7 @@ int main(void)
     tcase_add_test(tc, concurrent_charges_never_overdraw_or_double);
     tcase_add_test(tc, random_operations_match_a_reference_model);
     tcase_add_test(tc, tiers_are_listed_and_checked);
+    tcase_add_test(tc, tier_update_changes_only_given_fields_and_refuses_bad_values);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
