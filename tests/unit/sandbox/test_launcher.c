@@ -171,6 +171,19 @@ static int raw_buf(sbx_wire_buf *b, const int *fds, size_t n_fds)
     return st;
 }
 
+/* DIR/<name> holds exactly `want` (shorter than 64 bytes). */
+static void file_is(const char *dir, const char *name, const char *want)
+{
+    char path[256], buf[64] = {0};
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    ck_assert_int_ge(fd = open(path, O_RDONLY), 0);
+    ck_assert_int_eq(read(fd, buf, sizeof(buf) - 1), (ssize_t)strlen(want));
+    close(fd);
+    ck_assert_str_eq(buf, want);
+}
+
 static void spec(sbx_spec *s, char **argv, unsigned uid)
 {
     sbx_spec_init(s);
@@ -380,13 +393,7 @@ START_TEST(job_runs_and_its_trees_come_back_to_the_server)
     snprintf(path, sizeof(path), "%s/d/f", work);
     ck_assert_int_eq(lstat(path, &sb), 0);
     ck_assert_uint_eq(sb.st_uid, SERVER_UID);
-    snprintf(path, sizeof(path), "%s/out.txt", work);
-    int fd = open(path, O_RDONLY);
-    ck_assert_int_ge(fd, 0);
-    char buf[8] = {0};
-    ck_assert_int_eq(read(fd, buf, sizeof(buf)), 3);
-    close(fd);
-    ck_assert_str_eq(buf, "hi\n");
+    file_is(work, "out.txt", "hi\n");
     finish(j, slot);
 }
 END_TEST
@@ -456,12 +463,7 @@ START_TEST(idmapped_tree_stays_the_servers)
         ck_assert_msg(sb.st_uid == SERVER_UID && sb.st_gid == SERVER_UID, "%s is %u:%u", path,
                       (unsigned)sb.st_uid, (unsigned)sb.st_gid);
     }
-    snprintf(path, sizeof(path), "%s/f.txt", work);
-    ck_assert_int_ge(fd = open(path, O_RDONLY), 0);
-    char buf[16] = {0};
-    ck_assert_int_eq(read(fd, buf, sizeof(buf)), 9);
-    close(fd);
-    ck_assert_str_eq(buf, "one\nmore\n");
+    file_is(work, "f.txt", "one\nmore\n");
     finish(j, slot);
 }
 END_TEST
@@ -735,7 +737,7 @@ END_TEST
  * unprivileged server. */
 START_TEST(job_trees_are_made_and_dropped_through_the_launcher)
 {
-    char jobs[160], work[200], output[200], path[240], buf[16] = {0};
+    char jobs[160], work[200], output[200], path[240];
     const char *dirs[2] = {work, output};
     sbx_disk d;
     struct stat sb, parent;
@@ -772,11 +774,7 @@ START_TEST(job_trees_are_made_and_dropped_through_the_launcher)
     ck_assert_int_eq(stat(output, &sb), 0);
     ck_assert_uint_eq(sb.st_dev, parent.st_dev);
     ck_assert_uint_eq(sb.st_uid, SERVER_UID);
-    fd = open(path, O_RDONLY);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(read(fd, buf, sizeof(buf)), 4);
-    close(fd);
-    ck_assert_str_eq(buf, "kept");
+    file_is(output, "result.txt", "kept");
     ck_assert_int_eq(sbx_disk_path_freeze(output), 0);    /* again: nothing to do */
     ck_assert_int_eq(sbx_disk_path_clear(work), 0);
     ck_assert_int_eq(lstat(work, &sb), -1);
