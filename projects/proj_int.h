@@ -72,10 +72,6 @@ int proj__rm_rf(int dirfd, const char *name);
  * or an error named `what`. */
 int proj__int64_row(int64_t *out, sqlite3_stmt *s, const char *what);
 
-/* proj__int64_row() of `sql` with ?1 bound to `user_id`; *out 0 when no
- * row came. */
-int proj__user_int64(int64_t *out, proj_root *r, const char *sql, int64_t user_id, const char *what);
-
 /* ED_EQUOTA unless `user_id`'s usage - `freed` + `added` fits the limit.
  * Call with the user's stripe held. */
 int proj__quota_check(proj_root *r, int64_t user_id, int64_t freed, int64_t added);

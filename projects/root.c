@@ -315,24 +315,17 @@ int proj__int64_row(int64_t *out, sqlite3_stmt *s, const char *what)
     return err;
 }
 
-int proj__user_int64(int64_t *out, proj_root *r, const char *sql, int64_t user_id, const char *what)
+int proj_usage(int64_t *out_bytes, proj_root *r, int64_t user_id)
 {
     sqlite3_stmt *s = NULL;
     int err;
 
-    *out = 0;
-    if ((err = ed_store_prepare(&s, r->store, sql)) < 0)
+    *out_bytes = 0;
+    if ((err = ed_store_prepare(&s, r->store,
+                                "SELECT COALESCE(SUM(size_bytes), 0) FROM projects WHERE owner_id = ?1")) < 0)
         return err;
     sqlite3_bind_int64(s, 1, user_id);
-    return proj__int64_row(out, s, what);
-}
-
-int proj_usage(int64_t *out_bytes, proj_root *r, int64_t user_id)
-{
-    int err = proj__user_int64(out_bytes, r, "SELECT COALESCE(SUM(size_bytes), 0) FROM projects WHERE owner_id = ?1",
-                               user_id, "storage usage");
-
-    if (err == 0)   /* an aggregate: never */
+    if ((err = proj__int64_row(out_bytes, s, "storage usage")) == 0)   /* an aggregate: never */
         err = ed_error_set(ED_EIO, "storage usage: no row");
     return err < 0 ? err : 0;
 }
