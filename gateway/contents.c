@@ -36,7 +36,7 @@
 
 static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int jup__default_project(char out[14], gw_request *req)
+int gw__jupyter_default_project(char out[14], gw_request *req)
 {
     proj_root *r = req->srv->projects;
     const char *cursor = NULL;
@@ -85,7 +85,7 @@ static int ctx_open(ctx *c, gw_request *req)
 {
     memset(c, 0, sizeof(*c));
     c->req = req;
-    return jup__default_project(c->pid, req);
+    return gw__jupyter_default_project(c->pid, req);
 }
 
 static void ctx_close(ctx *c) { proj_file_list_free(c->files); }
@@ -356,7 +356,7 @@ static int list_checkpoints(gw_request *req, gw_response *res, ctx *c, const cha
     return gw_respond_json(res, 200, arr);
 }
 
-int jup__contents_get(gw_request *req, gw_response *res)
+int gw__jupyter_contents_get(gw_request *req, gw_response *res)
 {
     const char *type = gw_request_query(req, "type");
     const char *format = gw_request_query(req, "format");
@@ -480,7 +480,7 @@ static int model_bytes(char **buf, size_t *len, const json_t *body, const char *
     return 0;
 }
 
-int jup__contents_put(gw_request *req, gw_response *res)
+int gw__jupyter_contents_put(gw_request *req, gw_response *res)
 {
     char *path = clean_path(req, req->params[0]);
     const char *type;
@@ -568,7 +568,7 @@ static int checkpoint_post(gw_request *req, gw_response *res, ctx *c, const char
     return gw_respond_empty(res, 204);
 }
 
-int jup__contents_post(gw_request *req, gw_response *res)
+int gw__jupyter_contents_post(gw_request *req, gw_response *res)
 {
     char *dir = clean_path(req, req->nparams ? req->params[0] : NULL), *file, *cid, *target;
     json_t *body = NULL;
@@ -669,7 +669,7 @@ static int move_file(ctx *c, const char *from, const char *to)
     return err;
 }
 
-int jup__contents_patch(gw_request *req, gw_response *res)
+int gw__jupyter_contents_patch(gw_request *req, gw_response *res)
 {
     char *from = clean_path(req, req->params[0]), *to;
     const proj_file *fi;
@@ -731,7 +731,7 @@ out:
     return err;
 }
 
-int jup__contents_delete(gw_request *req, gw_response *res)
+int gw__jupyter_contents_delete(gw_request *req, gw_response *res)
 {
     char *path = clean_path(req, req->params[0]), *file, *cid;
     const proj_file *fi;

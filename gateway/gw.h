@@ -47,7 +47,7 @@ typedef struct gw_config {
     char     user[64];             /* started as root, serve as this user ("eddy"); "root": no split */
     char     key_envs[32];         /* "dev,prod": API key envs accepted ("" = dev, test and prod) */
     char     allow_origins[1024];  /* comma-separated extra origins cookie callers may come from ("*" = any) */
-    /* interactive kernels (gateway/kernel_hub.c, KERNELS.md "Limits") */
+    /* interactive kernels (kernels/: kh_config, kernels/README.md "Limits") */
     int      kernel_output_msgs_per_s;     /* iopub output messages a second, over the window (0: no limit) */
     int64_t  kernel_output_bytes_per_s;    /* iopub output bytes a second, over the window (0: no limit) */
     int      kernel_output_window_ms;      /* the window both rates are averaged over */

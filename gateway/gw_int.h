@@ -121,7 +121,7 @@ struct gw_server {
     struct gw_metrics *metrics;
     struct gw_ratelimit *ratelimit;  /* login and per-key limiters (auth.c) */
     struct sched       *sched;       /* scheduler (sched_routes.c: gw__sched_start/stop) */
-    struct kh_hub      *kernels;     /* interactive kernels (kernel_hub.c: kh_hub_start/stop) */
+    struct kh_hub      *kernels;     /* interactive kernels (kernels/kh.h; server.c: kh_hub_start/stop) */
 };
 
 /* ---- request accessors (all strings borrowed for the request) ---------- */
@@ -386,7 +386,7 @@ struct MHD_Response *gw__stream_mhd_response(gw_response *res);
  * calls it before the daemon stops. */
 void gw__stream_stop_all(void);
 
-/* kernels_routes.c: /api/v1/kernels (kernel_hub.c does the work). */
+/* kernels_routes.c: /api/v1/kernels (the kernels module, kernels/kh.h, does the work). */
 extern const gw_route gw__routes_kernels[];
 
 /* jupyter_routes.c: Jupyter Server's REST API and kernel channels. */

@@ -1,7 +1,7 @@
 /*
  * kernels_routes.c - /api/v1/kernels (API.md "Kernels"): start, list, get,
  * shut down, interrupt, restart, execute, and the output as Server-Sent
- * Events. The work is kernel_hub.c's; this file speaks HTTP.
+ * Events. The work is the kernels module's (kernels/kh.h); this file speaks HTTP.
  *
  * Events: GET /api/v1/kernels/{id}/events?after=SEQ (or Last-Event-ID, which
  * an EventSource sends when it reconnects) replays the journal after SEQ,
@@ -11,7 +11,7 @@
  * response ends. Comments (": hb") every 15 s keep the connection alive.
  */
 #include "gw_int.h"
-#include "kernel_hub.h"
+#include "kh.h"
 #include "sched.h"
 
 #include "ed_buf.h"
@@ -55,7 +55,7 @@ static int post_kernel(gw_request *req, gw_response *res)
     if (resource == NULL)
         resource = "cpu-basic";
     sched_acting_key_set(req->auth.via_key ? req->auth.key_id : 0);   /* the key's daily budget applies */
-    err = kh_kernel_start(&k, req->srv, req->auth.user_id, req->auth.tier, project, resource);
+    err = kh_kernel_start(&k, req->srv->kernels, req->auth.user_id, req->auth.tier, project, resource);
     sched_acting_key_set(0);
     if (err < 0)
         return err;
@@ -83,7 +83,7 @@ static int list_kernels(gw_request *req, gw_response *res)
 
     if (c.items == NULL)
         return ed_error_set(ED_ENOMEM, "kernels");
-    if ((err = kh_kernel_each(req->srv, req->auth.user_id, all && strcmp(all, "1") == 0, add_kernel, &c)) < 0) {
+    if ((err = kh_kernel_each(req->srv->kernels, req->auth.user_id, all && strcmp(all, "1") == 0, add_kernel, &c)) < 0) {
         json_decref(c.items);
         return err;
     }
@@ -95,7 +95,7 @@ static int get_kernel(gw_request *req, gw_response *res)
     kh_kernel k;
     int err;
 
-    if ((err = kh_kernel_get(&k, req->srv, req->auth.user_id, req->params[0])) < 0)
+    if ((err = kh_kernel_get(&k, req->srv->kernels, req->auth.user_id, req->params[0])) < 0)
         return err;
     return gw_respond_json(res, 200, kernel_json(req, &k));
 }
@@ -105,8 +105,8 @@ static int delete_kernel(gw_request *req, gw_response *res)
     kh_kernel k;
     int err;
 
-    if ((err = kh_kernel_shutdown(req->srv, req->auth.user_id, req->params[0], NULL)) < 0 ||
-        (err = kh_kernel_get(&k, req->srv, req->auth.user_id, req->params[0])) < 0)
+    if ((err = kh_kernel_shutdown(req->srv->kernels, req->auth.user_id, req->params[0], NULL)) < 0 ||
+        (err = kh_kernel_get(&k, req->srv->kernels, req->auth.user_id, req->params[0])) < 0)
         return err;
     gw__audit(req, "kernel.stop", k.id, NULL);
     return gw_respond_json(res, 200, kernel_json(req, &k));
@@ -117,8 +117,8 @@ static int interrupt_kernel(gw_request *req, gw_response *res)
     kh_kernel k;
     int err;
 
-    if ((err = kh_kernel_interrupt(req->srv, req->auth.user_id, req->params[0])) < 0 ||
-        (err = kh_kernel_get(&k, req->srv, req->auth.user_id, req->params[0])) < 0)
+    if ((err = kh_kernel_interrupt(req->srv->kernels, req->auth.user_id, req->params[0])) < 0 ||
+        (err = kh_kernel_get(&k, req->srv->kernels, req->auth.user_id, req->params[0])) < 0)
         return err;
     return gw_respond_json(res, 200, kernel_json(req, &k));
 }
@@ -132,7 +132,7 @@ static int restart_kernel(gw_request *req, gw_response *res)
     if (req->auth.via_key && (err = sched_key_budget_check(req->srv->sched, req->auth.key_id)) < 0)
         return err;
     sched_acting_key_set(req->auth.via_key ? req->auth.key_id : 0);
-    err = kh_kernel_restart(&k, req->srv, req->auth.user_id, req->params[0]);
+    err = kh_kernel_restart(&k, req->srv->kernels, req->auth.user_id, req->params[0]);
     sched_acting_key_set(0);
     if (err < 0)
         return err;
@@ -152,7 +152,7 @@ static int execute(gw_request *req, gw_response *res)
         (err = ed_json_get_str(&cell, body, "cell_id", false)) < 0 ||
         (err = ed_json_get_str(&nb, body, "notebook_path", false)) < 0)
         return err;
-    if ((err = kh_execute(msg_id, req->srv, req->auth.user_id, req->params[0], code, cell, nb)) < 0)
+    if ((err = kh_execute(msg_id, req->srv->kernels, req->auth.user_id, req->params[0], code, cell, nb)) < 0)
         return err;
     return gw_respond_json(res, 202, json_pack("{s:s}", "msg_id", msg_id));
 }
@@ -206,7 +206,7 @@ static int ev_next(events *e)
     if (r < 0) {
         kh_kernel k;
         e->ended = true;
-        if (kh_kernel_get(&k, e->srv, e->user_id, e->id) < 0)
+        if (kh_kernel_get(&k, e->srv->kernels, e->user_id, e->id) < 0)
             snprintf(k.stop_reason, sizeof(k.stop_reason), "died");
         json_t *end = json_pack("{s:s, s:s}", "status", "dead", "stop_reason", k.stop_reason);
         data = end ? json_dumps(end, JSON_COMPACT) : NULL;
@@ -297,7 +297,7 @@ static int get_events(gw_request *req, gw_response *res)
     e->srv = req->srv;
     e->user_id = req->auth.user_id;
     snprintf(e->id, sizeof(e->id), "%.36s", req->params[0]);
-    if ((err = kh_subscribe(&e->sub, req->srv, req->auth.user_id, req->params[0], after, ev_wake, e)) < 0) {
+    if ((err = kh_subscribe(&e->sub, req->srv->kernels, req->auth.user_id, req->params[0], after, ev_wake, e)) < 0) {
         pthread_mutex_destroy(&e->mu);
         free(e);
         return err;

@@ -14,7 +14,7 @@
  */
 #include "gw_int.h"
 #include "metrics.h"
-#include "kernel_hub.h"
+#include "kh.h"
 
 #include "ed_buf.h"
 #include "ed_crypto.h"
@@ -1033,6 +1033,25 @@ static int open_listener(int *out_fd, int *out_port, const gw_config *cfg)
     return 0;
 }
 
+/* The kernels module over this server's store, projects and scheduler,
+ * with the config's kernel_* limits (kernels/README.md "Limits"). */
+static int kernels_start(gw_server *srv)
+{
+    kh_config kc = {
+        .store = srv->store,
+        .projects = srv->projects,
+        .sched = srv->sched,
+        .output_msgs_per_s = srv->cfg.kernel_output_msgs_per_s,
+        .output_bytes_per_s = srv->cfg.kernel_output_bytes_per_s,
+        .output_window_ms = srv->cfg.kernel_output_window_ms,
+        .flood_bytes_per_s = srv->cfg.kernel_flood_bytes_per_s,
+        .journal_max_bytes = srv->cfg.kernel_journal_max_bytes,
+        .journal_retention_ms = srv->cfg.kernel_journal_retention_ms,
+        .dead_journals_per_user = srv->cfg.kernel_dead_journals_per_user,
+    };
+    return kh_hub_start(&srv->kernels, &kc);
+}
+
 static void srv_free(gw_srv *s)
 {
     if (s == NULL)
@@ -1054,7 +1073,8 @@ static void srv_free(gw_srv *s)
     pthread_mutex_destroy(&s->conn_lock);
     if (s->listen_fd >= 0)
         close(s->listen_fd);
-    kh_hub_stop(&s->pub);         /* kernels: before the scheduler */
+    kh_hub_stop(s->pub.kernels);  /* kernels: before the scheduler */
+    s->pub.kernels = NULL;
     gw__sched_stop(&s->pub);      /* before the store it uses closes */
     proj_root_free(s->pub.projects);
     gw__ratelimit_free(s->pub.ratelimit);
@@ -1108,7 +1128,7 @@ int gw_server_start(gw_server **out, const gw_config *cfg)
     if ((err = proj_root_open(&s->pub.projects, s->pub.store, path, cfg->user_storage_bytes)) < 0)
         goto fail;
     proj_root_set_large_file_bytes(s->pub.projects, cfg->version_large_file_bytes);
-    if ((err = gw__sched_start(&s->pub)) < 0 || (err = kh_hub_start(&s->pub)) < 0)
+    if ((err = gw__sched_start(&s->pub)) < 0 || (err = kernels_start(&s->pub)) < 0)
         goto fail;
     if ((err = gw__ratelimit_new(&s->pub.ratelimit)) < 0 ||
         (err = gw__metrics_new(&s->pub.metrics)) < 0)

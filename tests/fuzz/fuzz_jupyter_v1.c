@@ -1,6 +1,6 @@
 /*
  * fuzz_jupyter_v1.c - the Jupyter "v1.kernel.websocket.jupyter.org" binary
- * frame decoder (jup__v1_decode), which reads every binary WebSocket message
+ * frame decoder (gw__jupyter_v1_decode), which reads every binary WebSocket message
  * a JupyterLab client sends to a kernel channel.
  *
  * Input: the WebSocket message payload (offset count, offset table, channel,
@@ -19,7 +19,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     json_t *msg = (json_t *)1;
-    int err = jup__v1_decode(&msg, data, size);
+    int err = gw__jupyter_v1_decode(&msg, data, size);
 
     if (err == 0) {
         static const char *const parts[] = {"header", "parent_header", "metadata", "content"};

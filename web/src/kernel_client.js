@@ -1,6 +1,6 @@
 // The notebook page's kernel client: one kernel per open notebook, driven
 // through the kernels API (shared/API.md "Resources, kernels, jobs"; what the
-// server expects is in gateway/KERNELS.md and web/README.md "Running a cell").
+// server expects is in kernels/README.md and web/README.md "Running a cell").
 // It starts, restarts and interrupts the kernel, follows its messages over
 // Server-Sent Events (GET /api/v1/kernels/{id}/events?after=SEQ, which replays
 // the kernel's journal, then follows), sends execute requests in the order

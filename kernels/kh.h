@@ -1,43 +1,49 @@
 /* API-STABLE */
 /*
- * kernel_hub.h - private to gateway/: interactive kernels inside the gateway.
+ * kh.h - interactive kernels (the kernels module, prefix kh_).
  *
  * A kernel is a scheduler job of kind "kernel" (queue, placement, tier
  * limits, holds and metering exactly as jobs) whose program is
- * `eddy-kernel serve --fd N`; the gateway holds the other end of its
+ * `eddy-kernel serve --fd N`; the hub holds the other end of its
  * socketpair. The hub owns that socket: one reader thread per running kernel
  * reads every frame the kernel emits, appends it with a sequence number to the
  * output journal (table kernel_journal, migration 0006) and only then makes
  * it visible to subscribers. What arrives there is untrusted (user code can
  * write to the socket): frames are capped (KR_OUT_FRAME_MAX), output is
- * rate-limited, the journal capped and expired (KERNELS.md "Limits"). Subscribers pull from a cursor, so a slow client
- * never blocks the kernel nor loses a message (what is not in memory is read
- * back from the journal).
+ * rate-limited, the journal capped and expired (README.md "Limits").
+ * Subscribers pull from a cursor, so a slow client never blocks the kernel
+ * nor loses a message (what is not in memory is read back from the journal).
  *
  * Kernel ids are UUID strings ("8-4-4-4-12" hex, as Jupyter Server uses and
  * as its gateway client's URL patterns require); the same id serves
  * /api/v1/kernels/{id} and /api/kernels/{id}.
  *
+ * The module knows nothing of HTTP: the gateway makes one hub at start
+ * (kh_hub_start with its store, scheduler and projects root) and its routes
+ * call the functions below.
+ *
  *     kh_kernel k;
- *     if ((err = kh_kernel_get(&k, srv, req->auth.user_id, req->params[0])) < 0)
+ *     if ((err = kh_kernel_get(&k, hub, user_id, id)) < 0)
  *         return err;                        // ED_ENOTFOUND (404) for others' kernels
  *     kh_sub *sub;
- *     kh_subscribe(&sub, srv, req->auth.user_id, k.id, 0, wake, ws);  // replay from seq 1
+ *     kh_subscribe(&sub, hub, user_id, k.id, 0, wake, ws);  // replay from seq 1
  *     ...
  *     json_t *m; int64_t seq;
  *     while ((err = kh_sub_next(&m, &seq, sub, 1000)) == 1) { send(m); json_decref(m); }
  *     ...                                     // 0: nothing within the timeout; ED_ENOTFOUND: ended
- *     kh_send(srv, req->auth.user_id, k.id, msg_from_client);   // {"channel": "shell", header, ...}
+ *     kh_send(hub, user_id, k.id, msg_from_client);   // {"channel": "shell", header, ...}
  *     kh_unsubscribe(sub);
  *
  * Ownership: every lookup takes the caller's user id and answers ED_ENOTFOUND
  * (404, never 403) for a kernel of another user; user_id 0 is NOT a
- * wildcard. Every function is safe from any thread. Errors follow ed_error.h.
+ * wildcard. A NULL hub (a server without a scheduler) has no kernels: lookups
+ * answer ED_ENOTFOUND, kh_kernel_start ED_EUNPROC, kh_kernel_each nothing.
+ * Every function is safe from any thread. Errors follow ed_error.h.
  */
-#ifndef KERNEL_HUB_H
-#define KERNEL_HUB_H
+#ifndef KH_H
+#define KH_H
 
-#include "gw_int.h"
+#include "ed_store.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -45,8 +51,28 @@
 
 #define KH_ID_LEN 37   /* a UUID string and its NUL */
 
-typedef struct kh_hub kh_hub;   /* one per server: gw_server.kernels */
+struct proj_root;
+struct sched;
+
+typedef struct kh_hub kh_hub;   /* one per server */
 typedef struct kh_sub kh_sub;   /* one subscription to one kernel's output */
+
+/* What the hub works with, given at kh_hub_start and copied. The handles are
+ * borrowed: they must outlive the hub (stop the hub first). The limits are
+ * the gateway config's kernel_* keys (README.md "Limits"); 0 turns a rate or
+ * a cap off. */
+typedef struct kh_config {
+    ed_store         *store;               /* tables kernels, kernel_journal; tiers through quota/ */
+    struct proj_root *projects;            /* the kernels' projects (workspaces, folds) */
+    struct sched     *sched;               /* runs the kernels' jobs; NULL: no kernels (no hub) */
+    int               output_msgs_per_s;   /* iopub output messages a second, over the window */
+    int64_t           output_bytes_per_s;  /* iopub output bytes a second, over the window */
+    int               output_window_ms;    /* the window both rates are averaged over (<= 0: 3000) */
+    int64_t           flood_bytes_per_s;   /* frame bytes a second past which a kernel is stopped */
+    int64_t           journal_max_bytes;   /* per kernel; oldest output pruned past it */
+    int64_t           journal_retention_ms; /* dead kernels' journals deleted after this (0: kept) */
+    int               dead_journals_per_user; /* dead kernels' journals a user keeps (0: no cap) */
+} kh_config;
 
 /* A kernel as the APIs show it. Times are ms since the epoch, 0 when not yet. */
 typedef struct kh_kernel {
@@ -66,42 +92,46 @@ typedef struct kh_kernel {
     int64_t last_seq;             /* the journal's last sequence number, 0 when empty */
 } kh_kernel;
 
-/* ---- lifecycle (called by server.c) --------------------------------------- */
+/* ---- the hub ---------------------------------------------------------------- */
 
-/* Create the hub for `srv` once the store and the scheduler are open: marks
- * kernels a previous run left alive as dead (reason server_restart; their jobs
- * are failed and refunded as platform errors by the scheduler), registers
- * with the scheduler to receive kernel sockets, starts the culler. */
-int kh_hub_start(gw_server *srv);
+/* Create the hub once the store, the projects root and the scheduler are
+ * open: marks kernels a previous run left alive as dead (reason
+ * server_restart; their jobs are failed and refunded as platform errors by
+ * the scheduler), registers with the scheduler to receive kernel sockets,
+ * starts the culler. *out gets the hub (caller stops it with kh_hub_stop),
+ * or NULL with 0 when cfg->sched is NULL (no scheduler: no kernels).
+ * ED_ENOMEM; a store error. */
+int kh_hub_start(kh_hub **out, const kh_config *cfg);
 /* Stop every kernel (reason server_stop), join the threads, free the hub.
- * Before the scheduler closes. NULL-safe, idempotent. */
-void kh_hub_stop(gw_server *srv);
+ * Before the scheduler closes and after every stream that follows a
+ * subscription has stopped. NULL-safe. */
+void kh_hub_stop(kh_hub *h);
 
 /* ---- kernels ------------------------------------------------------------------ */
 
 /* Start a kernel for `user_id` (tier `tier`) in `project_id` (the caller must
  * be allowed to read it: checked here) on resource class `resource`: queued
- * through the scheduler. ED_EINVAL, ED_ENOTFOUND (project or class), ED_EPERM
- * (class not in the tier), ED_EQUOTA (no funds), ED_ELIMIT (the tier's
- * max_kernels alive). */
-int kh_kernel_start(kh_kernel *out, gw_server *srv, int64_t user_id, const char *tier,
+ * through the scheduler. ED_EINVAL, ED_ENOTFOUND (project, class or tier),
+ * ED_EPERM (class not in the tier, or someone else's project), ED_EQUOTA (no
+ * funds), ED_ELIMIT (the tier's max_kernels alive). */
+int kh_kernel_start(kh_kernel *out, kh_hub *h, int64_t user_id, const char *tier,
                     const char *project_id, const char *resource);
 /* One kernel of `user_id`. ED_ENOTFOUND for an unknown id or another user's. */
-int kh_kernel_get(kh_kernel *out, gw_server *srv, int64_t user_id, const char *id);
+int kh_kernel_get(kh_kernel *out, kh_hub *h, int64_t user_id, const char *id);
 /* The user's kernels, newest first, dead ones included when `with_dead`.
  * fn's non-zero return stops. */
-int kh_kernel_each(gw_server *srv, int64_t user_id, bool with_dead,
+int kh_kernel_each(kh_hub *h, int64_t user_id, bool with_dead,
                    int (*fn)(const kh_kernel *k, void *payload), void *payload);
 /* interrupt_request on the control channel (eddy-kernel's reader thread acts
  * on it at once, even while a cell runs: KeyboardInterrupt in the cell).
  * ED_ENOTFOUND; ED_ECONFLICT when the kernel is not running. */
-int kh_kernel_interrupt(gw_server *srv, int64_t user_id, const char *id);
+int kh_kernel_interrupt(kh_hub *h, int64_t user_id, const char *id);
 /* Restart: a new process under the same id (a fresh namespace); the journal
  * continues. ED_ENOTFOUND; ED_ECONFLICT when dead. `out` may be NULL. */
-int kh_kernel_restart(kh_kernel *out, gw_server *srv, int64_t user_id, const char *id);
+int kh_kernel_restart(kh_kernel *out, kh_hub *h, int64_t user_id, const char *id);
 /* Shut down (reason "shutdown" when `reason` is NULL). A dead kernel: 0.
  * Either way the kernel's Jupyter sessions (table jupyter_sessions) go. */
-int kh_kernel_shutdown(gw_server *srv, int64_t user_id, const char *id, const char *reason);
+int kh_kernel_shutdown(kh_hub *h, int64_t user_id, const char *id, const char *reason);
 
 /* ---- messages to the kernel ---------------------------------------------------- */
 
@@ -111,12 +141,12 @@ int kh_kernel_shutdown(gw_server *srv, int64_t user_id, const char *id, const ch
  * (queued or dead) or stopped reading (it is then stopped: protocol_error);
  * ED_EBUSY when another send to it held the socket for 5 s; ED_EINVAL for a
  * malformed message. Never waits longer than 5 s. `msg` is borrowed. */
-int kh_send(gw_server *srv, int64_t user_id, const char *id, const json_t *msg);
+int kh_send(kh_hub *h, int64_t user_id, const char *id, const json_t *msg);
 /* An execute_request for `code`; when `notebook_path` and `cell_id` are both
  * given, that cell's outputs and execution_count are folded into the
  * project's working-tree notebook as they arrive. out_msg_id gets the
  * request's msg_id. Errors as kh_send. */
-int kh_execute(char out_msg_id[33], gw_server *srv, int64_t user_id, const char *id, const char *code,
+int kh_execute(char out_msg_id[33], kh_hub *h, int64_t user_id, const char *id, const char *code,
                const char *cell_id, const char *notebook_path);
 
 /* ---- output ------------------------------------------------------------------------ */
@@ -126,8 +156,9 @@ int kh_execute(char out_msg_id[33], gw_server *srv, int64_t user_id, const char 
  * (may be NULL) is called with `wake_arg` from the hub's threads whenever new
  * output is available or the kernel ended; it must not block nor call into
  * the hub. An open subscription counts as a connected client (the kernel is
- * not culled while one is open). ED_ENOTFOUND as kh_kernel_get. */
-int kh_subscribe(kh_sub **out, gw_server *srv, int64_t user_id, const char *id, int64_t after_seq,
+ * not culled while one is open). ED_ENOTFOUND as kh_kernel_get. *out is
+ * freed with kh_unsubscribe. */
+int kh_subscribe(kh_sub **out, kh_hub *h, int64_t user_id, const char *id, int64_t after_seq,
                  void (*wake)(void *wake_arg), void *wake_arg);
 /* The next message: 1 with *out_msg (a new reference: the Jupyter message as
  * the kernel sent it, with its "channel") and *out_seq; 0 when nothing came
@@ -135,7 +166,8 @@ int kh_subscribe(kh_sub **out, gw_server *srv, int64_t user_id, const char *id, 
  * and everything was delivered; ED_EIO, ED_ENOMEM. One thread at a time per
  * subscription. */
 int kh_sub_next(json_t **out_msg, int64_t *out_seq, kh_sub *sub, int timeout_ms);
-/* End a subscription. NULL-safe. */
+/* End a subscription (under the hub's lock: no wake comes after it).
+ * NULL-safe. */
 void kh_unsubscribe(kh_sub *sub);
 
 #endif
