@@ -166,6 +166,67 @@ static int check_name(const char *name)
 
 static const char *vis_name(proj_visibility v) { return v == PROJ_PUBLIC ? "public" : "private"; }
 
+/* Whether the owner has another project named `name` (names are unique per
+ * owner, compared case-insensitively for ASCII): 1, 0 or an error. `except`
+ * is a project id not to count (the one being renamed), or NULL. */
+static int name_taken(proj_root *r, int64_t owner_id, const char *name, const char *except)
+{
+    sqlite3_stmt *s = NULL;
+    int err, rc;
+
+    if ((err = ed_store_prepare(&s, r->store,
+                                "SELECT 1 FROM projects WHERE owner_id = ?1"
+                                " AND name = ?2 COLLATE NOCASE AND id IS NOT ?3 LIMIT 1")) < 0)
+        return err;
+    sqlite3_bind_int64(s, 1, owner_id);
+    sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
+    if (except)
+        sqlite3_bind_text(s, 3, except, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(s, 3);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        err = 1;
+    else if (rc == SQLITE_DONE)
+        err = 0;
+    else
+        err = ed_store_error(sqlite3_db_handle(s), rc, "check project name");
+    sqlite3_finalize(s);
+    return err;
+}
+
+static int name_conflict(const char *name)
+{
+    return ed_error_set(ED_EEXISTS, "you already have a project named \"%s\"; choose another name",
+                        name);
+}
+
+/* A fork's name: the source's, else "<name> (fork)", "<name> (fork 2)", ...
+ * whichever the owner does not have yet (inside publish's transaction). */
+static int fork_name(char out[PROJ_NAME_MAX + 1], proj_root *r, int64_t owner_id, const char *name)
+{
+    for (int i = 0; i < 100; i++) {
+        char suffix[32] = "";
+        size_t keep = strlen(name), room;
+        int err;
+
+        if (i == 1)
+            snprintf(suffix, sizeof(suffix), " (fork)");
+        else if (i > 1)
+            snprintf(suffix, sizeof(suffix), " (fork %d)", i);
+        room = PROJ_NAME_MAX - strlen(suffix);
+        if (keep > room) {
+            keep = room;
+            while (keep > 0 && ((unsigned char)name[keep] & 0xC0) == 0x80)
+                keep--;   /* never cut a UTF-8 sequence */
+        }
+        snprintf(out, PROJ_NAME_MAX + 1, "%.*s%s", (int)keep, name, suffix);
+        if ((err = name_taken(r, owner_id, out, NULL)) <= 0)
+            return err;
+    }
+    return name_conflict(name);
+}
+
 /* Insert the row for a repository prepared in place at <root>/<id>
  * (proj__ws_prepare: a workspaces row, the directory, its quota tree), both
  * or neither: on failure the directory, its tree and workspaces row are
@@ -173,6 +234,7 @@ static const char *vis_name(proj_visibility v) { return v == PROJ_PUBLIC ? "publ
  * project, which the next start removes (proj_root_set_disk). */
 static int publish(proj_root *r, const proj *p)
 {
+    char name[PROJ_NAME_MAX + 1];
     sqlite3_stmt *s = NULL;
     int err, rc, fd;
     int64_t size = 0;
@@ -184,6 +246,14 @@ static int publish(proj_root *r, const proj *p)
     }
     if ((err = ed_store_begin(r->store)) < 0)
         goto fail;
+    if (p->forked_from[0]) {
+        if ((err = fork_name(name, r, p->owner_id, p->name)) < 0)
+            goto fail_tx;
+    } else if ((err = name_taken(r, p->owner_id, p->name, NULL)) != 0) {
+        if (err > 0)
+            err = name_conflict(p->name);
+        goto fail_tx;
+    }
     if ((err = ed_store_prepare(&s, r->store,
                                 "INSERT INTO projects (id, owner_id, name, description, visibility,"
                                 " forked_from, size_bytes, created_at, updated_at)"
@@ -191,7 +261,7 @@ static int publish(proj_root *r, const proj *p)
         goto fail_tx;
     sqlite3_bind_text(s, 1, p->id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 2, p->owner_id);
-    sqlite3_bind_text(s, 3, p->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 3, p->forked_from[0] ? name : p->name, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 4, p->description, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 5, vis_name(p->visibility), -1, SQLITE_STATIC);
     if (p->forked_from[0])
@@ -357,6 +427,7 @@ int proj_update(proj **out, proj_root *r, int64_t user_id, const char *id,
 {
     proj *p = NULL;
     sqlite3_stmt *s = NULL;
+    bool in_tx = false;
     int err, rc;
 
     if (out)
@@ -373,6 +444,14 @@ int proj_update(proj **out, proj_root *r, int64_t user_id, const char *id,
     proj__lock(r, id);
     if ((err = proj__load(&p, r, user_id, id, PROJ__WRITE)) < 0)
         goto done;
+    if ((err = ed_store_begin(r->store)) < 0)
+        goto done;
+    in_tx = true;
+    if (ch->name && (err = name_taken(r, p->owner_id, ch->name, id)) != 0) {
+        if (err > 0)
+            err = name_conflict(ch->name);
+        goto done;
+    }
     if ((err = ed_store_prepare(&s, r->store,
                                 "UPDATE projects SET name = COALESCE(?1, name),"
                                 " description = COALESCE(?2, description),"
@@ -391,12 +470,19 @@ int proj_update(proj **out, proj_root *r, int64_t user_id, const char *id,
         err = ed_store_error(sqlite3_db_handle(s), rc, "update project");
         goto done;
     }
+    sqlite3_finalize(s);
+    s = NULL;
+    in_tx = false;
+    if ((err = ed_store_commit(r->store)) < 0)
+        goto done;
     proj_free(p);
     p = NULL;
     if (out)
         err = load_row(out, r, id);
 done:
     sqlite3_finalize(s);
+    if (in_tx)
+        ed_store_rollback(r->store);
     proj__unlock(r, id);
     proj_free(p);
     return err;

@@ -684,6 +684,43 @@ START_TEST(versions_keep_large_and_ignored_files_out_and_restore_modes)
 END_TEST
 
 
+/* Issue 14 item 10: names are unique per owner (case-insensitive): a second
+ * project or a rename to a name the owner has is 409 with a clear message;
+ * another user may use the name; forking one's own project picks a new name. */
+START_TEST(project_names_are_unique_per_owner)
+{
+    user alice, bob;
+    char a1[14], a2[14], b1[14];
+    it_resp r;
+
+    sign_in(&alice, "alice");
+    sign_in(&bob, "bob");
+    create(a1, &alice, "Cats", "private");
+    call(&r, &alice, "POST", "{\"name\":\"cats\",\"visibility\":\"private\"}", -1, "/api/v1/projects");
+    ck_assert_msg(r.status == 409, "same name again: %ld %s", r.status, r.body);
+    ck_assert_ptr_nonnull(strstr(r.body, "\"conflict\""));
+    ck_assert_msg(strstr(r.body, "already have a project named") != NULL, "message: %s", r.body);
+    it_resp_free(&r);
+    create(b1, &bob, "Cats", "private");   /* another owner: fine */
+    create(a2, &alice, "Dogs", "private");
+    call(&r, &alice, "PATCH", "{\"name\":\"CATS\"}", -1, "/api/v1/projects/%s", a2);
+    ck_assert_msg(r.status == 409, "rename onto a taken name: %ld %s", r.status, r.body);
+    it_resp_free(&r);
+    call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s", a2);
+    ck_assert_str_eq(str(&r, "name"), "Dogs");   /* nothing changed */
+    it_resp_free(&r);
+    call(&r, &alice, "PATCH", "{\"name\":\"dogs\"}", -1, "/api/v1/projects/%s", a2);
+    ck_assert_msg(r.status == 200, "renaming a project to itself in another case: %ld %s", r.status, r.body);
+    it_resp_free(&r);
+    call(&r, &alice, "POST", NULL, 0, "/api/v1/projects/%s/fork", a1);
+    ck_assert_msg(r.status == 201, "fork of one's own project: %ld %s", r.status, r.body);
+    ck_assert_str_eq(str(&r, "name"), "Cats (fork)");
+    it_resp_free(&r);
+    (void)b1;
+}
+END_TEST
+
+
 static Suite *projects_suite(void)
 {
     Suite *s = suite_create("it_projects");
@@ -700,6 +737,7 @@ static Suite *projects_suite(void)
     tcase_add_test(t, storage_limit_answers_402_and_writes_nothing);
     tcase_add_test(t, etags_304_and_412_on_a_stale_write);
     tcase_add_test(t, versions_keep_large_and_ignored_files_out_and_restore_modes);
+    tcase_add_test(t, project_names_are_unique_per_owner);
     suite_add_tcase(s, t);
     return s;
 }
