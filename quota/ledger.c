@@ -14,6 +14,7 @@
 #include "ed_error.h"
 #include "ed_time.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,6 +25,12 @@ static const char *const kind_names[] = {"grant", "charge", "refund", "hold", "r
 const char *quota_kind_name(quota_kind kind)
 {
     return (unsigned)kind < sizeof(kind_names) / sizeof(kind_names[0]) ? kind_names[kind] : "?";
+}
+
+bool quota__hold_transition_ok(const char *from, const char *to)
+{
+    return (strcmp(from, "") == 0 && strcmp(to, "open") == 0) ||
+           (strcmp(from, "open") == 0 && strcmp(to, "settled") == 0);
 }
 
 int quota__step_error(ed_store *st, int rc, const char *what)
@@ -343,6 +350,7 @@ static int hold_open_body(void *p)
         legs[1].amount = c->mcoins;
         if ((err = post(&transfer, c->st, QUOTA_KIND_HOLD, c->key, hash, c->ref, "hold", 0, legs, 2)) < 0)
             return err;
+        assert(quota__hold_transition_ok("", "open"));
         if ((err = ed_store_prepare(&s, c->st,
                                     "INSERT INTO ledger_holds(user_id, amount_mcoins, status, ref, open_transfer, created_at) "
                                     "VALUES (?1, ?2, 'open', ?3, ?4, ?5)")) < 0)
@@ -407,6 +415,7 @@ static int hold_settle_body(void *p)
         return quota__step_error(c->st, rc, "read hold");
     if (strcmp(status, "open") != 0)
         return ed_error_set(ED_ECONFLICT, "hold %lld is already settled", (long long)c->hold_id);
+    assert(quota__hold_transition_ok(status, "settled"));
     if (c->actual < 0 || c->actual > amount)
         return ed_error_set(ED_EINVAL, "settle %lld of a hold of %lld mcoins", (long long)c->actual,
                             (long long)amount);
@@ -438,7 +447,11 @@ static int hold_settle_body(void *p)
     sqlite3_bind_int64(s, 3, ed_now_ms());
     rc = sqlite3_step(s);
     sqlite3_finalize(s);
-    return rc == SQLITE_DONE ? 0 : quota__step_error(c->st, rc, "settle hold");
+    if (rc != SQLITE_DONE)
+        return quota__step_error(c->st, rc, "settle hold");
+    /* we read it open inside this write transaction: exactly this row flips */
+    assert(sqlite3_changes(ed_store_db(c->st)) == 1);
+    return 0;
 }
 
 int quota_hold_settle(ed_store *st, int64_t hold_id, int64_t actual_mcoins)

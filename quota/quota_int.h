@@ -23,4 +23,9 @@ int quota__step_error(ed_store *st, int rc, const char *what);
  * outside a transaction. 0 or the store's error. */
 int quota__step_write(ed_store *st, sqlite3_stmt *s, const char *what);
 
+/* The hold state machine: "" (no row yet) -> "open" -> "settled", nothing
+ * else (a settled hold never reopens; settling twice is ED_ECONFLICT before
+ * any write). For asserts: true when `from` may become `to`. */
+bool quota__hold_transition_ok(const char *from, const char *to);
+
 #endif

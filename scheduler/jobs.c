@@ -11,6 +11,7 @@
 #include "ed_time.h"
 #include "quota.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <ftw.h>
 #include <signal.h>
@@ -494,6 +495,7 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
         err = ed_error_set(ED_EIO, "cannot create %s: %s", sub, strerror(errno));
         goto fail;
     }
+    assert(sched__job_transition_ok("preparing", "queued"));
     if ((err = ed_store_prepare(&q, s->st, "UPDATE jobs SET status = 'queued' WHERE id = ?1")) < 0)
         goto fail;
     sqlite3_bind_int64(q, 1, id);
@@ -503,9 +505,9 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
         err = ed_store_error(ed_store_db(s->st), rc, "queue job");
         goto fail;
     }
-    pthread_mutex_lock(&s->mu);
+    sched__lock(s);
     pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
+    sched__unlock(s);
     return sched_job_get(out, s, sp->user_id, id);
 fail:
     sched__disk_job_remove(s, id);
@@ -527,7 +529,8 @@ int sched_job_cancel(sched_job_info *out, sched *s, int64_t user_id, int64_t id)
 
     if ((err = sched_job_get(out, s, user_id, id)) < 0)
         return err;
-    pthread_mutex_lock(&s->mu);
+    sched__lock(s);
+    assert(sched__job_transition_ok("queued", "cancelled"));
     if ((err = ed_store_prepare(&q, s->st,
                                 "UPDATE jobs SET status = 'cancelled', failure_reason = 'cancelled', ended_at = ?2 "
                                 "WHERE id = ?1 AND status = 'queued'")) < 0)
@@ -561,7 +564,7 @@ int sched_job_cancel(sched_job_info *out, sched *s, int64_t user_id, int64_t id)
     pthread_cond_signal(&s->cv);
     err = 0;
 out:
-    pthread_mutex_unlock(&s->mu);
+    sched__unlock(s);
     if (err < 0)
         return err;
     return sched_job_get(out, s, user_id, id);

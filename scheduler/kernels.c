@@ -32,9 +32,9 @@ static void idmap_probe(sched *s)
     char why[256] = "";
     int ok;
 
-    pthread_mutex_lock(&s->mu);
+    sched__lock(s);
     ok = s->idmap;
-    pthread_mutex_unlock(&s->mu);
+    sched__unlock(s);
     if (ok != 0)
         return;
     if (getenv("EDDY_IDMAP") && strcmp(getenv("EDDY_IDMAP"), "none") == 0) {
@@ -43,10 +43,10 @@ static void idmap_probe(sched *s)
     } else {
         ok = sbx_idmap_probe(s->cfg.data_dir, why, sizeof(why)) ? 1 : -1;
     }
-    pthread_mutex_lock(&s->mu);
+    sched__lock(s);
     s->idmap = ok;
     snprintf(s->idmap_why, sizeof(s->idmap_why), "%s", why);
-    pthread_mutex_unlock(&s->mu);
+    sched__unlock(s);
     if (ok > 0)
         ed_log_info("sched.workspace", "workspaces: idmapped bind mounts: yes (a kernel works in its project's "
                     "live tree)");
@@ -59,10 +59,10 @@ void sched_kernel_hook_set(sched *s, sched_kernel_fn fn, void *arg)
 {
     if (fn)
         idmap_probe(s);
-    pthread_mutex_lock(&s->mu);
+    sched__lock(s);
     s->kernel_hook = fn;
     s->kernel_hook_arg = arg;
-    pthread_mutex_unlock(&s->mu);
+    sched__unlock(s);
 }
 
 int sched_kernel_submit(sched_job_info *out, sched *s, const sched_job_spec *spec)
@@ -76,10 +76,10 @@ int sched_kernel_submit(sched_job_info *out, sched *s, const sched_job_spec *spe
     if (kernel[0] == '\0')
         return ed_error_set(ED_EUNPROC, "interactive kernels need eddy-kernel, which is not installed on this host");
     idmap_probe(s);
-    pthread_mutex_lock(&s->mu);
+    sched__lock(s);
     idmap = s->idmap;
     snprintf(why, sizeof(why), "%s", s->idmap_why);
-    pthread_mutex_unlock(&s->mu);
+    sched__unlock(s);
     if (idmap < 0)
         return ed_error_set(ED_EUNPROC, "interactive kernels work in the project's tree through an idmapped bind "
                             "mount, which this host cannot make: %s (Linux 5.12 or later and a data directory "

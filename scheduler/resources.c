@@ -300,9 +300,9 @@ int sched_resource_put(sched_resource *out, sched *s, const sched_resource *r)
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE)
         return ed_store_error(ed_store_db(s->st), rc, "save resource");
-    pthread_mutex_lock(&s->mu);
+    sched__lock(s);
     pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
+    sched__unlock(s);
     return out ? sched_resource_get(out, s, cur.name) : 0;
 }
 

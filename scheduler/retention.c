@@ -29,6 +29,7 @@
 #include "quota.h"
 #include "sbx.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -317,11 +318,12 @@ void sched__retention_sweep(sched *s)
     int64_t now = ed_now_ms(), ids[SWEEP_MAX];
     int n, cleared = 0, expired = 0;
 
+    assert(sched__locked(s));
     if (s->swept_at != 0 && now - s->swept_at < SWEEP_MS)
         return;
     /* Filesystem work can take seconds: not under the scheduler's lock (the
      * loop calling us holds it; ticks and requests go on meanwhile). */
-    pthread_mutex_unlock(&s->mu);
+    sched__unlock(s);
     n = ids_of(ids, s, "SELECT id FROM jobs WHERE " ENDED " AND disk_used_bytes IS NULL AND ?1 >= 0 "
                        "ORDER BY id LIMIT 64", 0);
     for (int i = 0; i < n; i++)
@@ -337,6 +339,6 @@ void sched__retention_sweep(sched *s)
     if (s->swept_at == 0)
         ed_log_info("sched.retention", "first sweep: %d work directories of ended jobs deleted, %d job "
                     "directories expired", cleared, expired);
-    pthread_mutex_lock(&s->mu);
+    sched__lock(s);
     s->swept_at = now;
 }

@@ -141,6 +141,25 @@ int  sched__disk_job_attach(sched *s, int64_t id);
 void sched__disk_job_remove(sched *s, int64_t id);
 /* Fill j's disk_* and artifacts_expired_at (live usage while running). */
 void sched__disk_job_fill(sched *s, sched_job_info *j);
+/* s->mu, with this thread's holding it recorded (thread-local, so reading
+ * it is never a race) for asserts in functions that need the lock:
+ *
+ *     sched__lock(s);  ...  assert(sched__locked(s));  ...  sched__unlock(s);
+ *
+ * pthread_cond_(timed)wait on s->cv leaves it recorded: the caller holds the
+ * lock again when the wait returns. */
+void sched__lock(sched *s);
+void sched__unlock(sched *s);
+bool sched__locked(const sched *s);
+
+/* The job state machine (jobs.status):
+ *     preparing -> queued                      (submit; or the row is deleted)
+ *     queued    -> running | failed | cancelled
+ *     running   -> succeeded | failed | cancelled | preempted
+ *                | queued                      (preempted and requeued)
+ * Ended states never change. For asserts at every write of a status. */
+bool sched__job_transition_ok(const char *from, const char *to);
+
 /* From the scheduler loop, with s->mu held (released while it works). */
 void sched__retention_sweep(sched *s);
 

@@ -21,6 +21,7 @@
 #include "ed_time.h"
 #include "quota.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -49,6 +50,45 @@ void sched__log_notice(sched__running *r, const char *fmt, ...)
     buf[n++] = '\n';
     if (write(r->log_fd, buf, (size_t)n) < 0)
         ed_log_warn("sched.log", "job %lld: cannot write its log: %s", (long long)r->id, strerror(errno));
+}
+
+/* ---- the lock and the job state machine ------------------------------------ */
+
+static _Thread_local const sched *held;   /* the sched whose mu this thread holds */
+
+void sched__lock(sched *s)
+{
+    assert(held != s);   /* not recursive */
+    pthread_mutex_lock(&s->mu);
+    held = s;
+}
+
+void sched__unlock(sched *s)
+{
+    assert(held == s);
+    held = NULL;
+    pthread_mutex_unlock(&s->mu);
+}
+
+bool sched__locked(const sched *s)
+{
+    return held == s;
+}
+
+bool sched__job_transition_ok(const char *from, const char *to)
+{
+    static const struct {
+        const char *from, *to;
+    } ok[] = {
+        {"preparing", "queued"}, {"queued", "running"},    {"queued", "failed"},
+        {"queued", "cancelled"}, {"running", "succeeded"}, {"running", "failed"},
+        {"running", "cancelled"}, {"running", "preempted"}, {"running", "queued"},
+    };
+
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+        if (strcmp(ok[i].from, from) == 0 && strcmp(ok[i].to, to) == 0)
+            return true;
+    return false;
 }
 
 static int exec_sql_id(sched *s, const char *sql, int64_t id)
@@ -174,6 +214,7 @@ fail:
 
 static void stop_run(sched *s, sched__running *r, const char *reason, int64_t now)
 {
+    assert(sched__locked(s));   /* r is on s->run */
     if (r->stop_reason[0])
         return;
     snprintf(r->stop_reason, sizeof(r->stop_reason), "%s", reason);
@@ -283,6 +324,8 @@ static void finish_run(sched *s, sched__running *r, const sched__outcome *o, int
     } else {
         status = "failed", reason = "user_error";
     }
+    assert(sched__locked(s));
+    assert(sched__job_transition_ok("running", requeue ? "queued" : status));
     platform = reason && strcmp(reason, "platform_error") == 0;
     quota_meter_totals(&charged, &unpaid, s->st, ref);
     if (r->hold_id) {
@@ -343,6 +386,8 @@ static void finish_run(sched *s, sched__running *r, const sched__outcome *o, int
 static void fail_queued(sched *s, int64_t id, const char *reason)
 {
     sqlite3_stmt *q = NULL;
+
+    assert(sched__job_transition_ok("queued", "failed"));
 
     if (ed_store_prepare(&q, s->st,
                          "UPDATE jobs SET status = 'failed', failure_reason = ?2, ended_at = ?3 "
@@ -459,6 +504,8 @@ static int start_job(sched *s, int64_t id, const sched_resource *cls, size_t ncl
         }
     r->started_at = now;
     r->end_by = now + j.max_runtime_ms;
+    assert(sched__locked(s));   /* r goes onto s->run */
+    assert(sched__job_transition_ok("queued", "running"));
     if ((err = ed_store_prepare(&q, s->st,
                                 "UPDATE jobs SET status = 'running', started_at = ?2, attempt = attempt + 1, hold_id = ?3, "
                                 "devices = ?4, warned_at = NULL, ended_at = NULL WHERE id = ?1 AND status = 'queued'")) < 0)
@@ -535,7 +582,8 @@ int sched_user_stop(int *out_n, sched *s, int64_t user_id, const char *reason)
         return ed_error_set(ED_EINVAL, "stop reason must be 1-23 of [a-z_] and the user an id");
     /* under mu: the scheduler thread cannot start a queued item between the
      * UPDATE and the walk over running work */
-    pthread_mutex_lock(&s->mu);
+    sched__lock(s);
+    assert(sched__job_transition_ok("queued", "failed"));
     if ((err = ed_store_prepare(&q, s->st,
                                 "UPDATE jobs SET status = 'failed', failure_reason = ?2, ended_at = ?3 "
                                 "WHERE user_id = ?1 AND status = 'queued'")) < 0)
@@ -567,7 +615,7 @@ int sched_user_stop(int *out_n, sched *s, int64_t user_id, const char *reason)
     err = 0;
     ed_log_info("sched.stop", "user %lld: %d item%s stopped: %s", (long long)user_id, n, n == 1 ? "" : "s", reason);
 out:
-    pthread_mutex_unlock(&s->mu);
+    sched__unlock(s);
     if (err == 0 && out_n)
         *out_n = n;
     return err;
@@ -586,6 +634,7 @@ static int tick_locked(sched *s)
     int64_t now = ed_now_ms();
     int err;
 
+    assert(sched__locked(s));
     /* reap */
     for (size_t i = 0; i < s->nrun;) {
         sched__running *r = s->run[i];
@@ -648,9 +697,9 @@ int sched_tick(sched *s)
 {
     int err;
 
-    pthread_mutex_lock(&s->mu);
+    sched__lock(s);
     err = tick_locked(s);
-    pthread_mutex_unlock(&s->mu);
+    sched__unlock(s);
     return err;
 }
 
@@ -659,7 +708,7 @@ static void *thread_main(void *p)
     sched *s = p;
     struct timespec ts;
 
-    pthread_mutex_lock(&s->mu);
+    sched__lock(s);
     while (!s->stopping) {
         if (tick_locked(s) < 0)
             ed_log_warn("sched.tick", "%s", ed_error_last());
@@ -673,7 +722,7 @@ static void *thread_main(void *p)
         if (!s->stopping)
             pthread_cond_timedwait(&s->cv, &s->mu, &ts);
     }
-    pthread_mutex_unlock(&s->mu);
+    sched__unlock(s);
     return NULL;
 }
 
@@ -744,6 +793,7 @@ static int reconcile(sched *s)
                         return err;
                 }
             }
+            assert(sched__job_transition_ok("running", "failed"));
             if ((err = exec_sql_id(s,
                                    "UPDATE jobs SET status = 'failed', failure_reason = 'platform_error', "
                                    "ended_at = CAST(strftime('%s', 'now') AS INTEGER) * 1000, charged_mcoins = 0 "
@@ -833,13 +883,16 @@ void sched_close(sched *s)
 
     if (s == NULL)
         return;
-    pthread_mutex_lock(&s->mu);
+    sched__lock(s);
     s->stopping = true;
     pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
+    sched__unlock(s);
     if (s->thread_started)
         pthread_join(s->thread, NULL);
-    /* what still runs is stopped by the platform: platform_error, refunded */
+    /* what still runs is stopped by the platform: platform_error, refunded.
+     * Under mu like every other walk over s->run (a cancel may still come in
+     * from an API thread while the server shuts down). */
+    sched__lock(s);
     for (size_t i = 0; i < s->nrun; i++) {
         snprintf(s->run[i]->stop_reason, sizeof(s->run[i]->stop_reason), "platform_error");
         s->exec->signal(s->run[i], SIGTERM);
@@ -862,6 +915,7 @@ void sched_close(sched *s)
         if (s->nrun > 0)
             usleep(10000);
     }
+    sched__unlock(s);
     sched__disk_close(s);
     free(s->run);
     pthread_mutex_destroy(&s->mu);

@@ -1,5 +1,6 @@
 /* Unit tests for quota/: the ledger against a real SQLite store. */
 #include "quota.h"
+#include "quota_int.h"
 
 #include "ed_crypto.h"
 #include "ed_error.h"
@@ -303,6 +304,20 @@ START_TEST(tiers_are_listed_and_checked)
 }
 END_TEST
 
+START_TEST(hold_states_go_open_then_settled_only)
+{
+#ifdef NDEBUG
+    ck_abort_msg("NDEBUG is defined: asserts are off in the test build (configure with EDDY_ASSERTS=ON)");
+#endif
+    ck_assert(quota__hold_transition_ok("", "open"));
+    ck_assert(quota__hold_transition_ok("open", "settled"));
+    ck_assert(!quota__hold_transition_ok("settled", "open"));
+    ck_assert(!quota__hold_transition_ok("settled", "settled"));
+    ck_assert(!quota__hold_transition_ok("", "settled"));
+    ck_assert(!quota__hold_transition_ok("open", "open"));
+}
+END_TEST
+
 START_TEST(tier_update_changes_only_given_fields_and_refuses_bad_values)
 {
     quota_tier before, after;
@@ -362,6 +377,7 @@ int main(void)
     tcase_add_test(tc, random_operations_match_a_reference_model);
     tcase_add_test(tc, tiers_are_listed_and_checked);
     tcase_add_test(tc, tier_update_changes_only_given_fields_and_refuses_bad_values);
+    tcase_add_test(tc, hold_states_go_open_then_settled_only);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -4,6 +4,7 @@
  * preemption with requeue, cancel, and reconciliation after a crash. The
  * scheduler thread is off: each test drives sched_tick itself. */
 #include "sched.h"
+#include "sched_int.h"
 #include "quota.h"
 
 #include "ed_crypto.h"
@@ -693,6 +694,40 @@ START_TEST(user_stop_ends_queued_and_running_work_with_the_reason)
 }
 END_TEST
 
+/* The invariants asserted in scheduler/ (sched_int.h): the job state machine
+ * and the lock's holder. And the asserts themselves must be compiled into the
+ * build the tests run in (CMake's Release adds -DNDEBUG; EDDY_ASSERTS strips it). */
+START_TEST(asserts_are_on_and_the_job_state_machine_is_closed)
+{
+#ifdef NDEBUG
+    ck_abort_msg("NDEBUG is defined: asserts are off in the test build (configure with EDDY_ASSERTS=ON)");
+#endif
+    static const char *const legal[][2] = {
+        {"preparing", "queued"}, {"queued", "running"},    {"queued", "failed"},
+        {"queued", "cancelled"}, {"running", "succeeded"}, {"running", "failed"},
+        {"running", "cancelled"}, {"running", "preempted"}, {"running", "queued"},
+    };
+    static const char *const states[] = {"preparing", "queued", "running", "succeeded",
+                                         "failed", "cancelled", "preempted"};
+    int n = 0;
+
+    for (size_t i = 0; i < sizeof(legal) / sizeof(legal[0]); i++)
+        ck_assert_msg(sched__job_transition_ok(legal[i][0], legal[i][1]), "%s -> %s", legal[i][0], legal[i][1]);
+    for (size_t f = 0; f < sizeof(states) / sizeof(states[0]); f++)
+        for (size_t t = 0; t < sizeof(states) / sizeof(states[0]); t++)
+            n += sched__job_transition_ok(states[f], states[t]);
+    ck_assert_int_eq(n, (int)(sizeof(legal) / sizeof(legal[0])));   /* nothing else, ended states final */
+    ck_assert(!sched__job_transition_ok("succeeded", "queued"));
+    ck_assert(!sched__job_transition_ok("queued", "succeeded"));
+
+    ck_assert(!sched__locked(s));
+    sched__lock(s);
+    ck_assert(sched__locked(s));
+    sched__unlock(s);
+    ck_assert(!sched__locked(s));
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *su = suite_create("sched_service");
@@ -700,6 +735,7 @@ static Suite *suite(void)
 
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 120);
+    tcase_add_test(t, asserts_are_on_and_the_job_state_machine_is_closed);
     tcase_add_test(t, submit_enforces_tier_limits);
     tcase_add_test(t, gpu_class_without_devices_is_refused_with_numbers);
     tcase_add_test(t, submit_without_funds_or_allowance_is_quota_error);
