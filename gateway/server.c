@@ -15,6 +15,7 @@
 #include "gw_int.h"
 #include "metrics.h"
 #include "kh.h"
+#include "proj.h"
 
 #include "ed_buf.h"
 #include "ed_crypto.h"
@@ -41,15 +42,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#if __has_include("proj.h")
-#include "proj.h"
-#else
-/* projects/ is not in the tree yet: devstubs.c stands in (weak). */
-int proj_root_open(struct proj_root **out, ed_store *st, const char *dir,
-                   int64_t user_storage_bytes);
-void proj_root_free(struct proj_root *r);
-#endif
 
 /* How long gw_server_stop waits for in-flight requests after it stops
  * accepting; past this, libmicrohttpd closes what is left. */

@@ -16,24 +16,11 @@
 #include "fw/tensor.h"
 #include "fw/ops.h"
 
-/* Areas owned by other modules' authors join as they land. */
-#if __has_include("fw/index.h")
 #include "fw/index.h"
-#endif
-#if __has_include("fw/nn.h")
 #include "fw/nn.h"
-#endif
-#if __has_include("fw/random.h")
 #include "fw/random.h"
-#endif
-#if __has_include("fw/init.h")
 #include "fw/init.h"
-#endif
-#if __has_include("fw/optim.h")
 #include "fw/optim.h"
-#endif
-#if __has_include("fw/safetensors.h")
 #include "fw/safetensors.h"
-#endif
 
 #endif
