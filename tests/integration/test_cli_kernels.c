@@ -169,6 +169,8 @@ START_TEST(cli_kernel_errors_are_clear)
     ck_assert_int_ne(o.status, 0);
     EDDY(&o, "kernels", "exec");
     expect(&o, 2, "exec without id");
+    EDDY(&o, "kernels", "exec", "00000000-0000-4000-8000-000000000000", "");
+    expect(&o, 2, "exec without code");
 }
 END_TEST
 
