@@ -170,8 +170,15 @@ static int list_resources(gw_request *req, gw_response *res)
     if ((err = sched_resource_list(&v, &n, req->srv->sched)) < 0)
         return err;
     items = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(items, resource_json(&v[i]));
+    for (size_t i = 0; i < n; i++) {
+        json_t *o = resource_json(&v[i]);
+        int64_t free_ms = 0;
+
+        /* the caller's daily free time on the class (-1: never charged) */
+        if (o && req->auth.tier && sched_allowance_get(&free_ms, req->srv->sched, req->auth.tier, v[i].name) == 0)
+            json_object_set_new(o, "free_ms_per_day", json_integer(free_ms));
+        json_array_append_new(items, o);
+    }
     free(v);
     return gw_respond_page(res, items, 0);
 }

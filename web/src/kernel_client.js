@@ -35,9 +35,11 @@
 //                                 message is for the user
 //   await kc.interrupt()          POST interrupt (false without a kernel)
 //   await kc.restart()            POST restart (false without a kernel)
+//   await kc.switchResource()     stop the kernel (DELETE) and start a new one on
+//                                 resource() (the page asked the user first)
 //   kc.kernel                     the kernel's last known state, or null
 //   kc.close()                    the page is left: stop following, timers off
-import { api } from './api.js';
+import { api, ApiError } from './api.js';
 
 const enc = encodeURIComponent;
 const STARTING = ['queued', 'starting', 'restarting'];
@@ -245,6 +247,28 @@ export class KernelClient {
     if (!this.kernel) return false;
     await api.post(`/api/v1/kernels/${enc(this.kernel.id)}/interrupt`);
     return true;
+  }
+
+  // A kernel keeps its resource class: to change it, stop this kernel and
+  // start a new one (its journal starts again at seq 1).
+  async switchResource() {
+    const old = this.kernel;
+    if (old && old.status !== 'dead') {
+      try { await api.del(`/api/v1/kernels/${enc(old.id)}`); }
+      catch (e) { if (!(e instanceof ApiError && e.status === 404)) throw e; }
+    }
+    if (this.events) { this.events.close(); this.events = null; }
+    clearTimeout(this.pollTimer);
+    this.pollTimer = null;
+    this.kernel = null;
+    this.parents.clear();
+    this.seen.clear();
+    this.pending.clear();
+    this.pendingCount = 0;
+    this.changed();
+    this.onEnd();
+    this.remember();
+    await this.ensure();
   }
 
   async restart() {

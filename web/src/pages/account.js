@@ -3,7 +3,7 @@
 import { api, listAll } from '../api.js';
 import { h, clear, table, field, busy, toast, coins, duration, when, workspaceUsage, size } from '../ui.js';
 import { app, onLeave } from '../app.js';
-import { stat } from '../widgets.js';
+import { stat, plural, kernelsPanel } from '../widgets.js';
 import { barChart } from '../chart.js';
 
 // Coins spent per day over the last 14 days, from charge entries.
@@ -32,13 +32,13 @@ export async function accountPage() {
     clear(quotaBox, h('h2', null, 'Balance'),
       h('div', { class: 'stats' },
         stat('Balance', coins(q.balance_mcoins), 'balance'),
-        stat('Free time left today', duration(q.free_ms_left_today), 'free-time'),
+        stat('Free GPU time left today', duration(q.free_ms_left_today), 'free-time'),
         stat('Held', coins(q.held_mcoins)),
         stat('Burn rate', `${coins(q.burn_mcoins_per_hour)}/h`),
-        stat('Time remaining', q.ms_remaining === null ? 'unlimited' : duration(q.ms_remaining)),
+        stat('Paid time left', paidTimeLeft(q), 'time-remaining'),
         stat('Tier', q.tier),
         workspaceStat(q.workspace)),
-      q.limits ? h('p', { class: 'muted' }, `Limits: ${q.limits.max_kernels} kernels, ${q.limits.max_gpus_per_job} GPUs per job, sessions up to ${duration(q.limits.max_session_ms)}, idle timeout ${duration(q.limits.idle_timeout_ms)}.`) : null);
+      q.limits ? h('p', { class: 'muted' }, `Limits: ${plural(q.limits.max_kernels, 'running kernel')}, ${plural(q.limits.max_gpus_per_job, 'GPU')} per job, sessions up to ${duration(q.limits.max_session_ms)}, idle timeout ${duration(q.limits.idle_timeout_ms)}.`) : null);
   }
   async function loadLedger() {
     const entries = await listAll('/api/v1/ledger', {}, 1000);
@@ -84,10 +84,20 @@ export async function accountPage() {
   }
   await Promise.all([loadQuota(), loadLedger(), loadKeys()]);
   const timer = setInterval(() => loadQuota().catch(() => {}), 15000);
-  onLeave(() => clearInterval(timer));
+  const kernels = kernelsPanel({ onChange: () => loadQuota().catch(() => {}) });
+  onLeave(() => { clearInterval(timer); kernels.stop(); });
   return h('div', { class: 'page' }, h('h1', null, 'Account'),
     h('p', { class: 'muted' }, `${app.me.username} · ${app.me.email} · ${app.me.role} · member since ${when(app.me.created_at)}`),
-    quotaBox, keysBox, ledgerBox);
+    quotaBox, kernels.el, keysBox, ledgerBox);
+}
+
+// How long the balance lasts at the current burn rate; with nothing charged
+// now (no paid work running) it says so, and what a zero balance means,
+// instead of "unlimited".
+export function paidTimeLeft(q) {
+  if (q.ms_remaining !== null && q.ms_remaining !== undefined && q.ms_remaining >= 0) return duration(q.ms_remaining);
+  if (q.balance_mcoins <= 0) return 'nothing charged now; with no coins only free classes and free GPU time can run';
+  return 'nothing charged now (no paid work running)';
 }
 
 // The user's workspaces: the limit is per project, so the stat shows the

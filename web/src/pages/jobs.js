@@ -32,6 +32,9 @@ export async function jobsPage() {
       if (j) { toast(`Job #${j.id} ${j.status}`); navigate(`/jobs/${j.id}`); }
     },
   }, proj, entry, args, res, maxrt, h('button', { type: 'submit', class: 'primary' }, 'Submit job'));
+  // Notebook kernels are scheduled as jobs with the entry "@kernel"; they
+  // are not the user's jobs (the running-kernels panel shows them).
+  jobs = jobs.filter((j) => !String(j.entry || '').startsWith('@'));
   const rows = jobs.map((j) => h('tr', null, h('td', null, h('a', { href: `/jobs/${j.id}` }, `#${j.id}`)), h('td', null, statusBadge(j.status)), h('td', null, j.entry),
     h('td', null, j.resource), h('td', { class: 'num' }, coins(j.charged_mcoins)), h('td', null, when(j.created_at))));
   const timer = setInterval(() => { if (jobs.some((j) => !FINISHED.has(j.status))) navigate('/jobs', { replace: true }); }, 5000);

@@ -11,15 +11,15 @@
 import { EditorView, keymap, lineNumbers, drawSelection, highlightActiveLine } from '@codemirror/view';
 import { EditorState } from '@codemirror/state';
 import { defaultKeymap, history, historyKeymap, indentWithTab } from '@codemirror/commands';
-import { syntaxHighlighting, defaultHighlightStyle, indentOnInput, bracketMatching } from '@codemirror/language';
+import { syntaxHighlighting, defaultHighlightStyle, indentOnInput, bracketMatching, indentUnit } from '@codemirror/language';
 import { python } from '@codemirror/lang-python';
 import { markdown } from '@codemirror/lang-markdown';
 import { api, ApiError, readFile, writeFile, isStale } from '../api.js';
-import { h, clear, busy, toast, coins, duration, staleDialog, workspaceUsage } from '../ui.js';
+import { h, clear, busy, toast, coins, duration, staleDialog, workspaceUsage, modal } from '../ui.js';
 import { mergeCells, baseOf } from '../nbmerge.js';
 import { onLeave } from '../app.js';
 import { renderMarkdown, sandboxedFrame } from '../markdown.js';
-import { resourcePicker } from '../widgets.js';
+import { resourcePicker, kernelsDialog, isKernelLimit, plural } from '../widgets.js';
 import { KernelClient } from '../kernel_client.js';
 
 const enc = encodeURIComponent;
@@ -90,10 +90,18 @@ class Notebook {
     this.modeBox = h('span', { class: 'mode', 'data-testid': 'mode' }, 'command');
     // Filled in when the resource list arrives; the page does not wait for it.
     this.resource = h('select', { 'aria-label': 'Resource for the kernel' }, h('option', { value: 'cpu-basic' }, 'cpu-basic'));
-    resourcePicker('Resource for the kernel').then((sel) => { this.resource.replaceWith(sel); this.resource = sel; }).catch(() => {});
+    resourcePicker('Resource for the kernel').then((sel) => {
+      if (this.kc.kernel && this.kc.kernel.resource && [...sel.options].some((o) => o.value === this.kc.kernel.resource)) sel.value = this.kc.kernel.resource;
+      sel.addEventListener('change', () => this.resourceChanged());
+      this.resource.replaceWith(sel);
+      this.resource = sel;
+    }).catch(() => {});
     this.list = h('div', { class: 'cells', role: 'list', 'aria-label': 'Cells' });
     const b = (label, title, fn, testid) => {
-      const el = h('button', { class: 'small', title, 'data-testid': testid, onclick: () => busy(el, fn) }, label);
+      // The button never takes the focus from the cell or its editor, and
+      // after the action the focus goes back where the mode says (issue 14).
+      const el = h('button', { class: 'small', title, 'data-testid': testid, onmousedown: (ev) => ev.preventDefault(),
+        onclick: () => { const p = busy(el, fn); this.refocus(); p.finally(() => this.refocus()); } }, label);
       return el;
     };
     this.typeSel = h('select', { 'aria-label': 'Cell type' }, h('option', { value: 'code' }, 'Code'), h('option', { value: 'markdown' }, 'Markdown'), h('option', { value: 'raw' }, 'Raw'));
@@ -109,6 +117,7 @@ class Notebook {
       b('Run all', 'Run every code cell', () => this.runAll(), 'run-all'),
       b('■ Interrupt', 'Interrupt the kernel (I, I)', () => this.interrupt(), 'interrupt'),
       b('↻ Restart', 'Restart the kernel (0, 0)', () => this.restart(), 'restart'),
+      b('Kernels', 'Running kernels: stop, restart, stop all', () => this.openKernels(), 'open-kernels'),
       h('span', { class: 'sep' }),
       this.resource, this.kernelBox,
       h('span', { class: 'spacer' }), this.quotaBox, this.modeBox, this.status);
@@ -162,7 +171,14 @@ class Notebook {
     cell.el.className = `cell ${cell.type}`;
     cell.el.setAttribute('role', 'listitem');
     cell.el.setAttribute('data-type', cell.type);
-    cell.el.onclick = (ev) => { const i = idx(); if (i !== this.sel || this.mode === 'command') this.select(i, { keepMode: !!ev.target.closest('.cm-editor') }); if (ev.target.closest('.cm-editor')) this.setMode('edit'); };
+    // A click in the editor edits; anywhere else in the cell (its prompt,
+    // its outputs) selects it in command mode, as Jupyter does.
+    cell.el.onclick = (ev) => {
+      const i = idx(), inEditor = !!ev.target.closest('.cm-editor');
+      if (inEditor) { if (i !== this.sel) this.select(i, { keepMode: true }); this.setMode('edit'); return; }
+      if (ev.target.closest('a, button, input, select, textarea, iframe')) return;
+      this.select(i);
+    };
     if (cell.type === 'code') this.renderOutputs(cell);
     if (this.cells[this.sel] === cell) cell.el.classList.add('selected');
   }
@@ -183,6 +199,7 @@ class Notebook {
         extensions: [keys, lineNumbers(), history(), drawSelection(), indentOnInput(), bracketMatching(), highlightActiveLine(),
           syntaxHighlighting(defaultHighlightStyle, { fallback: true }), keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
           cell.type === 'code' ? python() : cell.type === 'markdown' ? markdown() : [],
+          indentUnit.of('    '), EditorState.tabSize.of(4),
           EditorView.lineWrapping,
           EditorView.contentAttributes.of({ 'aria-label': `${cell.type} cell` }),
           EditorView.updateListener.of((u) => {
@@ -214,6 +231,19 @@ class Notebook {
       if (cell.type === 'markdown' && cell.editing) { cell.editing = false; this.renderCell(cell); }
       cell.el.focus({ preventScroll: true });
     }
+  }
+
+  // Put the keyboard focus where the mode says: the selected cell's editor
+  // in edit mode, the cell itself in command mode (after a toolbar button,
+  // a dialog or a toast took it).
+  refocus() {
+    const a = document.activeElement;
+    if (a && a !== document.body && !this.root.contains(a)) return;   // a dialog or another control has it
+    if (a && a.closest && a.closest('.nb-toolbar select')) return;
+    const cell = this.cells[this.sel];
+    if (!cell) return;
+    if (this.mode === 'edit' && cell.editor) { if (!cell.editor.hasFocus) cell.editor.focus(); }
+    else if (a !== cell.el) cell.el.focus({ preventScroll: true });
   }
 
   edit(i) {
@@ -478,15 +508,22 @@ class Notebook {
     try {
       const q = await api.get('/api/v1/quota');
       const ws = workspaceUsage(q.workspace, this.projectId);
-      this.quotaBox.textContent = `${coins(q.balance_mcoins)} · free ${duration(q.free_ms_left_today)}${q.ms_remaining !== null && q.ms_remaining !== undefined ? ` · ${duration(q.ms_remaining)} left` : ''}${ws ? ` · workspace ${ws.text}` : ''}`;
+      this.quotaBox.textContent = `${coins(q.balance_mcoins)} · free GPU time ${duration(q.free_ms_left_today)}${typeof q.ms_remaining === 'number' && q.ms_remaining >= 0 ? ` · ${duration(q.ms_remaining)} of paid time left` : ''}${ws ? ` · workspace ${ws.text}` : ''}`;
     } catch { /* keep the last value */ }
   }
 
   // ---- kernels (kernel_client.js does the talking) ------------------------------------
   showKernel(k) {
     if (!k) { this.kernelBox.textContent = 'No kernel'; delete this.kernelBox.dataset.status; return; }
-    let s = `Kernel ${k.status}`;
-    if (k.status === 'queued') s += ` · position ${k.queue_position ?? '?'}${k.eta_s >= 0 ? ` · ETA ${duration(k.eta_s * 1000)}` : ''}`;
+    if (!['queued', 'starting', 'restarting'].includes(k.status)) this.restarting = false;
+    // A restart, or a start with nothing ahead, is "restarting"/"starting",
+    // never "queued · position 0".
+    let status = k.status;
+    if (this.restarting && (status === 'queued' || status === 'starting')) status = 'restarting';
+    else if (status === 'queued' && !(k.queue_position > 0)) status = 'starting';
+    let s = `Kernel ${status}`;
+    if (status === 'queued') s += ` · position ${k.queue_position}${k.eta_s >= 0 ? ` · ETA ${duration(k.eta_s * 1000)}` : ''}`;
+    if (k.resource && this.resource && this.resource.value !== k.resource && !this.resourceAsked && [...this.resource.options].some((o) => o.value === k.resource)) this.resource.value = k.resource;
     if (k.status === 'dead' && k.stop_reason) s += ` (${k.stop_reason})`;
     this.kernelBox.textContent = s;
     this.kernelBox.dataset.status = k.status;
@@ -500,24 +537,35 @@ class Notebook {
     const content = msg.content || {};
     if (first) {
       // First message of this execution in this page load: the journal
-      // replays the whole execution, so start its outputs afresh.
+      // replays the whole execution, so start its outputs afresh; it runs
+      // ([*]) until its reply says otherwise.
       this.ranHere.add(cell.id);
       cell.outputs = [];
+      if (type !== 'execute_reply') cell.count = '*';
     }
+    // While a cell runs its prompt stays [*] (as Jupyter's); the number it
+    // ran as shows once its reply arrives.
     switch (type) {
-      case 'execute_input': cell.count = content.execution_count ?? cell.count; break;
+      case 'execute_input': if (cell.count === '*') cell.execCount = content.execution_count ?? null; else cell.count = content.execution_count ?? cell.count; break;
       case 'stream': {
         const last = cell.outputs[cell.outputs.length - 1];
         if (last && last.output_type === 'stream' && last.name === content.name) last.text = src(last.text) + content.text;
         else cell.outputs.push({ output_type: 'stream', name: content.name, text: content.text });
         break;
       }
-      case 'execute_result': cell.outputs.push({ output_type: 'execute_result', data: content.data, metadata: content.metadata || {}, execution_count: content.execution_count }); cell.count = content.execution_count ?? cell.count; break;
+      case 'execute_result': cell.outputs.push({ output_type: 'execute_result', data: content.data, metadata: content.metadata || {}, execution_count: content.execution_count }); if (cell.count === '*') cell.execCount = content.execution_count ?? cell.execCount; else cell.count = content.execution_count ?? cell.count; break;
       case 'display_data': cell.outputs.push({ output_type: 'display_data', data: content.data, metadata: content.metadata || {} }); break;
       case 'error': cell.outputs.push({ output_type: 'error', ename: content.ename, evalue: content.evalue, traceback: content.traceback || [] }); break;
       case 'clear_output': cell.outputs = []; break;
-      case 'execute_reply': if (cell.count === '*') cell.count = content.execution_count ?? null; break;
-      case 'status': if (content.execution_state === 'idle' && cell.count === '*') cell.count = null; break;
+      case 'execute_reply':
+        if (cell.count === '*') cell.count = content.execution_count ?? cell.execCount ?? null;
+        this.finished(cell, content.status || 'ok');
+        break;
+      case 'status':
+        if (content.execution_state !== 'idle') return;
+        if (cell.count === '*') cell.count = cell.execCount ?? null;
+        this.finished(cell, cell.outputs.some((o) => o.output_type === 'error') ? 'error' : 'ok');
+        break;
       default: return;
     }
     cell.promptEl.textContent = `[${cell.count ?? ' '}]`;
@@ -537,6 +585,11 @@ class Notebook {
     this.ranHere.add(cell.id);
     cell.outputs = [];
     cell.count = '*';
+    cell.execCount = null;
+    // Resolves with 'ok', 'error' or 'aborted' when this execution ends
+    // (Run all waits for it and stops at an error).
+    this.finished(cell, 'aborted');
+    cell.done = new Promise((res) => { cell.finish = res; });
     cell.promptEl.textContent = '[*]';
     this.renderOutputs(cell);
     // Cells run while the kernel starts go out in the order they were run.
@@ -547,8 +600,54 @@ class Notebook {
     } catch (e) {
       cell.count = null;
       cell.promptEl.textContent = '[ ]';
-      toast(e.message, 'error');
+      this.finished(cell, 'aborted');
+      if (isKernelLimit(e)) this.offerKernels(e.message);
+      else toast(e.message, 'error');
     }
+    return cell.done;
+  }
+
+  finished(cell, status) {
+    const f = cell.finish;
+    cell.finish = null;
+    if (f) f(status);
+  }
+
+  // The tier's kernel limit refused a start: offer the running kernels.
+  async offerKernels(message) {
+    const v = await modal({ title: 'No kernel could start', testid: 'kernel-limit-dialog', message: `${message}.`,
+      actions: [{ label: 'Show running kernels', value: 'open', kind: 'primary', testid: 'kernel-limit-open' }] });
+    if (v === 'open') await this.openKernels();
+    this.refocus();
+  }
+
+  async openKernels() {
+    await kernelsDialog();
+    this.refocus();
+  }
+
+  // The resource class changed: a running kernel keeps its class, so ask to
+  // restart it on the new one (stop, then start), or put the picker back.
+  async resourceChanged() {
+    const k = this.kc.kernel;
+    const want = this.resource.value;
+    if (!k || k.status === 'dead' || !k.resource || k.resource === want) return;
+    this.resourceAsked = true;
+    try { await this.askResource(k, want); } finally { this.resourceAsked = false; }
+  }
+
+  async askResource(k, want) {
+    const v = await modal({ title: 'Change the kernel\'s resource?', testid: 'resource-change-dialog',
+      message: `The kernel runs on ${k.resource}. Switching to ${want} stops it (its variables are lost) and starts a new kernel on ${want}.`,
+      actions: [{ label: `Restart on ${want}`, value: 'switch', kind: 'primary', testid: 'resource-switch' }] });
+    if (v !== 'switch') { this.resource.value = k.resource; toast(`The kernel stays on ${k.resource}`); this.refocus(); return; }
+    try {
+      await this.kc.switchResource();
+      toast(`Kernel started on ${want}`);
+    } catch (e) {
+      if (isKernelLimit(e)) this.offerKernels(e.message); else toast(e.message, 'error');
+    }
+    this.refocus();
   }
 
   async runAndAdvance() {
@@ -559,7 +658,20 @@ class Notebook {
     await run;
   }
 
-  async runAll() { for (const c of this.cells) if (c.type === 'code') await this.runCell(c); }
+  // Run every code cell in order, each after the one before ended; stop at
+  // the first that raised (as Jupyter does) and select it.
+  async runAll() {
+    for (const c of this.cells) {
+      if (c.type !== 'code' || !c.source.trim()) continue;
+      const status = await this.runCell(c);
+      if (status !== 'ok') {
+        const i = this.cells.indexOf(c);
+        if (i >= 0) this.select(i, { keepMode: this.mode === 'edit' });
+        if (status === 'error') toast('Run all stopped at a cell that raised an error', 'error');
+        return;
+      }
+    }
+  }
 
   async interrupt() {
     if (await this.kc.interrupt()) toast('Interrupt sent');
@@ -568,7 +680,9 @@ class Notebook {
   async restart() {
     if (!this.kc.kernel) return;
     if (!confirm('Restart the kernel? Its variables are lost.')) return;
-    if (await this.kc.restart()) toast('Kernel restarted');
+    this.restarting = true;
+    try { if (await this.kc.restart()) toast('Kernel restarted'); }
+    catch (e) { this.restarting = false; this.showKernel(this.kc.kernel); throw e; }
   }
 }
 

@@ -4,8 +4,9 @@
 // restore with a mode, diff, large files kept out of git) and fork. The file
 // editor saves conditionally (If-Match) and asks on a stale write.
 import { api, listAll, filePath, request, ApiError, readFile, writeFile, isStale } from '../api.js';
-import { h, clear, table, busy, toast, when, bytes, download, modal, staleDialog, visiblePoll, workspaceMeter } from '../ui.js';
+import { h, clear, table, busy, toast, when, bytes, download, modal, staleDialog, visiblePoll, workspaceMeter, errorBox } from '../ui.js';
 import { navigate, onLeave } from '../app.js';
+import { kernelsPanel } from '../widgets.js';
 import { lineDiff } from '../diff.js';
 
 const enc = encodeURIComponent;
@@ -24,13 +25,23 @@ export async function projectsPage() {
   const name = h('input', { name: 'name', placeholder: 'my-project', required: true, 'aria-label': 'Project name' });
   const desc = h('input', { name: 'description', placeholder: 'What is it about?', 'aria-label': 'Description' });
   const vis = h('select', { name: 'visibility', 'aria-label': 'Visibility' }, h('option', { value: 'private' }, 'private'), h('option', { value: 'public' }, 'public'));
+  const formError = h('div', { 'data-testid': 'create-project-error' });
   const form = h('form', {
     class: 'inline-form',
     onsubmit: async (ev) => {
       ev.preventDefault();
       const btn = form.querySelector('button');
-      const p = await busy(btn, () => api.post('/api/v1/projects', { name: name.value.trim(), description: desc.value, visibility: vis.value }));
-      if (p) { toast(`Created ${p.name}`); navigate(`/projects/${enc(p.id)}`); }
+      clear(formError);
+      btn.disabled = true;
+      try {
+        const p = await api.post('/api/v1/projects', { name: name.value.trim(), description: desc.value, visibility: vis.value });
+        toast(`Created ${p.name}`);
+        navigate(`/projects/${enc(p.id)}`);
+      } catch (e) {
+        // e.g. 409: the user has a project of that name already
+        clear(formError, errorBox(e));
+        name.focus();
+      } finally { btn.disabled = false; }
     },
   }, name, desc, vis, h('button', { type: 'submit', class: 'primary' }, 'Create project'));
   const rows = items.map((p) => h('tr', null,
@@ -39,7 +50,7 @@ export async function projectsPage() {
     h('td', null, p.owner), h('td', null, h('span', { class: `badge ${p.visibility}` }, p.visibility)),
     h('td', null, p.forked_from ? 'fork' : ''), h('td', null, when(p.updated_at))));
   return h('div', { class: 'page' }, h('h1', null, 'Projects'),
-    h('section', { class: 'card' }, h('h2', null, 'New project'), form),
+    h('section', { class: 'card' }, h('h2', null, 'New project'), form, formError),
     h('section', { class: 'card' }, table(['Name', 'Description', 'Owner', 'Visibility', '', 'Updated'], rows, { 'data-testid': 'projects' })));
 }
 
@@ -62,6 +73,9 @@ export async function projectPage(id) {
     tabs, body);
   if (tab === 'versions') await versionsTab(body, id);
   else await filesTab(body, id);
+  const kernels = kernelsPanel({ projectId: id });
+  onLeave(() => kernels.stop());
+  page.append(kernels.el);
   return page;
 }
 
@@ -93,6 +107,24 @@ async function filesTab(body, id) {
       navigate(isNb ? `/projects/${enc(id)}/notebook/${encPath(path)}` : `/projects/${enc(id)}/edit/${encPath(path)}`);
     }),
   }, 'Create file');
+  // "New notebook": an empty nbformat v4 notebook named Untitled.ipynb,
+  // Untitled1.ipynb, ... (the first name free; If-None-Match: * never
+  // overwrites one made meanwhile), opened at once.
+  const newNb = h('button', {
+    'data-testid': 'new-notebook',
+    onclick: () => busy(newNb, async () => {
+      const taken = new Set(files.map((f) => f.path));
+      for (let i = 0; i < 1000; i++) {
+        const path = `Untitled${i || ''}.ipynb`;
+        if (taken.has(path)) continue;
+        try { await api.put(filePath(id, path), EMPTY_NOTEBOOK(), { headers: { 'If-None-Match': '*' } }); }
+        catch (e) { if (isStale(e)) { taken.add(path); continue; } throw e; }
+        navigate(`/projects/${enc(id)}/notebook/${encPath(path)}`);
+        return;
+      }
+      throw new Error('No free Untitled name');
+    }),
+  }, 'New notebook');
 
   // Rows are kept per path and rebuilt only when the file's size or time
   // changes, so a refresh with no change touches no DOM.
@@ -156,7 +188,7 @@ async function filesTab(body, id) {
   loadUsage();
 
   clear(body,
-    h('section', { class: 'card' }, h('div', { class: 'inline-form' }, newName, newBtn, h('span', { class: 'sep' }), upload, uploadBtn)),
+    h('section', { class: 'card' }, h('div', { class: 'inline-form' }, newNb, h('span', { class: 'sep' }), newName, newBtn, h('span', { class: 'sep' }), upload, uploadBtn)),
     h('section', { class: 'card' }, h('div', { class: 'files-head' }, h('span', { class: 'muted small-text' }, 'Files written by a running kernel show here as they appear.'), usage), tbl));
 }
 
