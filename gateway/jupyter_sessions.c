@@ -1,34 +1,21 @@
 /*
  * jupyter_sessions.c - /api/sessions: Jupyter sessions {id, path, name,
- * type, kernel}, rows of the store's jupyter_sessions table (migration
- * 0008), so they survive a restart; capped in size and number per user.
+ * type, kernel}. They are the kernels module's (kh_session_*, table
+ * jupyter_sessions, migration 0008), so they survive a restart; this file
+ * speaks HTTP: field limits (413), the per-user cap (429), Jupyter's shapes.
  */
 #include "gw_int.h"
 #include "jupyter_int.h"
 #include "kh.h"
-#include "proj.h"
-#include "sched.h"
 
-#include "ed_crypto.h"
 #include "ed_error.h"
-#include "ed_log.h"
-#include "ed_time.h"
 
-#include <errno.h>
-#include <sodium.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-/* Sessions live in the store (table jupyter_sessions, migration 0008): they
- * survive a restart and cost no memory. Each text field is at most
- * GW_JUPYTER_SESSION_FIELD_MAX bytes (413) and a user has at most
- * cfg.jupyter_sessions_per_user of them (429). The kernel hub deletes a
- * kernel's sessions when the kernel is shut down. */
-#define GW_JUPYTER_SESSION_FIELD_MAX 4096
-
-_Static_assert(KH_ID_LEN == ED_UUID_LEN, "a session id is a UUID like a kernel id");
+/* Each text field is at most KH_SESSION_FIELD_MAX bytes (413) and a user has
+ * at most cfg.jupyter_sessions_per_user sessions (429). A kernel shut down
+ * takes its sessions (kh_kernel_shutdown). */
 
 /* A session's fields, in the request arena. */
 typedef struct sess_view {
@@ -36,20 +23,14 @@ typedef struct sess_view {
     const char *path, *name, *type;
 } sess_view;
 
-static const char *col_text(gw_request *req, sqlite3_stmt *q, int i)
+/* Copy a session of the kernels module into the request's arena. */
+static int view_of(sess_view *v, gw_request *req, const kh_session *s)
 {
-    const unsigned char *t = sqlite3_column_text(q, i);
-    return ed_arena_strdup(req->arena, t ? (const char *)t : "");
-}
-
-/* Fill v from a row (id, kernel_id, path, name, type). */
-static int view_of_row(sess_view *v, gw_request *req, sqlite3_stmt *q)
-{
-    snprintf(v->id, sizeof(v->id), "%s", (const char *)sqlite3_column_text(q, 0));
-    snprintf(v->kernel_id, sizeof(v->kernel_id), "%s", (const char *)sqlite3_column_text(q, 1));
-    v->path = col_text(req, q, 2);
-    v->name = col_text(req, q, 3);
-    v->type = col_text(req, q, 4);
+    snprintf(v->id, sizeof(v->id), "%s", s->id);
+    snprintf(v->kernel_id, sizeof(v->kernel_id), "%s", s->kernel_id);
+    v->path = ed_arena_strdup(req->arena, s->path);
+    v->name = ed_arena_strdup(req->arena, s->name);
+    v->type = ed_arena_strdup(req->arena, s->type);
     if (v->path == NULL || v->name == NULL || v->type == NULL)
         return ed_error_set(ED_ENOMEM, "session");
     return 0;
@@ -88,25 +69,13 @@ static json_t *session_model(gw_request *req, const sess_view *v)
 /* The caller's session whose `col` ("id" or "path") is `value`. ED_ENOTFOUND. */
 static int session_find_by(sess_view *v, gw_request *req, const char *col, const char *value)
 {
-    sqlite3_stmt *q;
-    int rc, err;
+    kh_session *s = NULL;
+    int err = strcmp(col, "path") == 0 ? kh_session_find_path(&s, req->srv->kernels, req->auth.user_id, value)
+                                       : kh_session_find(&s, req->srv->kernels, req->auth.user_id, value);
 
-    if ((err = ed_store_prepare(&q, req->srv->store,
-                                strcmp(col, "path") == 0
-                                    ? "SELECT id, kernel_id, path, name, type FROM jupyter_sessions "
-                                      "WHERE user_id = ?1 AND path = ?2 ORDER BY created_at LIMIT 1"
-                                    : "SELECT id, kernel_id, path, name, type FROM jupyter_sessions "
-                                      "WHERE user_id = ?1 AND id = ?2")) < 0)
-        return err;
-    sqlite3_bind_int64(q, 1, req->auth.user_id);
-    sqlite3_bind_text(q, 2, value, -1, SQLITE_STATIC);
-    if ((rc = sqlite3_step(q)) == SQLITE_ROW)
-        err = view_of_row(v, req, q);
-    else if (rc == SQLITE_DONE)
-        err = ed_error_set(ED_ENOTFOUND, "no session %.64s", value);
-    else
-        err = ed_store_error(ed_store_db(req->srv->store), rc, "session");
-    sqlite3_finalize(q);
+    if (err == 0)
+        err = view_of(v, req, s);
+    kh_session_free(s);
     return err;
 }
 
@@ -115,45 +84,46 @@ static int session_find(sess_view *v, gw_request *req, const char *id)
     return session_find_by(v, req, "id", id);
 }
 
+/* The listed sessions, copied into the request's arena. */
+typedef struct sess_list {
+    gw_request *req;
+    sess_view  *vs;
+    size_t      n, cap;
+} sess_list;
+
+static int add_session(const kh_session *s, void *payload)
+{
+    sess_list *l = payload;
+
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 8;
+        sess_view *nv = ed_arena_alloc(l->req->arena, nc * sizeof(*nv));
+        if (nv == NULL)
+            return 1;   /* stop: list what we have */
+        if (l->n)
+            memcpy(nv, l->vs, l->n * sizeof(*nv));
+        l->vs = nv;
+        l->cap = nc;
+    }
+    if (view_of(&l->vs[l->n], l->req, s) == 0)
+        l->n++;
+    return 0;
+}
+
 int gw__jupyter_list_sessions(gw_request *req, gw_response *res)
 {
     json_t *arr = json_array();
-    sess_view *vs = NULL;
-    size_t n = 0, cap = 0;
-    sqlite3_stmt *q;
-    int rc, err;
+    sess_list l = {req, NULL, 0, 0};
+    int err;
 
     if (arr == NULL)
         return ed_error_set(ED_ENOMEM, "sessions");
-    if ((err = ed_store_prepare(&q, req->srv->store,
-                                "SELECT id, kernel_id, path, name, type FROM jupyter_sessions WHERE user_id = ?1 "
-                                "ORDER BY created_at, id")) < 0) {
+    if ((err = kh_session_each(req->srv->kernels, req->auth.user_id, add_session, &l)) < 0) {
         json_decref(arr);
         return err;
     }
-    sqlite3_bind_int64(q, 1, req->auth.user_id);
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 8;
-            sess_view *nv = ed_arena_alloc(req->arena, nc * sizeof(*nv));
-            if (nv == NULL)
-                break;
-            if (n)
-                memcpy(nv, vs, n * sizeof(*nv));
-            vs = nv;
-            cap = nc;
-        }
-        if (view_of_row(&vs[n], req, q) == 0)
-            n++;
-    }
-    err = rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : ed_store_error(ed_store_db(req->srv->store), rc, "sessions");
-    sqlite3_finalize(q);
-    if (err < 0) {
-        json_decref(arr);
-        return err;
-    }
-    for (size_t i = 0; i < n; i++) {
-        json_t *m = session_model(req, &vs[i]);
+    for (size_t i = 0; i < l.n; i++) {
+        json_t *m = session_model(req, &l.vs[i]);
         if (m == NULL || json_array_append_new(arr, m) < 0) {
             json_decref(arr);
             return ed_error_set(ED_ENOMEM, "sessions");
@@ -162,7 +132,7 @@ int gw__jupyter_list_sessions(gw_request *req, gw_response *res)
     return gw__jupyter_respond(res, 200, arr);
 }
 
-/* An optional string field of at most GW_JUPYTER_SESSION_FIELD_MAX bytes. */
+/* An optional string field of at most KH_SESSION_FIELD_MAX bytes. */
 static int opt_string(const char **out, const json_t *body, const char *key)
 {
     const json_t *v = json_object_get(body, key);
@@ -172,9 +142,9 @@ static int opt_string(const char **out, const json_t *body, const char *key)
         return 0;
     if (!json_is_string(v))
         return ed_error_set(ED_EINVAL, "%s must be a string", key);
-    if (json_string_length(v) > GW_JUPYTER_SESSION_FIELD_MAX)
+    if (json_string_length(v) > KH_SESSION_FIELD_MAX)
         return ed_error_set(ED_ETOOBIG, "session field '%s' is %zu bytes; the limit is %d", key,
-                            json_string_length(v), GW_JUPYTER_SESSION_FIELD_MAX);
+                            json_string_length(v), KH_SESSION_FIELD_MAX);
     if (strlen(json_string_value(v)) != json_string_length(v))
         return ed_error_set(ED_EINVAL, "%s must not contain NUL characters", key);
     *out = json_string_value(v);
@@ -214,28 +184,6 @@ static int session_kernel(char out[KH_ID_LEN], bool *started, gw_request *req, c
     return 0;
 }
 
-/* The caller's number of sessions. */
-static int session_count(int64_t *out, gw_request *req)
-{
-    sqlite3_stmt *q;
-    int rc, err;
-
-    if ((err = ed_store_prepare(&q, req->srv->store, "SELECT count(*) FROM jupyter_sessions WHERE user_id = ?1")) < 0)
-        return err;
-    sqlite3_bind_int64(q, 1, req->auth.user_id);
-    rc = sqlite3_step(q);
-    *out = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
-    err = rc == SQLITE_ROW ? 0 : ed_store_error(ed_store_db(req->srv->store), rc, "sessions");
-    sqlite3_finalize(q);
-    return err;
-}
-
-static int session_limit_error(gw_request *req)
-{
-    return ed_error_set(ED_ELIMIT, "you have %d Jupyter sessions, the most allowed; delete one first",
-                        req->srv->cfg.jupyter_sessions_per_user);
-}
-
 int gw__jupyter_create_session(gw_request *req, gw_response *res)
 {
     json_t *body;
@@ -244,8 +192,7 @@ int gw__jupyter_create_session(gw_request *req, gw_response *res)
     char kid[KH_ID_LEN], id[KH_ID_LEN];
     bool started;
     int64_t have = 0;
-    sqlite3_stmt *q;
-    int rc, err;
+    int err;
 
     if ((err = gw_request_json(&body, req)) < 0)
         return err;
@@ -264,19 +211,8 @@ int gw__jupyter_create_session(gw_request *req, gw_response *res)
      * sessions) would start with a new session. */
     if ((err = session_find_by(&v, req, "path", path)) == 0) {
         if (session_kernel_gone(req, &v)) {
-            if ((err = session_kernel(kid, &started, req, body)) < 0)
-                return err;
-            if ((err = ed_store_prepare(&q, req->srv->store,
-                                        "UPDATE jupyter_sessions SET kernel_id = ?3 WHERE id = ?1 AND user_id = ?2")) <
-                0)
-                return err;
-            sqlite3_bind_text(q, 1, v.id, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(q, 2, req->auth.user_id);
-            sqlite3_bind_text(q, 3, kid, -1, SQLITE_STATIC);
-            rc = sqlite3_step(q);
-            err = rc == SQLITE_DONE ? 0 : ed_store_error(ed_store_db(req->srv->store), rc, "session");
-            sqlite3_finalize(q);
-            if (err < 0)
+            if ((err = session_kernel(kid, &started, req, body)) < 0 ||
+                (err = kh_session_update(req->srv->kernels, req->auth.user_id, v.id, NULL, NULL, NULL, kid)) < 0)
                 return err;
             snprintf(v.kernel_id, sizeof(v.kernel_id), "%s", kid);
         }
@@ -285,33 +221,14 @@ int gw__jupyter_create_session(gw_request *req, gw_response *res)
     if (err != ED_ENOTFOUND)
         return err;
     ed_error_clear();
-    if ((err = session_count(&have, req)) < 0)
+    if ((err = kh_session_count(&have, req->srv->kernels, req->auth.user_id)) < 0)
         return err;
     if (have >= req->srv->cfg.jupyter_sessions_per_user)
-        return session_limit_error(req);
+        return kh_session_limit_error(req->srv->cfg.jupyter_sessions_per_user);
     if ((err = session_kernel(kid, &started, req, body)) < 0)
         return err;
-    ed_uuid4(id);
-    /* one statement: two concurrent creates cannot both take the last place */
-    if ((err = ed_store_prepare(&q, req->srv->store,
-                                "INSERT INTO jupyter_sessions(id, user_id, kernel_id, path, name, type, created_at) "
-                                "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE (SELECT count(*) FROM jupyter_sessions "
-                                "WHERE user_id = ?2) < ?8")) == 0) {
-        sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(q, 2, req->auth.user_id);
-        sqlite3_bind_text(q, 3, kid, -1, SQLITE_STATIC);
-        sqlite3_bind_text(q, 4, path, -1, SQLITE_STATIC);
-        sqlite3_bind_text(q, 5, name ? name : "", -1, SQLITE_STATIC);
-        sqlite3_bind_text(q, 6, type ? type : "notebook", -1, SQLITE_STATIC);
-        sqlite3_bind_int64(q, 7, ed_now_ms());
-        sqlite3_bind_int64(q, 8, req->srv->cfg.jupyter_sessions_per_user);
-        rc = sqlite3_step(q);
-        if (rc != SQLITE_DONE)
-            err = ed_store_error(ed_store_db(req->srv->store), rc, "session");
-        else if (sqlite3_changes(ed_store_db(req->srv->store)) != 1)
-            err = session_limit_error(req);
-        sqlite3_finalize(q);
-    }
+    err = kh_session_create(id, req->srv->kernels, req->auth.user_id, kid, path, name, type,
+                            req->srv->cfg.jupyter_sessions_per_user);
     if (err < 0) {
         if (started) {   /* the kernel was only for this session */
             char msg[512];
@@ -344,8 +261,7 @@ int gw__jupyter_update_session(gw_request *req, gw_response *res)
     char kid[KH_ID_LEN] = "", old_kid[KH_ID_LEN] = "";
     bool started = false;
     sess_view v;
-    sqlite3_stmt *q;
-    int rc, err;
+    int err;
 
     if ((err = gw_request_json(&body, req)) < 0)
         return err;
@@ -358,25 +274,7 @@ int gw__jupyter_update_session(gw_request *req, gw_response *res)
         return err;
     if (kid[0] && strcmp(kid, v.kernel_id) != 0)
         snprintf(old_kid, sizeof(old_kid), "%s", v.kernel_id);
-    if ((err = ed_store_prepare(&q, req->srv->store,
-                                "UPDATE jupyter_sessions SET path = coalesce(?3, path), name = coalesce(?4, name), "
-                                "type = coalesce(?5, type), kernel_id = coalesce(?6, kernel_id) "
-                                "WHERE id = ?1 AND user_id = ?2")) < 0)
-        return err;
-    sqlite3_bind_text(q, 1, req->params[0], -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 2, req->auth.user_id);
-    if (path)
-        sqlite3_bind_text(q, 3, path, -1, SQLITE_STATIC);
-    if (name)
-        sqlite3_bind_text(q, 4, name, -1, SQLITE_STATIC);
-    if (type)
-        sqlite3_bind_text(q, 5, type, -1, SQLITE_STATIC);
-    if (kid[0])
-        sqlite3_bind_text(q, 6, kid, -1, SQLITE_STATIC);
-    rc = sqlite3_step(q);
-    err = rc == SQLITE_DONE ? 0 : ed_store_error(ed_store_db(req->srv->store), rc, "session");
-    sqlite3_finalize(q);
-    if (err < 0)
+    if ((err = kh_session_update(req->srv->kernels, req->auth.user_id, req->params[0], path, name, type, kid)) < 0)
         return err;
     /* A kernel replaced by a new one started by name is shut down, as Jupyter does. */
     if (old_kid[0] && started)
@@ -390,20 +288,10 @@ int gw__jupyter_update_session(gw_request *req, gw_response *res)
 int gw__jupyter_delete_session(gw_request *req, gw_response *res)
 {
     sess_view v;
-    sqlite3_stmt *q;
-    int rc, err;
+    int err;
 
-    if ((err = session_find(&v, req, req->params[0])) < 0)
-        return err;
-    if ((err = ed_store_prepare(&q, req->srv->store,
-                                "DELETE FROM jupyter_sessions WHERE id = ?1 AND user_id = ?2")) < 0)
-        return err;
-    sqlite3_bind_text(q, 1, v.id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 2, req->auth.user_id);
-    rc = sqlite3_step(q);
-    err = rc == SQLITE_DONE ? 0 : ed_store_error(ed_store_db(req->srv->store), rc, "session");
-    sqlite3_finalize(q);
-    if (err < 0)
+    if ((err = session_find(&v, req, req->params[0])) < 0 ||
+        (err = kh_session_delete(req->srv->kernels, req->auth.user_id, v.id)) < 0)
         return err;
     err = kh_kernel_shutdown(req->srv->kernels, req->auth.user_id, v.kernel_id, NULL);
     if (err < 0 && err != ED_ENOTFOUND)

@@ -170,4 +170,44 @@ int kh_sub_next(json_t **out_msg, int64_t *out_seq, kh_sub *sub, int timeout_ms)
  * NULL-safe. */
 void kh_unsubscribe(kh_sub *sub);
 
+/* ---- Jupyter sessions (table jupyter_sessions) ---------------------------------- */
+
+/* A Jupyter session: a path (a notebook, a console) bound to a kernel of the
+ * same user. Rows survive a restart; a kernel shut down takes its sessions,
+ * and a dead kernel's go with its journal (README.md "Jupyter sessions").
+ * Validating field sizes (KH_SESSION_FIELD_MAX) is the caller's. */
+#define KH_SESSION_FIELD_MAX 4096   /* bytes of path, name and type each */
+
+typedef struct kh_session {
+    char        id[KH_ID_LEN];        /* a UUID */
+    char        kernel_id[KH_ID_LEN]; /* the kernel (it may be dead or gone) */
+    const char *path, *name, *type;   /* within the session's allocation */
+} kh_session;
+
+/* The user's session `id`, or the oldest with that `path`. *out is freed
+ * with kh_session_free. ED_ENOTFOUND (another user's too), ED_ENOMEM. */
+int kh_session_find(kh_session **out, kh_hub *h, int64_t user_id, const char *id);
+int kh_session_find_path(kh_session **out, kh_hub *h, int64_t user_id, const char *path);
+void kh_session_free(kh_session *s);   /* NULL-safe */
+/* The user's sessions, oldest first; `s` is borrowed for the call, and fn's
+ * non-zero return stops (a negative one is returned). fn must not write
+ * to the store. */
+int kh_session_each(kh_hub *h, int64_t user_id, int (*fn)(const kh_session *s, void *payload), void *payload);
+/* The number of the user's sessions into *out. */
+int kh_session_count(int64_t *out, kh_hub *h, int64_t user_id);
+/* A new session (type "notebook" and name "" when NULL) of `kernel_id`;
+ * out_id gets its id. ED_ELIMIT when the user already has `max_per_user`
+ * (checked in the insert itself, so two creates cannot both take the last
+ * place). */
+int kh_session_create(char out_id[KH_ID_LEN], kh_hub *h, int64_t user_id, const char *kernel_id, const char *path,
+                      const char *name, const char *type, int max_per_user);
+/* Change the fields given (NULL or "" kernel_id: keep each). A session that
+ * is not the user's is left alone (0). */
+int kh_session_update(kh_hub *h, int64_t user_id, const char *id, const char *path, const char *name,
+                      const char *type, const char *kernel_id);
+/* Delete the user's session `id` (its kernel stays: the caller decides). */
+int kh_session_delete(kh_hub *h, int64_t user_id, const char *id);
+/* Set and return ED_ELIMIT with the message for a user at `max_per_user`. */
+int kh_session_limit_error(int max_per_user);
+
 #endif

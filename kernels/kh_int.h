@@ -14,8 +14,8 @@
  * journal appends of a kernel. Lock order: the scheduler's mutex, then jmu,
  * then h->mu, then wmu (the hook runs under the scheduler's lock, so the hub
  * never calls the scheduler while holding h->mu). Every `*_locked` function
- * asserts that its caller holds h->mu (kh__held); the asserts stay on in
- * every build of this module (CMakeLists.txt).
+ * asserts that its caller holds h->mu (kh__held); asserts are on in the
+ * test and CI builds (EDDY_ASSERTS, top CMakeLists.txt).
  */
 #ifndef KH_INT_H
 #define KH_INT_H

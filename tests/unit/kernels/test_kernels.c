@@ -44,6 +44,14 @@ static void *try_held(void *arg)
     return kh__held(arg) ? (void *)1 : NULL;
 }
 
+START_TEST(asserts_are_on)
+{
+#ifdef NDEBUG
+    ck_abort_msg("NDEBUG is defined: asserts are off in the test build (configure with EDDY_ASSERTS=ON)");
+#endif
+}
+END_TEST
+
 START_TEST(mutex_knows_its_holder)
 {
     kh__mutex mu;
@@ -175,6 +183,7 @@ static Suite *kernels_suite(void)
     Suite *s = suite_create("kernels");
     TCase *tc = tcase_create("invariants");
 
+    tcase_add_test(tc, asserts_are_on);
     tcase_add_test(tc, mutex_knows_its_holder);
     tcase_add_test(tc, wait_releases_the_holder);
     tcase_add_test_raise_signal(tc, locked_function_aborts_without_the_lock, SIGABRT);
