@@ -251,6 +251,20 @@ int acct_user_id(int64_t *out, ed_store *st, const char *username)
     return err;
 }
 
+int acct_user_count(int64_t *out, ed_store *st)
+{
+    sqlite3_stmt *s = NULL;
+    int rc, err;
+
+    *out = 0;
+    if ((err = ed_store_prepare(&s, st, "SELECT COUNT(*) FROM users")) < 0)
+        return err;
+    if ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        *out = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return rc == SQLITE_ROW ? 0 : ed_store_error(ed_store_db(st), rc, "count users");
+}
+
 int acct__page_rows(json_t **items, int64_t *next_cursor, sqlite3_stmt *s, int limit,
                   acct__row_json_fn row, void *payload, const char *what, const char *action)
 {

@@ -97,6 +97,8 @@ int acct_user_get(acct_user *out, ed_store *st, int64_t id);
 int acct_user_get_by_name(acct_user *out, ed_store *st, const char *username);
 /* The id of the user named `username` (0 on failure). ED_ENOTFOUND, ED_EIO. */
 int acct_user_id(int64_t *out, ed_store *st, const char *username);
+/* How many users there are (the admin overview). ED_EIO. */
+int acct_user_count(int64_t *out, ed_store *st);
 
 /* Users by id, `limit` of them with id > after_id, as admin-view JSON
  * objects in a new array *items (caller owns it). *next_cursor: the last id

@@ -114,6 +114,22 @@ int quota_hold_open(int64_t *out_hold, ed_store *st, int64_t user_id, int64_t mc
  * excess separately with quota_charge). */
 int quota_hold_settle(ed_store *st, int64_t hold_id, int64_t actual_mcoins);
 
+/* A hold as stored (ledger_holds). */
+typedef struct quota_hold_info {
+    int64_t id, user_id;
+    int64_t amount_mcoins;    /* reserved */
+    int64_t settled_mcoins;   /* charged at settle; 0 while open */
+    bool    open;             /* false: settled */
+} quota_hold_info;
+/* Read hold `hold_id`. ED_ENOTFOUND if there is none. */
+int quota_hold_get(quota_hold_info *out, ed_store *st, int64_t hold_id);
+/* The ids of up to `max` open holds whose ref starts with `ref_prefix`
+ * ("job:"), oldest first, into ids[0..*n). Settling them and calling again
+ * walks them all. */
+int quota_holds_open(int64_t *ids, int *n, int max, ed_store *st, const char *ref_prefix);
+/* What system_revenue took in (charges, settled holds) since `since_ms`. */
+int quota_revenue_since(int64_t *out_mcoins, ed_store *st, int64_t since_ms);
+
 /* ---- reading ---------------------------------------------------------------- */
 
 typedef struct quota_balance {

@@ -292,3 +292,64 @@ int quota_posting_get(quota_posting *out, ed_store *st, int64_t transfer_id, int
                             (long long)transfer_id, (long long)user_id);
     return rc == SQLITE_ROW ? 0 : quota__step_error(st, rc, "read posting");
 }
+
+int quota_hold_get(quota_hold_info *out, ed_store *st, int64_t hold_id)
+{
+    sqlite3_stmt *s = NULL;
+    int rc, err;
+
+    memset(out, 0, sizeof(*out));
+    if ((err = ed_store_prepare(&s, st,
+                                "SELECT user_id, amount_mcoins, IFNULL(settled_mcoins, 0), status = 'open' "
+                                "FROM ledger_holds WHERE id = ?1")) < 0)
+        return err;
+    sqlite3_bind_int64(s, 1, hold_id);
+    if ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        out->id = hold_id;
+        out->user_id = sqlite3_column_int64(s, 0);
+        out->amount_mcoins = sqlite3_column_int64(s, 1);
+        out->settled_mcoins = sqlite3_column_int64(s, 2);
+        out->open = sqlite3_column_int(s, 3) != 0;
+    }
+    sqlite3_finalize(s);
+    if (rc == SQLITE_DONE)
+        return ed_error_set(ED_ENOTFOUND, "hold %lld not found", (long long)hold_id);
+    return rc == SQLITE_ROW ? 0 : quota__step_error(st, rc, "read hold");
+}
+
+int quota_holds_open(int64_t *ids, int *n, int max, ed_store *st, const char *ref_prefix)
+{
+    sqlite3_stmt *s = NULL;
+    int rc, err;
+
+    *n = 0;
+    if ((err = ed_store_prepare(&s, st,
+                                "SELECT id FROM ledger_holds WHERE status = 'open' "
+                                "AND substr(ref, 1, length(?1)) = ?1 ORDER BY id LIMIT ?2")) < 0)
+        return err;
+    sqlite3_bind_text(s, 1, ref_prefix, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, max);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW && *n < max)
+        ids[(*n)++] = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : quota__step_error(st, rc, "list open holds");
+}
+
+int quota_revenue_since(int64_t *out_mcoins, ed_store *st, int64_t since_ms)
+{
+    sqlite3_stmt *s = NULL;
+    int rc, err;
+
+    *out_mcoins = 0;
+    if ((err = ed_store_prepare(&s, st,
+                                "SELECT IFNULL(SUM(e.amount_mcoins), 0) FROM ledger_entries e "
+                                "JOIN ledger_transfers t ON t.id = e.transfer_id "
+                                "JOIN ledger_accounts a ON a.id = e.account_id "
+                                "WHERE a.kind = 'system_revenue' AND t.at >= ?1")) < 0)
+        return err;
+    sqlite3_bind_int64(s, 1, since_ms);
+    if ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        *out_mcoins = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return rc == SQLITE_ROW ? 0 : quota__step_error(st, rc, "revenue");
+}

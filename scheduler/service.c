@@ -774,17 +774,14 @@ static int reconcile(sched *s)
             if ((err = quota_meter_refund(NULL, s->st, ref)) < 0)
                 return err;
             if (holds[i] > 0) {
-                if ((err = ed_store_prepare(&q, s->st,
-                                            "SELECT status = 'open', IFNULL(settled_mcoins, 0), user_id "
-                                            "FROM ledger_holds WHERE id = ?1")) < 0)
+                quota_hold_info h;
+                if ((err = quota_hold_get(&h, s->st, holds[i])) < 0 && err != ED_ENOTFOUND)
                     return err;
-                sqlite3_bind_int64(q, 1, holds[i]);
-                if (sqlite3_step(q) == SQLITE_ROW) {
-                    is_open = sqlite3_column_int(q, 0) != 0;
-                    settled = sqlite3_column_int64(q, 1);
-                    user = sqlite3_column_int64(q, 2);
+                if (err == 0) {
+                    is_open = h.open;
+                    settled = h.settled_mcoins;
+                    user = h.user_id;
                 }
-                sqlite3_finalize(q);
                 if (is_open && (err = quota_hold_settle(s->st, holds[i], 0)) < 0)
                     return err;
                 if (!is_open && settled > 0) {
@@ -817,13 +814,8 @@ static int reconcile(sched *s)
     } while (n == 256);
     /* holds of work that is not running (opened just before a crash) */
     do {
-        n = 0;
-        if ((err = ed_store_prepare(&q, s->st,
-                                    "SELECT id FROM ledger_holds WHERE status = 'open' AND ref LIKE 'job:%' LIMIT 256")) < 0)
+        if ((err = quota_holds_open(ids, &n, 256, s->st, "job:")) < 0)
             return err;
-        while ((rc = sqlite3_step(q)) == SQLITE_ROW && n < 256)
-            ids[n++] = sqlite3_column_int64(q, 0);
-        sqlite3_finalize(q);
         for (int i = 0; i < n; i++)
             if ((err = quota_hold_settle(s->st, ids[i], 0)) < 0)
                 return err;
@@ -940,22 +932,18 @@ int sched_overview_get(sched_overview *out, sched *s)
     out->gpus_simulated = s->cfg.sim_gpus;
     memcpy(out->classes, cls, n * sizeof(*cls));
     free(cls);
-    if ((err = ed_store_prepare(&q, s->st,
-                                "SELECT (SELECT COUNT(*) FROM users), "
-                                "(SELECT COUNT(*) FROM jobs WHERE status = 'running'), "
-                                "(SELECT COUNT(*) FROM jobs WHERE status = 'queued'), "
-                                "(SELECT IFNULL(SUM(e.amount_mcoins), 0) FROM ledger_entries e "
-                                " JOIN ledger_transfers t ON t.id = e.transfer_id "
-                                " JOIN ledger_accounts a ON a.id = e.account_id "
-                                " WHERE a.kind = 'system_revenue' AND t.at >= ?1)")) < 0)
+    /* users are accounts/'s, revenue quota/'s; the jobs are ours */
+    if ((err = acct_user_count(&out->users, s->st)) < 0 ||
+        (err = quota_revenue_since(&out->charged_today_mcoins, s->st, ed_time_day_start_ms(ed_now_ms()))) < 0)
         return err;
-    sqlite3_bind_int64(q, 1, ed_time_day_start_ms(ed_now_ms()));
+    if ((err = ed_store_prepare(&q, s->st,
+                                "SELECT (SELECT COUNT(*) FROM jobs WHERE status = 'running'), "
+                                "(SELECT COUNT(*) FROM jobs WHERE status = 'queued')")) < 0)
+        return err;
     rc = sqlite3_step(q);
     if (rc == SQLITE_ROW) {
-        out->users = sqlite3_column_int64(q, 0);
-        out->running_jobs = sqlite3_column_int(q, 1);
-        out->queued_jobs = sqlite3_column_int(q, 2);
-        out->charged_today_mcoins = sqlite3_column_int64(q, 3);
+        out->running_jobs = sqlite3_column_int(q, 0);
+        out->queued_jobs = sqlite3_column_int(q, 1);
     }
     sqlite3_finalize(q);
     return rc == SQLITE_ROW ? 0 : ed_store_error(ed_store_db(s->st), rc, "overview");

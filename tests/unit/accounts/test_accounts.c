@@ -323,6 +323,9 @@ START_TEST(user_create_refuses_taken_names_and_bad_fields_without_writing)
     ck_assert_int_eq(id, 0);
     ck_assert_int_eq(count_rows("SELECT count(*) FROM users"), 1);
     ck_assert_int_eq(count_rows("SELECT count(*) FROM audit"), 1);
+    int64_t n = -1;
+    ck_assert_int_eq(acct_user_count(&n, st), 0);   /* what the admin overview shows */
+    ck_assert_int_eq(n, 1);
 }
 END_TEST
 

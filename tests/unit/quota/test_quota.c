@@ -5,6 +5,7 @@
 #include "ed_crypto.h"
 #include "ed_error.h"
 #include "ed_store.h"
+#include "ed_time.h"
 
 #include <check.h>
 #include <pthread.h>
@@ -87,6 +88,46 @@ START_TEST(hold_settles_exactly_once)
     ck_assert_int_eq(b.coins_mcoins, 750);
     ck_assert_int_eq(b.held_mcoins, 0);
     assert_verified();
+}
+END_TEST
+
+/* What the scheduler's crash reconciliation and the admin overview read. */
+START_TEST(holds_and_revenue_are_read_through_quota)
+{
+    int64_t u = add_user("gus", "free"), t, h1, h2, h3, ids[4], rev;
+    quota_hold_info hi;
+    int n;
+
+    ck_assert_int_eq(quota_grant(&t, st, u, 10000, NULL, "g", 0), 0);
+    ck_assert_int_eq(quota_hold_open(&h1, st, u, 700, "job:1", "hj1"), 0);
+    ck_assert_int_eq(quota_hold_open(&h2, st, u, 500, "kernel:k", "hk"), 0);
+    ck_assert_int_eq(quota_hold_open(&h3, st, u, 300, "job:2", "hj2"), 0);
+    ck_assert_int_eq(quota_holds_open(ids, &n, 4, st, "job:"), 0);
+    ck_assert_int_eq(n, 2);
+    ck_assert_int_eq(ids[0], h1);
+    ck_assert_int_eq(ids[1], h3);
+    ck_assert_int_eq(quota_holds_open(ids, &n, 1, st, "job:"), 0);   /* at most max */
+    ck_assert_int_eq(n, 1);
+
+    ck_assert_int_eq(quota_hold_get(&hi, st, h1), 0);
+    ck_assert(hi.open);
+    ck_assert_int_eq(hi.user_id, u);
+    ck_assert_int_eq(hi.amount_mcoins, 700);
+    ck_assert_int_eq(hi.settled_mcoins, 0);
+    ck_assert_int_eq(quota_hold_settle(st, h1, 250), 0);
+    ck_assert_int_eq(quota_hold_get(&hi, st, h1), 0);
+    ck_assert(!hi.open);
+    ck_assert_int_eq(hi.settled_mcoins, 250);
+    ck_assert_int_eq(quota_hold_get(&hi, st, 999999), ED_ENOTFOUND);
+    ck_assert_int_eq(quota_holds_open(ids, &n, 4, st, "job:"), 0);
+    ck_assert_int_eq(n, 1);
+    ck_assert_int_eq(ids[0], h3);
+
+    ck_assert_int_eq(quota_charge(&t, st, u, 40, "job:9", "use", "c1"), 0);
+    ck_assert_int_eq(quota_revenue_since(&rev, st, 0), 0);
+    ck_assert_int_eq(rev, 290);
+    ck_assert_int_eq(quota_revenue_since(&rev, st, ed_now_ms() + 86400000), 0);
+    ck_assert_int_eq(rev, 0);
 }
 END_TEST
 
@@ -372,6 +413,7 @@ int main(void)
     tcase_add_test(tc, charge_never_overdraws);
     tcase_add_test(tc, overdraft_allowed_only_by_tier);
     tcase_add_test(tc, hold_settles_exactly_once);
+    tcase_add_test(tc, holds_and_revenue_are_read_through_quota);
     tcase_add_test(tc, journal_is_append_only_and_verify_catches_tampering);
     tcase_add_test(tc, concurrent_charges_never_overdraw_or_double);
     tcase_add_test(tc, random_operations_match_a_reference_model);
