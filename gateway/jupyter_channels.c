@@ -14,20 +14,15 @@
 #include "gw_int.h"
 #include "jupyter_int.h"
 #include "kh.h"
-#include "proj.h"
-#include "sched.h"
 
-#include "ed_crypto.h"
 #include "ed_error.h"
 #include "ed_log.h"
-#include "ed_time.h"
 
 #include <errno.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define GW_JUPYTER_SUBPROTOCOL "v1.kernel.websocket.jupyter.org"
 #define GW_JUPYTER_PENDING_MAX 256   /* client messages held while a kernel starts */

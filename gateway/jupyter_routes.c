@@ -9,12 +9,14 @@
  *   /api, /api/status, /api/kernelspecs[/{name}]
  *   /api/kernels ...          over kernels/kh.h: one kernel, one id (the same
  *                             kernel as /api/v1/kernels/{id})
- *   /api/kernels/{id}/channels  a WebSocket (ws.c, jupyter_channels.c): Jupyter's default JSON
- *                             framing, or v1.kernel.websocket.jupyter.org when
- *                             the client offers it
- *   /api/sessions             {id, path, name, type, kernel}, in the store
- *                             (jupyter_sessions.c; table jupyter_sessions: they survive a restart;
- *                             capped in size and number per user)
+ *   /api/kernels/{id}/channels  a WebSocket (ws.c, jupyter_channels.c):
+ *                             Jupyter's default JSON framing, or
+ *                             v1.kernel.websocket.jupyter.org when the client
+ *                             offers it
+ *   /api/sessions             {id, path, name, type, kernel}
+ *                             (jupyter_sessions.c over kh_session_*: they
+ *                             survive a restart; capped in size and number
+ *                             per user)
  *   /api/contents             over the working tree of the caller's default
  *                             project (contents.c)
  *
@@ -22,7 +24,6 @@
  * Jupyter clients send) or "Bearer <key>", or the session cookie with the CSRF
  * token as X-CSRF-Token or X-XSRFToken. The channels upgrade alone also takes
  * ?token=<key>, because browsers cannot set headers on a WebSocket.
-
  */
 #include "gw_int.h"
 #include "jupyter_int.h"
@@ -30,17 +31,12 @@
 #include "proj.h"
 #include "sched.h"
 
-#include "ed_crypto.h"
 #include "ed_error.h"
-#include "ed_log.h"
 #include "ed_time.h"
 
-#include <errno.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Answer `body` (stolen) with `status`; ED_ENOMEM when body is NULL (its
  * building ran out of memory). */
