@@ -42,34 +42,6 @@ static int64_t parse_id(const char *s)
     return (int64_t)v;
 }
 
-static int page_args(int *limit, int64_t *cursor, gw_request *req)
-{
-    const char *c;
-    int err;
-
-    *cursor = 0;
-    if ((err = gw_request_page(limit, &c, req)) < 0)
-        return err;
-    if (c && (*cursor = parse_id(c)) == 0)
-        return ed_error_set(ED_EINVAL, "cursor is not one this server gave out");
-    return 0;
-}
-
-static json_t *cursor_json(int64_t next)
-{
-    char buf[24];
-
-    if (next <= 0)
-        return json_null();
-    snprintf(buf, sizeof(buf), "%lld", (long long)next);
-    return json_string(buf);
-}
-
-static json_t *page_json(json_t *items, int64_t next)
-{
-    return json_pack("{s:o, s:o}", "items", items, "next_cursor", cursor_json(next));
-}
-
 /* ed_json_get_str that also refuses a string with an embedded NUL ("\u0000"),
  * which C would silently cut short ("alice\u0000x" must not become "alice"). */
 static int str_field(const char **out, const json_t *body, const char *key, bool required)
@@ -362,10 +334,10 @@ static int get_keys(gw_request *req, gw_response *res)
     int64_t cursor, next;
     int limit, err;
 
-    if ((err = page_args(&limit, &cursor, req)) < 0 ||
+    if ((err = gw_request_page_id(&limit, &cursor, req)) < 0 ||
         (err = acct_key_list(&items, &next, req->srv->store, req->auth.user_id, limit, cursor)) < 0)
         return err;
-    return respond(res, 200, page_json(items, next));
+    return gw_respond_items(res, items, next);
 }
 
 static int delete_key(gw_request *req, gw_response *res)
@@ -389,10 +361,10 @@ static int get_admin_users(gw_request *req, gw_response *res)
     int64_t cursor, next;
     int limit, err;
 
-    if ((err = page_args(&limit, &cursor, req)) < 0 ||
+    if ((err = gw_request_page_id(&limit, &cursor, req)) < 0 ||
         (err = acct_user_list(&items, &next, req->srv->store, limit, cursor)) < 0)
         return err;
-    return respond(res, 200, page_json(items, next));
+    return gw_respond_items(res, items, next);
 }
 
 static int patch_admin_user(gw_request *req, gw_response *res)
@@ -439,10 +411,10 @@ static int get_admin_audit(gw_request *req, gw_response *res)
     int64_t cursor, next = 0;
     int limit, err;
 
-    if ((err = page_args(&limit, &cursor, req)) < 0 ||
+    if ((err = gw_request_page_id(&limit, &cursor, req)) < 0 ||
         (err = acct_audit_list(&items, &next, req->srv->store, limit, cursor)) < 0)
         return err;
-    return respond(res, 200, page_json(items, next));
+    return gw_respond_items(res, items, next);
 }
 
 static int settings_json(gw_request *req, gw_response *res)

@@ -161,6 +161,10 @@ int gw_respond_empty(gw_response *res, int status);
  * `limit`, the extra one is dropped and next_cursor is the "id" member of the
  * last kept item, else null. limit <= 0: a complete list, next_cursor null. */
 int gw_respond_page(gw_response *res, json_t *items, int limit);
+/* 200 {items (taken), next_cursor}: "<next>" when next > 0, else null; for
+ * listings that compute their own next id (accounts/'s acct_*_list).
+ * ED_ENOMEM when items is NULL or the body cannot be built. */
+int gw_respond_items(gw_response *res, json_t *items, int64_t next);
 /* Add a response header (name and value copied into the request arena). */
 int gw_response_header(gw_response *res, const char *name, const char *value);
 

@@ -148,7 +148,7 @@ int gw_request_page_id(int *limit, int64_t *before, gw_request *req)
         return err;
     errno = 0;
     v = strtoll(c, &end, 10);
-    if (*end != '\0' || errno != 0 || v <= 0)
+    if (*c < '0' || *c > '9' || *end != '\0' || errno != 0 || v <= 0)
         return ed_error_set(ED_EINVAL, "cursor '%s' is not one this API gave", c);
     *before = v;
     return 0;

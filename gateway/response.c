@@ -4,6 +4,7 @@
 
 #include "ed_error.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,19 +31,30 @@ int gw_respond_json(gw_response *res, int status, json_t *body)
     return 0;
 }
 
-int gw_respond_page(gw_response *res, json_t *items, int limit)
+int gw_respond_items(gw_response *res, json_t *items, int64_t next)
 {
-    char next[32];
+    char buf[32];
+    json_t *body;
 
     if (items == NULL)
-        return gw_respond_json(res, 200, NULL);
-    if (limit > 0 && json_array_size(items) > (size_t)limit) {
+        return ed_error_set(ED_ENOMEM, "list");
+    snprintf(buf, sizeof(buf), "%" PRId64, next);
+    body = next > 0 ? json_pack("{s:o, s:s}", "items", items, "next_cursor", buf)
+                    : json_pack("{s:o, s:n}", "items", items, "next_cursor");
+    if (body == NULL)
+        return ed_error_set(ED_ENOMEM, "list");
+    return gw_respond_json(res, 200, body);
+}
+
+int gw_respond_page(gw_response *res, json_t *items, int limit)
+{
+    int64_t next = 0;
+
+    if (items && limit > 0 && json_array_size(items) > (size_t)limit) {
         json_array_remove(items, (size_t)limit);
-        snprintf(next, sizeof(next), "%" JSON_INTEGER_FORMAT,
-                 json_integer_value(json_object_get(json_array_get(items, (size_t)limit - 1), "id")));
-        return gw_respond_json(res, 200, json_pack("{s:o, s:s}", "items", items, "next_cursor", next));
+        next = json_integer_value(json_object_get(json_array_get(items, (size_t)limit - 1), "id"));
     }
-    return gw_respond_json(res, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+    return gw_respond_items(res, items, next);
 }
 
 int gw_respond_bytes(gw_response *res, int status, const char *content_type, char *buf,
