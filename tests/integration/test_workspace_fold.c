@@ -20,7 +20,7 @@
  * After settling, the kernel's cell, every editor cell and every output are
  * there. (Kernel code writes the tree without the project's lock: a kernel
  * write landing between a fold's ETag check and its rename, a window of one
- * rename, is replaced; gateway/KERNELS.md says so. Writes of the editor and
+ * rename, is replaced; kernels/README.md says so. Writes of the editor and
  * of the kernel made in whole before or after it are never lost.)
  *
  * Third: the kernel is stopped while a cell runs; the outputs it printed
