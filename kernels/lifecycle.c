@@ -108,10 +108,7 @@ int kh__db_exec(kh_hub *h, const char *sql, const char *t1, const char *t2, cons
         sqlite3_bind_int64(q, 4, n4);
     if (np >= 5)
         sqlite3_bind_int64(q, 5, n5);
-    for (int tries = 0; (rc = sqlite3_step(q)) == SQLITE_BUSY && tries < 100; tries++) {
-        sqlite3_reset(q);
-        usleep(10000);
-    }
+    rc = ed_store_step(q);
     err = rc == SQLITE_DONE ? 0 : ed_store_error(ed_store_db(h->cfg.store), rc, "kernels");
     sqlite3_finalize(q);
     return err;
