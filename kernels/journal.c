@@ -23,14 +23,43 @@
 
 /* ---- the journal ------------------------------------------------------------------ */
 
+typedef struct journal_rows {
+    kh__k       *k;
+    char       **msgs;
+    int          n;
+    int64_t      first_seq;
+    ed_store    *st;
+} journal_rows;
+
+/* The inserts of one append (ed_store_tx's body: it may run again after a
+ * busy rollback, and keeps nothing between runs). */
+static int journal_insert(void *ctx)
+{
+    journal_rows *r = ctx;
+    sqlite3_stmt *q = NULL;
+    int64_t now = ed_now_ms();
+    int err, rc = SQLITE_DONE;
+
+    if ((err = ed_store_prepare(&q, r->st, "INSERT INTO kernel_journal(kernel_id, seq, at, msg) VALUES (?1, ?2, ?3, ?4)")) < 0)
+        return err;
+    for (int i = 0; i < r->n && rc == SQLITE_DONE; i++) {
+        sqlite3_reset(q);
+        sqlite3_bind_text(q, 1, r->k->id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(q, 2, r->first_seq + i);
+        sqlite3_bind_int64(q, 3, now);
+        sqlite3_bind_text(q, 4, r->msgs[i], -1, SQLITE_STATIC);
+        rc = sqlite3_step(q);
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? 0 : ed_store_error(ed_store_db(r->st), rc, "journal");
+}
+
 /* Append `n` serialised messages for k with seqs from first_seq in one
  * transaction. jmu held. */
 static int journal_append(kh_hub *h, kh__k *k, char **msgs, int n, int64_t first_seq)
 {
-    ed_store *st = h->cfg.store;
-    sqlite3_stmt *q = NULL;
-    int64_t now = ed_now_ms();
-    int err, rc = SQLITE_DONE;
+    journal_rows r = {k, msgs, n, first_seq, h->cfg.store};
+    int err;
 
     assert(kh__held(&k->jmu));
 
@@ -39,36 +68,10 @@ static int journal_append(kh_hub *h, kh__k *k, char **msgs, int n, int64_t first
      * only an OS crash or power loss can drop the last few milliseconds of
      * output. An fsync per burst would otherwise dominate a cell's round
      * trip. Everything else on this connection stays synchronous=FULL. */
-    if ((err = ed_store_exec(st, "PRAGMA synchronous=NORMAL")) < 0)
+    if ((err = ed_store_exec(r.st, "PRAGMA synchronous=NORMAL")) < 0)
         return err;
-    for (int tries = 0;; tries++) {
-        if ((err = ed_store_begin(st)) == 0)
-            break;
-        if (err != ED_EBUSY || tries > 200)
-            goto out;
-        usleep(5000);
-    }
-    if ((err = ed_store_prepare(&q, st, "INSERT INTO kernel_journal(kernel_id, seq, at, msg) VALUES (?1, ?2, ?3, ?4)")) < 0) {
-        ed_store_rollback(st);
-        goto out;
-    }
-    for (int i = 0; i < n && rc == SQLITE_DONE; i++) {
-        sqlite3_reset(q);
-        sqlite3_bind_text(q, 1, k->id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(q, 2, first_seq + i);
-        sqlite3_bind_int64(q, 3, now);
-        sqlite3_bind_text(q, 4, msgs[i], -1, SQLITE_STATIC);
-        rc = sqlite3_step(q);
-    }
-    sqlite3_finalize(q);
-    if (rc != SQLITE_DONE) {
-        err = ed_store_error(ed_store_db(st), rc, "journal");
-        ed_store_rollback(st);
-        goto out;
-    }
-    err = ed_store_commit(st);   /* rolls back on failure; BEGIN IMMEDIATE holds the lock */
-out:
-    ed_store_exec(st, "PRAGMA synchronous=FULL");
+    err = ed_store_tx(r.st, journal_insert, &r);
+    ed_store_exec(r.st, "PRAGMA synchronous=FULL");
     return err;
 }
 
