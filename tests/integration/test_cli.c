@@ -401,10 +401,14 @@ START_TEST(push_pull_files_and_versions_round_trip)
     expect(&o, 0, "projects fork");
     j = json_loads(o.out, 0, &e);
     ck_assert_str_eq(json_string_value(json_object_get(j, "forked_from")), id);
+    /* names are unique per owner: a fork of one's own project gets its own */
+    ck_assert_str_eq(json_string_value(json_object_get(j, "name")), "demo (fork)");
     json_decref(j);
-    /* two projects named demo now: a name is ambiguous, an id is not */
-    EDDY(&o, "projects", "show", "demo");
-    expect(&o, 2, "ambiguous name");
+    EDDY(&o, "projects", "show", "demo", "--json");
+    expect(&o, 0, "show by a name that is one project's");
+    ck_assert_ptr_nonnull(strstr(o.out, id));
+    EDDY(&o, "projects", "show", "demo (fork)");
+    expect(&o, 0, "show the fork by its name");
     EDDY(&o, "projects", "delete", id);
     expect(&o, 0, "projects delete");
     EDDY(&o, "projects", "show", id);
