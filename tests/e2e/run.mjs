@@ -1034,32 +1034,70 @@ try {
     await shot(page, '17-account-kernels');
   });
 
-  await test('changing_the_resource_while_a_kernel_runs_asks_and_reverts_on_cancel', async () => {
+  // The admin adds two CPU classes: one every tier may use (to switch a
+  // running kernel to), one only the pro tier may use (the free user sees it
+  // disabled, with the reason).
+  async function adminResources() {
+    if (state.adminResources) return;
+    const actx = await browser.newContext();
+    try {
+      const ap = await actx.newPage();
+      await ap.goto(`${base}/login`);
+      const put = await ap.evaluate(async (a) => {
+        const l = await fetch('/api/v1/auth/login', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(a) });
+        const { csrf_token: csrf } = await l.json();
+        const out = [];
+        for (const [name, tiers] of [['cpu-small', ['free', 'pro', 'premium']], ['cpu-pro-only', ['pro', 'premium']]]) {
+          const r = await fetch(`/api/v1/admin/resources/${name}`, { method: 'PUT', headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf },
+            body: JSON.stringify({ cpus: 1, memory_mb: 1024, gpus: 0, price_mcoins_per_hour: 500, capacity: 2, tiers }) });
+          out.push(`${r.status} ${await r.text()}`);
+        }
+        return out;
+      }, ADMIN);
+      assert(put.every((x) => /^20\d/.test(x)), `PUT the classes: ${put}`);
+      state.adminResources = true;
+    } finally { await actx.close(); }
+  }
+
+  await test('changing_the_resource_while_a_kernel_runs_asks_then_restarts_or_reverts', async () => {
     assert(!noKernels, noKernels);
+    await adminResources();
+    await stopAllKernels();
+    await page.evaluate(() => sessionStorage.clear());
     await page.goto(state.notebookUrl);
+    const picker = 'select[aria-label="Resource for the kernel"]';
+    await page.waitForSelector(`${picker} option[value=cpu-small]`, { state: 'attached' });
+    await page.selectOption(picker, 'cpu-basic');
+    await page.click('.cell .cm-content');
+    await page.keyboard.press('Control+Enter');
     await page.waitForSelector('[data-testid=kernel-status][data-status=idle]', { timeout: 60000 });
-    const picker = '[data-testid=resource-picker]';
-    await page.waitForSelector(picker);
-    const before = await page.inputValue(picker);
-    // Another class to pick: any enabled one; a class the tier may not use is disabled.
-    const opts = await page.$$eval(`${picker} option`, (os) => os.map((o) => ({ v: o.value, d: o.disabled, t: o.textContent })));
-    const alt = opts.find((o) => !o.d && o.v !== before);
-    if (!alt) {
-      // One usable class on this host: the picker at least names no class as usable that is not.
-      assert(opts.filter((o) => !o.d).length === 1, `options: ${JSON.stringify(opts)}`);
-      return;
-    }
-    await page.selectOption(picker, alt.v);
+    // Cancel: the picker goes back to the kernel's class.
+    await page.selectOption(picker, 'cpu-small');
     await page.waitForSelector('[data-testid=resource-change-dialog]');
     await page.click('[data-testid=resource-change-dialog] button:has-text("Cancel")');
-    assert((await page.inputValue(picker)) === before, 'cancel puts the picker back');
+    assert((await page.inputValue(picker)) === 'cpu-basic', 'cancel puts the picker back');
+    // Restart on the new class: the old kernel stops, a new one runs there.
+    const old = (await liveKernels()).map((k) => k.id);
+    await page.selectOption(picker, 'cpu-small');
+    await page.click('[data-testid=resource-switch]');
+    await page.waitForSelector('.toast:has-text("Kernel started on cpu-small")', { timeout: 30000 });
+    let live = [];
+    for (let i = 0; i < 100; i++) {
+      live = await liveKernels();
+      if (live.length === 1 && !old.includes(live[0].id)) break;
+      await page.waitForTimeout(200);
+    }
+    assert(live.length === 1 && live[0].resource === 'cpu-small' && !old.includes(live[0].id), `kernels now: ${JSON.stringify(live)}`);
+    await page.waitForSelector('[data-testid=kernel-status][data-status=idle]', { timeout: 60000 });
+    await stopAllKernels();
   });
 
   await test('resource_picker_offers_only_classes_the_user_can_run_and_labels_say_what_they_mean', async () => {
+    await adminResources();
     const res = JSON.parse((await fetchJson(page, '/api/v1/resources')).body);
     const items = res.items || res;
     await page.goto(state.notebookUrl);
-    const picker = '[data-testid=resource-picker]';
+    const picker = 'select[aria-label="Resource for the kernel"]';
     await page.waitForSelector(picker);
     const opts = await page.$$eval(`${picker} option`, (os) => os.map((o) => ({ v: o.value, d: o.disabled, t: o.textContent })));
     for (const r of items) {
@@ -1068,6 +1106,8 @@ try {
       else if (r.tiers && r.tiers.length && !r.tiers.includes('free')) assert(o && o.d && /not in the free tier/.test(o.t), `${r.name} (tiers ${r.tiers}) is not disabled with the reason: ${JSON.stringify(o)}`);
       else assert(o && !o.d, `${r.name} is usable and offered: ${JSON.stringify(o)}`);
     }
+    const pro = opts.find((o) => o.v === 'cpu-pro-only');
+    assert(pro && pro.d && /not in the free tier/.test(pro.t), `the pro-only class: ${JSON.stringify(pro)}`);
     const cpu = opts.find((o) => o.v === 'cpu-basic');
     assert(cpu && /free/.test(cpu.t) && !/\/h/.test(cpu.t), `cpu-basic is never charged on the free tier, so shows no price: ${cpu && cpu.t}`);
     assert(!opts.some((o) => /\b1 CPUs\b/.test(o.t)), 'no "1 CPUs"');
@@ -1095,7 +1135,9 @@ try {
     await page.click('[data-testid=run-all]');
     // While r1 runs (its execute_input has come: it printed) the prompt is [*].
     await page.waitForSelector('.cell[data-cell-id=r1] .outputs pre.stream:has-text("started")', { timeout: 60000 });
-    assert((await prompt('r1')) === '[*]', `a running cell's prompt: ${await prompt('r1')}`);
+    const bad = [];   // every check runs, so each bug shows on its own
+    const check = (ok, msg) => { if (!ok) bad.push(msg); };
+    check((await prompt('r1')) === '[*]', `a running cell's prompt: ${await prompt('r1')}`);
     await page.waitForSelector('.cell[data-cell-id=r2] .outputs pre.error:has-text("boom")', { timeout: 30000 });
     await page.waitForSelector('[data-testid=run-all]:not([disabled])');
     assert(/^\[\d+\]$/.test(await prompt('r1')) && /^\[\d+\]$/.test(await prompt('r2')), `prompts after: ${await prompt('r1')} ${await prompt('r2')}`);
@@ -1103,12 +1145,15 @@ try {
     await page.click('.cell[data-cell-id=r4] .cm-content');
     await page.keyboard.press('Control+Enter');
     await page.waitForSelector('.cell[data-cell-id=r4] .outputs pre.stream:has-text("marker")', { timeout: 30000 });
-    assert(!(await page.textContent('.cell[data-cell-id=r3] .outputs')).includes('three'), 'Run all went on past the cell that raised');
-    assert((await prompt('r3')) === '[ ]', `r3 never ran: ${await prompt('r3')}`);
+    check(!(await page.textContent('.cell[data-cell-id=r3] .outputs')).includes('three'), 'Run all went on past the cell that raised');
+    check((await prompt('r3')) === '[ ]', `r3 never ran: ${await prompt('r3')}`);
     await shot(page, '19-run-all-stopped');
+    assert(!bad.length, bad.join('; '));
   });
 
   await test('keyboard_works_after_toolbar_buttons_and_a_prompt_click', async () => {
+    const bad = [];
+    const check = (ok, msg) => { if (!ok) bad.push(msg); };
     // After Save (edit mode) typing goes on into the editor.
     await page.goto(`${state.projectUrl}/notebook/runall.ipynb`);
     await page.waitForSelector('.cell[data-cell-id=r4] .cm-content');
@@ -1116,31 +1161,32 @@ try {
     await page.keyboard.press('End');
     await page.click('[data-testid=save]');
     await page.keyboard.type('  # kept');
-    assert((await page.textContent('.cell[data-cell-id=r4] .cm-content')).includes('# kept'), 'typing after Save reaches the editor');
-    assert((await page.textContent('[data-testid=mode]')) === 'edit', 'still edit mode');
+    check((await page.textContent('.cell[data-cell-id=r4] .cm-content')).includes('# kept'), 'typing after Save reaches the editor');
+    check((await page.textContent('[data-testid=mode]')) === 'edit', 'still edit mode');
     // Esc after a toolbar button: command mode, and B inserts a cell below.
     await page.click('[data-testid=interrupt]');
     await page.keyboard.press('Escape');
-    assert((await page.textContent('[data-testid=mode]')) === 'command', 'Esc after Interrupt: command mode');
+    check((await page.textContent('[data-testid=mode]')) === 'command', 'Esc after Interrupt: command mode');
     await page.click('[data-testid=run]');
     let n = await page.$$eval('.cell', (c) => c.length);
     await page.keyboard.press('Escape');
     await page.keyboard.press('b');
-    assert((await page.$$eval('.cell', (c) => c.length)) === n + 1, 'B after Run inserted a cell');
+    check((await page.$$eval('.cell', (c) => c.length)) === n + 1, 'B after Run inserted a cell');
     // A click on the prompt of the cell being edited: command mode; A works.
     await page.click('.cell[data-cell-id=r1] .cm-content');
-    assert((await page.textContent('[data-testid=mode]')) === 'edit', 'editing r1');
+    check((await page.textContent('[data-testid=mode]')) === 'edit', 'editing r1');
     await page.click('.cell[data-cell-id=r1] .prompt');
-    assert((await page.textContent('[data-testid=mode]')) === 'command', 'a prompt click is command mode');
+    check((await page.textContent('[data-testid=mode]')) === 'command', 'a prompt click is command mode');
     n = await page.$$eval('.cell', (c) => c.length);
     await page.keyboard.press('a');
-    assert((await page.$$eval('.cell', (c) => c.length)) === n + 1, 'A after a prompt click inserted a cell');
+    check((await page.$$eval('.cell', (c) => c.length)) === n + 1, 'A after a prompt click inserted a cell');
     // Python indents by 4 spaces.
     await page.keyboard.press('Enter');
     await page.keyboard.type('for i in range(2):\n');
     await page.keyboard.type('x');
     const lines = await page.$$eval('.cell.selected .cm-line', (ls) => ls.map((l) => l.textContent));
-    assert(lines[1] === '    x', `auto-indent: ${JSON.stringify(lines)}`);
+    check(lines[1] === '    x', `auto-indent: ${JSON.stringify(lines)}`);
+    assert(!bad.length, bad.join('; '));
   });
 
   await test('restart_never_shows_queued_position_0', async () => {
@@ -1167,7 +1213,7 @@ try {
     assert(!(await page.content()).includes('@kernel'), 'the Jobs list shows "@kernel" jobs');
   });
 
-  await test('new_notebook_button_and_duplicate_project_names', async () => {
+  await test('new_notebook_button_makes_a_unique_valid_notebook', async () => {
     await page.goto(state.projectUrl);
     await page.waitForSelector('[data-testid=new-notebook]');
     await page.click('[data-testid=new-notebook]');
@@ -1178,6 +1224,9 @@ try {
     await page.waitForURL('**/notebook/Untitled1.ipynb');
     const f = JSON.parse((await rest(page, 'GET', fileUrl(state.projectId, 'Untitled1.ipynb'))).body);
     assert(f.nbformat === 4 && Array.isArray(f.cells), 'a valid nbformat v4 notebook');
+  });
+
+  await test('a_second_project_of_the_same_name_is_refused_with_the_reason', async () => {
     // A second project of the same name: refused, and the page says why.
     await page.goto(`${base}/projects`);
     await page.fill('input[name=name]', 'First-Project');
