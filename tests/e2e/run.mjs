@@ -667,6 +667,27 @@ try {
     await shot(page, '10-account-after-grant');
   });
 
+  await test('admin_audit_log_names_users_and_sign_ups', async () => {
+    const actx = await browser.newContext({ viewport: { width: 1366, height: 820 } });
+    try {
+      const ap = await actx.newPage();
+      ap.setDefaultTimeout(10000);
+      await ap.goto(`${base}/login`);
+      await ap.fill('input[name=username]', ADMIN.username);
+      await ap.fill('input[name=password]', ADMIN.password);
+      await ap.click('button[type=submit]');
+      await ap.waitForURL('**/projects');
+      await ap.goto(`${base}/admin`);
+      await ap.waitForSelector('[data-testid=audit] tr[data-action="auth.signup"]');
+      const actors = await ap.$$eval('[data-testid=audit] tbody tr', (rs) => rs.map((r) => ({ action: r.dataset.action, actor: r.children[1].textContent })));
+      const signup = actors.filter((a) => a.action === 'auth.signup');
+      assert(signup.some((a) => a.actor.includes(USER.username)), `the sign-up shows the user: ${JSON.stringify(signup)}`);
+      assert(!actors.some((a) => /^\d+$/.test(a.actor)), `actors shown as numbers: ${JSON.stringify(actors.filter((a) => /^\d+$/.test(a.actor)))}`);
+      assert(actors.some((a) => a.action === 'ledger.grant' && a.actor === ADMIN.username), 'the grant shows the admin by name');
+      await shot(ap, '21-admin-audit');
+    } finally { await actx.close(); }
+  });
+
   await test('submit_a_job_and_see_its_logs_status_and_artifact', async () => {
     const csrf = await page.evaluate(async () => (await (await fetch('/api/v1/me')).json()).csrf_token);
     await page.evaluate(async ({ id, csrf }) => {
@@ -1236,6 +1257,27 @@ try {
     assert(/already have a project named/.test(msg), `the error shown: ${msg}`);
     assert(new URL(page.url()).pathname === '/projects', 'stayed on the list');
     await shot(page, '20-duplicate-project');
+  });
+
+  await test('admin_kernels_table_lists_other_users_kernels', async () => {
+    assert(!noKernels, noKernels);
+    const live = await liveKernels();
+    assert(live.length >= 1, 'the user has a live kernel (the restart test leaves one)');
+    const actx = await browser.newContext({ viewport: { width: 1366, height: 820 } });
+    try {
+      const ap = await actx.newPage();
+      ap.setDefaultTimeout(10000);
+      await ap.goto(`${base}/login`);
+      await ap.fill('input[name=username]', ADMIN.username);
+      await ap.fill('input[name=password]', ADMIN.password);
+      await ap.click('button[type=submit]');
+      await ap.waitForURL('**/projects');
+      await ap.goto(`${base}/admin`);
+      await ap.waitForSelector('[data-testid=admin-kernels]');
+      const rows = await ap.$$eval('[data-testid=admin-kernels] tbody tr', (rs) => rs.map((r) => r.dataset.project));
+      assert(rows.includes(live[0].project_id), `the user's kernel (project ${live[0].project_id}) is not listed: ${rows}`);
+      await shot(ap, '22-admin-kernels');
+    } finally { await actx.close(); }
   });
 
   await test('no_route_the_pages_used_answered_404', async () => {

@@ -41,14 +41,12 @@ async function overview(box) {
     table(['Class', 'Capacity', 'In use', 'Queued', 'Utilisation'], (o.resources || []).map((r) => h('tr', null, h('td', null, r.name), h('td', null, r.capacity), h('td', null, r.in_use), h('td', null, r.queued), h('td', null, `${Math.round((r.utilisation || 0) * 100)} %`)))),
     h('h3', null, 'Running'), table(['Job', 'Status', 'Entry', 'Resource', 'Queue', 'ETA', 'Submitted'], (o.running || []).map(jobRow)),
     h('h3', null, 'Queue'), table(['Job', 'Status', 'Entry', 'Resource', 'Position', 'ETA', 'Submitted'], (o.queue || []).map(jobRow)));
-  try {
-    const ks = await api.get('/api/v1/kernels');
-    const items = Array.isArray(ks) ? ks : ks.items || [];
-    box.append(h('h3', null, 'Kernels'), table(['Kernel', 'Status', 'Project', 'Resource'], items.map((k) => h('tr', null, h('td', null, k.id), h('td', null, k.status), h('td', null, k.project_id || ''), h('td', null, k.resource || '')))));
-  } catch (e) {
-    if (!(e instanceof ApiError && e.status === 404)) throw e;
-    box.append(h('h3', null, 'Kernels'), unavailable('Kernels'));
-  }
+  // Every user's kernels: GET /api/v1/kernels lists only the caller's, but
+  // each kernel is scheduled as a job with the entry "@kernel", and the
+  // overview's running work and queue hold every user's jobs.
+  const kernels = [...(o.running || []), ...(o.queue || [])].filter((j) => j.entry === '@kernel');
+  box.append(h('h3', null, 'Kernels (all users)'), table(['Job', 'Status', 'Project', 'Resource', 'Started'], kernels.map((k) => h('tr', { 'data-project': k.project_id },
+    h('td', null, `#${k.id}`), h('td', null, k.status), h('td', null, k.project_id || ''), h('td', null, k.resource || ''), h('td', null, when(k.started_at || k.created_at)))), { 'data-testid': 'admin-kernels' }));
 }
 
 async function users(box) {
@@ -134,9 +132,28 @@ async function settings(box) {
   box.append(h('p', null, h('label', { class: 'check' }, open, 'Open sign-up')), h('p', null, verify, ' ', out));
 }
 
+// Who did it, by name: the user of actor_id; with no actor, a sign-up is
+// the new user (named by its target "user:ID"), other auth.* events are
+// anonymous, and anything else came from the operator's CLI.
+export function auditActor(a, names) {
+  const user = (id) => names.get(String(id)) || `user #${id}`;
+  if (a.actor_id !== null && a.actor_id !== undefined) return user(a.actor_id);
+  const m = /^user:(\d+)$/.exec(a.target || '');
+  if (a.action === 'auth.signup' && m) return `${user(m[1])} (sign-up)`;
+  if (String(a.action).startsWith('auth.')) return 'anonymous';
+  return 'operator (CLI)';
+}
+
+// A target "user:ID" shows the username too.
+function auditTarget(t, names) {
+  const m = /^user:(\d+)$/.exec(t || '');
+  return m && names.has(m[1]) ? `user:${names.get(m[1])}` : t || '';
+}
+
 async function audit(box) {
-  const r = await api.get('/api/v1/admin/audit', { query: { limit: 100 } });
-  box.append(table(['When', 'Actor', 'Action', 'Target', 'IP', 'Detail'], (r.items || []).map((a) => h('tr', null,
-    h('td', null, when(a.at)), h('td', null, a.actor_id ?? 'operator'), h('td', null, a.action), h('td', null, a.target || ''), h('td', null, a.ip || ''),
+  const [r, us] = await Promise.all([api.get('/api/v1/admin/audit', { query: { limit: 100 } }), listAll('/api/v1/admin/users').catch(() => [])]);
+  const names = new Map(us.map((u) => [String(u.id), u.username]));
+  box.append(table(['When', 'Actor', 'Action', 'Target', 'IP', 'Detail'], (r.items || []).map((a) => h('tr', { 'data-action': a.action },
+    h('td', null, when(a.at)), h('td', { 'data-testid': 'audit-actor' }, auditActor(a, names)), h('td', null, a.action), h('td', null, auditTarget(a.target, names)), h('td', null, a.ip || ''),
     h('td', null, h('code', { class: 'detail' }, a.detail ? JSON.stringify(a.detail) : '')))), { 'data-testid': 'audit' }));
 }
