@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "../support/unit_util.h"
 
 /* ---- a temporary store per test ------------------------------------------- */
 
@@ -48,14 +49,7 @@ static void store_teardown(void)
 
 static int64_t count_rows(const char *sql)
 {
-    sqlite3_stmt *s = NULL;
-    int64_t n = -1;
-
-    ck_assert_int_eq(ed_store_prepare(&s, st, sql), 0);
-    if (sqlite3_step(s) == SQLITE_ROW)
-        n = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    return n;
+    return unit_store_int(st, sql);
 }
 
 /* The newest audit row's action, target and detail (static buffers). */
@@ -741,11 +735,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(suite());
 }

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "../support/unit_util.h"
 
 #define MIB (INT64_C(1) << 20)
 
@@ -79,14 +80,7 @@ static void tree_is_made(char dir[400], const char *id)
 
 static int64_t count(const char *sql)
 {
-    sqlite3_stmt *s = NULL;
-    int64_t n = -1;
-
-    ck_assert_int_eq(ed_store_prepare(&s, st, sql), 0);
-    if (sqlite3_step(s) == SQLITE_ROW)
-        n = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    return n;
+    return unit_store_int(st, sql);
 }
 
 /* Entries of `dir` (not . and ..). */

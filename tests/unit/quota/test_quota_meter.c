@@ -21,16 +21,11 @@
 #define T0 (1700000000000LL - 1700000000000LL % DAY + 3600000LL)  /* 01:00 UTC */
 
 #include "ledger_fixture.h"
+#include "../support/unit_util.h"
 
 static int64_t count(const char *sql)
 {
-    sqlite3_stmt *s;
-    int64_t v = -1;
-    ck_assert_int_eq(ed_store_prepare(&s, st, sql), 0);
-    if (sqlite3_step(s) == SQLITE_ROW)
-        v = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    return v;
+    return unit_store_int(st, sql);
 }
 
 START_TEST(free_allowance_is_used_before_coins)
@@ -402,11 +397,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return unit_run(suite());
 }

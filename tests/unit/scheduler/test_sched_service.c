@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "ledger_fixture.h"
+#include "../support/unit_util.h"
 
 static sched *s;
 static sched_config cfg;
@@ -120,13 +121,7 @@ static void wait_status(sched_job_info *j, int64_t id, const char *status, int64
 
 static int64_t scalar(const char *sql)
 {
-    sqlite3_stmt *q;
-    int64_t v = -1;
-    ck_assert_int_eq(ed_store_prepare(&q, st, sql), 0);
-    if (sqlite3_step(q) == SQLITE_ROW)
-        v = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-    return v;
+    return unit_store_int(st, sql);
 }
 
 static char *read_log(int64_t id)
@@ -759,11 +754,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return unit_run(suite());
 }

@@ -2,7 +2,7 @@
  * unit_util.h - small helpers that several Check suites share: run a suite,
  * read a number from a shell command, write as an unprivileged user until a
  * disk quota stops it, remove a temporary tree with whatever is mounted
- * beneath it. Header-only (each suite is its own executable); include it by
+ * beneath it, read one number from a store (include ed_store.h first). Header-only (each suite is its own executable); include it by
  * a relative path ("../support/unit_util.h").
  */
 #ifndef UNIT_UTIL_H
@@ -76,7 +76,7 @@ __attribute__((unused)) static int64_t unit_write_as_nobody(const char *file, in
     int pfd[2];
     int64_t res[2] = {0, 0};
     pid_t pid;
-    int st;
+    int wst;
 
     ck_assert_int_eq(pipe(pfd), 0);
     pid = fork();
@@ -114,8 +114,8 @@ __attribute__((unused)) static int64_t unit_write_as_nobody(const char *file, in
     close(pfd[1]);
     ck_assert_int_eq(read(pfd[0], res, sizeof(res)), sizeof(res));
     close(pfd[0]);
-    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    ck_assert_int_eq(waitpid(pid, &wst, 0), pid);
+    ck_assert(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
     *err = (int)res[1];
     return res[0];
 }
@@ -133,5 +133,22 @@ __attribute__((unused)) static void unit_remove_tree(const char *dir)
     if (system(cmd) != 0)
         fprintf(stderr, "teardown: %s failed\n", cmd);
 }
+
+#ifdef ED_STORE_H
+/* The first column of the first row that `sql` answers in `store` (a
+ * count, a sum, one value); -1 when it answers no row. Defined where the
+ * suite included ed_store.h before this header. */
+__attribute__((unused)) static int64_t unit_store_int(ed_store *store, const char *sql)
+{
+    sqlite3_stmt *q = NULL;
+    int64_t v = -1;
+
+    ck_assert_int_eq(ed_store_prepare(&q, store, sql), 0);
+    if (sqlite3_step(q) == SQLITE_ROW)
+        v = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return v;
+}
+#endif
 
 #endif
