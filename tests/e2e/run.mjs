@@ -1041,7 +1041,7 @@ try {
     await shot(page, '16-kernels-panel');
     await page.click(`${row} [data-testid=kernel-stop]`);
     await page.waitForSelector('[data-testid=kernels-dialog] [data-testid=kernels-none]');
-    await page.click('[data-testid=kernels-dialog] button:has-text("Cancel")');
+    await page.click('[data-testid=kernels-dialog] button:has-text("Close")');
     await page.click('.cell .cm-content');
     await page.keyboard.press('Control+Enter');
     await page.waitForSelector('.cell >> nth=0 >> .outputs pre.stream:has-text("after the panel")', { timeout: 60000 });

@@ -152,8 +152,9 @@ export function download(blob, name) {
 // `actions` are buttons [{label, value, kind?, testid?}]; resolves with the
 // value of the one pressed, or null when cancelled. `body` may be a Node, or a
 // function given the dialog that returns one; `read(value)` turns the pressed
-// value into the result (e.g. a form's choice).
-export function modal({ title, message, body, actions, testid, read }) {
+// value into the result (e.g. a form's choice); `cancelLabel` names the
+// button that closes it without a choice.
+export function modal({ title, message, body, actions, testid, read, cancelLabel = 'Cancel' }) {
   return new Promise((resolve) => {
     const dlg = h('dialog', { class: 'modal', 'data-testid': testid, 'aria-labelledby': 'modal-title' });
     let done = false;
@@ -168,7 +169,7 @@ export function modal({ title, message, body, actions, testid, read }) {
       type: 'button', class: a.kind || null, 'data-testid': a.testid, 'data-value': a.value,
       onclick: () => finish(read ? read(a.value, dlg) : a.value),
     }, a.label));
-    const cancel = h('button', { type: 'button', autofocus: true, onclick: () => finish(null) }, 'Cancel');
+    const cancel = h('button', { type: 'button', autofocus: true, onclick: () => finish(null) }, cancelLabel);
     append(dlg, [h('h2', { id: 'modal-title' }, title),
       message ? h('p', null, message) : null,
       typeof body === 'function' ? body(dlg) : body,

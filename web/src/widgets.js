@@ -137,7 +137,7 @@ export function kernelsPanel({ projectId = null, onChange = () => {} } = {}) {
 // a start is refused for the tier's kernel limit).
 export async function kernelsDialog({ onChange } = {}) {
   const p = kernelsPanel({ onChange });
-  try { await modal({ title: 'Running kernels', testid: 'kernels-dialog', body: p.el, actions: [] }); }
+  try { await modal({ title: 'Running kernels', testid: 'kernels-dialog', body: p.el, actions: [], cancelLabel: 'Close' }); }
   finally { p.stop(); }
 }
 
