@@ -4,6 +4,7 @@
  */
 #include "pyc.h"
 
+#include <stdarg.h>
 #include <string.h>
 
 fw_dtype pyc_default_float = FW_FLOAT32;
@@ -230,6 +231,25 @@ int pyc_shape_dtype_args(PyObject *args, PyObject *kw, int64_t *shape, int *ndim
     if (pyc_shape_arg(so, shape, ndim) < 0 || pyc_dtype_or(dto, dt, pyc_default_float) < 0)
         return -1;
     return 0;
+}
+
+int pyc_parse_args(pyc_args *a, fw_dtype dflt, PyObject *args, PyObject *kw, const char *fmt,
+                   char **kwl, ...)
+{
+    va_list ap;
+    int ok;
+
+    a->shape_o = NULL;
+    a->dtype_o = Py_None;
+    a->ndim = 0;
+    va_start(ap, kwl);
+    ok = PyArg_VaParseTupleAndKeywords(args, kw, fmt, kwl, ap);
+    va_end(ap);
+    if (!ok)
+        return -1;
+    if (a->shape_o && pyc_shape_arg(a->shape_o, a->shape, &a->ndim) < 0)
+        return -1;
+    return pyc_dtype_or(a->dtype_o, &a->dtype, dflt);
 }
 
 int pyc_slice_args(PyObject *ax, PyObject *st, PyObject *en, PyObject *sp, int *axes,

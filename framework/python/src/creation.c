@@ -82,17 +82,12 @@ static PyObject *f_empty(PyObject *s, PyObject *a, PyObject *k) { return creatio
 static PyObject *f_full(PyObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwl[] = {"shape", "value", "dtype", NULL};
-    PyObject *so, *dto = Py_None;
+    pyc_args a;
     double v;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "Od|O:full", kwl, &so, &v, &dto))
-        return NULL;
-    int64_t shape[FW_MAX_DIMS];
-    int nd;
-    fw_dtype dt;
-    if (pyc_shape_arg(so, shape, &nd) < 0 || pyc_dtype_or(dto, &dt, pyc_default_float) < 0)
+    if (pyc_parse_args(&a, pyc_default_float, args, kw, "Od|O:full", kwl, &a.shape_o, &v, &a.dtype_o) < 0)
         return NULL;
     fw_tensor *r;
-    int rc = fw_full(&r, dt, shape, nd, v);
+    int rc = fw_full(&r, a.dtype, a.shape, a.ndim, v);
     PYC_RET(rc, r);
 }
 
@@ -127,14 +122,11 @@ static PyObject *f_arange(PyObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwl[] = {"start", "end", "step", "dtype", NULL};
     double a, b, st = 1;
-    PyObject *dto = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "dd|dO:arange", kwl, &a, &b, &st, &dto))
-        return NULL;
-    fw_dtype dt;
-    if (pyc_dtype_or(dto, &dt, FW_INT64) < 0)
+    pyc_args p;
+    if (pyc_parse_args(&p, FW_INT64, args, kw, "dd|dO:arange", kwl, &a, &b, &st, &p.dtype_o) < 0)
         return NULL;
     fw_tensor *r;
-    int rc = fw_arange(&r, a, b, st, dt);
+    int rc = fw_arange(&r, a, b, st, p.dtype);
     PYC_RET(rc, r);
 }
 
@@ -143,14 +135,11 @@ static PyObject *f_linspace(PyObject *self, PyObject *args, PyObject *kw)
     static char *kwl[] = {"start", "stop", "num", "dtype", NULL};
     double a, b;
     long long n;
-    PyObject *dto = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ddL|O:linspace", kwl, &a, &b, &n, &dto))
-        return NULL;
-    fw_dtype dt;
-    if (pyc_dtype_or(dto, &dt, pyc_default_float) < 0)
+    pyc_args p;
+    if (pyc_parse_args(&p, pyc_default_float, args, kw, "ddL|O:linspace", kwl, &a, &b, &n, &p.dtype_o) < 0)
         return NULL;
     fw_tensor *r;
-    int rc = fw_linspace(&r, a, b, n, dt);
+    int rc = fw_linspace(&r, a, b, n, p.dtype);
     PYC_RET(rc, r);
 }
 

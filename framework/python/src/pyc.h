@@ -73,6 +73,21 @@ int pyc_dtype_or(PyObject *o, fw_dtype *out, fw_dtype dflt);
  * dtype None is pyc_default_float. */
 int pyc_shape_dtype_args(PyObject *args, PyObject *kw, int64_t *shape, int *ndim,
                          fw_dtype *dt);
+/* Parsed arguments with a dtype and, for some functions, a shape. */
+typedef struct {
+    PyObject *shape_o;           /* filled by the format when it has a shape */
+    PyObject *dtype_o;           /* filled by the format; None when not given */
+    int64_t shape[FW_MAX_DIMS];
+    int ndim;
+    fw_dtype dtype;
+} pyc_args;
+/* PyArg_ParseTupleAndKeywords(args, kw, fmt, kwl, ...), where the pointers
+ * `...` include &a->dtype_o and, for a shape, &a->shape_o; then the shape (if
+ * the format filled one) as pyc_shape_arg into a->shape/a->ndim, then the
+ * dtype as pyc_dtype_or(a->dtype_o, &a->dtype, dflt). 0, or -1 with an
+ * exception set. */
+int pyc_parse_args(pyc_args *a, fw_dtype dflt, PyObject *args, PyObject *kw, const char *fmt,
+                   char **kwl, ...);
 /* A Tensor from an object with the buffer protocol (numpy arrays): 1 and a new
  * reference in *out, 0 when o has no buffer, -1 with an exception set. */
 int pyc_from_buffer(fw_tensor **out, PyObject *o);

@@ -48,18 +48,13 @@ static PyObject *f_randn(PyObject *s, PyObject *a, PyObject *k) { return rand_sh
 static PyObject *f_uniform_normal(PyObject *args, PyObject *kw, int normal)
 {
     static char *kwl[] = {"shape", "dtype", "a", "b", NULL};
-    PyObject *so, *dto = Py_None;
+    pyc_args p;
     double a = normal ? 0.0 : -1.0, b = 1.0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Odd", kwl, &so, &dto, &a, &b))
-        return NULL;
-    int64_t shape[FW_MAX_DIMS];
-    int nd;
-    fw_dtype dt;
-    if (pyc_shape_arg(so, shape, &nd) < 0 || pyc_dtype_or(dto, &dt, pyc_default_float) < 0)
+    if (pyc_parse_args(&p, pyc_default_float, args, kw, "O|Odd", kwl, &p.shape_o, &p.dtype_o, &a, &b) < 0)
         return NULL;
     fw_tensor *r;
-    int rc = normal ? fw_normal(&r, shape, nd, dt, a, b, NULL)
-                    : fw_uniform(&r, shape, nd, dt, a, b, NULL);
+    int rc = normal ? fw_normal(&r, p.shape, p.ndim, p.dtype, a, b, NULL)
+                    : fw_uniform(&r, p.shape, p.ndim, p.dtype, a, b, NULL);
     PYC_RET(rc, r);
 }
 static PyObject *f_uniform(PyObject *s, PyObject *a, PyObject *k) { return f_uniform_normal(a, k, 0); }
@@ -69,16 +64,11 @@ static PyObject *f_randint(PyObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwl[] = {"low", "high", "shape", "dtype", NULL};
     long long lo, hi;
-    PyObject *so, *dto = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "LLO|O:randint", kwl, &lo, &hi, &so, &dto))
-        return NULL;
-    int64_t shape[FW_MAX_DIMS];
-    int nd;
-    fw_dtype dt;
-    if (pyc_shape_arg(so, shape, &nd) < 0 || pyc_dtype_or(dto, &dt, FW_INT64) < 0)
+    pyc_args p;
+    if (pyc_parse_args(&p, FW_INT64, args, kw, "LLO|O:randint", kwl, &lo, &hi, &p.shape_o, &p.dtype_o) < 0)
         return NULL;
     fw_tensor *r;
-    int rc = fw_randint(&r, lo, hi, shape, nd, dt, NULL);
+    int rc = fw_randint(&r, lo, hi, p.shape, p.ndim, p.dtype, NULL);
     PYC_RET(rc, r);
 }
 
@@ -86,14 +76,11 @@ static PyObject *f_randperm(PyObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwl[] = {"n", "dtype", NULL};
     long long n;
-    PyObject *dto = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "L|O:randperm", kwl, &n, &dto))
-        return NULL;
-    fw_dtype dt;
-    if (pyc_dtype_or(dto, &dt, FW_INT64) < 0)
+    pyc_args p;
+    if (pyc_parse_args(&p, FW_INT64, args, kw, "L|O:randperm", kwl, &n, &p.dtype_o) < 0)
         return NULL;
     fw_tensor *r;
-    int rc = fw_randperm(&r, n, dt, NULL);
+    int rc = fw_randperm(&r, n, p.dtype, NULL);
     PYC_RET(rc, r);
 }
 
