@@ -67,7 +67,12 @@ class Notebook {
       onKernel: (k) => this.showKernel(k),
       onReconnecting: () => { this.kernelBox.textContent = 'Kernel reconnecting…'; },
       onMessage: (id, msg, first) => this.onMessage(id, msg, first),
-      onEnd: () => { for (const c of this.cells) if (c.count === '*') { c.count = null; if (c.promptEl) c.promptEl.textContent = '[ ]'; } },
+      onEnd: () => {
+        for (const c of this.cells) {
+          if (c.count === '*') { c.count = c.execCount ?? null; if (c.promptEl) c.promptEl.textContent = `[${c.count ?? ' '}]`; }
+          this.finished(c, 'aborted');   // Run all stops: the kernel is gone
+        }
+      },
     });
   }
 
