@@ -129,14 +129,14 @@ void kh__journal_publish(kh_hub *h, kh__k *k, char **msgs, json_t **parsed, int 
     kh__unlock(&h->mu);
 }
 
-/* A message from the hub itself (warnings) into the journal, as an iopub
- * stream on stderr, under the request `parent` (a header; NULL: none). */
-void kh__journal_notice(kh_hub *h, kh__k *k, const json_t *parent, const char *text)
+/* Publish an iopub message of `type` with `content` (reference stolen) that
+ * the hub itself sends, under the request `parent` (NULL: none). */
+static void journal_hub_iopub(kh_hub *h, kh__k *k, const char *type, const json_t *parent, json_t *content)
 {
     json_t *m = NULL;
     char *s;
 
-    if (kr_msg_new(&m, "iopub", "stream", "eddy", parent, json_pack("{s:s, s:s}", "name", "stderr", "text", text)) < 0)
+    if (kr_msg_new(&m, "iopub", type, "eddy", parent, content) < 0)
         return;
     if ((s = json_dumps(m, JSON_COMPACT)) != NULL) {
         kh__lock(&k->jmu);
@@ -147,22 +147,18 @@ void kh__journal_notice(kh_hub *h, kh__k *k, const json_t *parent, const char *t
     json_decref(m);
 }
 
+/* A message from the hub itself (warnings) into the journal, as an iopub
+ * stream on stderr, under the request `parent` (a header; NULL: none). */
+void kh__journal_notice(kh_hub *h, kh__k *k, const json_t *parent, const char *text)
+{
+    journal_hub_iopub(h, k, "stream", parent, json_pack("{s:s, s:s}", "name", "stderr", "text", text));
+}
+
 /* An iopub status the hub gives on the kernel's behalf (restarting, dead),
  * as Jupyter Server does, so clients learn of it in order. */
 void kh__journal_status(kh_hub *h, kh__k *k, const char *state)
 {
-    json_t *m = NULL;
-    char *s;
-
-    if (kr_msg_new(&m, "iopub", "status", "eddy", NULL, json_pack("{s:s}", "execution_state", state)) < 0)
-        return;
-    if ((s = json_dumps(m, JSON_COMPACT)) != NULL) {
-        kh__lock(&k->jmu);
-        kh__journal_publish(h, k, &s, &m, 1);
-        kh__unlock(&k->jmu);
-        free(s);
-    }
-    json_decref(m);
+    journal_hub_iopub(h, k, "status", NULL, json_pack("{s:s}", "execution_state", state));
 }
 
 /* Delete kernel `id`'s journal up to seq `upto`, 2000 rows per statement so
