@@ -44,19 +44,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#if __has_include(<linux/openat2.h>)
-#include <linux/openat2.h>
-#else
-struct open_how {
-    unsigned long long flags, mode, resolve;
-};
-#define RESOLVE_NO_MAGICLINKS 0x02
-#define RESOLVE_NO_SYMLINKS   0x04
-#define RESOLVE_BENEATH       0x08
-#endif
-#ifndef SYS_openat2
-#define SYS_openat2 437
-#endif
+#include "ed_openat2.h"
 
 #define MAX_JOBS   1024
 #define MAX_SLOTS  1024
