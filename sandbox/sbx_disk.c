@@ -1108,18 +1108,26 @@ static int quota_usage(int fd, uint32_t projid, int64_t *out_bytes, int64_t *out
     return 0;
 }
 
-int sbx_disk_tree_usage(const sbx_disk *d, const char *path, uint32_t projid, int64_t *out_bytes,
-                        int64_t *out_inodes)
+/* Whether tree `projid` is an image file's (its .img exists), not a
+ * project-quota directory's. */
+static int tree_has_image(const sbx_disk *d, uint32_t projid)
 {
     char img[PATH_MAX];
     struct stat sb;
+
+    image_path(img, sizeof(img), d->data_dir, projid, ".img");
+    return lstat(img, &sb) == 0;
+}
+
+int sbx_disk_tree_usage(const sbx_disk *d, const char *path, uint32_t projid, int64_t *out_bytes,
+                        int64_t *out_inodes)
+{
     int fd, rc;
 
     *out_bytes = *out_inodes = 0;
     if (sbx__remote_on())
         return sbx__remote_disk_tree_usage(d, path, projid, out_bytes, out_inodes);
-    image_path(img, sizeof(img), d->data_dir, projid, ".img");
-    if (lstat(img, &sb) == 0) {
+    if (tree_has_image(d, projid)) {
         struct statfs fs;
         if (!is_mount_point(path))
             return ed_error_set(ED_ENOTFOUND, "tree %s is not attached", path);
@@ -1631,12 +1639,8 @@ int sbx__disk_umount_fd(int fd)
 int sbx__disk_tree_usage_at(const sbx_disk *d, int dir, uint32_t projid, int64_t *out_bytes,
                             int64_t *out_inodes)
 {
-    char img[PATH_MAX];
-    struct stat sb;
-
     *out_bytes = *out_inodes = 0;
-    image_path(img, sizeof(img), d->data_dir, projid, ".img");
-    if (lstat(img, &sb) == 0) {
+    if (tree_has_image(d, projid)) {
         struct statfs fs;
         if (!fd_is_mount(dir))
             return ed_error_set(ED_ENOTFOUND, "tree %u is not attached", projid);
