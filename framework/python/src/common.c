@@ -221,16 +221,10 @@ int pyc_shape_arg(PyObject *o, int64_t *shape, int *ndim)
     return pyc_int64_list(o, shape, FW_MAX_DIMS, ndim, "shape");
 }
 
-int pyc_shape_dtype_args(PyObject *args, PyObject *kw, int64_t *shape, int *ndim,
-                         fw_dtype *dt)
+int pyc_shape_dtype_args(pyc_args *a, PyObject *args, PyObject *kw)
 {
     static char *kwl[] = {"shape", "dtype", NULL};
-    PyObject *so, *dto = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O", kwl, &so, &dto))
-        return -1;
-    if (pyc_shape_arg(so, shape, ndim) < 0 || pyc_dtype_or(dto, dt, pyc_default_float) < 0)
-        return -1;
-    return 0;
+    return pyc_parse_args(a, pyc_default_float, args, kw, "O|O", kwl, &a->shape_o, &a->dtype_o);
 }
 
 int pyc_parse_args(pyc_args *a, fw_dtype dflt, PyObject *args, PyObject *kw, const char *fmt,

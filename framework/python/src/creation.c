@@ -61,17 +61,15 @@ static PyObject *f_to_tensor(PyObject *self, PyObject *args, PyObject *kw)
 
 static PyObject *creation(PyObject *args, PyObject *kw, int which)
 {
-    int64_t shape[FW_MAX_DIMS];
-    int nd;
-    fw_dtype dt;
-    if (pyc_shape_dtype_args(args, kw, shape, &nd, &dt) < 0)
+    pyc_args p;
+    if (pyc_shape_dtype_args(&p, args, kw) < 0)
         return NULL;
     fw_tensor *r;
     int rc;
     switch (which) {
-    case 0: rc = fw_zeros(&r, dt, shape, nd); break;
-    case 1: rc = fw_ones(&r, dt, shape, nd); break;
-    default: rc = fw_tensor_empty(&r, dt, shape, nd); break;
+    case 0: rc = fw_zeros(&r, p.dtype, p.shape, p.ndim); break;
+    case 1: rc = fw_ones(&r, p.dtype, p.shape, p.ndim); break;
+    default: rc = fw_tensor_empty(&r, p.dtype, p.shape, p.ndim); break;
     }
     PYC_RET(rc, r);
 }

@@ -69,10 +69,6 @@ PyObject *pyc_binary(int op, PyObject *a, PyObject *b);
 
 /* `dtype=None` arguments: None (or NULL) -> dflt, else pyc_dtype_arg. */
 int pyc_dtype_or(PyObject *o, fw_dtype *out, fw_dtype dflt);
-/* The (shape, dtype=None) arguments of zeros, ones, empty, rand and randn;
- * dtype None is pyc_default_float. */
-int pyc_shape_dtype_args(PyObject *args, PyObject *kw, int64_t *shape, int *ndim,
-                         fw_dtype *dt);
 /* Parsed arguments with a dtype and, for some functions, a shape. */
 typedef struct {
     PyObject *shape_o;           /* filled by the format when it has a shape */
@@ -88,6 +84,9 @@ typedef struct {
  * exception set. */
 int pyc_parse_args(pyc_args *a, fw_dtype dflt, PyObject *args, PyObject *kw, const char *fmt,
                    char **kwl, ...);
+/* The (shape, dtype=None) arguments of zeros, ones, empty, rand and randn;
+ * dtype None is pyc_default_float. */
+int pyc_shape_dtype_args(pyc_args *a, PyObject *args, PyObject *kw);
 /* A Tensor from an object with the buffer protocol (numpy arrays): 1 and a new
  * reference in *out, 0 when o has no buffer, -1 with an exception set. */
 int pyc_from_buffer(fw_tensor **out, PyObject *o);

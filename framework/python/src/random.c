@@ -33,13 +33,11 @@ static PyObject *f_set_rng_state(PyObject *self, PyObject *arg)
 
 static PyObject *rand_shaped(PyObject *args, PyObject *kw, int normal)
 {
-    int64_t shape[FW_MAX_DIMS];
-    int nd;
-    fw_dtype dt;
-    if (pyc_shape_dtype_args(args, kw, shape, &nd, &dt) < 0)
+    pyc_args p;
+    if (pyc_shape_dtype_args(&p, args, kw) < 0)
         return NULL;
     fw_tensor *r;
-    int rc = normal ? fw_randn(&r, shape, nd, dt, NULL) : fw_rand(&r, shape, nd, dt, NULL);
+    int rc = normal ? fw_randn(&r, p.shape, p.ndim, p.dtype, NULL) : fw_rand(&r, p.shape, p.ndim, p.dtype, NULL);
     PYC_RET(rc, r);
 }
 static PyObject *f_rand(PyObject *s, PyObject *a, PyObject *k) { return rand_shaped(a, k, 0); }
