@@ -156,21 +156,16 @@ START_TEST(backoff_locks_after_free_failures_doubles_and_caps)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("gateway_ratelimit");
-    TCase *pure = tcase_create("pure");
-
-    tcase_add_test(pure, ratelimit_allows_limit_hits_per_window_then_refuses_with_retry_after);
-    tcase_add_test(pure, ratelimit_check_does_not_count_and_refused_hits_do_not_extend);
-    tcase_add_test(pure, ratelimit_sweeps_ended_windows_and_keeps_live_ones);
-    tcase_add_test(pure, ratelimit_admits_exactly_the_limit_under_concurrent_hits);
-    tcase_add_test(pure, backoff_locks_after_free_failures_doubles_and_caps);
-    suite_add_tcase(s, pure);
-    return s;
-}
-
 int main(void)
 {
-    return unit_run(suite());
+    const TTest *tests[] = {
+        ratelimit_allows_limit_hits_per_window_then_refuses_with_retry_after,
+        ratelimit_check_does_not_count_and_refused_hits_do_not_extend,
+        ratelimit_sweeps_ended_windows_and_keeps_live_ones,
+        ratelimit_admits_exactly_the_limit_under_concurrent_hits,
+        backoff_locks_after_free_failures_doubles_and_caps,
+        NULL,
+    };
+
+    return unit_tests_run("gateway_ratelimit", 0, NULL, NULL, tests);
 }

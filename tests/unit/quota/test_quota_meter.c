@@ -373,29 +373,22 @@ START_TEST(key_budget_counts_only_its_refs_on_the_utc_day)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("sched_meter");
-    TCase *t = tcase_create("meter");
-
-    tcase_add_checked_fixture(t, ledger_setup, ledger_teardown);
-    tcase_set_timeout(t, 240);
-    tcase_add_test(t, free_allowance_is_used_before_coins);
-    tcase_add_test(t, allowance_resets_at_utc_midnight);
-    tcase_add_test(t, repeated_interval_is_charged_once_and_answers_the_same);
-    tcase_add_test(t, cumulative_pricing_loses_no_rounding);
-    tcase_add_test(t, out_of_funds_posts_nothing_and_is_owed);
-    tcase_add_test(t, meter_rejects_bad_arguments);
-    tcase_add_test(t, recover_finishes_an_interrupted_charge_exactly_once);
-    tcase_add_test(t, platform_refund_returns_coins_and_allowance_once);
-    tcase_add_test(t, concurrent_metering_never_overdraws_nor_doubles);
-    tcase_add_test(t, model_based_random_metering_matches_reference);
-    tcase_add_test(t, key_budget_counts_only_its_refs_on_the_utc_day);
-    suite_add_tcase(s, t);
-    return s;
-}
-
 int main(void)
 {
-    return unit_run(suite());
+    const TTest *tests[] = {
+        free_allowance_is_used_before_coins,
+        allowance_resets_at_utc_midnight,
+        repeated_interval_is_charged_once_and_answers_the_same,
+        cumulative_pricing_loses_no_rounding,
+        out_of_funds_posts_nothing_and_is_owed,
+        meter_rejects_bad_arguments,
+        recover_finishes_an_interrupted_charge_exactly_once,
+        platform_refund_returns_coins_and_allowance_once,
+        concurrent_metering_never_overdraws_nor_doubles,
+        model_based_random_metering_matches_reference,
+        key_budget_counts_only_its_refs_on_the_utc_day,
+        NULL,
+    };
+
+    return unit_tests_run("sched_meter", 240, ledger_setup, ledger_teardown, tests);
 }

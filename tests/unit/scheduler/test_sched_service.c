@@ -723,36 +723,29 @@ START_TEST(asserts_are_on_and_the_job_state_machine_is_closed)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *su = suite_create("sched_service");
-    TCase *t = tcase_create("service");
-
-    tcase_add_checked_fixture(t, setup, teardown);
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, asserts_are_on_and_the_job_state_machine_is_closed);
-    tcase_add_test(t, submit_enforces_tier_limits);
-    tcase_add_test(t, gpu_class_without_devices_is_refused_with_numbers);
-    tcase_add_test(t, submit_without_funds_or_allowance_is_quota_error);
-    tcase_add_test(t, idempotency_key_returns_the_first_job);
-    tcase_add_test(t, queue_positions_etas_and_persistence_across_restart);
-    tcase_add_test(t, resources_list_and_edit);
-    tcase_add_test(t, reconcile_releases_orphan_holds_and_half_submitted_jobs);
-    tcase_add_test(t, job_runs_to_success_with_logs_usage_and_charge);
-    tcase_add_test(t, failing_script_is_user_error_with_exit_code);
-    tcase_add_test(t, max_runtime_stops_the_job_as_timeout);
-    tcase_add_test(t, out_of_funds_warns_then_stops_and_settles);
-    tcase_add_test(t, tier_cap_keeps_second_job_queued);
-    tcase_add_test(t, higher_tier_preempts_batch_gpu_job_which_is_requeued);
-    tcase_add_test(t, restart_fails_running_work_with_platform_error_and_refunds);
-    tcase_add_test(t, key_budget_stops_running_work_then_refuses_its_starts);
-    tcase_add_test(t, queued_work_of_a_spent_key_fails_at_start);
-    tcase_add_test(t, user_stop_ends_queued_and_running_work_with_the_reason);
-    suite_add_tcase(su, t);
-    return su;
-}
-
 int main(void)
 {
-    return unit_run(suite());
+    const TTest *tests[] = {
+        asserts_are_on_and_the_job_state_machine_is_closed,
+        submit_enforces_tier_limits,
+        gpu_class_without_devices_is_refused_with_numbers,
+        submit_without_funds_or_allowance_is_quota_error,
+        idempotency_key_returns_the_first_job,
+        queue_positions_etas_and_persistence_across_restart,
+        resources_list_and_edit,
+        reconcile_releases_orphan_holds_and_half_submitted_jobs,
+        job_runs_to_success_with_logs_usage_and_charge,
+        failing_script_is_user_error_with_exit_code,
+        max_runtime_stops_the_job_as_timeout,
+        out_of_funds_warns_then_stops_and_settles,
+        tier_cap_keeps_second_job_queued,
+        higher_tier_preempts_batch_gpu_job_which_is_requeued,
+        restart_fails_running_work_with_platform_error_and_refunds,
+        key_budget_stops_running_work_then_refuses_its_starts,
+        queued_work_of_a_spent_key_fails_at_start,
+        user_stop_ends_queued_and_running_work_with_the_reason,
+        NULL,
+    };
+
+    return unit_tests_run("sched_service", 120, setup, teardown, tests);
 }
