@@ -1210,6 +1210,22 @@ try {
     assert(!bad.length, bad.join('; '));
   });
 
+  await test('input_in_a_cell_asks_under_the_cell', async () => {
+    assert(!noKernels, noKernels);
+    await page.goto(`${state.projectUrl}/notebook/runall.ipynb`);
+    await page.waitForSelector('.cell[data-cell-id=r4] .cm-content');
+    await page.click('.cell[data-cell-id=r4] .cm-content');
+    await page.keyboard.press('Control+a');
+    await page.keyboard.type('name = input("Your name? ")\nprint("hello", name)');
+    await page.keyboard.press('Control+Enter');
+    await page.waitForSelector('.cell[data-cell-id=r4] [data-testid=stdin]', { timeout: 60000 });
+    await page.fill('.cell[data-cell-id=r4] [data-testid=stdin]', 'Ada');
+    await page.press('.cell[data-cell-id=r4] [data-testid=stdin]', 'Enter');
+    await page.waitForSelector('.cell[data-cell-id=r4] .outputs pre.stream:has-text("hello Ada")', { timeout: 30000 });
+    assert(!(await page.$('.cell[data-cell-id=r4] .outputs pre.error')), `input() raised: ${await page.textContent('.cell[data-cell-id=r4] .outputs')}`);
+    await shot(page, '23-input');
+  });
+
   await test('restart_never_shows_queued_position_0', async () => {
     assert(!noKernels, noKernels);
     await page.goto(`${state.projectUrl}/notebook/runall.ipynb`);

@@ -33,6 +33,10 @@
 //                                 against the working tree), then POST execute;
 //                                 resolves with the msg_id; throws an Error whose
 //                                 message is for the user
+//   await kc.executeWithStdin(cellId, code, { beforeSend })
+//                                 as execute, for a cell that calls input(): over the
+//                                 kernel's Jupyter channels with allow_stdin; the page
+//                                 answers input_request with kc.inputReply(msg, value)
 //   await kc.interrupt()          POST interrupt (false without a kernel)
 //   await kc.restart()            POST restart (false without a kernel)
 //   await kc.switchResource()     stop the kernel (DELETE) and start a new one on
@@ -247,6 +251,48 @@ export class KernelClient {
     if (!this.kernel) return false;
     await api.post(`/api/v1/kernels/${enc(this.kernel.id)}/interrupt`);
     return true;
+  }
+
+  // input(): the REST execute sends allow_stdin false, so a cell that reads
+  // stdin goes over the kernel's Jupyter channels (/api/kernels/{id}/channels,
+  // the same kernel) with allow_stdin true; its outputs still arrive over
+  // the event stream (the journal has every message), and an input_request
+  // shows under the cell (the page calls inputReply with what was typed).
+  async executeWithStdin(cellId, code, { beforeSend } = {}) {
+    const prev = this.chain;
+    let done;
+    this.chain = new Promise((r) => { done = r; });
+    try {
+      await prev;
+      const k = await this.waitReady(await this.ensure());
+      if (beforeSend) await beforeSend();
+      const msgId = crypto.randomUUID().replace(/-/g, '');
+      const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/api/kernels/${enc(k.id)}/channels`;
+      const ws = new WebSocket(url);
+      await new Promise((res, rej) => { ws.onopen = res; ws.onerror = () => rej(new Error('Could not open the kernel channel for input()')); });
+      this.stdinWs = ws;
+      ws.onmessage = (ev) => {
+        let m;
+        try { m = JSON.parse(ev.data); } catch { return; }
+        const type = m.msg_type || m.header?.msg_type;
+        // The event stream may carry it too: the page shows one box per request.
+        if (type === 'input_request' && m.parent_header?.msg_id === msgId) this.route(m);
+        if (type === 'execute_reply' && m.parent_header?.msg_id === msgId) { ws.close(); if (this.stdinWs === ws) this.stdinWs = null; }
+      };
+      this.parents.set(msgId, cellId);
+      this.remember();
+      ws.send(JSON.stringify({ channel: 'shell', header: { msg_id: msgId, msg_type: 'execute_request', username: 'web', session: msgId, date: new Date().toISOString(), version: '5.3' },
+        parent_header: {}, metadata: { cellId }, content: { code, silent: false, store_history: true, user_expressions: {}, allow_stdin: true, stop_on_error: true } }));
+      return msgId;
+    } finally { done(); }
+  }
+
+  // Answer the kernel's input_request `req` (the message) with `value`.
+  inputReply(req, value) {
+    const ws = this.stdinWs;
+    if (!ws || ws.readyState !== WebSocket.OPEN) throw new Error('The input request is gone (the kernel channel closed)');
+    ws.send(JSON.stringify({ channel: 'stdin', header: { msg_id: crypto.randomUUID().replace(/-/g, ''), msg_type: 'input_reply', username: 'web', session: req.header?.session || '', date: new Date().toISOString(), version: '5.3' },
+      parent_header: req.header || {}, metadata: {}, content: { value } }));
   }
 
   // A kernel keeps its resource class: to change it, stop this kernel and

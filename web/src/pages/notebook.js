@@ -562,6 +562,7 @@ class Notebook {
       case 'display_data': cell.outputs.push({ output_type: 'display_data', data: content.data, metadata: content.metadata || {} }); break;
       case 'error': cell.outputs.push({ output_type: 'error', ename: content.ename, evalue: content.evalue, traceback: content.traceback || [] }); break;
       case 'clear_output': cell.outputs = []; break;
+      case 'input_request': this.askInput(cell, msg); return;
       case 'execute_reply':
         if (cell.count === '*') cell.count = content.execution_count ?? cell.execCount ?? null;
         this.finished(cell, content.status || 'ok');
@@ -580,7 +581,8 @@ class Notebook {
 
   renderOutputs(cell) {
     if (!cell.outEl) return;
-    clear(cell.outEl, cell.outputs.map((o) => renderOutput(o)));
+    const asking = [...cell.outEl.querySelectorAll('.stdin-row')];   // an open input() box stays
+    clear(cell.outEl, cell.outputs.map((o) => renderOutput(o)), asking);
   }
 
   async runCell(cell) {
@@ -601,7 +603,10 @@ class Notebook {
     // The server checks the cell against the working-tree notebook (and
     // folds the outputs into it), so a new or changed cell is saved first.
     try {
-      await this.kc.execute(cell.id, code, { beforeSend: async () => { if (this.dirty || this.saving) await this.save(); } });
+      const beforeSend = async () => { if (this.dirty || this.saving) await this.save(); };
+      // A cell that reads stdin (input(), getpass()) runs with allow_stdin.
+      if (/\b(input|getpass)\s*\(/.test(code)) await this.kc.executeWithStdin(cell.id, code, { beforeSend });
+      else await this.kc.execute(cell.id, code, { beforeSend });
     } catch (e) {
       cell.count = null;
       cell.promptEl.textContent = '[ ]';
@@ -610,6 +615,29 @@ class Notebook {
       else toast(e.message, 'error');
     }
     return cell.done;
+  }
+
+  // The kernel asks for a line (input()): a text box under the cell; Enter
+  // sends it (input_reply) and the prompt and answer stay as output text.
+  askInput(cell, msg) {
+    const id = msg.header?.msg_id;
+    if (!cell.outEl || (id && cell.outEl.querySelector(`[data-input-for="${id}"]`))) return;
+    const c = msg.content || {};
+    const box = h('input', { type: c.password ? 'password' : 'text', class: 'stdin', 'data-testid': 'stdin', 'aria-label': c.prompt || 'Input' });
+    const row = h('div', { class: 'out stdin-row', 'data-input-for': id || '' }, h('span', null, c.prompt || ''), box);
+    box.addEventListener('keydown', (ev) => {
+      if (ev.key !== 'Enter') return;
+      ev.preventDefault();
+      ev.stopPropagation();
+      try { this.kc.inputReply(msg, box.value); } catch (e) { toast(e.message, 'error'); return; }
+      cell.outputs.push({ output_type: 'stream', name: 'stdout', text: `${c.prompt || ''}${c.password ? '' : box.value}\n` });
+      row.remove();
+      this.renderOutputs(cell);
+      this.touch();
+      this.refocus();
+    });
+    cell.outEl.append(row);
+    box.focus();
   }
 
   finished(cell, status) {
