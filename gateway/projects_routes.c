@@ -411,6 +411,26 @@ static int list_versions(gw_request *req, gw_response *res)
     return respond(res, 200, out);
 }
 
+/* GET /api/v1/projects/{id}/diff?path=<file>&from=<version|working>&to=<...>:
+ * the file's diff as proj_diff's JSON (notebook-aware for .ipynb). */
+static int diff_file(gw_request *req, gw_response *res)
+{
+    const char *path = gw_request_query(req, "path");
+    const char *from = gw_request_query(req, "from"), *to = gw_request_query(req, "to");
+    char *json = NULL;
+    int err;
+
+    if (!path || !*path)
+        return ed_error_set(ED_EINVAL, "path: the query parameter is required");
+    if (!from || !*from || !to || !*to)
+        return ed_error_set(ED_EINVAL, "from, to: a version id or \"working\" each");
+    if ((err = proj_diff(&json, projects_of(req), req->auth.user_id, req->params[0], path, from,
+                         to)) < 0)
+        return err;
+    gw_response_header(res, "Cache-Control", "private, no-cache");
+    return gw_respond_bytes(res, 200, "application/json", json, strlen(json));
+}
+
 /* POST /api/v1/projects/{id}/versions/{vid}/restore {mode?} -> {restored,
  * autosave, mode}. mode "keep_untracked" (default) or "exact"; no body is
  * keep_untracked. */
@@ -479,6 +499,8 @@ const gw_route gw__routes_projects[] = {
     {"GET", "/api/v1/projects/{id}/versions", list_versions, R, "List versions, newest first"},
     {"POST", "/api/v1/projects/{id}/versions/{vid}/restore", restore_version, W,
      "Restore a version over the working tree (autosaving first; mode keep_untracked|exact)"},
+    {"GET", "/api/v1/projects/{id}/diff", diff_file, R,
+     "Diff a file between two versions or the working tree (?path=&from=&to=; notebook-aware)"},
     {"POST", "/api/v1/projects/{id}/fork", fork_project, W, "Fork into a new private project"},
     {NULL, NULL, NULL, 0, NULL},
 };

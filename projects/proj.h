@@ -332,4 +332,29 @@ void proj_version_page_free(proj_version_page *l);
  * cell or field ("cells[2].outputs[0]: stream output needs 'text'"). */
 int proj_nb_validate(const char *buf, size_t len);
 
+/* ---- diffs ---------------------------------------------------------------- */
+
+#define PROJ_DIFF_MAX_BYTES  (16 * 1024 * 1024)  /* per side */
+#define PROJ_DIFF_MAX_LINES  200000               /* per text compared */
+#define PROJ_DIFF_MAX_CELLS  5000                 /* per notebook */
+
+/* The diff of `path` between `from` and `to` (each a version id or prefix,
+ * or NULL / "working" for the working tree) as a malloc'd JSON document in
+ * *out_json (caller frees): {path, status, kind, from:{size,sha256}|null,
+ * to:...} and, by kind, "hunks" (text: line hunks [{old_start, old_lines,
+ * new_start, new_lines, lines:[{op:" "|"-"|"+", text}]}], unchanged runs
+ * folded to 3 lines of context), "cells" and "metadata" (notebook: per cell
+ * {status added|removed|modified|unchanged, id, cell_type, from_index,
+ * to_index, source:hunks, outputs:{text:hunks, images:[{mime, from_sha256,
+ * to_sha256, from_output, to_output, changed}]}, metadata:[{key,from,to}]};
+ * never an image's base64), or nothing more (binary). ED_ENOTFOUND for a
+ * missing version or a file in neither, ED_ETOOBIG past the PROJ_DIFF_MAX_*
+ * bounds, ED_EUNPROC for a .ipynb that is not a notebook. */
+int proj_diff(char **out_json, proj_root *r, int64_t user_id, const char *id, const char *path,
+              const char *from, const char *to);
+
+/* proj_diff on two buffers (a or b NULL: the file is absent on that side). */
+int proj_diff_buffers(char **out_json, const char *path, const char *a, size_t alen,
+                      const char *b, size_t blen);
+
 #endif

@@ -721,6 +721,60 @@ START_TEST(project_names_are_unique_per_owner)
 END_TEST
 
 
+/* GET /projects/{id}/diff: notebook-aware between two versions and the
+ * working tree; a file one version lacks is "added"; bad parameters 400,
+ * missing versions 404, another user's private project 404. */
+START_TEST(diff_between_versions_is_notebook_aware)
+{
+    user alice, bob;
+    char id[14], v1[41], v2[41];
+    it_resp r;
+    json_t *cells;
+
+    sign_in(&alice, "alice");
+    sign_in(&bob, "bob");
+    create(id, &alice, "diffs", "private");
+    call(&r, &alice, "PUT", NB_V1, -1, "/api/v1/projects/%s/files/nb.ipynb", id);
+    it_resp_free(&r);
+    call(&r, &alice, "POST", "{\"message\":\"one\"}", -1, "/api/v1/projects/%s/versions", id);
+    snprintf(v1, sizeof(v1), "%s", str(&r, "id"));
+    it_resp_free(&r);
+    call(&r, &alice, "PUT", NB_V2, -1, "/api/v1/projects/%s/files/nb.ipynb", id);
+    it_resp_free(&r);
+    call(&r, &alice, "POST", "{\"message\":\"two\"}", -1, "/api/v1/projects/%s/versions", id);
+    snprintf(v2, sizeof(v2), "%s", str(&r, "id"));
+    it_resp_free(&r);
+
+    call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s/diff?path=nb.ipynb&from=%s&to=%s", id, v1, v2);
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+    ck_assert_str_eq(str(&r, "kind"), "notebook");
+    cells = json_object_get(r.json, "cells");
+    ck_assert_uint_eq(json_array_size(cells), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(cells, 0), "status")), "added");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(cells, 1), "status")), "modified");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(cells, 1), "id")), "c1");
+    it_resp_free(&r);
+    /* the working tree equals v2 */
+    call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s/diff?path=nb.ipynb&from=%s&to=working", id, v2);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(str(&r, "status"), "unchanged");
+    it_resp_free(&r);
+
+    ck_assert_int_eq(status_of(&alice, "GET", NULL, "/api/v1/projects/%s/diff?from=%s&to=working", id, v1), 400);
+    ck_assert_int_eq(status_of(&alice, "GET", NULL, "/api/v1/projects/%s/diff?path=nb.ipynb&to=working", id), 400);
+    ck_assert_int_eq(status_of(&alice, "GET", NULL, "/api/v1/projects/%s/diff?path=nb.ipynb&from=abcdef12&to=working", id), 404);
+    ck_assert_int_eq(status_of(&alice, "GET", NULL, "/api/v1/projects/%s/diff?path=../etc&from=%s&to=working", id, v1), 400);
+    ck_assert_int_eq(status_of(&bob, "GET", NULL, "/api/v1/projects/%s/diff?path=nb.ipynb&from=%s&to=%s", id, v1, v2), 404);
+    call(&r, &alice, "PUT", "not json", -1, "/api/v1/projects/%s/files/bad.txt", id);
+    it_resp_free(&r);
+    call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s/diff?path=bad.txt&from=%s&to=working", id, v1);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(str(&r, "status"), "added");
+    ck_assert_str_eq(str(&r, "kind"), "text");
+    it_resp_free(&r);
+}
+END_TEST
+
 static Suite *projects_suite(void)
 {
     Suite *s = suite_create("it_projects");
@@ -738,6 +792,7 @@ static Suite *projects_suite(void)
     tcase_add_test(t, etags_304_and_412_on_a_stale_write);
     tcase_add_test(t, versions_keep_large_and_ignored_files_out_and_restore_modes);
     tcase_add_test(t, project_names_are_unique_per_owner);
+    tcase_add_test(t, diff_between_versions_is_notebook_aware);
     suite_add_tcase(s, t);
     return s;
 }
