@@ -132,8 +132,14 @@ static bool valid_utf8_text(const char *s, size_t n)
             continue;
         }
         k = (ch & 0xE0) == 0xC0 ? 1 : (ch & 0xF0) == 0xE0 ? 2 : (ch & 0xF8) == 0xF0 ? 3 : 9;
-        if (k == 9 || ch == 0xC0 || ch == 0xC1 || i + k >= n)
+        if (k == 9 || ch == 0xC0 || ch == 0xC1 || ch > 0xF4 || i + k >= n)
             return false;
+        {
+            unsigned char c1 = (unsigned char)s[i + 1];
+            if ((ch == 0xE0 && c1 < 0xA0) || (ch == 0xED && c1 >= 0xA0) ||   /* overlong, surrogates */
+                (ch == 0xF0 && c1 < 0x90) || (ch == 0xF4 && c1 >= 0x90))
+                return false;
+        }
         for (size_t j = 1; j <= k; j++)
             if (((unsigned char)s[i + j] & 0xC0) != 0x80)
                 return false;
@@ -296,6 +302,7 @@ static int cell_entry(json_t **out, const json_t *a, long ai, const json_t *b, l
     size_t n;
     int err;
 
+    memset(&sb, 0, sizeof sb);
     if ((err = cell_side_load(&sa, a)) < 0 || (err = cell_side_load(&sb, b)) < 0) {
         cell_side_free(&sa);
         cell_side_free(&sb);
@@ -345,7 +352,8 @@ static int cell_entry(json_t **out, const json_t *a, long ai, const json_t *b, l
         json_object_set_new(e, "from_index", json_integer(ai));
     if (b)
         json_object_set_new(e, "to_index", json_integer(bi));
-    if (a && b && !json_equal(json_object_get(a, "execution_count"), json_object_get(b, "execution_count")))
+    if (a && b && (json_object_get(a, "execution_count") || json_object_get(b, "execution_count")) &&
+        !json_equal(json_object_get(a, "execution_count"), json_object_get(b, "execution_count")))
         json_object_set_new(e, "execution_count", json_pack("{s:O?, s:O?}",
                             "from", json_object_get(a, "execution_count"),
                             "to", json_object_get(b, "execution_count")));

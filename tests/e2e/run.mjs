@@ -1296,6 +1296,48 @@ try {
     } finally { await actx.close(); }
   });
 
+  await test('notebook_diff_between_two_versions_per_cell_with_images_side_by_side', async () => {
+    // Two versions of a notebook: cell c1's source and image output change
+    // (one line of twelve), cell c2 is added, c3 is unchanged. Compare picks
+    // both versions; the page shows one modified and one added cell, the
+    // unchanged lines folded, both images side by side and no base64 text.
+    const PNG_A = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
+    const PNG_B = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
+    const lines = Array.from({ length: 12 }, (_, i) => `a${i} = ${i}\n`);
+    const nb = (src, png, extra) => JSON.stringify({ nbformat: 4, nbformat_minor: 5, metadata: {}, cells: [
+      { id: 'c1', cell_type: 'code', metadata: {}, execution_count: 1, source: src,
+        outputs: [{ output_type: 'display_data', metadata: {}, data: { 'image/png': png, 'text/plain': '<Figure>' } }] },
+      ...(extra ? [{ id: 'c2', cell_type: 'code', metadata: {}, execution_count: null, source: 'y = 2', outputs: [] }] : []),
+      { id: 'c3', cell_type: 'markdown', metadata: {}, source: '# the end' }] });
+    const p = await rest(page, 'POST', '/api/v1/projects', { name: 'nbdiff-e2e', visibility: 'private' });
+    assert(p.status === 201, `create project ${p.status}: ${p.body}`);
+    const pid = JSON.parse(p.body).id;
+    const v1src = lines.join(''), v2src = lines.map((l, i) => (i === 6 ? 'a6 = 600\n' : l)).join('');
+    assert((await rest(page, 'PUT', fileUrl(pid, 'nb.ipynb'), nb(v1src, PNG_A, false))).status === 201, 'PUT v1');
+    assert((await rest(page, 'POST', `/api/v1/projects/${pid}/versions`, { message: 'one' })).status === 201, 'version one');
+    assert((await rest(page, 'PUT', fileUrl(pid, 'nb.ipynb'), nb(v2src, PNG_B, true))).status === 200, 'PUT v2');
+    assert((await rest(page, 'POST', `/api/v1/projects/${pid}/versions`, { message: 'two' })).status === 201, 'version two');
+    await page.goto(`${base}/projects/${encodeURIComponent(pid)}?tab=versions`);
+    await page.waitForSelector('[data-testid=compare]');
+    const chunks = [];
+    const onResp = (r) => { if (/nbdiff.*\.js$/.test(r.url())) chunks.push(r.url()); };
+    page.on('response', onResp);
+    await page.click('[data-testid=compare]');
+    await page.waitForSelector('[data-testid=nbdiff-summary]');
+    page.off('response', onResp);
+    assert(chunks.length === 1, `the diff code is loaded on demand: ${chunks}`);
+    const statuses = await page.$$eval('[data-testid=nbdiff-cell]', (cs) => cs.map((c) => c.dataset.status));
+    assert(JSON.stringify(statuses) === JSON.stringify(['modified', 'added', 'unchanged']), `cell statuses: ${statuses}`);
+    const fold = await page.textContent('[data-status=modified] [data-testid=nbdiff-source]');
+    assert(/⋯ 3 unchanged lines/.test(fold) && fold.includes('- a6 = 6') && fold.includes('+ a6 = 600') && !fold.includes('a0 = 0'), `source hunk: ${fold}`);
+    await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=nbdiff-images] img')].filter((i) => i.complete && i.naturalWidth > 0).length === 2);
+    const [l, r] = await Promise.all(['nbdiff-img-from', 'nbdiff-img-to'].map((t) => page.$eval(`[data-testid=${t}]`, (e) => { const b = e.getBoundingClientRect(); return { x: b.x, y: b.y }; })));
+    assert(r.x > l.x && Math.abs(r.y - l.y) < 5, `images side by side: ${JSON.stringify([l, r])}`);
+    const text = await page.evaluate(() => document.body.innerText);
+    assert(!text.includes('iVBORw0KGgo'), 'no base64 text on the page');
+    await shot(page, '23-notebook-diff');
+  });
+
   await test('no_route_the_pages_used_answered_404', async () => {
     await Promise.all(pending404);
     assert(missingRoutes.length === 0, `routes missing on this server:\n${missingRoutes.join('\n')}`);

@@ -121,6 +121,7 @@ START_TEST(notebook_cells_by_id_with_images_as_hashes)
     c = json_array_get(cells, 3);
     ck_assert_str_eq(str_at(c, "id"), "c3");
     ck_assert_str_eq(str_at(c, "status"), "unchanged");
+    ck_assert_ptr_null(json_object_get(c, "execution_count"));   /* markdown: none either side */
     c = json_array_get(cells, 4);
     ck_assert_str_eq(str_at(c, "id"), "gone");
     ck_assert_str_eq(str_at(c, "status"), "removed");
@@ -162,6 +163,11 @@ START_TEST(binary_bad_notebooks_and_bounds)
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(d, "to"), "size")), 4);
     ck_assert_uint_eq(strlen(str_at(json_object_get(d, "to"), "sha256")), 64);
     ck_assert_ptr_null(json_object_get(d, "hunks"));
+    json_decref(d);
+
+    /* invalid UTF-8 (an encoded surrogate) is binary too */
+    d = diff_of("s.txt", "ok\n", "\xed\xa0\x80\n");
+    ck_assert_str_eq(str_at(d, "kind"), "binary");
     json_decref(d);
 
     ck_assert_int_eq(proj_diff_buffers(&s, "x.ipynb", "{", 1, "{}", 2), ED_EUNPROC);

@@ -7,7 +7,6 @@ import { api, listAll, filePath, request, ApiError, readFile, writeFile, isStale
 import { h, clear, table, busy, toast, when, bytes, download, modal, staleDialog, visiblePoll, workspaceMeter, errorBox } from '../ui.js';
 import { navigate, onLeave } from '../app.js';
 import { kernelsPanel } from '../widgets.js';
-import { lineDiff } from '../diff.js';
 
 const enc = encodeURIComponent;
 const projUrl = (id) => `/api/v1/projects/${enc(id)}`;
@@ -251,7 +250,7 @@ async function versionsTab(body, id) {
       },
     }, 'Restore');
     const fileSel = h('select', { 'aria-label': 'File to compare' }, (v.files || []).map((f) => h('option', { value: f }, f)));
-    const diffBtn = h('button', { class: 'small', onclick: () => busy(diffBtn, () => showDiff(diffBox, id, v, fileSel.value)) }, 'Diff vs working tree');
+    const diffBtn = h('button', { class: 'small', onclick: () => busy(diffBtn, () => showDiff(diffBox, id, fileSel.value, v.id, 'working')) }, 'Diff vs working tree');
     const lf = (v.large_files || []).length;
     return [h('tr', { 'data-version': v.id }, h('td', null, h('code', null, v.id.slice(0, 10))), h('td', null, v.message, lf ? h('span', { class: 'badge', title: 'large files, not versioned' }, ` +${lf} large`) : null),
       h('td', null, v.author), h('td', null, when(v.created_at)),
@@ -260,28 +259,31 @@ async function versionsTab(body, id) {
   });
   clear(body,
     h('section', { class: 'card' }, h('div', { class: 'inline-form' }, msg, saveBtn)),
+    compareBar(diffBox, id, versions),
     h('section', { class: 'card' }, table(['Version', 'Message', 'Author', 'When', ''], rows.flat().filter(Boolean), { 'data-testid': 'versions' })),
     diffBox);
 }
 
-async function fetchText(id, path, version) {
-  try {
-    const r = await request('GET', filePath(id, path), { raw: true, query: version ? { version } : undefined });
-    return await r.text();
-  } catch (e) {
-    if (e instanceof ApiError && e.status === 404) return '';
-    throw e;
-  }
+// Compare any two versions, or a version and the working tree: pick a file
+// (any a version holds) and the two sides. The diff code is loaded on first
+// use (web/src/nbdiff.js).
+function compareBar(diffBox, id, versions) {
+  if (!versions.length) return null;
+  const files = [...new Set(versions.flatMap((v) => v.files || []))].sort();
+  const sideSel = (testid, selected) => h('select', { 'aria-label': testid === 'compare-from' ? 'Compare from' : 'Compare to', 'data-testid': testid },
+    h('option', { value: 'working', selected: selected === 'working' ? true : null }, 'working tree'),
+    versions.map((v) => h('option', { value: v.id, selected: selected === v.id ? true : null }, `${v.id.slice(0, 10)} · ${v.message}`)));
+  const fileSel = h('select', { 'aria-label': 'File to compare', 'data-testid': 'compare-file' }, files.map((f) => h('option', { value: f }, f)));
+  const from = sideSel('compare-from', versions[1] ? versions[1].id : versions[0].id);
+  const to = sideSel('compare-to', versions[1] ? versions[0].id : 'working');
+  const btn = h('button', { class: 'small', 'data-testid': 'compare', onclick: () => busy(btn, () => showDiff(diffBox, id, fileSel.value, from.value, to.value)) }, 'Compare');
+  return h('section', { class: 'card' }, h('div', { class: 'inline-form' }, 'Compare ', fileSel, ' from ', from, ' to ', to, btn));
 }
 
-async function showDiff(box, id, v, path) {
+async function showDiff(box, id, path, from, to) {
   if (!path) return;
-  const [old, cur] = await Promise.all([fetchText(id, path, v.id), fetchText(id, path)]);
-  const d = lineDiff(old, cur);
-  const changed = d.filter((l) => l.op !== ' ').length;
-  clear(box, h('section', { class: 'card' },
-    h('h2', null, `${path}: ${v.id.slice(0, 10)} → working tree (${changed} changed line${changed === 1 ? '' : 's'})`),
-    h('pre', { class: 'diff', 'data-testid': 'diff' }, d.map((l) => h('div', { class: l.op === '+' ? 'add' : l.op === '-' ? 'del' : null }, `${l.op} ${l.text}`)))));
+  const nbdiff = await import('../nbdiff.js');
+  await nbdiff.showDiff(box, id, path, from, to);
 }
 
 // A plain-text editor for one working-tree file. It remembers the ETag of what
