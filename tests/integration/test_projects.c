@@ -772,6 +772,23 @@ START_TEST(diff_between_versions_is_notebook_aware)
     ck_assert_str_eq(str(&r, "status"), "added");
     ck_assert_str_eq(str(&r, "kind"), "text");
     it_resp_free(&r);
+    /* past the line bound: 413 naming it, nothing computed */
+    {
+        size_t n = 2 * 200001;
+        char *big = malloc(n + 1);
+        for (size_t i = 0; i < n; i += 2)
+            memcpy(big + i, "x\n", 2);
+        big[n] = 0;
+        call(&r, &alice, "PUT", big, (long)n, "/api/v1/projects/%s/files/big.txt", id);
+        ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+        it_resp_free(&r);
+        free(big);
+    }
+    call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s/diff?path=big.txt&from=%s&to=working", id, v1);
+    ck_assert_msg(r.status == 413, "%ld %s", r.status, r.body);
+    ck_assert_str_eq(it_resp_error_code(&r), "payload_too_large");
+    ck_assert_ptr_nonnull(strstr(r.body, "lines"));
+    it_resp_free(&r);
 }
 END_TEST
 
