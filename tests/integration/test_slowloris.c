@@ -148,6 +148,23 @@ static int get_fresh(const char *path, char *buf, size_t cap)
     return status;
 }
 
+/* Whether the server's kernel never took this connection: the handshake is
+ * still pending, or segments we sent are still unacknowledged. That happens
+ * when the burst overflowed the listen queue (511 here; a loaded 2-core host
+ * accepts slower than the test connects): the SYN, or the handshake's last
+ * ACK, was dropped, and the two kernels retry for up to a minute. No server
+ * could close such a connection; it is not part of the property. */
+static bool never_reached_server(int fd)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+
+    memset(&ti, 0, sizeof(ti));
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+        return false;
+    return ti.tcpi_state == TCP_SYN_SENT || ti.tcpi_unacked > 0;
+}
+
 /* How many of the fds the server has closed (EOF or reset); closed ones are
  * set to -1. */
 static int reap_closed(int *fds, int n)
@@ -212,6 +229,9 @@ START_TEST(many_slow_clients_from_many_addresses_do_not_lock_others_out)
             opened++;
             send(fds[i], "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ", 39, MSG_NOSIGNAL);
         }
+        /* A breath every 50 so the server can drain its listen queue. */
+        if (i % 50 == 49)
+            usleep(20000);
     }
     ck_assert_msg(opened > N_CONNS / 2, "only %d of %d attack sockets opened", opened, N_CONNS);
     usleep(500000);
@@ -238,9 +258,20 @@ START_TEST(many_slow_clients_from_many_addresses_do_not_lock_others_out)
             break;
         usleep(1000000);
     }
-    ck_assert_msg(closed == N_CONNS, "%d of %d attacking connections still open %d s after the "
-                                     "header timeout",
-                  N_CONNS - closed, N_CONNS, 12);
+    if (closed < N_CONNS) {
+        int unreached = 0;
+        for (int i = 0; i < N_CONNS; i++)
+            if (fds[i] >= 0 && never_reached_server(fds[i]))
+                unreached++;
+        ck_assert_msg(closed + unreached == N_CONNS,
+                      "%d of %d attacking connections still open %d s after the header timeout "
+                      "(%d more never reached the server)",
+                      N_CONNS - closed - unreached, N_CONNS, 12, unreached);
+        ck_assert_msg(unreached < N_CONNS / 4, "%d of %d attacking connections never reached the "
+                      "server: the attack did not happen", unreached, N_CONNS);
+        fprintf(stderr, "slowloris: %d attacking connections never left the listen queue\n",
+                unreached);
+    }
 
     /* The server says what it did. */
     status = get_fresh("/metrics", buf, sizeof(buf));
