@@ -47,6 +47,8 @@ if (!args.web && !process.env.EDDY_WEB_DIR &&
 if (!existsSync(join(dist, 'index.html'))) die(`no built app at ${dist}`);
 const { chromium } = createRequire(join(webDir, 'package.json'))('playwright-core');
 mkdirSync(out, { recursive: true });
+// Screenshots of an earlier run (a FAIL-*.png above all) would mislead.
+for (const f of readdirSync(out)) if (f.endsWith('.png')) rmSync(join(out, f), { force: true });
 
 // ---- the server ---------------------------------------------------------------
 const data = mkdtempSync(join(tmpdir(), 'eddy-e2e-'));
@@ -791,6 +793,68 @@ try {
     assert(text.split('line 0\n').length === 2, 'no line repeated');
   });
 
+  await test('large_output_20000_lines_all_shown_200000_collapse_with_show_all_and_download', async () => {
+    assert(!noKernels, noKernels);
+    await page.goto(state.notebookUrl);
+    await page.waitForSelector('.cell .cm-content');
+    const run = async (code) => {
+      await page.click('.cell .cm-content');
+      await page.keyboard.press('Control+a');
+      await page.keyboard.type(code);
+      await page.keyboard.press('Control+Enter');
+    };
+    // The first cell's stream output ends with `last`.
+    const endsWith = (last) => page.waitForFunction((w) => {
+      const pre = document.querySelector('.cell .outputs pre.stream');
+      return !!pre && pre.textContent.endsWith(w);
+    }, last, { timeout: 120000 });
+    // The page's autosave and the kernel's output fold both write the file;
+    // when they meet the page may reload (and replay the journal): wait
+    // until the page has saved, then for the output again.
+    const settled = async (last) => {
+      await endsWith(last);
+      await page.waitForFunction(() => /^Saved/.test(document.querySelector('[data-testid=save-status]')?.textContent || ''), null, { timeout: 60000 });
+      await endsWith(last);
+    };
+    await run('for i in range(20000): print(i)');
+    await settled('19999\n');
+    let text = await page.textContent('.cell .outputs pre.stream');
+    assert(text.startsWith('0\n1\n2\n') && text.split('\n').length === 20001, `20,000 lines all in the page (${text.split('\n').length - 1})`);
+    assert(!(await page.isVisible('.cell >> nth=0 >> [data-testid=output-hidden]')), 'nothing hidden at 20,000 lines');
+    // 200,000 lines: the page keeps the tail and says how many are hidden.
+    await run('for i in range(200000): print(i)');
+    await settled('199999\n');
+    await page.waitForSelector('.cell >> nth=0 >> [data-testid=output-hidden]:visible');
+    const bar = await page.textContent('.cell >> nth=0 >> [data-testid=output-hidden]');
+    assert(/[\d,.\s]+ lines hidden/.test(bar), `the bar says what is hidden: ${bar}`);
+    text = await page.textContent('.cell .outputs pre.stream');
+    const shown = text.split('\n').length - 1;
+    assert(shown < 200000 && !text.startsWith('0\n'), `only the tail is in the page (${shown} lines)`);
+    await shot(page, '25-large-output-collapsed');
+    // download: every line
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.click('.cell >> nth=0 >> [data-testid=output-download]')]);
+    const { readFileSync } = await import('node:fs');
+    const got = readFileSync(await dl.path(), 'utf8');
+    assert(got.startsWith('0\n1\n') && got.endsWith('199999\n') && got.split('\n').length === 200001, `the download has all 200,000 lines (${got.split('\n').length - 1})`);
+    // show all: every line in the page, the bar gone (pressed again should
+    // the page have reloaded meanwhile, see settled above)
+    let all = false;
+    for (let tries = 0; tries < 3 && !all; tries++) {
+      await settled('199999\n');
+      await page.waitForSelector('.cell >> nth=0 >> [data-testid=output-show-all]:visible', { timeout: 60000 });
+      await page.click('.cell >> nth=0 >> [data-testid=output-show-all]');
+      all = await page.waitForFunction(() => {
+        const t = document.querySelector('.cell .outputs pre.stream')?.textContent || '';
+        return t.startsWith('0\n1\n') && t.endsWith('199999\n') && t.split('\n').length === 200001 &&
+          document.querySelector('.cell [data-testid=output-hidden]')?.hidden;
+      }, null, { timeout: 20000 }).then(() => true, () => false);
+    }
+    assert(all, 'show all shows all 200,000 lines and hides the bar');
+    // leave the notebook small for the tests after this one
+    await run('print("small again")');
+    await page.waitForSelector('.cell >> nth=0 >> .outputs pre.stream:has-text("small again")', { timeout: 60000 });
+  });
+
   await test('kernel_stopped_elsewhere_shows_dead_and_the_next_run_starts_a_new_one', async () => {
     assert(!noKernels, noKernels);
     await page.goto(state.notebookUrl);
@@ -1335,8 +1399,19 @@ try {
     assert(r.x > l.x && Math.abs(r.y - l.y) < 5, `images side by side: ${JSON.stringify([l, r])}`);
     const text = await page.evaluate(() => document.body.innerText);
     assert(!text.includes('iVBORw0KGgo'), 'no base64 text on the page');
-    await shot(page, '23-notebook-diff');
+    await shot(page, '24-notebook-diff');
   });
+
+  // The suites of later features, one module each in tests/e2e/cases/ (run
+  // in name order, after the tests above, in the same browser and session):
+  // each exports `run(t)` and gets the runner's helpers and shared state.
+  const casesDir = join(here, 'cases');
+  const t = { test, assert, shot, fetchJson, rest, fileUrl, needServer, page, ctx, browser, base, eddy, data, out,
+    webDir, state, USER, ADMIN, consoleErrors };
+  for (const f of existsSync(casesDir) ? readdirSync(casesDir).filter((n) => n.endsWith('.mjs')).sort() : []) {
+    const mod = await import(join(casesDir, f));
+    await mod.run(t);
+  }
 
   await test('no_route_the_pages_used_answered_404', async () => {
     await Promise.all(pending404);

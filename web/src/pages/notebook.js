@@ -21,14 +21,13 @@ import { onLeave } from '../app.js';
 import { renderMarkdown, sandboxedFrame } from '../markdown.js';
 import { resourcePicker, kernelsDialog, isKernelLimit, plural } from '../widgets.js';
 import { KernelClient } from '../kernel_client.js';
+import { streamView, stripAnsi, nbText as src } from '../output.js';
 
 const enc = encodeURIComponent;
 const AUTOSAVE_MS = 1500;
 const AUTOSAVE_MAX_MS = 5000;
 
-const src = (s) => (Array.isArray(s) ? s.join('') : s || '');
 const newId = () => crypto.randomUUID().replace(/-/g, '').slice(0, 12);
-const stripAnsi = (s) => s.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '');
 
 export async function notebookPage(projectId, path) {
   const [project, { text, etag }] = await Promise.all([
@@ -546,6 +545,7 @@ class Notebook {
       // ([*]) until its reply says otherwise.
       this.ranHere.add(cell.id);
       cell.outputs = [];
+      cell.showAll = false;
       if (type !== 'execute_reply') cell.count = '*';
     }
     // While a cell runs its prompt stays [*] (as Jupyter's); the number it
@@ -575,14 +575,41 @@ class Notebook {
       default: return;
     }
     cell.promptEl.textContent = `[${cell.count ?? ' '}]`;
-    this.renderOutputs(cell);
+    this.scheduleRender(cell);
     this.touch();
   }
 
+  // Kernel messages come faster than frames: their outputs are drawn once
+  // per animation frame, for every cell that changed meanwhile.
+  scheduleRender(cell) {
+    (this.renderQueue ||= new Set()).add(cell);
+    if (this.renderFrame) return;
+    this.renderFrame = requestAnimationFrame(() => {
+      this.renderFrame = 0;
+      const cells = [...this.renderQueue];
+      this.renderQueue.clear();
+      for (const c of cells) this.renderOutputs(c);
+    });
+  }
+
+  // A cell's outputs as DOM, incrementally: an output already shown keeps its
+  // node (a stream output that grew appends only its new text, see
+  // output.js); the outputs after the first changed one are built anew. An
+  // open input() box stays last.
   renderOutputs(cell) {
-    if (!cell.outEl) return;
-    const asking = [...cell.outEl.querySelectorAll('.stdin-row')];   // an open input() box stays
-    clear(cell.outEl, cell.outputs.map((o) => renderOutput(o)), asking);
+    const el = cell.outEl;
+    if (!el) return;
+    const shown = el.shownOutputs || [];
+    const outs = cell.outputs;
+    let i = 0;
+    for (; i < shown.length && i < outs.length && shown[i].output === outs[i]; i++) shown[i].update?.();
+    if (i === shown.length && i === outs.length) return;
+    for (const v of shown.slice(i)) v.el.remove();
+    const asking = el.querySelector('.stdin-row');
+    const opts = { expanded: !!cell.showAll, onExpand: () => { cell.showAll = true; } };
+    const fresh = outs.slice(i).map((o) => (o.output_type === 'stream' ? streamView(o, opts) : { el: renderOutput(o), output: o }));
+    for (const v of fresh) el.insertBefore(v.el, asking);
+    el.shownOutputs = shown.slice(0, i).concat(fresh);
   }
 
   async runCell(cell) {
@@ -591,6 +618,7 @@ class Notebook {
     const code = cell.source;
     this.ranHere.add(cell.id);
     cell.outputs = [];
+    cell.showAll = false;
     cell.count = '*';
     cell.execCount = null;
     // Resolves with 'ok', 'error' or 'aborted' when this execution ends
@@ -724,7 +752,7 @@ class Notebook {
 export function renderOutput(o) {
   switch (o.output_type) {
     case 'stream':
-      return h('pre', { class: `out stream ${o.name === 'stderr' ? 'stderr' : ''}` }, stripAnsi(src(o.text)));
+      return streamView(o).el;   // a long one shows its tail (output.js)
     case 'error':
       return h('pre', { class: 'out error', role: 'alert' }, stripAnsi((o.traceback || []).join('\n')) || `${o.ename}: ${o.evalue}`);
     case 'execute_result':
