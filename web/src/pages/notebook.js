@@ -22,6 +22,13 @@ import { renderMarkdown, sandboxedFrame } from '../markdown.js';
 import { resourcePicker, kernelsDialog, isKernelLimit, plural } from '../widgets.js';
 import { KernelClient } from '../kernel_client.js';
 import { streamView, stripAnsi, nbText as src } from '../output.js';
+// The panels around the cells, one module each; each gets the Notebook and
+// registers its own teardown with onLeave.
+import { codeIntel } from '../codeintel.js';
+import { sidePanel } from '../sidepanel.js';
+import { kernelMeters } from '../meters.js';
+import { notebookMenu } from '../notebook_io.js';
+import { terminalButton } from '../terminal_button.js';
 
 const enc = encodeURIComponent;
 const AUTOSAVE_MS = 1500;
@@ -59,6 +66,9 @@ class Notebook {
     this.saving = null;
     this.lastKey = null;
     this.clipboard = null;
+    // 'change' after the cells changed (an edit, an insert, a merge),
+    // 'kernel' after the kernel's model changed (detail: the model or null).
+    this.events = new EventTarget();
     this.kc = new KernelClient({
       projectId, notebookPath: path, storageKey: `eddy.nb.${projectId}.${path}`,
       resource: () => this.resource.value,
@@ -122,13 +132,15 @@ class Notebook {
       b('■ Interrupt', 'Interrupt the kernel (I, I)', () => this.interrupt(), 'interrupt'),
       b('↻ Restart', 'Restart the kernel (0, 0)', () => this.restart(), 'restart'),
       b('Kernels', 'Running kernels: stop, restart, stop all', () => this.openKernels(), 'open-kernels'),
+      terminalButton(this),
+      notebookMenu(this),
       h('span', { class: 'sep' }),
-      this.resource, this.kernelBox,
+      this.resource, this.kernelBox, kernelMeters(this),
       h('span', { class: 'spacer' }), this.quotaBox, this.modeBox, this.status);
     this.root = h('div', { class: 'page notebook' },
       h('div', { class: 'page-head' }, h('h1', null, h('a', { href: `/projects/${enc(this.projectId)}` }, this.project.name), ' / ', this.path),
         h('span', { class: 'muted small-text' }, 'Enter: edit · Esc: command · Shift-Enter: run · A/B: insert · DD: delete · M/Y: markdown/code · Z: undo delete')),
-      toolbar, this.banner, this.list);
+      toolbar, this.banner, h('div', { class: 'nb-body' }, sidePanel(this), this.list));
     this.renderAll();
     this.select(0);
     this.keyHandler = (ev) => this.onKey(ev);
@@ -203,6 +215,7 @@ class Notebook {
         extensions: [keys, lineNumbers(), history(), drawSelection(), indentOnInput(), bracketMatching(), highlightActiveLine(),
           syntaxHighlighting(defaultHighlightStyle, { fallback: true }), keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
           cell.type === 'code' ? python() : cell.type === 'markdown' ? markdown() : [],
+          codeIntel(self, cell),
           indentUnit.of('    '), EditorState.tabSize.of(4),
           EditorView.lineWrapping,
           EditorView.contentAttributes.of({ 'aria-label': `${cell.type} cell` }),
@@ -354,6 +367,7 @@ class Notebook {
   // AUTOSAVE_MAX_MS after the first unsaved one (a cell that streams output
   // changes the notebook all the time).
   touch() {
+    this.events.dispatchEvent(new Event('change'));
     if (!this.dirty) this.dirtySince = Date.now();
     this.dirty = true;
     this.status.textContent = 'Unsaved changes';
@@ -497,6 +511,7 @@ class Notebook {
     const i = this.cells.indexOf(selected);
     this.sel = i >= 0 ? i : Math.min(this.sel, this.cells.length - 1);
     this.cells.forEach((c, j) => c.el.classList.toggle('selected', j === this.sel));
+    this.events.dispatchEvent(new Event('change'));
   }
 
   async saveVersion() {
@@ -518,6 +533,7 @@ class Notebook {
 
   // ---- kernels (kernel_client.js does the talking) ------------------------------------
   showKernel(k) {
+    this.events.dispatchEvent(new CustomEvent('kernel', { detail: k || null }));
     if (!k) { this.kernelBox.textContent = 'No kernel'; delete this.kernelBox.dataset.status; return; }
     if (!['queued', 'starting', 'restarting'].includes(k.status)) this.restarting = false;
     // A restart, or a start with nothing ahead, is "restarting"/"starting",
