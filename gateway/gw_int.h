@@ -204,6 +204,8 @@ const char *gw__time(gw_request *req, int64_t ms);
 extern const gw_route gw__routes_meta[];      /* meta.c: healthz, metrics, version, openapi */
 extern const gw_route gw__routes_auth[];      /* auth_routes.c: signup, login, logout, me, keys, admin users */
 extern const gw_route gw__routes_projects[];  /* projects_routes.c */
+extern const gw_route gw__routes_files[];     /* files_routes.c: rename and new folders in a project's tree */
+extern const gw_route gw__routes_terminals[]; /* terminal_routes.c: terminals in a kernel's sandbox (REST, Jupyter, WebSocket) */
 extern const gw_route gw__routes_quota[];     /* quota_routes.c: quota, ledger, grants, verify, tiers */
 extern const gw_route gw__routes_sched[];     /* sched_routes.c: resources, jobs, admin overview/tiers/resources */
 extern const gw_route gw__routes_static[];    /* static.c: the web app (index.html, assets) */

@@ -5,10 +5,12 @@
 const gw_route *const gw__route_tables[] = {
     gw__routes_meta,
     gw__routes_auth,
+    gw__routes_files,
     gw__routes_projects,
     gw__routes_quota,
     gw__routes_sched,
     gw__routes_kernels,
+    gw__routes_terminals,
     gw__routes_jupyter,
     gw__routes_static,
     NULL,
