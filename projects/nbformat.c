@@ -1,5 +1,13 @@
 /* nbformat v4 validation: the structure Jupyter's schema requires, checked
- * field by field so the message names the first bad cell or field. */
+ * field by field so the message names the first bad place the way a user
+ * finds it: "cell 3 (id abc) at cells[2].outputs[0]: output_type must be one
+ * of ...", "malformed JSON at line 12 column 5: ...", "this is an nbformat 3
+ * notebook: convert it with ...".
+ *
+ * What is accepted is what Jupyter reads without repairing: nbformat 4, any
+ * minor version (4.0 through 4.5, and later minors as Jupyter does, with
+ * their unknown fields); cell ids are required from 4.5 on (nbformat's
+ * schema) and optional before, where the file is taken as it is. */
 #include "proj.h"
 
 #include "ed_error.h"
@@ -50,9 +58,23 @@ static int need_object(const char *where, const json_t *o, const char *key, cons
     return 0;
 }
 
+/* A string value quoted for a message, cut to 40 bytes: got 'pdf'. */
+static void got(char *out, size_t cap, const json_t *v)
+{
+    const char *s = json_string_value(v);
+
+    if (s)
+        snprintf(out, cap, " (got '%.40s%s')", s, strlen(s) > 40 ? "..." : "");
+    else
+        snprintf(out, cap, " (got %s)", v == NULL ? "nothing" : json_is_object(v) ? "an object" :
+                 json_is_array(v) ? "an array" : json_is_number(v) ? "a number" :
+                 json_is_boolean(v) ? "a boolean" : "null");
+}
+
 static int check_output(const char *where, const json_t *o)
 {
     const char *type;
+    char msg[160], g[64];
 
     if (!json_is_object(o))
         return bad(where, "output must be an object");
@@ -94,7 +116,10 @@ static int check_output(const char *where, const json_t *o)
                 return bad(where, "error output needs 'traceback' (an array of strings)");
         return 0;
     }
-    return bad(where, "output_type must be stream, display_data, execute_result or error");
+    got(g, sizeof(g), json_object_get(o, "output_type"));
+    snprintf(msg, sizeof(msg), "output_type must be one of stream, display_data, execute_result, "
+                               "error%s", g);
+    return bad(where, msg);
 }
 
 /* nbformat 4.5 cell ids: 1-64 characters of [a-zA-Z0-9-_]. */
@@ -112,26 +137,43 @@ static bool cell_id_ok(const json_t *v)
     return true;
 }
 
+/* "cell 3 (id abc) at cells[2]": what a user counts (cells from 1, as they
+ * appear on the page), the id when it is a usable one, and the JSON path. */
+static void cell_where(char *out, size_t cap, size_t idx, const json_t *cell)
+{
+    const json_t *id = json_is_object(cell) ? json_object_get(cell, "id") : NULL;
+
+    if (id && cell_id_ok(id))
+        snprintf(out, cap, "cell %zu (id %s) at cells[%zu]", idx + 1, json_string_value(id), idx);
+    else
+        snprintf(out, cap, "cell %zu at cells[%zu]", idx + 1, idx);
+}
+
 static int check_cell(size_t idx, const json_t *cell, int64_t minor)
 {
-    char where[64], owhere[96];
+    char where[128], owhere[160], msg[160], g[64];
     const char *type;
     json_t *id, *outputs, *o, *n;
     size_t j;
     int err;
 
-    snprintf(where, sizeof(where), "cells[%zu]", idx);
+    cell_where(where, sizeof(where), idx, cell);
     if (!json_is_object(cell))
         return bad(where, "cell must be an object");
     type = json_string_value(json_object_get(cell, "cell_type"));
     if (type == NULL)
         return bad(where, "cell needs 'cell_type' (a string)");
-    if (strcmp(type, "code") != 0 && strcmp(type, "markdown") != 0 && strcmp(type, "raw") != 0)
-        return bad(where, "cell_type must be code, markdown or raw");
+    if (strcmp(type, "code") != 0 && strcmp(type, "markdown") != 0 && strcmp(type, "raw") != 0) {
+        got(g, sizeof(g), json_object_get(cell, "cell_type"));
+        snprintf(msg, sizeof(msg), "cell_type must be code, markdown or raw%s", g);
+        return bad(where, msg);
+    }
     id = json_object_get(cell, "id");
     if (id ? !cell_id_ok(id) : minor >= 5)
-        return bad(where, "cell needs 'id' (1-64 characters of letters, digits, - and _) "
-                          "from nbformat 4.5 on");
+        return bad(where, id ? "cell needs 'id' (1-64 characters of letters, digits, - and _)"
+                             : "cell needs 'id' (1-64 characters of letters, digits, - and _) "
+                               "from nbformat 4.5 on (an older notebook says nbformat_minor 4 "
+                               "or less and may leave ids out)");
     if (!multiline(json_object_get(cell, "source")))
         return bad(where, "cell needs 'source' (a string or array of strings)");
     if ((err = need_object(where, cell, "metadata", "cell")) < 0)
@@ -152,24 +194,97 @@ static int check_cell(size_t idx, const json_t *cell, int64_t minor)
     return 0;
 }
 
+/* Nesting depth of a JSON text, counting brackets outside strings, before
+ * jansson parses it (jansson recurses). */
+static bool depth_exceeds(const char *buf, size_t len, int max_depth)
+{
+    int depth = 0;
+    bool in_string = false;
+
+    for (size_t i = 0; i < len; i++) {
+        char c = buf[i];
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            if (++depth > max_depth)
+                return true;
+        } else if (c == '}' || c == ']') {
+            depth--;
+        }
+    }
+    return false;
+}
+
+/* Parse, with a message that says where the JSON breaks and shows the text
+ * there ("malformed JSON at line 12 column 5: ... near '},\n  {'"). */
+static int parse(json_t **out, const char *buf, size_t len)
+{
+    json_error_t jerr;
+    char near[64] = "";
+
+    *out = NULL;
+    if (buf == NULL || len == 0)
+        return ed_error_set(ED_EUNPROC, "invalid notebook: the file is empty (expected nbformat "
+                                        "v4 JSON)");
+    if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
+        return ed_error_set(ED_EUNPROC, "invalid notebook: the file starts with a UTF-8 byte "
+                                        "order mark, which JSON does not allow (save it as UTF-8 "
+                                        "without BOM)");
+    if (depth_exceeds(buf, len, NB_MAX_DEPTH))
+        return ed_error_set(ED_EUNPROC, "invalid notebook: JSON nested deeper than %d levels",
+                            NB_MAX_DEPTH);
+    *out = json_loadb(buf, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+    if (*out != NULL)
+        return 0;
+    if (jerr.position >= 0 && (size_t)jerr.position < len) {
+        /* up to 20 bytes from a little before the error, printable ASCII only */
+        size_t from = jerr.position > 8 ? (size_t)jerr.position - 8 : 0, k = 0;
+        for (size_t i = from; i < len && k < 20; i++, k++)
+            near[k] = (buf[i] >= 0x20 && buf[i] < 0x7f && buf[i] != '\'') ? buf[i] : ' ';
+        near[k] = '\0';
+    }
+    return ed_error_set(ED_EUNPROC, "invalid notebook: malformed JSON at line %d column %d: %s%s%s%s",
+                        jerr.line, jerr.column, jerr.text, near[0] ? " (near '" : "", near,
+                        near[0] ? "')" : "");
+}
+
 int proj_nb_validate(const char *buf, size_t len)
 {
     json_t *nb = NULL, *v, *cells, *cell;
-    int64_t minor;
+    int64_t major, minor;
     size_t i;
-    int err = 0;
+    int err;
 
-    if (ed_json_parse(&nb, buf, len, NB_MAX_DEPTH) < 0) {
-        char why[256];
-        snprintf(why, sizeof(why), "%s", ed_error_last()); /* not the buffer being set */
-        return ed_error_set(ED_EUNPROC, "invalid notebook: %s", why);
-    }
+    if ((err = parse(&nb, buf, len)) < 0)
+        return err;
     if (!json_is_object(nb)) {
         err = bad("", "a notebook is a JSON object");
         goto done;
     }
     v = json_object_get(nb, "nbformat");
-    if (!json_is_integer(v) || json_integer_value(v) != 4) {
+    if (v == NULL) {
+        err = bad("", "not a Jupyter notebook: no 'nbformat' field ('nbformat' must be 4)");
+        goto done;
+    }
+    major = json_is_integer(v) ? json_integer_value(v) : -1;
+    if (major >= 1 && major <= 3) {
+        err = ed_error_set(ED_EUNPROC, "invalid notebook: 'nbformat' must be 4: this is an "
+                           "nbformat %lld notebook, which is not supported; convert it with "
+                           "`jupyter nbconvert --to notebook --nbformat 4 --output new.ipynb "
+                           "old.ipynb` (or open and save it in Jupyter)", (long long)major);
+        goto done;
+    }
+    if (major > 4) {
+        err = ed_error_set(ED_EUNPROC, "invalid notebook: 'nbformat' must be 4: nbformat %lld is "
+                           "newer than this server reads", (long long)major);
+        goto done;
+    }
+    if (major != 4) {
         err = bad("", "'nbformat' must be 4");
         goto done;
     }

@@ -328,9 +328,23 @@ void proj_version_page_free(proj_version_page *l);
  * nbformat 4, an integer nbformat_minor, a metadata object and a cells array;
  * each cell a code/markdown/raw cell with source and metadata; code cells with
  * outputs and execution_count; outputs stream/display_data/execute_result/error
- * with their fields. 0, or ED_EUNPROC with a message naming the first bad
- * cell or field ("cells[2].outputs[0]: stream output needs 'text'"). */
+ * with their fields; ids required from nbformat_minor 5 on, optional before
+ * (4.0-4.4 are taken as they are). 0, or ED_EUNPROC with a message naming
+ * the first bad place as a user finds it: the cell as the page counts it
+ * (from 1), its id and the JSON path ("cell 3 (id abc) at
+ * cells[2].outputs[0]: stream output needs 'text'"); malformed JSON names
+ * line and column; nbformat 1-3 says how to convert (nbformat.c). */
 int proj_nb_validate(const char *buf, size_t len);
+
+/* The notebook in `buf` (`len` bytes of nbformat v4 JSON) as a script in
+ * the percent format (`jupyter nbconvert --to script` / Jupytext / VS Code
+ * read it back as cells): "# %%" before each code cell, "# %% [markdown]"
+ * and "# %% [raw]" before the others with their lines commented, IPython
+ * magics and shell escapes commented out (a cell under a cell magic such as
+ * %%bash entirely), cells apart by a blank line, no outputs (export.c).
+ * *out_buf is malloc'd and NUL-terminated (caller frees), *out_len (may be
+ * NULL) its length. ED_EUNPROC as proj_nb_validate, ED_ENOMEM. */
+int proj_nb_export_py(char **out_buf, size_t *out_len, const char *buf, size_t len);
 
 /* ---- diffs ---------------------------------------------------------------- */
 
