@@ -196,6 +196,44 @@ int sbx_slot_claim(sbx_slot **out, const char *lock_dir, unsigned base, unsigned
 unsigned sbx_slot_uid(const sbx_slot *s);
 void sbx_slot_free(sbx_slot *s);
 
+/* ---- live usage of a running job (sbx_cgroup.c) ---------------------------
+ *
+ * What a job's cgroup says now, for live meters. The directory is the one
+ * sbx_job_cgroup() names (v2: the job's; v1: its memory controller's, whose
+ * cpuacct and cpu siblings are found under the same job name). Those files
+ * are world-readable, so the serving process reads them itself, also when it
+ * runs unprivileged beside the launcher: no round trip, nothing written.
+ *
+ *     sbx_live l;
+ *     if (sbx_cgroup_live(&l, sbx_job_cgroup(j)) == 0)
+ *         ... l.cpu_usec (take two readings for a rate), l.mem_bytes of l.mem_limit_bytes ...
+ */
+typedef struct sbx_live {
+    int64_t cpu_usec;             /* CPU time of the whole tree since it started (user +
+                                   * system), microseconds; -1 unknown */
+    int64_t mem_bytes;            /* memory charged now (memory.current; v1 usage_in_bytes); -1 */
+    int64_t mem_limit_bytes;      /* memory.max (v1 limit_in_bytes); -1 none or unknown */
+    int64_t mem_peak_bytes;       /* memory.peak (v1 max_usage_in_bytes); -1 when the
+                                   * kernel keeps none (v2 before Linux 5.19) */
+    int     cpu_limit_millis;     /* cpu.max (v1 cfs quota / period), thousandths of a CPU;
+                                   * -1 none or unknown */
+} sbx_live;
+
+/* Read the job cgroup `dir` now. Fields it cannot read stay -1. 0;
+ * ED_ENOTFOUND when `dir` is "" (a degraded job has no cgroup) or names no
+ * cgroup of a job (gone: the job ended); ED_EINVAL for a relative path. */
+int sbx_cgroup_live(sbx_live *out, const char *dir);
+
+/* Parse `text`, the content of the cgroup file `file`, into its field of
+ * `out` (the others are left alone): "cpu.stat" (usage_usec),
+ * "cpuacct.usage" (ns), "memory.current" and "memory.usage_in_bytes",
+ * "memory.max" and "memory.limit_in_bytes" ("max", or v1's page-rounded
+ * 2^63: none), "memory.peak" and "memory.max_usage_in_bytes", "cpu.max"
+ * ("QUOTA PERIOD" or "max PERIOD"; v1's cfs_quota_us and cfs_period_us
+ * joined so, quota -1 as "max"). 0, or ED_EINVAL (unknown file, or text
+ * that is not what the file holds: the field stays as it was). */
+int sbx_cgroup_parse(sbx_live *out, const char *file, const char *text);
+
 /* ---- disk quotas (sbx_disk.c) ---------------------------------------------
  *
  * A tree is one or more directories (a job's work and output, a project's

@@ -663,3 +663,170 @@ void sbx__cgroup_destroy(sbx_cgroup *cg)
     remove_dir(cg->dev);
     cg->version = 0;
 }
+
+/* ---- live usage (sbx_cgroup_live): the serving process reads a running
+ * job's cgroup files itself (they are world-readable) ---- */
+
+/* A non-negative decimal that fills `text` but for trailing white space;
+ * -1 when it is not one. */
+static int64_t parse_count(const char *text)
+{
+    char *end;
+    long long v;
+
+    if (!text || *text < '0' || *text > '9')
+        return -1;
+    errno = 0;
+    v = strtoll(text, &end, 10);
+    if (errno || v < 0)
+        return -1;
+    while (*end == ' ' || *end == '\n' || *end == '\t')
+        end++;
+    return *end ? -1 : v;
+}
+
+/* The value of the line "key N" of a flat-keyed file's text; -1 when absent
+ * or not a count. */
+static int64_t parse_keyed(const char *text, const char *key)
+{
+    size_t kl = strlen(key);
+
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, key, kl) != 0 || p[kl] != ' ')
+            continue;
+        char num[32];
+        size_t n = strcspn(p + kl + 1, "\n");
+        if (n == 0 || n >= sizeof(num))
+            return -1;
+        memcpy(num, p + kl + 1, n);
+        num[n] = '\0';
+        return parse_count(num);
+    }
+    return -1;
+}
+
+/* v1 writes "no limit" as the largest page-aligned count (2^63 - 4096 on
+ * x86_64); v2 as "max". Anything from 2^62 on is no limit. */
+#define LIVE_NO_LIMIT (1LL << 62)
+
+int sbx_cgroup_parse(sbx_live *out, const char *file, const char *text)
+{
+    int64_t v;
+
+    if (!out || !file || !text)
+        return ed_error_set(ED_EINVAL, "cgroup parse: missing argument");
+    if (strcmp(file, "cpu.stat") == 0) {
+        if ((v = parse_keyed(text, "usage_usec")) < 0)
+            return ed_error_set(ED_EINVAL, "cpu.stat without usage_usec");
+        out->cpu_usec = v;
+    } else if (strcmp(file, "cpuacct.usage") == 0) {
+        if ((v = parse_count(text)) < 0)
+            return ed_error_set(ED_EINVAL, "cpuacct.usage is not a count");
+        out->cpu_usec = v / 1000;
+    } else if (strcmp(file, "memory.current") == 0 || strcmp(file, "memory.usage_in_bytes") == 0) {
+        if ((v = parse_count(text)) < 0)
+            return ed_error_set(ED_EINVAL, "%s is not a count", file);
+        out->mem_bytes = v;
+    } else if (strcmp(file, "memory.peak") == 0 || strcmp(file, "memory.max_usage_in_bytes") == 0) {
+        if ((v = parse_count(text)) < 0)
+            return ed_error_set(ED_EINVAL, "%s is not a count", file);
+        out->mem_peak_bytes = v;
+    } else if (strcmp(file, "memory.max") == 0 || strcmp(file, "memory.limit_in_bytes") == 0) {
+        if (strncmp(text, "max", 3) == 0 && (text[3] == '\0' || text[3] == '\n')) {
+            out->mem_limit_bytes = -1;
+            return 0;
+        }
+        if ((v = parse_count(text)) < 0)
+            return ed_error_set(ED_EINVAL, "%s is neither a count nor max", file);
+        out->mem_limit_bytes = v >= LIVE_NO_LIMIT ? -1 : v;
+    } else if (strcmp(file, "cpu.max") == 0) {
+        /* "QUOTA PERIOD" in microseconds, or "max PERIOD" */
+        char quota[32];
+        const char *sp = strchr(text, ' ');
+        size_t ql = sp ? (size_t)(sp - text) : 0;
+        int64_t period = sp ? parse_count(sp + 1) : -1;
+        if (ql == 0 || ql >= sizeof(quota) || period <= 0)
+            return ed_error_set(ED_EINVAL, "cpu.max is not 'QUOTA PERIOD'");
+        memcpy(quota, text, ql);
+        quota[ql] = '\0';
+        if (strcmp(quota, "max") == 0) {
+            out->cpu_limit_millis = -1;
+            return 0;
+        }
+        if ((v = parse_count(quota)) <= 0)
+            return ed_error_set(ED_EINVAL, "cpu.max quota is neither a count nor max");
+        v = v * 1000 / period;
+        out->cpu_limit_millis = v > INT_MAX ? INT_MAX : (int)v;
+    } else {
+        return ed_error_set(ED_EINVAL, "cgroup parse: unknown file %.64s", file);
+    }
+    return 0;
+}
+
+/* Read `file` of `dir` and parse it into `out`; a file that is missing or
+ * says something else leaves its field alone. */
+static void live_file(sbx_live *out, const char *dir, const char *file)
+{
+    char buf[4096];
+
+    if (read_file(dir, file, buf, sizeof(buf)) == 0)
+        sbx_cgroup_parse(out, file, buf);
+}
+
+/* A v1 sibling of the job cgroup named `name` under controller `ctrl`:
+ * <mount><our path>/eddy-sandbox/<name>, as make_v1 made it. */
+static void v1_sibling(char *out, size_t cap, const char *ctrl, const char *name)
+{
+    char base[512], top[600];
+
+    v1_dir(ctrl, base, sizeof(base));
+    out[0] = '\0';
+    if (!base[0])
+        return;
+    join3(top, sizeof(top), base, "/eddy-sandbox", NULL);
+    join3(out, cap, top, "/", name);
+}
+
+int sbx_cgroup_live(sbx_live *out, const char *dir)
+{
+    char buf[64];
+
+    out->cpu_usec = out->mem_bytes = out->mem_limit_bytes = out->mem_peak_bytes = -1;
+    out->cpu_limit_millis = -1;
+    if (dir == NULL || dir[0] == '\0')
+        return ed_error_set(ED_ENOTFOUND, "the job has no cgroup (degraded sandbox)");
+    if (dir[0] != '/')
+        return ed_error_set(ED_EINVAL, "cgroup %.100s is not an absolute path", dir);
+    if (exists(dir, "memory.current")) {
+        /* v2: one directory */
+        live_file(out, dir, "cpu.stat");
+        live_file(out, dir, "memory.current");
+        live_file(out, dir, "memory.max");
+        live_file(out, dir, "memory.peak");
+        live_file(out, dir, "cpu.max");
+        return 0;
+    }
+    if (!exists(dir, "memory.usage_in_bytes"))
+        return ed_error_set(ED_ENOTFOUND, "no cgroup at %.200s (the job ended)", dir);
+    /* v1: `dir` is the memory controller's; CPU time is cpuacct's and the
+     * quota cpu's, in directories of the same name (make_v1) */
+    live_file(out, dir, "memory.usage_in_bytes");
+    live_file(out, dir, "memory.limit_in_bytes");
+    live_file(out, dir, "memory.max_usage_in_bytes");
+    const char *name = strrchr(dir, '/') + 1;
+    if (name[0] && strcmp(name, "..") != 0 && strcmp(name, ".") != 0) {
+        char sib[700], q[64], text[160];
+        v1_sibling(sib, sizeof(sib), "cpuacct", name);
+        if (sib[0])
+            live_file(out, sib, "cpuacct.usage");
+        v1_sibling(sib, sizeof(sib), "cpu", name);
+        if (sib[0] && read_file(sib, "cpu.cfs_quota_us", q, sizeof(q)) == 0 &&
+            read_file(sib, "cpu.cfs_period_us", buf, sizeof(buf)) == 0) {
+            q[strcspn(q, "\n")] = '\0';
+            buf[strcspn(buf, "\n")] = '\0';
+            snprintf(text, sizeof(text), "%s %s", strcmp(q, "-1") == 0 ? "max" : q, buf);
+            sbx_cgroup_parse(out, "cpu.max", text);
+        }
+    }
+    return 0;
+}
