@@ -140,6 +140,53 @@ static int restart_kernel(gw_request *req, gw_response *res)
     return gw_respond_json(res, 200, kernel_json(req, &k));
 }
 
+/* A figure that may be unknown: the number, or null. */
+static json_t *int_or_null(int64_t v)
+{
+    return v >= 0 ? json_integer((json_int_t)v) : json_null();
+}
+
+static json_t *real_or_null(double v)
+{
+    return v >= 0 ? json_real(v) : json_null();
+}
+
+/* GET /api/v1/kernels/{id}/usage: live meters (kernels/usage.c). The
+ * owner's, or any kernel for an admin; a reading is at most 1 s old. */
+static int get_usage(gw_request *req, gw_response *res)
+{
+    bool admin = req->auth.role && strcmp(req->auth.role, "admin") == 0 && (req->auth.scopes & GW_SCOPE_ADMIN);
+    sched_usage u;
+    kh_kernel k;
+    json_t *gpus, *o;
+    int err;
+
+    if ((err = kh_kernel_usage(&u, &k, req->srv->kernels, req->auth.user_id, admin, req->params[0])) < 0)
+        return err;
+    if ((gpus = json_array()) == NULL)
+        return ed_error_set(ED_ENOMEM, "usage");
+    for (int i = 0; i < u.n_gpus && i < SCHED_USAGE_MAX_GPUS; i++)
+        json_array_append_new(gpus, json_pack("{s:i, s:o, s:o, s:o}", "index", u.gpus[i].index, "util_percent",
+                                              int_or_null(u.gpus[i].util_percent), "memory_bytes",
+                                              int_or_null(u.gpus[i].memory_bytes), "memory_total_bytes",
+                                              int_or_null(u.gpus[i].memory_total_bytes)));
+    o = json_pack("{s:s, s:s, s:s, s:I, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:b}",
+                  "kernel_id", k.id, "status", k.status, "resource", k.resource, "at_ms", (json_int_t)u.at_ms,
+                  "started_at", time_or_null(req, u.started_at), "elapsed_ms", (json_int_t)u.elapsed_ms,
+                  "cpu_percent", real_or_null(u.cpu_percent), "cpu_window_ms",
+                  u.cpu_percent >= 0 ? json_integer((json_int_t)u.cpu_window_ms) : json_null(), "cpu_limit_cores",
+                  real_or_null(u.cpu_limit_cores), "memory_bytes", int_or_null(u.memory_bytes),
+                  "memory_limit_bytes", int_or_null(u.memory_limit_bytes), "memory_peak_bytes",
+                  int_or_null(u.memory_peak_bytes), "gpus", gpus, "job_id",
+                  u.job_id > 0 ? json_integer((json_int_t)u.job_id) : json_null(), "mcoins_so_far",
+                  (json_int_t)u.mcoins_so_far, "price_mcoins_per_hour", (json_int_t)u.price_mcoins_per_hour,
+                  "meter_interval_ms", (json_int_t)u.meter_interval_ms, "free", u.free);
+    if (o == NULL)
+        return ed_error_set(ED_ENOMEM, "usage");
+    gw_response_header(res, "Cache-Control", "no-store");
+    return gw_respond_json(res, 200, o);
+}
+
 /* POST /api/v1/kernels/{id}/execute {code, cell_id?, notebook_path?} */
 static int execute(gw_request *req, gw_response *res)
 {
@@ -326,6 +373,8 @@ const gw_route gw__routes_kernels[] = {
      "Restart: a new process under the same id"},
     {"POST", "/api/v1/kernels/{id}/execute", execute, GW_AUTH | GW_SCOPE_RUN,
      "Run code (optionally folding outputs into a notebook cell)"},
+    {"GET", "/api/v1/kernels/{id}/usage", get_usage, GW_AUTH | GW_SCOPE_READ,
+     "Live meters: CPU, memory, GPUs and coins so far (the owner's; an admin's any)"},
     {"GET", "/api/v1/kernels/{id}/events", get_events, GW_AUTH | GW_SCOPE_READ,
      "The kernel's messages as Server-Sent Events (after=SEQ replays)"},
     {NULL, NULL, NULL, 0, NULL},

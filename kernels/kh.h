@@ -133,6 +133,20 @@ int kh_kernel_restart(kh_kernel *out, kh_hub *h, int64_t user_id, const char *id
  * Either way the kernel's Jupyter sessions (table jupyter_sessions) go. */
 int kh_kernel_shutdown(kh_hub *h, int64_t user_id, const char *id, const char *reason);
 
+/* ---- live usage (usage.c) ------------------------------------------------------ */
+
+struct sched_usage;
+
+/* What kernel `id` uses now: its current process's sched_job_usage (CPU,
+ * memory, GPUs, coins so far; a reading at most SCHED_USAGE_CACHE_MS old)
+ * into *out, and the kernel as kh_kernel_get shows it into *out_k (may be
+ * NULL). Only `user_id`'s kernels (ED_ENOTFOUND for another's), or any
+ * kernel when `any_user` (an admin). A kernel without a process yet
+ * (queued, or between a restart's two) answers 0 with out->job_id 0 and
+ * nothing measured; a dead one its last process's final figures. */
+int kh_kernel_usage(struct sched_usage *out, kh_kernel *out_k, kh_hub *h, int64_t user_id, bool any_user,
+                    const char *id);
+
 /* ---- messages to the kernel ---------------------------------------------------- */
 
 /* Send one Jupyter message (an object with "channel": shell | control |

@@ -331,6 +331,81 @@ void sched_kernel_hook_set(sched *s, sched_kernel_fn fn, void *arg);
  * or idmapped bind mounts are missing (the message says which). */
 int sched_kernel_submit(sched_job_info *out, sched *s, const sched_job_spec *spec);
 
+/* ---- live usage of running work (usage.c, gpu_usage.c) ----
+ *
+ * What a job or kernel uses now, for live meters: CPU and memory from its
+ * cgroup (sandbox/ sbx_cgroup_live), its GPUs from NVML (dlopen'd at run
+ * time, never linked), and what it cost so far from the metering. A reading
+ * is kept SCHED_USAGE_CACHE_MS per job: many clients polling one kernel
+ * cost one reading a second. Unknown figures are -1 (never made up): a
+ * degraded sandbox has no cgroup, a host without NVML no GPU figures.
+ *
+ *     sched_usage u;
+ *     if ((err = sched_job_usage(&u, s, user_id, job_id)) == 0)
+ *         printf("%.0f%% of %.1f cores\n", u.cpu_percent, u.cpu_limit_cores);
+ */
+#define SCHED_USAGE_CACHE_MS 1000
+#define SCHED_USAGE_MAX_GPUS 16
+
+typedef struct sched_gpu_usage {
+    int     index;                /* the device (/dev/nvidia<index>) */
+    int     util_percent;         /* busy over NVML's last sample period; -1 unknown */
+    int64_t memory_bytes;         /* device memory in use; -1 unknown */
+    int64_t memory_total_bytes;   /* -1 unknown */
+} sched_gpu_usage;
+
+typedef struct sched_usage {
+    int64_t job_id;
+    int64_t user_id;              /* the job's owner */
+    char    status[16];           /* the job's: running, or how it ended (queued: nothing measured) */
+    char    resource[32];
+    int64_t at_ms;                /* when measured, ms since the epoch */
+    int64_t started_at;           /* this run's start (ms since the epoch), 0 when not started */
+    int64_t elapsed_ms;           /* since started_at (to its end once ended) */
+    double  cpu_percent;          /* of one core over cpu_window_ms (200: two busy cores); < 0 unknown */
+    int64_t cpu_window_ms;        /* the window: since the previous reading, or the start */
+    double  cpu_limit_cores;      /* the cgroup's quota, else the class's; < 0 unknown */
+    int64_t memory_bytes;         /* charged to its cgroup now; -1 unknown */
+    int64_t memory_limit_bytes;   /* the cgroup's limit, else the class's; -1 unknown */
+    int64_t memory_peak_bytes;    /* -1 unknown */
+    int     n_gpus;               /* its GPUs (0 on a CPU class) */
+    sched_gpu_usage gpus[SCHED_USAGE_MAX_GPUS];
+    int64_t mcoins_so_far;        /* charged to coins so far (whole metered intervals) */
+    int64_t meter_interval_ms;    /* how often it is metered (EDDY_METER_INTERVAL_MS) */
+    int64_t price_mcoins_per_hour;/* all its units at the class's price */
+    bool    free;                 /* never charged: price 0, or the tier's allowance on the
+                                   * class is unlimited */
+} sched_usage;
+
+/* Usage of job `job_id` now (a reading at most SCHED_USAGE_CACHE_MS old).
+ * user_id 0 reads any job (admin); others only their own (ED_ENOTFOUND
+ * otherwise, as sched_job_get). An ended job answers its final figures
+ * (elapsed, peak memory, cost) with the live ones -1. 0, ED_ENOTFOUND, a
+ * store error. */
+int sched_job_usage(sched_usage *out, sched *s, int64_t user_id, int64_t job_id);
+
+/* CPU use as a percentage of one core: `cpu_usec` microseconds of CPU time
+ * over `wall_ms` of wall time (100: one core busy, 250: two and a half);
+ * -1 when either is negative or the window is empty. */
+double sched_cpu_percent(int64_t cpu_usec, int64_t wall_ms);
+
+/* The NVML calls a GPU reading makes (nvml.h's types as plain C: a device
+ * handle is a pointer; each returns 0, NVML_SUCCESS, or an error number). */
+typedef struct sched_nvml {
+    int (*device_count)(unsigned *n);
+    int (*device_by_index)(unsigned i, void **dev);
+    int (*minor_number)(void *dev, unsigned *minor);
+    int (*utilization)(void *dev, unsigned *gpu_percent, unsigned *mem_percent);
+    int (*memory)(void *dev, uint64_t *total, uint64_t *free, uint64_t *used);
+} sched_nvml;
+
+/* The GPUs /dev/nvidia<devices[i]> (i < n, n <= SCHED_USAGE_MAX_GPUS) into
+ * out[i], matched to NVML's devices by minor number. `api` NULL: NVML
+ * through dlopen("libnvidia-ml.so.1"), initialised once per process. What
+ * cannot be read is -1 (every figure when there is no NVML). Returns how
+ * many devices had figures. */
+int sched_gpu_read(sched_gpu_usage *out, const int *devices, int n, const sched_nvml *api);
+
 /* ---- overview ---- */
 
 typedef struct sched_overview {
