@@ -518,68 +518,35 @@ class Kernel:
 
     def do_complete_request(self, c):
         code = c.get("code", "")
+        if not isinstance(code, str):
+            code = ""
         pos = c.get("cursor_pos")
         if not isinstance(pos, int) or pos < 0 or pos > len(code):
             pos = len(code)
-        import re
-        import rlcompleter
-        m = re.search(r"[A-Za-z_][\w.]*$|\.$", code[:pos])
-        token = m.group(0) if m else ""
-        start = pos - len(token)
-        matches = []
-        if token:
-            comp = rlcompleter.Completer(self.ns)
-            i = 0
-            while len(matches) < 500:
-                try:
-                    s = comp.complete(token, i)
-                except Exception:
-                    break
-                if s is None:
-                    break
-                s = s.rstrip("(")
-                if s not in matches:
-                    matches.append(s)
-                i += 1
+        try:
+            matches, start, kinds = complete(self.ns, code, pos)
+        except Exception:
+            matches, start, kinds = [], pos, []
+        types = [{"start": start, "end": pos, "text": t, "type": k} for t, k in zip(matches, kinds)]
         return "complete_reply", {"status": "ok", "matches": matches, "cursor_start": start,
-                                  "cursor_end": pos, "metadata": {}}
+                                  "cursor_end": pos,
+                                  "metadata": {"_jupyter_types_experimental": types}}
 
     def do_inspect_request(self, c):
         code = c.get("code", "")
+        if not isinstance(code, str):
+            code = ""
         pos = c.get("cursor_pos")
         if not isinstance(pos, int) or pos < 0 or pos > len(code):
             pos = len(code)
-        import re
-        name = ""
-        for m in re.finditer(r"[A-Za-z_][\w.]*", code):
-            if m.start() <= pos <= m.end() or (m.end() < pos and code[m.end():pos].strip() in ("(", "")):
-                name = m.group(0)
-        obj, found = None, False
-        if name:
-            parts = name.split(".")
-            try:
-                if parts[0] in self.ns:
-                    obj = self.ns[parts[0]]
-                else:
-                    obj = getattr(builtins, parts[0])
-                for p in parts[1:]:
-                    obj = getattr(obj, p)
-                found = True
-            except Exception:
-                found = False
-        data = {}
-        if found:
-            import inspect
-            text = ["Type:      %s" % type(obj).__name__]
-            try:
-                text.append("Signature: %s%s" % (parts[-1], inspect.signature(obj)))
-            except (TypeError, ValueError):
-                pass
-            doc = inspect.getdoc(obj)
-            if doc:
-                text.append("Docstring:\n" + doc)
-            data["text/plain"] = "\n".join(text)
-        return "inspect_reply", {"status": "ok", "found": found, "data": data, "metadata": {}}
+        detail = 1 if c.get("detail_level") == 1 else 0
+        try:
+            text = inspect_text(self.ns, code, pos, detail)
+        except Exception:
+            text = None
+        data = {"text/plain": text} if text is not None else {}
+        return "inspect_reply", {"status": "ok", "found": text is not None, "data": data,
+                                 "metadata": {}}
 
     def do_is_complete_request(self, c):
         code = c.get("code", "")
@@ -605,6 +572,491 @@ class Kernel:
 
     def do_history_request(self, c):
         return "history_reply", {"status": "ok", "history": []}
+
+
+# ---- code intelligence: completion and inspection -------------------------------
+#
+# What a Tab (complete_request) and a Shift+Tab (inspect_request) in the
+# notebook ask. Both only read: names are resolved with
+# inspect.getattr_static, so no property, __getattr__ or descriptor of user
+# code runs, nothing is called, and modules are listed from their files
+# (pkgutil) rather than imported. The exceptions, chosen because a user who
+# writes them expects them: a submodule of a package already imported is
+# imported when it is walked through (`paddle.nn.` when paddle.nn is not yet
+# loaded), and a module's PEP 562 __getattr__ runs for a name its dir()
+# advertises (paddle's lazy names). Replies are bounded: at most
+# _COMPLETE_MAX matches, and the work stops after _COMPLETE_BUDGET_S.
+
+_COMPLETE_MAX = 500
+_COMPLETE_BUDGET_S = 1.0
+_INSPECT_DOC_MAX = 16 * 1024      # characters of a docstring or the source in a reply
+_INSPECT_MAX = 48 * 1024          # characters of the whole reply (replies past 64 KiB are rate-limited)
+_MODULE_CACHE_S = 30.0
+_module_cache = {"at": -1e9, "names": ()}
+
+
+class _Budget:
+    """The time left for one request: expired() turns true once it is spent."""
+
+    def __init__(self, seconds):
+        import time
+        self._clock = time.monotonic
+        self._end = self._clock() + seconds
+
+    def expired(self):
+        return self._clock() >= self._end
+
+
+def _kind_of(value):
+    """The _jupyter_types_experimental kind of a (static) attribute value."""
+    import inspect
+    import types
+    if isinstance(value, types.ModuleType):
+        return "module"
+    if isinstance(value, type):
+        return "class"
+    if isinstance(value, property) or inspect.isdatadescriptor(value):
+        return "property"
+    if isinstance(value, (classmethod, staticmethod)) or inspect.isroutine(value):
+        return "function"
+    return "instance"
+
+
+_MISSING = object()
+
+
+def _safe_getattr(obj, name):
+    """obj.name without running user code, or _MISSING. Plain values,
+    functions (bound), classes, modules and slots resolve; properties and
+    other computed attributes do not. A module's lazy attribute resolves
+    when the module lists it in dir() (see above)."""
+    import inspect
+    import types
+    try:
+        static = inspect.getattr_static(obj, name)
+    except AttributeError:
+        static = _MISSING
+    except Exception:
+        return _MISSING
+    if isinstance(obj, types.ModuleType):
+        if static is not _MISSING:
+            return static
+        sub = _submodule(obj, name)
+        if sub is not _MISSING:
+            return sub
+        try:
+            listed = name in _dir(obj)
+        except Exception:
+            listed = False
+        if listed and "__getattr__" in getattr(obj, "__dict__", {}):
+            try:
+                return getattr(obj, name)
+            except Exception:
+                return _MISSING
+        return _MISSING
+    if static is _MISSING:
+        return _MISSING
+    if isinstance(static, (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
+                           types.WrapperDescriptorType, types.ClassMethodDescriptorType,
+                           classmethod, staticmethod)):
+        try:
+            return static.__get__(None if isinstance(obj, type) else obj, obj if isinstance(obj, type) else type(obj))
+        except Exception:
+            return static
+    if isinstance(static, types.MemberDescriptorType) and not isinstance(obj, type):
+        try:
+            return static.__get__(obj, type(obj))   # a __slots__ value: no code runs
+        except Exception:
+            return _MISSING
+    if isinstance(static, types.GetSetDescriptorType) and not isinstance(obj, type):
+        # C-level computed attributes: only those of built-in types (x.real, f.__name__).
+        if type(obj).__module__ == "builtins":
+            try:
+                return static.__get__(obj, type(obj))
+            except Exception:
+                return _MISSING
+        return _MISSING
+    if hasattr(type(static), "__get__") and not isinstance(static, (type, types.ModuleType)):
+        return _MISSING   # property or custom descriptor: would run code
+    return static
+
+
+def _submodule(mod, name):
+    """mod.name as an already imported or importable submodule of package
+    mod (imported), else _MISSING."""
+    import importlib
+    full = "%s.%s" % (getattr(mod, "__name__", ""), name)
+    if full in sys.modules:
+        return sys.modules[full]
+    path = getattr(mod, "__path__", None)
+    if path is None:
+        return _MISSING
+    import importlib.machinery
+    try:
+        if importlib.machinery.PathFinder.find_spec(full, list(path)) is None:
+            return _MISSING
+        return importlib.import_module(full)
+    except Exception:
+        return _MISSING
+
+
+def _dir(obj):
+    """dir(obj), except that a class's names come from its MRO's __dict__
+    (no metaclass __dir__ runs) and a failing __dir__ gives what
+    __dict__ holds."""
+    if isinstance(obj, type):
+        names = set()
+        for k in getattr(obj, "__mro__", (obj,)):
+            names.update(getattr(k, "__dict__", {}).keys())
+        return sorted(names)
+    try:
+        return dir(obj)
+    except Exception:
+        d = getattr(obj, "__dict__", None)
+        return sorted(d) if isinstance(d, dict) else []
+
+
+def _resolve(ns, dotted):
+    """The object a dotted name (`paddle.nn.Linear`) names in ns, or _MISSING."""
+    parts = dotted.split(".")
+    if not parts or not all(p.isidentifier() for p in parts):
+        return _MISSING
+    if parts[0] in ns:
+        obj = ns[parts[0]]
+    elif hasattr(builtins, parts[0]):
+        obj = getattr(builtins, parts[0])
+    else:
+        return _MISSING
+    for p in parts[1:]:
+        obj = _safe_getattr(obj, p)
+        if obj is _MISSING:
+            return _MISSING
+    return obj
+
+
+def _top_modules(budget):
+    """Names of the top-level modules importable now (built-in ones and
+    those on sys.path), cached for _MODULE_CACHE_S."""
+    import pkgutil
+    import time
+    now = time.monotonic()
+    if now - _module_cache["at"] < _MODULE_CACHE_S:
+        return _module_cache["names"]
+    names = set(sys.builtin_module_names)
+    names.update(n for n in sys.modules if "." not in n)
+    complete = True
+    for entry in list(sys.path):
+        if budget.expired():
+            complete = False
+            break
+        try:
+            for m in pkgutil.iter_modules([entry or "."]):
+                names.add(m.name)
+        except Exception:
+            continue
+    names = tuple(sorted(n for n in names if n.isidentifier()))
+    if complete:
+        _module_cache["at"], _module_cache["names"] = now, names
+    return names
+
+
+def _package_locations(dotted):
+    """The folders a package's submodules live in, found without importing
+    it (unless it is imported already), or None when it is not a package."""
+    import importlib.machinery
+    mod = sys.modules.get(dotted)
+    if mod is not None:
+        p = getattr(mod, "__path__", None)
+        return list(p) if p is not None else None
+    parts = dotted.split(".")
+    path = None
+    for i in range(len(parts)):
+        name = ".".join(parts[: i + 1])
+        m = sys.modules.get(name)
+        if m is not None:
+            path = getattr(m, "__path__", None)
+            if path is None:
+                return None
+            path = list(path)
+            continue
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+        except Exception:
+            return None
+        if spec is None or spec.submodule_search_locations is None:
+            return None
+        path = list(spec.submodule_search_locations)
+    return path
+
+
+def _module_names(prefix, budget):
+    """Complete a module path: `pad` -> paddle, `paddle.n` -> paddle.nn."""
+    import pkgutil
+    if "." not in prefix:
+        return [n for n in _top_modules(budget) if n.startswith(prefix)]
+    pkg, _, last = prefix.rpartition(".")
+    # Imported ones too: some are not files of a package (os.path).
+    out = {n for n in list(sys.modules) if n.startswith(prefix) and n.count(".") == prefix.count(".")}
+    locs = _package_locations(pkg)
+    if not locs:
+        return sorted(out)
+    try:
+        for m in pkgutil.iter_modules(locs):
+            if m.name.startswith(last):
+                out.add(pkg + "." + m.name)
+            if budget.expired():
+                break
+    except Exception:
+        pass
+    return sorted(out)
+
+
+def _static_module_names(dotted, budget):
+    """The names `from dotted import ...` offers for a module that is not
+    imported: its submodules and what its source defines at top level (read
+    with ast, not run)."""
+    import importlib.util
+    import pkgutil
+    names = set()
+    locs = _package_locations(dotted)
+    if locs:
+        try:
+            for m in pkgutil.iter_modules(locs):
+                names.add(m.name)
+                if budget.expired():
+                    break
+        except Exception:
+            pass
+    origin = None
+    try:
+        parent = dotted.rpartition(".")[0]
+        if not parent or parent in sys.modules:
+            spec = importlib.util.find_spec(dotted)
+        else:
+            import importlib.machinery
+            spec = importlib.machinery.PathFinder.find_spec(dotted, _package_locations(parent))
+        origin = spec.origin if spec is not None else None
+    except Exception:
+        origin = None
+    if origin and origin.endswith(".py") and not budget.expired():
+        try:
+            with open(origin, "rb") as f:
+                tree = ast.parse(f.read(2 * 1024 * 1024))
+            for node in tree.body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    names.add(node.name)
+                elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                    for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                        if isinstance(t, ast.Name):
+                            names.add(t.id)
+                elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                    for a in node.names:
+                        if a.name != "*":
+                            names.add((a.asname or a.name).split(".")[0])
+        except Exception:
+            pass
+    return names
+
+
+def _attr_names(obj, prefix, budget):
+    """[(name, kind)] of obj's attributes starting with prefix; private
+    ones (_x) only when the prefix starts with _, dunders with __."""
+    out = []
+    try:
+        names = _dir(obj)
+    except Exception:
+        return out
+    for n in names:
+        if not isinstance(n, str) or not n.startswith(prefix):
+            continue
+        if n.startswith("_") and not prefix.startswith("_"):
+            continue
+        if n.startswith("__") and not prefix.startswith("__"):
+            continue
+        import inspect
+        try:
+            kind = _kind_of(inspect.getattr_static(obj, n))
+        except Exception:
+            kind = "instance"
+        out.append((n, kind))
+        if len(out) >= _COMPLETE_MAX or budget.expired():
+            break
+    return out
+
+
+def _name_matches(ns, prefix):
+    """Bare names: keywords, the namespace, builtins."""
+    import keyword
+    seen = set()
+    out = []
+    for n in list(keyword.kwlist) + ["True", "False", "None"]:
+        if n.startswith(prefix) and n not in seen:
+            seen.add(n)
+            out.append((n, "keyword"))
+    for src in (ns, vars(builtins)):
+        for n, v in list(src.items()):
+            if not isinstance(n, str) or n in seen or not n.startswith(prefix):
+                continue
+            if n.startswith("_") and not prefix.startswith("_"):
+                continue
+            seen.add(n)
+            out.append((n, _kind_of(v)))
+    return out
+
+
+def _key_matches(obj, quote, prefix):
+    """String keys of a dict starting with prefix, escaped for quote."""
+    if not isinstance(obj, dict):
+        return []
+    out = []
+    for k in list(dict.keys(obj))[:100000]:
+        if isinstance(k, str) and k.startswith(prefix):
+            text = k.replace("\\", "\\\\").replace(quote, "\\" + quote)
+            out.append((text, "key"))
+    return out
+
+
+def complete(ns, code, pos):
+    """Completions at cursor pos (characters) of code, Jupyter style:
+    (matches, cursor_start, kinds). Handles `import a.b`, `from a.b import c`,
+    `obj.attr`, `d["key` and bare names."""
+    import re
+    budget = _Budget(_COMPLETE_BUDGET_S)
+    before = code[:pos]
+    line = before.rsplit("\n", 1)[-1]
+    found = []       # (text, kind)
+    start = pos
+    m = re.match(r"\s*from\s+([\w.]+)\s+import\s+(?:\(\s*)?(?:[\w\s,]*,\s*)?(\w*)$", line)
+    if m and not re.search(r"\bas\s+\w*$", line):
+        mod, word = m.group(1), m.group(2)
+        start = pos - len(word)
+        loaded = sys.modules.get(mod)
+        if loaded is not None:
+            names = {n for n, _ in _attr_names(loaded, word, budget)}
+            names.update(n.rpartition(".")[2] for n in _module_names(mod + "." + word, budget))
+        else:
+            names = _static_module_names(mod, budget)
+        found = [(n, "module" if loaded is None else _kind_of(_safe_static(loaded, n)))
+                 for n in sorted(names) if n.startswith(word) and (word.startswith("_") or not n.startswith("_"))]
+    else:
+        m = (re.match(r"\s*import\s+(?:[\w.]+\s*(?:as\s+\w+\s*)?,\s*)*([\w.]*)$", line) or
+             re.match(r"\s*from\s+([\w.]*)$", line))
+        if m:
+            word = m.group(1)
+            start = pos - len(word)
+            found = [(n, "module") for n in _module_names(word, budget)]
+        else:
+            m = re.search(r"([A-Za-z_][\w.]*)\s*\[\s*(['\"])((?:[^'\"\\]|\\.)*)$", line)
+            if m:
+                start = pos - len(m.group(3))
+                obj = _resolve(ns, m.group(1))
+                found = _key_matches(obj, m.group(2), m.group(3)) if obj is not _MISSING else []
+            else:
+                m = re.search(r"(?<![\w.)\]'\"])([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\.(\w*)$", line)
+                if m:
+                    word = m.group(2)
+                    start = pos - len(word)
+                    obj = _resolve(ns, m.group(1))
+                    found = _attr_names(obj, word, budget) if obj is not _MISSING else []
+                else:
+                    m = re.search(r"(?<![\w.])([A-Za-z_]\w*)$", line)
+                    if m:
+                        word = m.group(1)
+                        start = pos - len(word)
+                        found = _name_matches(ns, word)
+    found = found[:_COMPLETE_MAX]
+    return [t for t, _ in found], start, [k for _, k in found]
+
+
+def _safe_static(obj, name):
+    import inspect
+    try:
+        return inspect.getattr_static(obj, name)
+    except Exception:
+        return _MISSING
+
+
+def _name_at(code, pos):
+    """The dotted name under or just before the cursor (`paddle.nn.Linear(|`
+    names paddle.nn.Linear)."""
+    import re
+    best = ""
+    for m in re.finditer(r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*", code):
+        if m.start() > pos:
+            break
+        if m.start() <= pos <= m.end():
+            # up to the end of the part under the cursor: `paddle.n|n.Linear` -> paddle.nn
+            end = pos + len(re.match(r"\w*", code[pos:m.end()]).group(0))
+            return code[m.start():end]
+        gap = code[m.end():pos]
+        if gap.strip() in ("", "(") or re.fullmatch(r"\(\s*[^()]*", gap or ""):
+            best = m.group(0)
+    return best
+
+
+def _clip(s, n):
+    return s if len(s) <= n else s[:n] + "\n[... %d more characters]" % (len(s) - n)
+
+
+def inspect_text(ns, code, pos, detail=0):
+    """IPython's `obj?` (detail 0) or `obj??` (detail 1, with source) for the
+    name at the cursor, as plain text; None when it names nothing."""
+    import inspect
+    import types
+    name = _name_at(code, pos)
+    if not name:
+        return None
+    obj = _resolve(ns, name)
+    if obj is _MISSING:
+        # A computed attribute (property): show its documentation, not its value.
+        head, _, last = name.rpartition(".")
+        owner = _resolve(ns, head) if head else _MISSING
+        static = _safe_static(owner, last) if owner is not _MISSING else _MISSING
+        if static is _MISSING:
+            return None
+        doc = inspect.getdoc(static) or ""
+        return "Type:      %s\nDocstring:\n%s" % (type(static).__name__, _clip(doc or "<no docstring>", _INSPECT_DOC_MAX))
+    lines = []
+    sig = None
+    is_class = isinstance(obj, type)
+    if callable(obj):
+        try:
+            sig = str(inspect.signature(obj))
+        except (TypeError, ValueError):
+            sig = None
+    if sig is not None:
+        lines.append("%s %s%s" % ("Init signature:" if is_class else "Signature:     ", name, sig))
+    lines.append("Type:           %s" % type(obj).__name__)
+    if not is_class and not callable(obj) and not isinstance(obj, types.ModuleType):
+        try:
+            r = repr(obj)
+        except Exception as e:
+            r = "<repr failed: %s>" % e
+        lines.append("String form:    %s" % _clip(r, 2000).replace("\n", "\n                "))
+        try:
+            n = len(obj) if isinstance(obj, (str, bytes, list, tuple, dict, set, frozenset)) else None
+        except Exception:
+            n = None
+        if n is not None:
+            lines.append("Length:         %d" % n)
+    try:
+        f = inspect.getfile(obj if (is_class or isinstance(obj, types.ModuleType) or inspect.isroutine(obj)) else type(obj))
+        lines.append("File:           %s" % f)
+    except (TypeError, OSError):
+        pass
+    doc = inspect.getdoc(obj) if (is_class or callable(obj) or isinstance(obj, types.ModuleType)) else (type(obj).__doc__ and inspect.getdoc(type(obj)))
+    lines.append("Docstring:\n%s" % _clip(doc or "<no docstring>", _INSPECT_DOC_MAX))
+    if is_class:
+        init = obj.__dict__.get("__init__") if "__init__" in obj.__dict__ else None
+        idoc = inspect.getdoc(init) if init is not None else None
+        if idoc and idoc != doc:
+            lines.append("Init docstring:\n%s" % _clip(idoc, _INSPECT_DOC_MAX))
+    if detail:
+        try:
+            lines.append("Source:\n%s" % _clip(inspect.getsource(obj), _INSPECT_DOC_MAX))
+        except (TypeError, OSError):
+            pass
+    return _clip("\n".join(lines), _INSPECT_MAX)
 
 
 def _suppressed(code):
