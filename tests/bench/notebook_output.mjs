@@ -8,56 +8,21 @@
 //
 // Targets (issue 14): 20,000 lines visible in under 2 s; 200,000 never freeze
 // the page (longest stall well under a second; the output collapses).
-import { spawn, execFileSync } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { args, startEddy, launchBrowser, signIn, makeNotebook } from './web_bench.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const top = resolve(here, '..', '..');
-const webDir = join(top, 'web');
-const args = Object.fromEntries(process.argv.slice(2).reduce((a, v, i, all) => (v.startsWith('--') ? [...a, [v.slice(2), all[i + 1]]] : a), []));
-const eddy = resolve(args.eddy || process.env.EDDY_BIN || join(top, 'build', 'ci', 'cmd', 'eddy'));
-const dist = resolve(args.web || process.env.EDDY_WEB_DIR || join(webDir, 'dist'));
 const sizes = (args.sizes || '1000,4000,20000,200000').split(',').map(Number);
-if (!existsSync(eddy)) { console.error(`bench: no eddy binary at ${eddy}`); process.exit(1); }
-const { chromium } = createRequire(join(webDir, 'package.json'))('playwright-core');
-
-const data = mkdtempSync(join(tmpdir(), 'eddy-bench-out-'));
-const U = { username: 'bench', password: 'bench-password-1' };
-execFileSync(eddy, ['admin', 'create-user', '--data', data, '--username', U.username, '--email', 'b@example.org',
-  '--password', U.password, '--role', 'user'], { stdio: 'pipe' });
-const server = spawn(eddy, ['serve', '--data', data, '--listen', '127.0.0.1:0'], { env: { ...process.env, EDDY_WEB_DIR: dist }, stdio: ['ignore', 'pipe', 'pipe'] });
-let log = '';
-const base = await new Promise((res, rej) => {
-  const on = (b) => { log += b; const m = log.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/); if (m) res(m[1]); };
-  server.stdout.on('data', on); server.stderr.on('data', on);
-  server.on('exit', (c) => rej(new Error(`eddy serve exited with ${c}:\n${log}`)));
-  setTimeout(() => rej(new Error(`eddy serve did not start:\n${log}`)), 20000);
-});
+const eddy = await startEddy();
+const base = eddy.base;
 
 let browser;
 try {
-  browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+  browser = await launchBrowser();
   const page = await (await browser.newContext({ viewport: { width: 1366, height: 820 } })).newPage();
   page.setDefaultTimeout(600000);
   page.on('dialog', (d) => d.accept());
-  await page.goto(`${base}/login`);
-  await page.fill('input[name=username]', U.username);
-  await page.fill('input[name=password]', U.password);
-  await page.click('button[type=submit]');
-  await page.waitForURL('**/projects');
-  const pid = await page.evaluate(async () => {
-    const csrf = (await (await fetch('/api/v1/me')).json()).csrf_token;
-    const h = { 'X-CSRF-Token': csrf, 'Content-Type': 'application/json' };
-    const p = await (await fetch('/api/v1/projects', { method: 'POST', headers: h, body: JSON.stringify({ name: 'bench-output', visibility: 'private' }) })).json();
-    const nb = { nbformat: 4, nbformat_minor: 5, metadata: {}, cells: [{ cell_type: 'code', id: 'c1', metadata: {}, source: 'print("warm")', outputs: [], execution_count: null }] };
-    const r = await fetch(`/api/v1/projects/${encodeURIComponent(p.id)}/files/out.ipynb`, { method: 'PUT', headers: { 'X-CSRF-Token': csrf }, body: JSON.stringify(nb) });
-    if (!r.ok) throw new Error(`PUT notebook: ${r.status} ${await r.text()}`);
-    return p.id;
-  });
+  await signIn(page, base);
+  const pid = await makeNotebook(page, 'bench-output', 'out.ipynb', { nbformat: 4, nbformat_minor: 5, metadata: {},
+    cells: [{ cell_type: 'code', id: 'c1', metadata: {}, source: 'print("warm")', outputs: [], execution_count: null }] });
   await page.goto(`${base}/projects/${encodeURIComponent(pid)}/notebook/out.ipynb`);
   await page.waitForSelector('.cell .cm-content');
   // Warm the kernel (its start is not what is measured).
@@ -95,7 +60,5 @@ try {
   console.table(rows);
 } finally {
   if (browser) await browser.close().catch(() => {});
-  server.kill('SIGTERM');
-  await new Promise((r) => { server.on('exit', r); setTimeout(r, 5000); });
-  try { rmSync(data, { recursive: true, force: true }); } catch { /* busy mount: left behind */ }
+  await eddy.stop();
 }
