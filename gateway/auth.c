@@ -348,6 +348,30 @@ static int auth_session(gw_request *req, unsigned flags, const char *token)
     return check_scopes(req, flags);
 }
 
+/* A caller without credentials on a GW_AUTH_OPTIONAL route (a public
+ * project's files, metrics): every such request of one client address
+ * counts against one budget, what an API key gets by default a minute
+ * (default_key_rate_per_min), so reading public projects anonymously cannot
+ * cost more than reading them with a key. Over it: 429 with Retry-After. */
+static int anonymous(gw_request *req)
+{
+    gw_server *srv = req->srv;
+    int limit = srv->cfg.default_key_rate_per_min > 0 ? srv->cfg.default_key_rate_per_min
+                                                      : GW_DEFAULT_KEY_RATE;
+    char key[96];
+    int err;
+
+    memset(&req->auth, 0, sizeof(req->auth));
+    if (srv->ratelimit == NULL)
+        return 0;
+    snprintf(key, sizeof(key), "anon:ip:%.64s", req->ip ? req->ip : "-");
+    err = gw__ratelimit_hit(srv->ratelimit, key, limit, gw__ratelimit_now_ms(), &req->retry_after_s);
+    if (err == ED_ELIMIT)
+        return ed_error_set(ED_ELIMIT, "more than %d requests a minute without signing in from "
+                            "this address: sign in or send an API key", limit);
+    return err;
+}
+
 /* The key of an Authorization header "Bearer <key>" or "token <key>". */
 static const char *authorization_key(const char *h)
 {
@@ -391,14 +415,13 @@ int gw__auth_authenticate(gw_request *req, unsigned flags)
         err = auth_session(req, flags, cookie);
         /* A stale cookie on a page anyone may see: serve it anonymously. */
         if (err == ED_EAUTH && !(flags & GW_AUTH)) {
-            memset(&req->auth, 0, sizeof(req->auth));
             ed_error_clear();
-            return 0;
+            err = anonymous(req);
         }
     } else if (flags & GW_AUTH) {
         err = ed_error_set(ED_EAUTH, "authentication required: log in or send an API key");
     } else {
-        return 0;   /* GW_AUTH_OPTIONAL and no credentials: anonymous */
+        err = anonymous(req);   /* GW_AUTH_OPTIONAL and no credentials */
     }
 done:
     if (err < 0) {

@@ -41,7 +41,7 @@ struct proj_root;
 enum {
     GW_PUBLIC       = 0,        /* no authentication (healthz, login, signup) */
     GW_AUTH         = 1u << 0,  /* a session cookie or an API key is required */
-    GW_AUTH_OPTIONAL = 1u << 1, /* authenticate if credentials are given */
+    GW_AUTH_OPTIONAL = 1u << 1, /* authenticate if credentials are given; without: user_id 0 (a stranger), limited per address (auth.c) */
     GW_AUTH_QUERY_TOKEN = 1u << 2, /* also ?token=<api key> (WebSocket upgrades only: browsers cannot set headers) */
     GW_JUPYTER_XSRF = 1u << 3,  /* cookie callers may send the CSRF token as X-XSRFToken (Jupyter's clients) */
     GW_SCOPE_READ   = 1u << 8,  /* API keys need this scope (= ACCT_SCOPE_*, checked in auth.c) */

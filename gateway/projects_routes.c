@@ -6,7 +6,11 @@
  * Access: another user's private project answers 404 on every route (it does
  * not exist for the caller). A public project can be read and forked by any
  * signed-in user; changing it (PATCH, DELETE, files, versions, restore) by
- * anyone but its owner answers 403.
+ * anyone but its owner answers 403. Reading a public project (the project,
+ * its file list, a file, an export) needs no sign-in at all (routes flagged
+ * A below: the caller is user 0, a stranger to every project, so a private
+ * one is 404 exactly as for another user, never 401 that would tell it
+ * exists); writes, versions, diffs and forks always need a credential.
  */
 #include "gw_int.h"
 #include "proj.h"
@@ -468,6 +472,89 @@ static int restore_version(gw_request *req, gw_response *res)
     return respond(res, 200, out);
 }
 
+/* "train.ipynb" -> Content-Disposition for "train.py": the base name with
+ * the new extension, ASCII-only in filename= (anything else becomes '_') and
+ * exact in filename*= (RFC 6266/8187 percent-encoding). */
+static const char *disposition(gw_request *req, const char *path, const char *ext)
+{
+    const char *base = strrchr(path, '/');
+    size_t n, cap;
+    char *ascii, *pct, *out;
+
+    base = base ? base + 1 : path;
+    n = strlen(base);
+    if (n > 6 && strcasecmp(base + n - 6, ".ipynb") == 0)
+        n -= 6;
+    cap = n + strlen(ext) + 1;
+    ascii = ed_arena_alloc(req->arena, cap);
+    pct = ed_arena_alloc(req->arena, cap * 3);
+    out = ed_arena_alloc(req->arena, cap * 4 + 64);
+    if (ascii == NULL || pct == NULL || out == NULL)
+        return NULL;
+    snprintf(ascii, cap, "%.*s%s", (int)n, base, ext);
+    for (size_t i = 0, j = 0; i < cap; i++) {
+        unsigned char c = (unsigned char)ascii[i];
+        bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                     c == '.' || c == '-' || c == '_';
+        if (c == '\0') {
+            pct[j] = '\0';
+            break;
+        }
+        if (plain) {
+            pct[j++] = (char)c;
+        } else {
+            snprintf(pct + j, 4, "%%%02X", c);
+            j += 3;
+        }
+        if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '%' || c == ';')
+            ascii[i] = '_';
+    }
+    snprintf(out, cap * 4 + 64, "attachment; filename=\"%s\"; filename*=UTF-8''%s", ascii, pct);
+    return out;
+}
+
+/* GET /api/v1/projects/{id}/export/{path*}?format=py|ipynb[&version=]: a
+ * notebook as a download. py: the percent-format script (proj_nb_export_py);
+ * ipynb: the file's bytes. HTML is rendered by the web app (it needs the
+ * app's Markdown and output renderers), not here. */
+static int export_notebook(gw_request *req, gw_response *res)
+{
+    const char *format = gw_request_query(req, "format"), *version = gw_request_query(req, "version");
+    const char *path = req->params[1], *cd;
+    size_t plen = strlen(path), len = 0, pylen = 0;
+    char *buf = NULL, *py = NULL;
+    bool as_py;
+    int err;
+
+    if (format == NULL || (strcmp(format, "py") != 0 && strcmp(format, "ipynb") != 0))
+        return ed_error_set(ED_EINVAL, "format: \"py\" or \"ipynb\" (HTML is made by the web "
+                                       "app: the notebook's Download menu)");
+    as_py = strcmp(format, "py") == 0;
+    if (plen < 6 || strcasecmp(path + plen - 6, ".ipynb") != 0)
+        return ed_error_set(ED_EUNPROC, "only notebooks (.ipynb) can be exported; '%.200s' is not one",
+                            path);
+    if ((err = proj_file_read(&buf, &len, projects_of(req), req->auth.user_id, req->params[0],
+                              path, version && *version ? version : NULL)) < 0)
+        return err;
+    if (as_py) {
+        err = proj_nb_export_py(&py, &pylen, buf, len);
+        free(buf);
+        if (err < 0)
+            return err;
+        buf = py;
+        len = pylen;
+    }
+    if ((cd = disposition(req, path, as_py ? ".py" : ".ipynb")) == NULL) {
+        free(buf);
+        return ed_error_set(ED_ENOMEM, "export");
+    }
+    gw_response_header(res, "Content-Disposition", cd);
+    gw_response_header(res, "Cache-Control", "private, no-cache");
+    gw_response_header(res, "Content-Security-Policy", "sandbox");
+    return gw_respond_bytes(res, 200, as_py ? "text/x-python; charset=utf-8" : "application/x-ipynb+json",
+                            buf, len);
+}
+
 /* POST /api/v1/projects/{id}/fork -> 201 a new private project */
 static int fork_project(gw_request *req, gw_response *res)
 {
@@ -484,15 +571,17 @@ static int fork_project(gw_request *req, gw_response *res)
 
 #define R (GW_AUTH | GW_SCOPE_READ)
 #define W (GW_AUTH | GW_SCOPE_WRITE)
+/* Public projects read without signing in; with a credential as R. */
+#define A (GW_AUTH_OPTIONAL | GW_SCOPE_READ)
 
 const gw_route gw__routes_projects[] = {
     {"POST", "/api/v1/projects", create_project, W, "Create a project"},
     {"GET", "/api/v1/projects", list_projects, R, "List my projects and public ones"},
-    {"GET", "/api/v1/projects/{id}", get_project, R, "Get a project"},
+    {"GET", "/api/v1/projects/{id}", get_project, A, "Get a project (public ones without signing in)"},
     {"PATCH", "/api/v1/projects/{id}", update_project, W, "Change name, description, visibility"},
     {"DELETE", "/api/v1/projects/{id}", delete_project, W, "Delete a project and its repository"},
-    {"GET", "/api/v1/projects/{id}/files", list_files, R, "List the working tree"},
-    {"GET", "/api/v1/projects/{id}/files/{path*}", read_file, R, "Read a file (?version=)"},
+    {"GET", "/api/v1/projects/{id}/files", list_files, A, "List the working tree"},
+    {"GET", "/api/v1/projects/{id}/files/{path*}", read_file, A, "Read a file (?version=)"},
     {"PUT", "/api/v1/projects/{id}/files/{path*}", write_file, W, "Write a file (raw body)"},
     {"DELETE", "/api/v1/projects/{id}/files/{path*}", delete_file, W, "Delete a file"},
     {"POST", "/api/v1/projects/{id}/versions", create_version, W, "Commit the working tree"},
@@ -502,5 +591,7 @@ const gw_route gw__routes_projects[] = {
     {"GET", "/api/v1/projects/{id}/diff", diff_file, R,
      "Diff a file between two versions or the working tree (?path=&from=&to=; notebook-aware)"},
     {"POST", "/api/v1/projects/{id}/fork", fork_project, W, "Fork into a new private project"},
+    {"GET", "/api/v1/projects/{id}/export/{path*}", export_notebook, A,
+     "Download a notebook as a script or as itself (?format=py|ipynb, ?version=)"},
     {NULL, NULL, NULL, 0, NULL},
 };
