@@ -1,5 +1,7 @@
 // Eddy's browser app: a router over history URLs and the layout (the signed-in
-// user, navigate() and onLeave() are in app.js, shared by the pages).
+// user, navigate() and onLeave() are in app.js, shared by the pages). Every
+// page needs a session except the read-only notebook (pages/share.js), which
+// a visitor who is not signed in also reaches through the notebook's own URL.
 import './style.css';
 import { api, setCsrf, ApiError } from './api.js';
 import { app, navigate, loadMe, setRender } from './app.js';
@@ -34,7 +36,28 @@ function layout(content) {
     h('main', { id: 'main', tabindex: '-1' }, content));
 }
 
+// The bar a visitor who is not signed in sees (the read-only notebook).
+function anonLayout(content) {
+  const back = () => sessionStorage.setItem(AFTER_LOGIN, location.pathname);
+  return h('div', { class: 'shell' },
+    h('header', { class: 'topbar' },
+      h('a', { href: '/login', class: 'brand', onclick: back }, 'Eddy'),
+      h('span', { class: 'spacer' }),
+      h('nav', { class: 'anon-links', 'aria-label': 'Account' },
+        h('a', { href: '/login', onclick: back, 'data-testid': 'anon-sign-in' }, 'Sign in'),
+        h('a', { href: '/signup', onclick: back }, 'Create an account'))),
+    h('main', { id: 'main', tabindex: '-1' }, content));
+}
+
+// Where the app sends a visitor back to after signing in (share.js sets it).
+const AFTER_LOGIN = 'eddy.after_login';
+const segments = (s) => s.split('/').map(decodeURIComponent).join('/');
+const sharePage = async (id, path) => (await import('./pages/share.js')).sharePage(decodeURIComponent(id), segments(path));
+const SHARE_RE = /^\/projects\/([^/]+)\/share\/(.+)$/;
+const NOTEBOOK_RE = /^\/projects\/([^/]+)\/notebook\/(.+)$/;
+
 const routes = [
+  [SHARE_RE, (m) => sharePage(m[1], m[2])],
   [/^\/projects\/?$/, () => projectsPage()],
   [/^\/projects\/([^/]+)\/notebook\/(.+)$/, async (m) => (await import('./pages/notebook.js')).notebookPage(decodeURIComponent(m[1]), decodeURI(m[2]))],
   [/^\/projects\/([^/]+)\/edit\/(.+)$/, (m) => fileEditorPage(decodeURIComponent(m[1]), decodeURI(m[2]))],
@@ -55,7 +78,21 @@ async function render() {
     clear(app.root, path === '/login' ? loginPage() : signupPage());
     return;
   }
-  if (!app.me) return navigate('/login', { replace: true });
+  if (!app.me) {
+    // Signed out: only a public notebook can be shown, read-only.
+    const m = path.match(SHARE_RE) || path.match(NOTEBOOK_RE);
+    if (!m) return navigate('/login', { replace: true });
+    let page;
+    try { page = await sharePage(m[1], m[2]); } catch (e) { page = h('div', { class: 'page' }, errorBox(e)); }
+    if (seq === renderSeq) clear(app.root, anonLayout(page));
+    return;
+  }
+  // Signed in after "Fork to run" (or "sign in" on a read-only page): back there.
+  const back = sessionStorage.getItem(AFTER_LOGIN);
+  if (back) {
+    sessionStorage.removeItem(AFTER_LOGIN);
+    if (back.startsWith('/projects/') && back !== path) return navigate(back, { replace: true });
+  }
   if (path === '/') return navigate('/projects', { replace: true });
   let page = null;
   try {
@@ -86,7 +123,8 @@ window.addEventListener('popstate', render);
 
 (async () => {
   // Start fetching the notebook chunk alongside the session check.
-  if (/^\/projects\/[^/]+\/notebook\//.test(location.pathname)) import('./pages/notebook.js').catch(() => {});
+  if (NOTEBOOK_RE.test(location.pathname)) import('./pages/notebook.js').catch(() => {});
+  if (SHARE_RE.test(location.pathname)) import('./pages/share.js').catch(() => {});
   try { await loadMe(); } catch (e) { clear(app.root, errorBox(e)); return; }
   render();
 })();

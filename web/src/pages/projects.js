@@ -7,6 +7,7 @@ import { api, listAll, filePath, request, ApiError, readFile, writeFile, isStale
 import { h, clear, table, busy, toast, when, bytes, download, modal, staleDialog, visiblePoll, workspaceMeter, errorBox } from '../ui.js';
 import { navigate, onLeave } from '../app.js';
 import { kernelsPanel } from '../widgets.js';
+import { importNotebook, isRefused, shareDialog } from '../notebook_io.js';
 
 const enc = encodeURIComponent;
 const projUrl = (id) => `/api/v1/projects/${enc(id)}`;
@@ -65,10 +66,14 @@ export async function projectPage(id) {
       if (f) { toast(`Forked into ${f.name}`); navigate(`/projects/${enc(f.id)}`); }
     },
   }, 'Fork');
+  const info = h('p', { class: 'muted', 'data-testid': 'project-info' });
+  const showInfo = () => info.replaceChildren(`${p.owner} · ${p.visibility}${p.forked_from ? ' · forked' : ''} · ${bytes(p.size_bytes)}`, p.description ? ` · ${p.description}` : '');
+  showInfo();
+  const shareBtn = h('button', { 'data-testid': 'project-share', onclick: () => shareDialog(p, null).then(showInfo) }, 'Share');
   const page = h('div', { class: 'page' },
     h('div', { class: 'page-head' },
-      h('div', null, h('h1', null, p.name), h('p', { class: 'muted' }, `${p.owner} · ${p.visibility}${p.forked_from ? ' · forked' : ''} · ${bytes(p.size_bytes)}`, p.description ? ` · ${p.description}` : '')),
-      forkBtn),
+      h('div', null, h('h1', null, p.name), info),
+      h('div', { class: 'inline-form' }, shareBtn, forkBtn)),
     tabs, body);
   if (tab === 'versions') await versionsTab(body, id);
   else await filesTab(body, id);
@@ -124,6 +129,30 @@ async function filesTab(body, id) {
       throw new Error('No free Untitled name');
     }),
   }, 'New notebook');
+
+  // "Import notebook": an .ipynb from the computer, validated by the server
+  // (a refusal names the bad cell); an existing file of that name is
+  // replaced only after asking.
+  const importMsg = h('div', { class: 'nbio-import-msg', 'data-testid': 'import-message', 'aria-live': 'polite' });
+  const picker = h('input', { type: 'file', accept: '.ipynb,application/x-ipynb+json', hidden: true, 'data-testid': 'import-file' });
+  const importBtn = h('button', { 'data-testid': 'import-notebook', title: 'Upload a Jupyter, Colab or Kaggle notebook (.ipynb)', onclick: () => picker.click() }, 'Import notebook');
+  picker.addEventListener('change', () => busy(importBtn, async () => {
+    const file = picker.files[0];
+    picker.value = '';
+    if (!file) return;
+    importMsg.replaceChildren();
+    let path;
+    try { path = await importNotebook(id, file); }
+    catch (e) {
+      if (!isRefused(e)) throw e;
+      importMsg.replaceChildren(h('div', { class: 'error-box', role: 'alert', 'data-testid': 'import-error' }, `${file.name} was not imported: ${e.message}`));
+      return;
+    }
+    if (!path) return;
+    toast(`Imported ${path}`);
+    importMsg.replaceChildren(h('span', { 'data-testid': 'import-ok' }, `Imported ${path} · `, h('a', { href: `/projects/${enc(id)}/notebook/${encPath(path)}` }, 'open it')));
+    await refresh();
+  }));
 
   // Rows are kept per path and rebuilt only when the file's size or time
   // changes, so a refresh with no change touches no DOM.
@@ -187,7 +216,7 @@ async function filesTab(body, id) {
   loadUsage();
 
   clear(body,
-    h('section', { class: 'card' }, h('div', { class: 'inline-form' }, newNb, h('span', { class: 'sep' }), newName, newBtn, h('span', { class: 'sep' }), upload, uploadBtn)),
+    h('section', { class: 'card' }, h('div', { class: 'inline-form' }, newNb, importBtn, picker, h('span', { class: 'sep' }), newName, newBtn, h('span', { class: 'sep' }), upload, uploadBtn), importMsg),
     h('section', { class: 'card' }, h('div', { class: 'files-head' }, h('span', { class: 'muted small-text' }, 'Files written by a running kernel show here as they appear.'), usage), tbl));
 }
 
