@@ -14,8 +14,8 @@ import './notebook_io.css';
 // markdown.js and the notebook's renderOutput are loaded when an HTML file is
 // made: the project page imports this module, and must not pull the notebook's
 // chunk (CodeMirror, marked, KaTeX) into the app's first load.
-const renderers = () => Promise.all([import('./markdown.js'), import('./pages/notebook.js')])
-  .then(([m, n]) => ({ renderMarkdown: m.renderMarkdown, renderOutput: n.renderOutput }));
+const renderers = () => Promise.all([import('./markdown.js'), import('./pages/notebook.js'), import('dompurify')])
+  .then(([m, n, d]) => ({ renderMarkdown: m.renderMarkdown, renderOutput: n.renderOutput, purify: d.default }));
 
 const enc = encodeURIComponent;
 const encPath = (p) => p.split('/').map(enc).join('/');
@@ -164,10 +164,14 @@ export const isRefused = (e) => e instanceof ApiError && e.status === 422;
 const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
 
 // Sandboxed frames made by the app link its stylesheets; a file must not
-// (they would be fetched from this server). Keep the frame's own <style>.
-function unlinkFrames(el) {
+// (they would be fetched from this server). In the page an HTML output's
+// scripts are stopped by the frame's sandbox; in the file they are not even
+// written: the frame's document goes through DOMPurify (its own <style>
+// kept, <link> and every script, handler and javascript: URL removed).
+function cleanFrames(el, purify) {
   for (const f of el.querySelectorAll('iframe')) {
-    f.setAttribute('srcdoc', (f.getAttribute('srcdoc') || '').replace(/<link\b[^>]*>/gi, ''));
+    const doc = purify.sanitize(f.getAttribute('srcdoc') || '', { WHOLE_DOCUMENT: true, ADD_TAGS: ['style'], FORBID_TAGS: ['link', 'meta', 'base'] });
+    f.setAttribute('srcdoc', `<!doctype html>${doc}`);
     f.removeAttribute('src');
   }
   for (const s of el.querySelectorAll('script, link, object, embed, base, meta')) s.remove();
@@ -202,7 +206,7 @@ code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.92em}
 // The notebook `nb` (nbformat JSON) as a standalone HTML document (resolves
 // with a string).
 export async function notebookHtml(nb, title) {
-  const { renderMarkdown, renderOutput } = await renderers();
+  const { renderMarkdown, renderOutput, purify } = await renderers();
   const body = h('main');
   body.append(h('header', null, h('h1', null, title)));
   for (const c of nb.cells || []) {
@@ -226,7 +230,7 @@ export async function notebookHtml(nb, title) {
     }
     body.append(cell);
   }
-  unlinkFrames(body);
+  cleanFrames(body, purify);
   // No script may run in the file: its own CSP says so, whatever it holds.
   const csp = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; frame-src 'self' about:";
   return `<!doctype html>\n<html lang="en"><head><meta charset="utf-8">` +

@@ -86,7 +86,7 @@ export async function run(t) {
 
     const html = await get('html');
     assert(html.name === 'shared.html', `html file name ${html.name}`);
-    assert(!/<script/i.test(html.text.replace(/&lt;script/gi, '')), 'no <script> element in the HTML file');
+    assert(!/<script|&lt;script|javascript:/i.test(html.text), 'no script in the HTML file, not even inside a frame');
     assert(html.text.includes('share-output-42') && /<h1[^>]*>Shared results<\/h1>/.test(html.text), 'outputs and rendered Markdown');
     assert(html.text.includes(`data:image/png;base64,${PNG}`), 'the image inline');
     assert(/Content-Security-Policy" content="default-src 'none'/.test(html.text) && !/<link\b/i.test(html.text.replace(/&lt;link/gi, '')), 'a CSP and no linked files');
