@@ -4,8 +4,12 @@
  *
  * Paths are Jupyter's: "" is the root, "dir/nb.ipynb" a file; each is checked
  * by projects/ (proj_path_validate) before anything is read or written.
- * Directories exist as prefixes of files: a new empty folder is stored as
- * "<folder>/.keep", and files whose name starts with '.' are not listed.
+ * Directories are the working tree's folders (proj_tree_list; empty ones
+ * too): a new folder is made with proj_dir_create, a rename of a file or a
+ * folder is one proj_file_move (a rename(2) that never replaces), a folder
+ * is deleted with proj_dir_delete. Entries whose name starts with '.' are not
+ * listed (older trees hold "<folder>/.keep" files from before folders were
+ * real).
  * Notebooks (.ipynb) are JSON models (format "json") and are validated as
  * nbformat v4 when saved (422 otherwise, nothing written); other files are
  * "text" when they are UTF-8, else "base64". A file's model asked with
@@ -78,7 +82,8 @@ int gw__jupyter_default_project(char out[14], gw_request *req)
 typedef struct ctx {
     gw_request     *req;
     char            pid[14];
-    proj_file_list *files;   /* loaded on demand */
+    proj_file_list *files;   /* loaded on demand, with dirs */
+    proj_file_list *dirs;    /* every folder of the tree, empty ones too */
 } ctx;
 
 static int ctx_open(ctx *c, gw_request *req)
@@ -88,13 +93,18 @@ static int ctx_open(ctx *c, gw_request *req)
     return gw__jupyter_default_project(c->pid, req);
 }
 
-static void ctx_close(ctx *c) { proj_file_list_free(c->files); }
+static void ctx_close(ctx *c)
+{
+    proj_file_list_free(c->files);
+    proj_file_list_free(c->dirs);
+}
 
 static int ctx_files(ctx *c)
 {
     if (c->files)
         return 0;
-    return proj_files_list(&c->files, c->req->srv->projects, c->req->auth.user_id, c->pid);
+    return proj_tree_list(&c->files, &c->dirs, c->req->srv->projects, c->req->auth.user_id,
+                          c->pid);
 }
 
 /* Strip leading and trailing slashes into a new arena string. */
@@ -141,6 +151,9 @@ static int kind_of(ctx *c, const char *path, const proj_file **fi)
         if (strncmp(fp, path, n) == 0 && fp[n] == '/')
             return 'd';
     }
+    for (size_t i = 0; c->dirs && i < c->dirs->count; i++)
+        if (strcmp(c->dirs->items[i].path, path) == 0)
+            return 'd';
     return 0;
 }
 
@@ -210,6 +223,20 @@ static int dir_model(json_t **out, ctx *c, const char *path, bool content)
             if (m)
                 json_array_append_new(list, m);
         }
+    }
+    /* folders with no file below them (empty, or only folders) */
+    for (size_t i = 0; content && c->dirs && i < c->dirs->count; i++) {
+        const proj_file *d = &c->dirs->items[i];
+        const char *rest;
+        if (n && (strncmp(d->path, path, n) != 0 || d->path[n] != '/'))
+            continue;
+        rest = d->path + (n ? n + 1 : 0);
+        if (rest[0] == '.' || strchr(rest, '/') || json_object_get(seen, rest))
+            continue;
+        if ((m = model(c->req, d->path, "directory", d->modified_at, -1)) == NULL)
+            continue;
+        json_object_set_new(seen, rest, json_integer(0));
+        json_array_append_new(list, m);
     }
     for (size_t i = 0; list && i < json_array_size(list); i++)
         json_object_del(json_array_get(list, i), "_ms");
@@ -421,20 +448,33 @@ static int write_and_answer(gw_request *req, gw_response *res, ctx *c, const cha
     return gw_respond_json(res, created ? status_if_new : 200, m);
 }
 
+/* A new folder (201); one that exists already is answered as it is (200),
+ * as Jupyter Server does for a PUT of a directory model. */
 static int new_directory(gw_request *req, gw_response *res, ctx *c, const char *path)
 {
-    char *keep = ed_arena_printf(req->arena, "%s/.keep", path);
+    proj_file *f = NULL;
+    const proj_file *fi;
     json_t *m;
-    int err;
+    int err, status = 201;
 
-    if (keep == NULL)
-        return ed_error_set(ED_ENOMEM, "path");
-    if ((err = proj_file_write(NULL, NULL, req->srv->projects, req->auth.user_id, c->pid, keep, "",
-                               0)) < 0)
+    err = proj_dir_create(&f, req->srv->projects, req->auth.user_id, c->pid, path);
+    if (err == ED_EEXISTS) {
+        proj_file_list_free(c->files);
+        proj_file_list_free(c->dirs);
+        c->files = c->dirs = NULL;
+        if ((err = ctx_files(c)) < 0)
+            return err;
+        if (kind_of(c, path, &fi) != 'd')
+            return ed_error_set(ED_ECONFLICT, "%s exists and is not a directory", path);
+        status = 200;
+    } else if (err < 0) {
         return err;
-    if ((m = model(req, path, "directory", ed_now_ms(), -1)) == NULL)
+    }
+    m = model(req, path, "directory", f ? f->modified_at : ed_now_ms(), -1);
+    proj_file_free(f);
+    if (m == NULL)
         return ed_error_set(ED_ENOMEM, "model");
-    return gw_respond_json(res, 201, m);
+    return gw_respond_json(res, status, m);
 }
 
 /* The bytes a model's content stands for. *buf malloc'd. */
@@ -651,24 +691,6 @@ out:
     return err;
 }
 
-/* Move one file: write the new path, then delete the old one. */
-static int move_file(ctx *c, const char *from, const char *to)
-{
-    char *buf = NULL;
-    size_t len;
-    int err;
-
-    if ((err = proj_file_read(&buf, &len, c->req->srv->projects, c->req->auth.user_id, c->pid, from,
-                              NULL)) < 0)
-        return err;
-    err = proj_file_write(NULL, NULL, c->req->srv->projects, c->req->auth.user_id, c->pid, to, buf,
-                          len);
-    free(buf);
-    if (err == 0)
-        err = proj_file_delete(c->req->srv->projects, c->req->auth.user_id, c->pid, from);
-    return err;
-}
-
 int gw__jupyter_contents_patch(gw_request *req, gw_response *res)
 {
     char *from = clean_path(req, req->params[0]), *to;
@@ -701,29 +723,23 @@ int gw__jupyter_contents_patch(gw_request *req, gw_response *res)
         err = ed_error_set(ED_ECONFLICT, "%s exists", to);
         goto out;
     }
-    if (k == 'f') {
-        if (strcmp(from, to) != 0 && (err = move_file(&c, from, to)) < 0)
-            goto out;
-        m = model(req, to, file_type(to), ed_now_ms(), -1);
-    } else {
+    if (k == 'd') {
         size_t n = strlen(from);
         if (strncmp(to, from, n) == 0 && to[n] == '/') {
             err = ed_error_set(ED_EINVAL, "cannot move a directory into itself");
             goto out;
         }
-        for (size_t i = 0; i < c.files->count; i++) {
-            const char *fp = c.files->items[i].path;
-            char *dst;
-            if (strncmp(fp, from, n) != 0 || fp[n] != '/')
-                continue;
-            if ((dst = ed_arena_printf(req->arena, "%s%s", to, fp + n)) == NULL) {
-                err = ed_error_set(ED_ENOMEM, "path");
-                goto out;
-            }
-            if ((err = move_file(&c, fp, dst)) < 0)
-                goto out;
-        }
-        m = model(req, to, "directory", ed_now_ms(), -1);
+    }
+    /* one rename(2) for a file or a whole folder; never replaces */
+    {
+        proj_file *f = NULL;
+        bool dir = false;
+        if ((err = proj_file_move(&f, &dir, req->srv->projects, req->auth.user_id, c.pid, from,
+                                  to)) < 0)
+            goto out;
+        m = dir ? model(req, to, "directory", f->modified_at, -1)
+                : model(req, to, file_type(to), f->modified_at, f->size);
+        proj_file_free(f);
     }
     err = m ? gw_respond_json(res, 200, m) : ed_error_set(ED_ENOMEM, "model");
 out:
@@ -754,12 +770,7 @@ int gw__jupyter_contents_delete(gw_request *req, gw_response *res)
     } else if (k == 'f') {
         err = proj_file_delete(req->srv->projects, req->auth.user_id, c.pid, path);
     } else {
-        size_t n = strlen(path);
-        for (size_t i = 0; i < c.files->count && err == 0; i++) {
-            const char *fp = c.files->items[i].path;
-            if (strncmp(fp, path, n) == 0 && fp[n] == '/')
-                err = proj_file_delete(req->srv->projects, req->auth.user_id, c.pid, fp);
-        }
+        err = proj_dir_delete(req->srv->projects, req->auth.user_id, c.pid, path);
     }
 out:
     ctx_close(&c);

@@ -221,7 +221,30 @@ void proj_file_list_free(proj_file_list *l)
 typedef struct lister {
     proj_file_list *l;
     size_t          cap;
+    proj_file_list *dirs;       /* NULL: folders are not listed */
+    size_t          dcap;
 } lister;
+
+/* Append `rel` to `l` (capacity *cap). */
+static int list_add(proj_file_list *l, size_t *cap, const char *rel, int64_t size,
+                    const struct stat *sb)
+{
+    if (l->count == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 32;
+        proj_file *items = realloc(l->items, ncap * sizeof(*items));
+        if (items == NULL)
+            return ed_error_set(ED_ENOMEM, "file list");
+        l->items = items;
+        *cap = ncap;
+    }
+    if ((l->items[l->count].path = strdup(rel)) == NULL)
+        return ed_error_set(ED_ENOMEM, "file list");
+    l->items[l->count].size = size;
+    l->items[l->count].modified_at = mtime_ms(sb);
+    l->items[l->count].etag[0] = '\0';
+    l->count++;
+    return 0;
+}
 
 /* ed_fs_walk callback: regular files are project files; .git (any case, at
  * any depth) is not part of the tree, nor is a directory deeper than any
@@ -229,27 +252,19 @@ typedef struct lister {
 static int list_entry(const char *rel, const struct stat *sb, void *payload)
 {
     lister *ls = payload;
-    proj_file_list *l = ls->l;
     const char *name = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
+    int err;
 
     if (strcasecmp(name, ".git") == 0)
         return ED_FS_WALK_SKIP;
-    if (S_ISDIR(sb->st_mode))
-        return strlen(rel) + 1 > PROJ_PATH_MAX ? ED_FS_WALK_SKIP : 0;
-    if (l->count == ls->cap) {
-        size_t cap = ls->cap ? ls->cap * 2 : 32;
-        proj_file *items = realloc(l->items, cap * sizeof(*items));
-        if (items == NULL)
-            return ed_error_set(ED_ENOMEM, "file list");
-        l->items = items;
-        ls->cap = cap;
+    if (S_ISDIR(sb->st_mode)) {
+        if (strlen(rel) + 1 > PROJ_PATH_MAX)
+            return ED_FS_WALK_SKIP;
+        if (ls->dirs && (err = list_add(ls->dirs, &ls->dcap, rel, 0, sb)) < 0)
+            return err;
+        return 0;
     }
-    if ((l->items[l->count].path = strdup(rel)) == NULL)
-        return ed_error_set(ED_ENOMEM, "file list");
-    l->items[l->count].size = sb->st_size;
-    l->items[l->count].modified_at = mtime_ms(sb);
-    l->count++;
-    return 0;
+    return list_add(ls->l, &ls->cap, rel, sb->st_size, sb);
 }
 
 static int cmp_file(const void *a, const void *b)
@@ -270,30 +285,53 @@ static int finish(proj_root *r, const char *id, proj *p, int fd, int fd2, int er
     return err;
 }
 
-int proj_files_list(proj_file_list **out, proj_root *r, int64_t user_id, const char *id)
+/* The walk behind proj_files_list and proj_tree_list (`out_dirs` NULL: no
+ * folders). */
+static int list_tree(proj_file_list **out, proj_file_list **out_dirs, proj_root *r,
+                     int64_t user_id, const char *id)
 {
     lister ls = {0};
     proj *p = NULL;
     int fd = -1, err;
 
     *out = NULL;
+    if (out_dirs)
+        *out_dirs = NULL;
     proj__lock(r, id);
     if ((err = proj__load(&p, r, user_id, id, PROJ__READ)) < 0 ||
         (err = proj__open_dir(&fd, r, id)) < 0)
         goto done;
-    if ((ls.l = calloc(1, sizeof(*ls.l))) == NULL) {
+    if ((ls.l = calloc(1, sizeof(*ls.l))) == NULL ||
+        (out_dirs && (ls.dirs = calloc(1, sizeof(*ls.dirs))) == NULL)) {
         err = ed_error_set(ED_ENOMEM, "file list");
-        goto done;
+        goto fail;
     }
-    if ((err = ed_fs_walk(fd, MAX_DEPTH, SIZE_MAX, list_entry, &ls)) < 0) {
-        proj_file_list_free(ls.l);
-        goto done;
-    }
+    if ((err = ed_fs_walk(fd, MAX_DEPTH, SIZE_MAX, list_entry, &ls)) < 0)
+        goto fail;
     if (ls.l->count)
         qsort(ls.l->items, ls.l->count, sizeof(*ls.l->items), cmp_file);
+    if (ls.dirs && ls.dirs->count)
+        qsort(ls.dirs->items, ls.dirs->count, sizeof(*ls.dirs->items), cmp_file);
     *out = ls.l;
+    if (out_dirs)
+        *out_dirs = ls.dirs;
+    goto done;
+fail:
+    proj_file_list_free(ls.l);
+    proj_file_list_free(ls.dirs);
 done:
     return finish(r, id, p, fd, -1, err);
+}
+
+int proj_files_list(proj_file_list **out, proj_root *r, int64_t user_id, const char *id)
+{
+    return list_tree(out, NULL, r, user_id, id);
+}
+
+int proj_tree_list(proj_file_list **out_files, proj_file_list **out_dirs, proj_root *r,
+                   int64_t user_id, const char *id)
+{
+    return list_tree(out_files, out_dirs, r, user_id, id);
 }
 
 /* ---- read ------------------------------------------------------------------ */

@@ -272,6 +272,46 @@ int proj_file_delete(proj_root *r, int64_t user_id, const char *id, const char *
 void proj_file_free(proj_file *f);
 void proj_file_list_free(proj_file_list *l);
 
+/* ---- tree changes: folders, move and rename (tree_ops.c) ------------------
+ * Folders are real directories of the working tree: they may be empty (git
+ * keeps no empty folder, so a version does not hold one). Every call below
+ * checks its paths with proj_path_validate (ED_EINVAL), is owner-only
+ * (ED_EPERM / ED_ENOTFOUND as for writes), runs under the project's lock and
+ * acts beneath the project's directory with *at() calls, never following a
+ * symbolic link (a link on the way is ED_EINVAL), and recomputes the
+ * project's size. */
+
+/* proj_files_list, and *out_dirs gets every folder of the working tree
+ * (empty ones too; size 0, modified_at its mtime), sorted by path. Caller
+ * frees both with proj_file_list_free(). */
+int proj_tree_list(proj_file_list **out_files, proj_file_list **out_dirs, proj_root *r,
+                   int64_t user_id, const char *id);
+
+/* Move or rename the file or folder `from` to `to` (one rename(2): ETags,
+ * sizes and the bytes are unchanged; a folder moves with everything in it).
+ * Missing parents of `to` are made (and removed again on failure). *out (may
+ * be NULL) gets the entry at `to` (folders: size 0), *out_dir (may be NULL)
+ * whether it is a folder. `from` == `to` changes nothing. ED_ENOTFOUND no
+ * such file or folder; ED_EEXISTS `to` exists (never replaced:
+ * RENAME_NOREPLACE); ED_EINVAL a folder into itself, a bad path or a link;
+ * ED_ECONFLICT a parent of `to` is a file; ED_EUNPROC a file renamed to
+ * .ipynb that is not a valid notebook. */
+int proj_file_move(proj_file **out, bool *out_dir, proj_root *r, int64_t user_id,
+                   const char *id, const char *from, const char *to);
+
+/* Make the empty folder `path` (and missing parents). *out (may be NULL)
+ * gets its entry. ED_EEXISTS when anything is at `path`; ED_ECONFLICT a
+ * parent is a file; ED_EQUOTA the workspace is full. */
+int proj_dir_create(proj_file **out, proj_root *r, int64_t user_id, const char *id,
+                    const char *path);
+
+/* Remove the folder `path` and everything in it; links inside are removed
+ * as links, never followed. The root cannot be named (ED_EINVAL).
+ * ED_ENOTFOUND no such folder (or a file: use proj_file_delete); ED_ECONFLICT
+ * something wrote into it while it was being removed (what was removed
+ * stays removed); ED_EIO. */
+int proj_dir_delete(proj_root *r, int64_t user_id, const char *id, const char *path);
+
 /* ---- versions ------------------------------------------------------------ */
 
 /* Commit the working tree (additions, modifications, deletions) with
