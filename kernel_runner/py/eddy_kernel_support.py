@@ -1047,8 +1047,10 @@ def inspect_text(ns, code, pos, detail=0):
     doc = inspect.getdoc(obj) if (is_class or callable(obj) or isinstance(obj, types.ModuleType)) else (type(obj).__doc__ and inspect.getdoc(type(obj)))
     lines.append("Docstring:\n%s" % _clip(doc or "<no docstring>", _INSPECT_DOC_MAX))
     if is_class:
-        init = obj.__dict__.get("__init__") if "__init__" in obj.__dict__ else None
-        idoc = inspect.getdoc(init) if init is not None else None
+        # The class's own __init__ docstring only (getdoc would inherit object's).
+        init = obj.__dict__.get("__init__")
+        idoc = init.__doc__ if isinstance(getattr(init, "__doc__", None), str) else None
+        idoc = inspect.cleandoc(idoc) if idoc else None
         if idoc and idoc != doc:
             lines.append("Init docstring:\n%s" % _clip(idoc, _INSPECT_DOC_MAX))
     if detail:

@@ -41,6 +41,11 @@
 //   await kc.restart()            POST restart (false without a kernel)
 //   await kc.switchResource()     stop the kernel (DELETE) and start a new one on
 //                                 resource() (the page asked the user first)
+//   await kc.request(msgType, content, { timeoutMs })
+//                                 a shell request (complete_request, inspect_request...)
+//                                 over one long-lived channels WebSocket; resolves with
+//                                 the reply's content; throws when there is no running
+//                                 kernel (it never starts one), on timeout or close
 //   kc.kernel                     the kernel's last known state, or null
 //   kc.close()                    the page is left: stop following, timers off
 import { api, ApiError } from './api.js';
@@ -48,6 +53,9 @@ import { api, ApiError } from './api.js';
 const enc = encodeURIComponent;
 const STARTING = ['queued', 'starting', 'restarting'];
 const MAX_PENDING = 5000;
+const REQUEST_TIMEOUT_MS = 5000;
+const CHANNEL_IDLE_MS = 30000;   // the request socket closes after this long unused
+const MAX_OWN = 256;             // request msg_ids remembered, to drop their status messages
 
 export class KernelClient {
   constructor({ projectId, notebookPath, storageKey, resource, hasCell, onKernel, onReconnecting, onMessage, onEnd }) {
@@ -70,10 +78,14 @@ export class KernelClient {
     this.readyWaiters = new Set(); // wake-ups for executions waiting for the kernel to be up
     this.chain = Promise.resolve(); // execute requests go out in the order they were made
     this.closed = false;
+    this.chan = null;              // {ws, kid, open: Promise, pending: Map msg_id -> {resolve, reject, timer}}
+    this.own = new Set();          // msg_ids of request()s: their status messages are not a cell's
+    this.session = crypto.randomUUID().replace(/-/g, '');
   }
 
   close() {
     this.closed = true;
+    this.closeChannel('Left the notebook');
     clearTimeout(this.pollTimer);
     clearTimeout(this.reconnectTimer);
     if (this.events) { this.events.close(); this.events = null; }
@@ -208,6 +220,7 @@ export class KernelClient {
       this.changed();
     }
     if (type === 'kernel_status' && this.kernel) { Object.assign(this.kernel, content); this.changed(); return; }
+    if (parent && this.own.has(parent)) return;   // a completion's busy/idle or reply (request() has it)
     let cellId = parent && this.parents.get(parent);
     const cid = msg.cell_id || msg.metadata?.cell_id || msg.parent_header?.cell_id;
     if (!cellId && cid && this.hasCell(cid)) cellId = cid;
@@ -285,6 +298,75 @@ export class KernelClient {
         parent_header: {}, metadata: { cellId }, content: { code, silent: false, store_history: true, user_expressions: {}, allow_stdin: true, stop_on_error: true } }));
       return msgId;
     } finally { done(); }
+  }
+
+  // A shell request and its reply, over one channels WebSocket per kernel,
+  // opened on first use and closed after CHANNEL_IDLE_MS without requests
+  // (it carries every message the kernel sends, which the event stream
+  // already brings to the page). Rejects without a running kernel: code
+  // intelligence must never start one.
+  async request(msgType, content, { timeoutMs = REQUEST_TIMEOUT_MS } = {}) {
+    const k = this.kernel;
+    if (this.closed || !k || !['idle', 'busy'].includes(k.status)) throw new Error('No running kernel');
+    const chan = this.channel(k.id);
+    await chan.open;
+    if (this.chan !== chan || chan.ws.readyState !== WebSocket.OPEN) throw new Error('The kernel channel closed');
+    const msgId = crypto.randomUUID().replace(/-/g, '');
+    this.own.add(msgId);
+    if (this.own.size > MAX_OWN) this.own.delete(this.own.values().next().value);
+    clearTimeout(chan.idleTimer);
+    return new Promise((resolve, reject) => {
+      const done = () => {
+        clearTimeout(entry.timer);
+        chan.pending.delete(msgId);
+        if (!chan.pending.size) chan.idleTimer = setTimeout(() => { if (this.chan === chan) this.closeChannel('idle'); }, CHANNEL_IDLE_MS);
+      };
+      const entry = {
+        resolve: (c) => { done(); resolve(c); },
+        reject: (e) => { done(); reject(e); },
+        timer: setTimeout(() => entry.reject(new Error(`The kernel did not answer ${msgType} in time`)), timeoutMs),
+      };
+      chan.pending.set(msgId, entry);
+      try {
+        chan.ws.send(JSON.stringify({ channel: 'shell', header: { msg_id: msgId, msg_type: msgType, username: 'web', session: this.session, date: new Date().toISOString(), version: '5.3' },
+          parent_header: {}, metadata: {}, content }));
+      } catch (e) { entry.reject(e); }
+    });
+  }
+
+  // The channels socket for kernel `kid`, opened if there is none (or it is
+  // another kernel's, or it closed).
+  channel(kid) {
+    if (this.chan && this.chan.kid === kid && this.chan.ws.readyState <= WebSocket.OPEN) return this.chan;
+    this.closeChannel('The kernel changed');
+    const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/api/kernels/${enc(kid)}/channels`;
+    const ws = new WebSocket(url);
+    const chan = { ws, kid, pending: new Map(), idleTimer: null };
+    chan.open = new Promise((res, rej) => {
+      ws.onopen = res;
+      ws.onerror = () => rej(new Error('Could not open the kernel channel'));
+    });
+    chan.open.catch(() => {});
+    ws.onmessage = (ev) => {
+      if (typeof ev.data !== 'string') return;
+      let m;
+      try { m = JSON.parse(ev.data); } catch { return; }
+      const p = chan.pending.get(m.parent_header?.msg_id);
+      const type = m.msg_type || m.header?.msg_type || '';
+      if (p && type.endsWith('_reply')) p.resolve(m.content || {});
+    };
+    ws.onclose = () => { if (this.chan === chan) this.closeChannel('The kernel channel closed'); };
+    this.chan = chan;
+    return chan;
+  }
+
+  closeChannel(why) {
+    const chan = this.chan;
+    if (!chan) return;
+    this.chan = null;
+    clearTimeout(chan.idleTimer);
+    for (const p of [...chan.pending.values()]) p.reject(new Error(why));
+    try { chan.ws.close(); } catch { /* already closed */ }
   }
 
   // Answer the kernel's input_request `req` (the message) with `value`.

@@ -174,6 +174,7 @@ class Inspection(unittest.TestCase):
         self.assertIn("Type:           type", text)
         self.assertIn("y = x @ weight + bias", text)
         self.assertIn("File:", text)
+        self.assertNotIn("Initialize self", text, "object.__init__'s docstring is not Linear's")
 
     def test_function_at_cursor_and_inside_a_call(self):
         import paddle

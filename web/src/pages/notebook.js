@@ -25,6 +25,7 @@ import { streamView, stripAnsi, nbText as src } from '../output.js';
 // The panels around the cells, one module each; each gets the Notebook and
 // registers its own teardown with onLeave.
 import { codeIntel } from '../codeintel.js';
+import { findBar } from '../findbar.js';
 import { sidePanel } from '../sidepanel.js';
 import { kernelMeters } from '../meters.js';
 import { notebookMenu } from '../notebook_io.js';
@@ -120,11 +121,13 @@ class Notebook {
     };
     this.typeSel = h('select', { 'aria-label': 'Cell type' }, h('option', { value: 'code' }, 'Code'), h('option', { value: 'markdown' }, 'Markdown'), h('option', { value: 'raw' }, 'Raw'));
     this.typeSel.addEventListener('change', () => this.setType(this.sel, this.typeSel.value));
+    this.find = findBar(this);   // Ctrl/Cmd+F; its bar is the toolbar's last row
     const toolbar = h('div', { class: 'nb-toolbar', role: 'toolbar', 'aria-label': 'Notebook' },
       b('Save', 'Save now (S, Ctrl-S)', () => this.save(), 'save'),
       b('Save version', 'Commit the project', () => this.saveVersion(), 'save-version'),
       h('span', { class: 'sep' }),
       b('+ Cell', 'Insert below (B)', () => this.insert(this.sel + 1, 'code'), 'add-cell'),
+      this.find.button,
       this.typeSel,
       h('span', { class: 'sep' }),
       b('▶ Run', 'Run the cell and select the next (Shift-Enter)', () => this.runAndAdvance(), 'run'),
@@ -136,7 +139,7 @@ class Notebook {
       notebookMenu(this),
       h('span', { class: 'sep' }),
       this.resource, this.kernelBox, kernelMeters(this),
-      h('span', { class: 'spacer' }), this.quotaBox, this.modeBox, this.status);
+      h('span', { class: 'spacer' }), this.quotaBox, this.modeBox, this.status, this.find.el);
     this.root = h('div', { class: 'page notebook' },
       h('div', { class: 'page-head' }, h('h1', null, h('a', { href: `/projects/${enc(this.projectId)}` }, this.project.name), ' / ', this.path),
         h('span', { class: 'muted small-text' }, 'Enter: edit · Esc: command · Shift-Enter: run · A/B: insert · DD: delete · M/Y: markdown/code · Z: undo delete')),
