@@ -5,7 +5,7 @@
 // editor saves conditionally (If-Match) and asks on a stale write.
 import { api, listAll, filePath, request, ApiError, readFile, writeFile, isStale } from '../api.js';
 import { h, clear, table, busy, toast, when, bytes, download, modal, staleDialog, visiblePoll, workspaceMeter, errorBox } from '../ui.js';
-import { navigate, onLeave } from '../app.js';
+import { app, navigate, onLeave } from '../app.js';
 import { kernelsPanel } from '../widgets.js';
 import { importNotebook, isRefused, shareDialog } from '../notebook_io.js';
 
@@ -76,7 +76,7 @@ export async function projectPage(id) {
       h('div', { class: 'inline-form' }, shareBtn, forkBtn)),
     tabs, body);
   if (tab === 'versions') await versionsTab(body, id);
-  else await filesTab(body, id);
+  else await filesTab(body, id, app.me && app.me.id === p.owner_id);
   const kernels = kernelsPanel({ projectId: id });
   onLeave(() => kernels.stop());
   page.append(kernels.el);
@@ -86,7 +86,9 @@ export async function projectPage(id) {
 // How often the file list follows the working tree while the tab is visible.
 const FILES_POLL_MS = 1000;
 
-async function filesTab(body, id) {
+// `mine`: the caller owns the project; others (it is public) read its
+// notebooks on the read-only page and cannot import into it.
+async function filesTab(body, id, mine = true) {
   const listUrl = `${projUrl(id)}/files`;
   let files = await listAll(listUrl);
   const upload = h('input', { type: 'file', multiple: true, 'aria-label': 'Upload files' });
@@ -161,7 +163,7 @@ async function filesTab(body, id) {
   const tbl = h('table', { class: 'table', 'data-testid': 'files' },
     h('thead', null, h('tr', null, ['File', 'Size', 'Modified', ''].map((x) => h('th', null, x)))), tbody);
   const row = (f) => {
-    const open = f.path.endsWith('.ipynb') ? `/projects/${enc(id)}/notebook/${encPath(f.path)}` : `/projects/${enc(id)}/edit/${encPath(f.path)}`;
+    const open = f.path.endsWith('.ipynb') ? `/projects/${enc(id)}/${mine ? 'notebook' : 'share'}/${encPath(f.path)}` : `/projects/${enc(id)}/edit/${encPath(f.path)}`;
     const dl = h('button', { class: 'small', onclick: () => busy(dl, async () => download(await (await request('GET', filePath(id, f.path), { raw: true })).blob(), f.path.split('/').pop())) }, 'Download');
     const del = h('button', {
       class: 'small danger',
@@ -216,7 +218,7 @@ async function filesTab(body, id) {
   loadUsage();
 
   clear(body,
-    h('section', { class: 'card' }, h('div', { class: 'inline-form' }, newNb, importBtn, picker, h('span', { class: 'sep' }), newName, newBtn, h('span', { class: 'sep' }), upload, uploadBtn), importMsg),
+    h('section', { class: 'card' }, h('div', { class: 'inline-form' }, newNb, mine ? importBtn : null, picker, h('span', { class: 'sep' }), newName, newBtn, h('span', { class: 'sep' }), upload, uploadBtn), importMsg),
     h('section', { class: 'card' }, h('div', { class: 'files-head' }, h('span', { class: 'muted small-text' }, 'Files written by a running kernel show here as they appear.'), usage), tbl));
 }
 
