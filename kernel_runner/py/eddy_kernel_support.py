@@ -592,6 +592,7 @@ _COMPLETE_BUDGET_S = 1.0
 _INSPECT_DOC_MAX = 16 * 1024      # characters of a docstring or the source in a reply
 _INSPECT_MAX = 48 * 1024          # characters of the whole reply (replies past 64 KiB are rate-limited)
 _MODULE_CACHE_S = 30.0
+_CONTEXT = 1000                   # characters before the cursor a request looks at
 _module_cache = {"at": -1e9, "names": ()}
 
 
@@ -701,19 +702,31 @@ def _submodule(mod, name):
 
 
 def _dir(obj):
-    """dir(obj), except that a class's names come from its MRO's __dict__
-    (no metaclass __dir__ runs) and a failing __dir__ gives what
-    __dict__ holds."""
-    if isinstance(obj, type):
-        names = set()
-        for k in getattr(obj, "__mro__", (obj,)):
-            names.update(getattr(k, "__dict__", {}).keys())
-        return sorted(names)
-    try:
-        return dir(obj)
-    except Exception:
-        d = getattr(obj, "__dict__", None)
-        return sorted(d) if isinstance(d, dict) else []
+    """The attribute names of obj without running its code: a class's come
+    from its MRO's __dict__ (no metaclass __dir__), an instance's from its
+    __dict__, its slots and its class's (no __dir__ or __getattr__ of
+    user code); a module's from dir() (a PEP 562 __dir__ lists its lazy
+    names)."""
+    import types
+    if isinstance(obj, types.ModuleType):
+        try:
+            return dir(obj)
+        except Exception:
+            d = getattr(obj, "__dict__", None)
+            return sorted(d) if isinstance(d, dict) else []
+    cls = obj if isinstance(obj, type) else type(obj)
+    names = set()
+    for k in getattr(cls, "__mro__", (cls,)):
+        d = type.__dict__["__dict__"].__get__(k)   # the class's own mapping, no lookup hooks
+        names.update(n for n in d.keys() if isinstance(n, str))
+    if not isinstance(obj, type):
+        try:
+            d = object.__getattribute__(obj, "__dict__")
+        except Exception:
+            d = None
+        if isinstance(d, dict):
+            names.update(n for n in d.keys() if isinstance(n, str))
+    return sorted(names)
 
 
 def _resolve(ns, dotted):
@@ -922,8 +935,11 @@ def complete(ns, code, pos):
     `obj.attr`, `d["key` and bare names."""
     import re
     budget = _Budget(_COMPLETE_BUDGET_S)
-    before = code[:pos]
-    line = before.rsplit("\n", 1)[-1]
+    line = code[code.rfind("\n", 0, pos) + 1:pos]
+    if len(line) > _CONTEXT:
+        # Only the end of a very long line matters (and the patterns below
+        # must not backtrack over all of it); it cannot be an import.
+        line = "\x00" + line[-_CONTEXT:]
     found = []       # (text, kind)
     start = pos
     m = re.match(r"\s*from\s+([\w.]+)\s+import\s+(?:\(\s*)?(?:[\w\s,]*,\s*)?(\w*)$", line)
@@ -978,18 +994,22 @@ def _safe_static(obj, name):
 
 def _name_at(code, pos):
     """The dotted name under or just before the cursor (`paddle.nn.Linear(|`
-    names paddle.nn.Linear)."""
+    and `paddle.zeros([2, 3], |` name the function called). Looks at most
+    _CONTEXT characters back."""
     import re
+    lo = max(0, pos - _CONTEXT)
     best = ""
-    for m in re.finditer(r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*", code):
+    for m in re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*").finditer(code, lo, min(len(code), pos + 200)):
         if m.start() > pos:
             break
         if m.start() <= pos <= m.end():
             # up to the end of the part under the cursor: `paddle.n|n.Linear` -> paddle.nn
             end = pos + len(re.match(r"\w*", code[pos:m.end()]).group(0))
             return code[m.start():end]
+        if pos - m.end() > 200:
+            continue
         gap = code[m.end():pos]
-        if gap.strip() in ("", "(") or re.fullmatch(r"\(\s*[^()]*", gap or ""):
+        if gap.strip() in ("", "(") or re.fullmatch(r"\(\s*[^()]*", gap):
             best = m.group(0)
     return best
 

@@ -165,6 +165,8 @@ async function showDoc(nb, view) {
   const code = view.state.doc.toString();
   const show = (text) => { if (view.state.selection.main.head === pos && view.state.doc.toString() === code) view.dispatch({ effects: setDoc.of({ pos, text }) }); };
   if (!kernelUp(nb)) { show('Run a cell to start the kernel: documentation comes from it.'); return; }
+  // The kernel answers one request at a time: behind a running cell it would not answer now.
+  if (nb.kc.kernel.status === 'busy' && nb.cells.some((c) => c.count === '*')) { show('The kernel is busy running a cell; try again when it is idle.'); return; }
   try {
     const r = await nb.kc.request('inspect_request', { code, cursor_pos: toCodePoints(code, pos), detail_level: 0 }, { timeoutMs: INSPECT_TIMEOUT_MS });
     const text = r && r.found && r.data && r.data['text/plain'];

@@ -122,6 +122,21 @@ export async function run(t) {
     assert((await cellText(page, 1)) === '# a = 1\n# b = 2', `commented: ${JSON.stringify(await cellText(page, 1))}`);
     await page.keyboard.press('Control+/');
     assert((await cellText(page, 1)) === 'a = 1\nb = 2', `uncommented: ${JSON.stringify(await cellText(page, 1))}`);
+    // In a Markdown cell Ctrl+/ wraps the lines in <!-- -->.
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('b');
+    await page.keyboard.press('m');
+    await page.keyboard.press('Enter');
+    await page.keyboard.type('Some notes');
+    await page.keyboard.press('Control+a');
+    await page.keyboard.press('Control+/');
+    assert((await cellText(page, 2)) === '<!-- Some notes -->', `Markdown comment: ${JSON.stringify(await cellText(page, 2))}`);
+    await page.keyboard.press('Control+/');
+    assert((await cellText(page, 2)) === 'Some notes', `Markdown uncommented: ${JSON.stringify(await cellText(page, 2))}`);
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('d');
+    await page.keyboard.press('d');
+    await page.waitForFunction(() => document.querySelectorAll('.cell').length === 2);
     // Enter after `def f():` indents 4 spaces.
     await editCell(1, 'def f():\nreturn 1');
     assert((await cellText(page, 1)) === 'def f():\n    return 1', `body indented 4 spaces: ${JSON.stringify(await cellText(page, 1))}`);

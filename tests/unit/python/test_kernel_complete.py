@@ -63,6 +63,9 @@ class Trap:
     def method(self):
         raise Touched("method called")
 
+    def __dir__(self):
+        raise Touched("__dir__ called")
+
 
 class ModuleNames(unittest.TestCase):
     def test_import_completes_top_level_modules(self):
@@ -146,6 +149,14 @@ class Attributes(unittest.TestCase):
         self.assertEqual(len(r["matches"]), 500)
         d = {("k%d" % i): i for i in range(5000)}
         self.assertEqual(len(complete({"d": d}, "d['k")["matches"]), 500)
+        # A huge line is looked at only near the cursor (these would take
+        # hours if the patterns backtracked over all of it).
+        r = complete({"json": __import__("json")}, "from x import " + "a, " * 200000 + "json.du")
+        self.assertEqual(sorted(r["matches"]), ["dump", "dumps"])
+        r = complete({}, "x = [" + "a." * 200000)
+        self.assertEqual(r["matches"], [])
+        code = "print(" + "x, " * 200000
+        self.assertFalse(inspect_({}, code)["found"])
         # Bad requests answer, empty.
         kernel = types.SimpleNamespace(ns={})
         for c in ({"code": 5, "cursor_pos": 3}, {"code": "abc", "cursor_pos": 99}, {"code": "x", "cursor_pos": "1"}):
