@@ -15,7 +15,8 @@ const GOOD = {
   nbformat: 4, nbformat_minor: 5,
   metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
   cells: [
-    { cell_type: 'markdown', id: 'm1', metadata: {}, source: ['# Shared results\n', '\n', 'Made in *Jupyter*, read anywhere.'] },
+    { cell_type: 'markdown', id: 'm1', metadata: {}, source: ['# Shared results\n', '\n', 'Made in *Jupyter*, read anywhere. ![pasted](attachment:dot.png)'],
+      attachments: { 'dot.png': { 'image/png': PNG } } },
     { cell_type: 'code', id: 'c1', metadata: {}, execution_count: 3,
       source: ['%matplotlib inline\n', 'print("share-output-" + str(6 * 7))'],
       outputs: [
@@ -89,6 +90,7 @@ export async function run(t) {
     assert(!/<script|&lt;script|javascript:/i.test(html.text), 'no script in the HTML file, not even inside a frame');
     assert(html.text.includes('share-output-42') && /<h1[^>]*>Shared results<\/h1>/.test(html.text), 'outputs and rendered Markdown');
     assert(html.text.includes(`data:image/png;base64,${PNG}`), 'the image inline');
+    assert(/<img[^>]*alt="pasted"[^>]*>/.test(html.text) && !html.text.includes('attachment:dot.png'), 'the Markdown attachment inline');
     assert(/Content-Security-Policy" content="default-src 'none'/.test(html.text) && !/<link\b/i.test(html.text.replace(/&lt;link/gi, '')), 'a CSP and no linked files');
     assert(/<iframe[^>]*sandbox=""/.test(html.text) && html.text.includes('bold-html'), 'HTML outputs in sandboxed frames');
     // what the file looks like, opened on its own
@@ -139,6 +141,7 @@ export async function run(t) {
       assert((await p2.$$('[data-testid=share-cells] .cell')).length === 3, 'every cell shown');
       assert(await p2.$eval('.cell[data-cell-id=c1] .prompt', (e) => e.textContent) === '[3]', 'prompts kept');
       assert(await p2.$eval('.cell[data-cell-id=c1] img.out.image', (e) => e.src.startsWith('data:image/png')), 'image output');
+      await p2.waitForFunction(() => { const i = document.querySelector('.cell[data-cell-id=m1] .markdown img'); return i && i.complete && i.naturalWidth === 1; });
       assert(await p2.$eval('.cell[data-cell-id=c1] iframe', (e) => e.getAttribute('sandbox') === ''), 'HTML output sandboxed');
       assert(!(await p2.$('.cm-editor')) && !(await p2.$('[data-testid=run]')) && !(await p2.$('[data-testid=kernel-status]')), 'no editor, no kernel');
       assert(await p2.title() !== 'pwned', 'the output script did not run');

@@ -12,7 +12,7 @@ import { app, navigate } from '../app.js';
 import { renderMarkdown } from '../markdown.js';
 import { nbText } from '../output.js';
 import { renderOutput } from './notebook.js';
-import { shareDialog } from '../notebook_io.js';
+import { shareDialog, withAttachments } from '../notebook_io.js';
 
 const enc = encodeURIComponent;
 const encPath = (p) => p.split('/').map(enc).join('/');
@@ -93,7 +93,7 @@ function cellView(c) {
   let prompt = '';
   if (type === 'markdown') {
     const md = h('div', { class: 'markdown', 'data-testid': 'markdown' });
-    renderMarkdown(md, src);
+    renderMarkdown(md, withAttachments(src, c.attachments));
     body.append(md);
   } else if (type === 'code') {
     prompt = `[${c.execution_count ?? ' '}]`;
