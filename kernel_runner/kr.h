@@ -43,6 +43,31 @@
  * (close-on-exec), out of the way of code that assumes small numbers. */
 #define KR_SOCKET_FD_MIN    900
 
+/* ---- terminals ---------------------------------------------------------------- */
+/* Serve mode runs terminals (a login shell on a pty, inside the kernel's
+ * sandbox) on the same socket. To the kernel, on any channel ("control" by
+ * convention): eddy_terminal_open {name, rows?, cols?, cwd?},
+ * eddy_terminal_input {name, data}, eddy_terminal_resize {name, rows, cols},
+ * eddy_terminal_close {name}. From it, on channel "terminal":
+ * eddy_terminal_opened {name}, eddy_terminal_error {name, error, code},
+ * eddy_terminal_output {name, data}, eddy_terminal_exit {name, status}.
+ * The reader thread acts on them at once, whatever Python does. */
+#define KR_TERM_OPEN     "eddy_terminal_open"
+#define KR_TERM_INPUT    "eddy_terminal_input"
+#define KR_TERM_RESIZE   "eddy_terminal_resize"
+#define KR_TERM_CLOSE    "eddy_terminal_close"
+#define KR_TERM_OPENED   "eddy_terminal_opened"
+#define KR_TERM_ERROR    "eddy_terminal_error"
+#define KR_TERM_OUTPUT   "eddy_terminal_output"
+#define KR_TERM_EXIT     "eddy_terminal_exit"
+#define KR_TERM_PREFIX   "eddy_terminal_"
+#define KR_TERM_CHANNEL  "terminal"
+#define KR_TERM_MAX       4                 /* terminals per kernel */
+#define KR_TERM_NAME_MAX  32                /* [A-Za-z0-9_-]{1,32} */
+#define KR_TERM_CHUNK     8192              /* bytes of pty output per frame (JSON-escaped < 64 KiB) */
+#define KR_TERM_INPUT_MAX (64 * 1024)       /* input bytes a terminal may hold unread */
+#define KR_TERM_RATE      (2 * 1024 * 1024) /* output bytes a second, all terminals together */
+
 /* ---- frames ----------------------------------------------------------------- */
 
 /* Write the 4-byte big-endian prefix of a `len`-byte frame into `hdr`. */

@@ -37,6 +37,7 @@
 
 #include "ed_error.h"
 #include "kr_int.h"
+#include "kr_term.h"
 
 typedef struct qitem {
     json_t *msg;
@@ -68,6 +69,7 @@ typedef struct kr_serve {
     int busy;                     /* the main thread is running a request */
     int input_waiting;            /* an input_request is out */
     char *input_value;            /* its answer, once it came */
+    kr__terms *terms;             /* the terminals (kr_term.c): the reader thread hands them messages */
     /* main thread only (or with the GIL held): */
     json_t *parent;               /* header of the request being handled */
     PyObject *kernel;
@@ -340,6 +342,14 @@ static PyObject *io_input(void *payload, const char *prompt, int password)
     return s;
 }
 
+/* kr_term.c's sends: from its relay thread and from the reader. */
+static int term_send(void *payload, const char *msg_type, json_t *content)
+{
+    if (content == NULL)
+        return ed_error_set(ED_ENOMEM, "%s", msg_type);
+    return send_msg(payload, KR_TERM_CHANNEL, msg_type, NULL, content);
+}
+
 /* ---- the reader thread ------------------------------------------------------------- */
 
 static void interrupt_main(kr_serve *k)
@@ -377,6 +387,13 @@ static void *reader_main(void *arg)
             return NULL;
         }
         const char *type = kr_msg_type(m), *channel = kr_msg_channel(m);
+        if (strncmp(type, KR_TERM_PREFIX, strlen(KR_TERM_PREFIX)) == 0) {
+            /* terminals never wait for Python */
+            if (k->terms == NULL || kr__terms_handle(k->terms, type, json_object_get(m, "content")) < 0)
+                fprintf(stderr, "eddy-kernel: %s: %s\n", type, k->terms ? ed_error_last() : "no terminals");
+            json_decref(m);
+            continue;
+        }
         if (strcmp(type, "interrupt_request") == 0) {
             pthread_mutex_lock(&k->lock);
             interrupt_main(k);
@@ -700,6 +717,8 @@ int kr__serve(int argc, char **argv)
         rc = 1;
         goto done;
     }
+    if (kr__terms_new(&k.terms, NULL, term_send, &k) < 0)
+        fprintf(stderr, "eddy-kernel: no terminals: %s\n", ed_error_last());
     kr__io io = {.send = io_send, .input = io_input, .payload = &k};
     kr__py_set_io(&io);
 
@@ -749,6 +768,14 @@ done:
         Py_BEGIN_ALLOW_THREADS
         pthread_join(reader, NULL);
         Py_END_ALLOW_THREADS
+    }
+    /* after the reader (which hands terminals messages): every shell and
+     * what it started goes with the kernel */
+    if (k.terms) {
+        Py_BEGIN_ALLOW_THREADS
+        kr__terms_free(k.terms);
+        Py_END_ALLOW_THREADS
+        k.terms = NULL;
     }
     for (qitem *q = k.head, *n; q; q = n) {
         n = q->next;

@@ -410,6 +410,29 @@ SBX_CHILD_SIDE __attribute__((noreturn)) static void run_init(const sbx_plan *p,
     _exit(0);
 }
 
+/* Pseudo-terminals for the job (eddy-kernel's terminals, `script`,
+ * ssh-less tools that want a tty): a devpts of its own under the /dev tmpfs
+ * at `dev` (newinstance: the job sees only its own ptys, never the host's),
+ * ptys 0620 and /dev/ptmx a link to pts/ptmx (0666), as in containers. The
+ * filesystem is mountable in the job's user namespace; a kernel without
+ * that leaves the job without ptys (posix_openpt fails), which is not fatal. */
+SBX_CHILD_SIDE static void mount_devpts(const sbx_plan *p, const char *dev)
+{
+    char pts[PATH_MAX], ptmx[PATH_MAX];
+    size_t at;
+
+    at = cpy(pts, sizeof(pts), 0, dev);
+    cpy(pts, sizeof(pts), at, "/pts");
+    at = cpy(ptmx, sizeof(ptmx), 0, dev);
+    cpy(ptmx, sizeof(ptmx), at, "/ptmx");
+    if (make_target(pts, 1) < 0)
+        fail(p, "mount target", "/dev/pts", errno);
+    if (mount("devpts", pts, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") < 0)
+        return;   /* no ptys in this sandbox */
+    if (symlink("pts/ptmx", ptmx) < 0)
+        fail(p, "symlink", "/dev/ptmx", errno);
+}
+
 /* ---- the child: from clone to init ---- */
 
 SBX_CHILD_SIDE int sbx__child_main(void *arg)
@@ -510,6 +533,8 @@ SBX_CHILD_SIDE int sbx__child_main(void *arg)
             o = cpy(opts, sizeof(opts), o, m->mode == 01777 ? ",mode=1777" : ",mode=0755");
             if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
                 fail(p, "mount tmpfs", m->dst, errno);
+            if (strcmp(m->dst, "/dev") == 0)
+                mount_devpts(p, path);
             break;
         }
         case SBX_MOP_SYMLINK:
