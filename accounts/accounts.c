@@ -12,6 +12,7 @@
 #include "ed_error.h"
 #include "ed_time.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -235,6 +236,30 @@ int acct_user_get(acct_user *out, ed_store *st, int64_t id)
     sqlite3_reset(c->stmt);
     sqlite3_clear_bindings(c->stmt);
     return err;
+}
+
+int acct_user_tier(char *tier, size_t size, ed_store *st, int64_t id)
+{
+    acct_user u;
+    int err;
+
+    assert(tier != NULL && size > 0);
+    tier[0] = '\0';
+    if ((err = acct_user_get(&u, st, id)) < 0)
+        return err;
+    if ((size_t)snprintf(tier, size, "%s", u.tier) >= size) {
+        tier[0] = '\0';
+        return ed_error_set(ED_EINTERNAL, "tier of user %lld does not fit", (long long)id);
+    }
+    return 0;
+}
+
+/* The ledger (quota/) needs users' tiers but cannot call accounts/, which
+ * depends on it: hand it the lookup before main() runs, so every program
+ * that links accounts/ (the server, `eddy admin`, the tests) has it. */
+__attribute__((constructor)) static void install_user_tier_lookup(void)
+{
+    quota_user_tier_fn_set(acct_user_tier);
 }
 
 int acct_user_get_by_name(acct_user *out, ed_store *st, const char *username)

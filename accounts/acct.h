@@ -95,6 +95,10 @@ typedef struct acct_user {
  * GET /api/v1/me) uses a statement prepared once per thread. */
 int acct_user_get(acct_user *out, ed_store *st, int64_t id);
 int acct_user_get_by_name(acct_user *out, ed_store *st, const char *username);
+/* Copy the tier name of user `id` into tier[0..size) (""
+ * on failure). ED_ENOTFOUND, ED_EIO. The ledger's quota_user_tier_fn:
+ * accounts.c installs it in quota/ as the program starts. */
+int acct_user_tier(char *tier, size_t size, ed_store *st, int64_t id);
 /* The id of the user named `username` (0 on failure). ED_ENOTFOUND, ED_EIO. */
 int acct_user_id(int64_t *out, ed_store *st, const char *username);
 /* How many users there are (the admin overview). ED_EIO. */

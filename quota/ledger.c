@@ -84,29 +84,6 @@ static int account_id(int64_t *out, ed_store *st, const char *kind, int64_t user
     return 0;
 }
 
-/* The lowest balance a user's coins may reach: minus the tier's overdraft.
- * ED_ENOTFOUND when the user does not exist. */
-static int coins_floor(int64_t *out, ed_store *st, int64_t user_id)
-{
-    sqlite3_stmt *s = NULL;
-    int rc, err;
-
-    if ((err = ed_store_prepare(&s, st,
-                                "SELECT IFNULL(t.overdraft_mcoins, 0) FROM users u "
-                                "LEFT JOIN tiers t ON t.name = u.tier WHERE u.id = ?1")) < 0)
-        return err;
-    sqlite3_bind_int64(s, 1, user_id);
-    rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
-        *out = -sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    if (rc == SQLITE_DONE)
-        return ed_error_set(ED_ENOTFOUND, "user %lld not found", (long long)user_id);
-    if (rc != SQLITE_ROW)
-        return quota__step_error(st, rc, "read tier");
-    return 0;
-}
-
 /* 1 and the transfer id when `key` was used for the same request before;
  * 0 when unused; ED_ECONFLICT when used for a different request. */
 static int idem_lookup(int64_t *out, ed_store *st, const char *key, const char *hash)
@@ -249,7 +226,7 @@ static int simple_body(void *p)
     request_hash(hash, quota_kind_name(c->kind), c->user, c->mcoins, c->ref, c->reason);
     if ((err = idem_lookup(c->out, c->st, c->key, hash)) != 0)
         return err < 0 ? err : 0;
-    if ((err = coins_floor(&floor, c->st, c->user)) < 0 ||
+    if ((err = quota__user_floor(&floor, c->st, c->user)) < 0 ||
         (err = account_id(&legs[0].account, c->st, "user_coins", c->user)) < 0 ||
         (err = account_id(&legs[1].account, c->st, c->system, 0)) < 0)
         return err;
@@ -340,7 +317,7 @@ static int hold_open_body(void *p)
     if ((err = idem_lookup(&transfer, c->st, c->key, hash)) < 0)
         return err;
     if (err == 0) {
-        if ((err = coins_floor(&floor, c->st, c->user)) < 0 ||
+        if ((err = quota__user_floor(&floor, c->st, c->user)) < 0 ||
             (err = account_id(&legs[0].account, c->st, "user_coins", c->user)) < 0 ||
             (err = account_id(&legs[1].account, c->st, "user_held", c->user)) < 0)
             return err;

@@ -25,6 +25,7 @@
 #include "ed_store.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum {
@@ -82,6 +83,24 @@ int quota_tier_update(ed_store *st, const char *name, const quota_tier_change *u
 /* Call fn for each tier in name order; a non-zero return from fn stops and is
  * returned. */
 int quota_tier_each(ed_store *st, int (*fn)(const quota_tier *t, void *payload), void *payload);
+
+/* ---- users -----------------------------------------------------------------
+ *
+ * Which tier a user is on is accounts/'s (table users), and accounts/ depends
+ * on quota/, so the ledger cannot call accounts/ for what it needs of a user:
+ * that the user exists, and the tier whose overdraft floors the user's coins.
+ * accounts/ installs this lookup as it is loaded (accounts/accounts.c); a
+ * program that links quota/ without accounts/ installs its own before any
+ * transfer, or transfers fail with ED_EINTERNAL.
+ */
+
+/* Copy the tier name of user `user_id` into tier[0..size), NUL-terminated.
+ * 0, ED_ENOTFOUND (no such user) or the store's error. Called on the calling
+ * thread's connection inside the ledger's write transaction: it only reads. */
+typedef int (*quota_user_tier_fn)(char *tier, size_t size, ed_store *st, int64_t user_id);
+
+/* Install the lookup (NULL removes it). Process-wide; safe from any thread. */
+void quota_user_tier_fn_set(quota_user_tier_fn fn);
 
 /* ---- transfers ------------------------------------------------------------ */
 

@@ -188,6 +188,14 @@ int quota_tier_each(ed_store *st, int (*fn)(const quota_tier *t, void *payload),
     return rc == SQLITE_DONE ? 0 : quota__step_error(st, rc, "list tiers");
 }
 
+void quota__verify_note(quota_verify_report *r, const char *what)
+{
+    if (r->nmismatches < (int)(sizeof(r->mismatches) / sizeof(r->mismatches[0])))
+        snprintf(r->mismatches[r->nmismatches], sizeof(r->mismatches[0]), "%s", what ? what : "");
+    r->nmismatches++;
+    r->ok = false;
+}
+
 /* Run a query whose rows are violations (first column: a description) and
  * add them to the report. */
 static int collect(quota_verify_report *r, ed_store *st, const char *sql)
@@ -197,13 +205,8 @@ static int collect(quota_verify_report *r, ed_store *st, const char *sql)
 
     if ((err = ed_store_prepare(&s, st, sql)) < 0)
         return err;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (r->nmismatches < (int)(sizeof(r->mismatches) / sizeof(r->mismatches[0])))
-            snprintf(r->mismatches[r->nmismatches], sizeof(r->mismatches[0]), "%s",
-                     (const char *)sqlite3_column_text(s, 0));
-        r->nmismatches++;
-        r->ok = false;
-    }
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        quota__verify_note(r, (const char *)sqlite3_column_text(s, 0));
     sqlite3_finalize(s);
     return rc == SQLITE_DONE ? 0 : quota__step_error(st, rc, "verify");
 }
@@ -238,11 +241,8 @@ int quota_verify(quota_verify_report *out, ed_store *st)
         "IFNULL(SUM(e.amount_mcoins), 0)) FROM ledger_transfers t "
         "LEFT JOIN ledger_entries e ON e.transfer_id = t.id GROUP BY t.id "
         "HAVING COUNT(e.id) < 2 OR IFNULL(SUM(e.amount_mcoins), 0) != 0",
-        /* no user below the tier's overdraft */
-        "SELECT printf('user %d: coins %d below the floor %d', a.user_id, a.balance_mcoins, "
-        "-IFNULL(t.overdraft_mcoins, 0)) FROM ledger_accounts a JOIN users u ON u.id = a.user_id "
-        "LEFT JOIN tiers t ON t.name = u.tier WHERE a.kind = 'user_coins' "
-        "AND a.balance_mcoins < -IFNULL(t.overdraft_mcoins, 0)",
+        /* no user below the tier's overdraft: floor.c (a user's tier is accounts/'s) */
+        NULL,
         /* held coins == open holds */
         "SELECT printf('user %d: held %d but open holds total %d', a.user_id, a.balance_mcoins, "
         "IFNULL((SELECT SUM(amount_mcoins) FROM ledger_holds h WHERE h.user_id = a.user_id "
@@ -258,7 +258,7 @@ int quota_verify(quota_verify_report *out, ed_store *st)
         (err = count(&out->transfers_checked, st, "SELECT COUNT(*) FROM ledger_transfers")) < 0)
         return err;
     for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++)
-        if ((err = collect(out, st, checks[i])) < 0)
+        if ((err = checks[i] ? collect(out, st, checks[i]) : quota__verify_floors(out, st)) < 0)
             return err;
     return 0;
 }

@@ -7,6 +7,7 @@
 #include "ed_error.h"
 #include "ed_store.h"
 #include "ed_time.h"
+#include "quota.h"
 
 #include <check.h>
 #include <sodium.h>
@@ -269,6 +270,27 @@ START_TEST(tier_names_come_from_the_tiers_table)
 END_TEST
 
 /* ---- users, sessions, keys, audit on a real store ------------------------------ */
+
+/* The ledger reads users' tiers through accounts/: installed as the program
+ * loads, with nothing for the program to call. */
+START_TEST(user_tier_lookup_serves_the_ledger)
+{
+    int64_t id = 0, t;
+    char tier[32];
+
+    ck_assert_int_eq(acct_user_create(&id, st, "tess", "tess@example.com", "password1", NULL, "pro"), 0);
+    ck_assert_int_eq(acct_user_tier(tier, sizeof(tier), st, id), 0);
+    ck_assert_str_eq(tier, "pro");
+    ck_assert_int_eq(acct_user_tier(tier, sizeof(tier), st, id + 100), ED_ENOTFOUND);
+    ck_assert_str_eq(tier, "");
+    ck_assert_int_eq(acct_user_tier(tier, 3, st, id), ED_EINTERNAL);   /* "pro" needs 4 */
+    /* no quota_user_tier_fn_set here: accounts.c installed the lookup */
+    ck_assert_int_eq(ed_store_exec(st, "UPDATE tiers SET overdraft_mcoins = 300 WHERE name = 'pro'"), 0);
+    ck_assert_int_eq(quota_charge(&t, st, id, 300, NULL, NULL, "c1"), 0);
+    ck_assert_int_eq(quota_charge(&t, st, id, 1, NULL, NULL, "c2"), ED_EQUOTA);
+    ck_assert_int_eq(quota_grant(&t, st, id + 100, 5, NULL, "g1", 0), ED_ENOTFOUND);
+}
+END_TEST
 
 START_TEST(user_create_writes_user_and_audit_row)
 {
@@ -715,6 +737,7 @@ static Suite *suite(void)
 
     tcase_add_checked_fixture(store, store_setup, store_teardown);
     tcase_add_test(store, user_create_writes_user_and_audit_row);
+    tcase_add_test(store, user_tier_lookup_serves_the_ledger);
     tcase_add_test(store, user_create_refuses_taken_names_and_bad_fields_without_writing);
     tcase_add_test(store, set_role_and_set_tier_update_and_audit_changes);
     tcase_add_test(store, tier_names_come_from_the_tiers_table);

@@ -148,6 +148,50 @@ START_TEST(journal_is_append_only_and_verify_catches_tampering)
 }
 END_TEST
 
+/* The floor check reads each user's tier through accounts/'s lookup. */
+START_TEST(verify_finds_coins_below_the_tier_floor)
+{
+    int64_t u = add_user("hal", "pro"), v = add_user("ivy", "free"), t;
+    quota_verify_report r;
+    char want[160];
+
+    ck_assert_int_eq(ed_store_exec(st, "UPDATE tiers SET overdraft_mcoins = 500 WHERE name = 'pro'"), 0);
+    ck_assert_int_eq(quota_charge(&t, st, u, 400, NULL, NULL, "c1"), 0);
+    ck_assert_int_eq(quota_grant(&t, st, v, 100, NULL, "g1", 0), 0);
+    assert_verified();
+    /* the operator lowers pro's overdraft below what hal owes */
+    ck_assert_int_eq(ed_store_exec(st, "UPDATE tiers SET overdraft_mcoins = 100 WHERE name = 'pro'"), 0);
+    ck_assert_int_eq(quota_verify(&r, st), 0);
+    ck_assert(!r.ok);
+    ck_assert_int_eq(r.nmismatches, 1);
+    snprintf(want, sizeof(want), "user %lld: coins -400 below the floor -100", (long long)u);
+    ck_assert_str_eq(r.mismatches[0], want);
+    /* a tier that is gone binds like no overdraft */
+    ck_assert_int_eq(ed_store_exec(st, "UPDATE users SET tier = 'gone' WHERE username = 'hal'"), 0);
+    ck_assert_int_eq(quota_verify(&r, st), 0);
+    ck_assert_int_eq(r.nmismatches, 1);
+    snprintf(want, sizeof(want), "user %lld: coins -400 below the floor 0", (long long)u);
+    ck_assert_str_eq(r.mismatches[0], want);
+    ck_assert_int_eq(quota_charge(&t, st, u, 1, NULL, NULL, "c2"), ED_EQUOTA);
+}
+END_TEST
+
+/* Without accounts/'s lookup the ledger cannot tell a user's floor: it
+ * refuses rather than guess. */
+START_TEST(transfers_need_the_user_tier_lookup)
+{
+    int64_t u = add_user("jon", "free"), t;
+
+    quota_user_tier_fn_set(NULL);
+    ck_assert_int_eq(quota_grant(&t, st, u, 100, NULL, "g1", 0), ED_EINTERNAL);
+    ck_assert(strstr(ed_error_last(), "lookup") != NULL);
+    quota_user_tier_fn_set(acct_user_tier);
+    ck_assert_int_eq(quota_grant(&t, st, u, 100, NULL, "g1", 0), 0);
+    ck_assert_int_eq(coins(u), 100);
+    assert_verified();
+}
+END_TEST
+
 /* Many threads charge small amounts against small balances at once. */
 typedef struct {
     int64_t users[4];
@@ -420,6 +464,8 @@ int main(void)
     tcase_add_test(tc, tiers_are_listed_and_checked);
     tcase_add_test(tc, tier_update_changes_only_given_fields_and_refuses_bad_values);
     tcase_add_test(tc, hold_states_go_open_then_settled_only);
+    tcase_add_test(tc, verify_finds_coins_below_the_tier_floor);
+    tcase_add_test(tc, transfers_need_the_user_tier_lookup);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

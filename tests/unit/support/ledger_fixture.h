@@ -7,6 +7,7 @@
 #ifndef LEDGER_FIXTURE_H
 #define LEDGER_FIXTURE_H
 
+#include "acct.h"
 #include "ed_crypto.h"
 #include "ed_store.h"
 #include "quota.h"
@@ -18,7 +19,8 @@
 static char fixture_dir[64];
 static ed_store *st;
 
-/* A users row (the accounts module is not needed for ledger tests). */
+/* A users row, written directly (no password hashing): the ledger reads its
+ * tier through accounts/'s lookup, acct_user_tier. */
 __attribute__((unused)) static int64_t add_user(const char *name, const char *tier)
 {
     char sql[512];
@@ -37,6 +39,8 @@ static void ledger_setup(void)
     snprintf(path, sizeof(path), "%s/eddy.db", fixture_dir);
     ck_assert_int_eq(ed_crypto_init(), 0);
     ck_assert_int_eq(ed_store_open(&st, path), 0);
+    /* what accounts/ installs as it loads; said here so the test links it */
+    quota_user_tier_fn_set(acct_user_tier);
 }
 
 static void ledger_teardown(void)
