@@ -220,7 +220,11 @@ export class KernelClient {
       this.changed();
     }
     if (type === 'kernel_status' && this.kernel) { Object.assign(this.kernel, content); this.changed(); return; }
-    if (parent && this.own.has(parent)) return;   // a completion's busy/idle or reply (request() has it)
+    // A completion's or inspection's busy/idle and reply are no cell's (the
+    // journal replays them after a reload too, when `own` no longer knows them).
+    if (parent && this.own.has(parent)) return;
+    const ptype = msg.parent_header?.msg_type;
+    if (ptype && ptype !== 'execute_request' && type !== 'input_request') return;
     let cellId = parent && this.parents.get(parent);
     const cid = msg.cell_id || msg.metadata?.cell_id || msg.parent_header?.cell_id;
     if (!cellId && cid && this.hasCell(cid)) cellId = cid;
