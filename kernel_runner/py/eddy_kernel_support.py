@@ -929,57 +929,171 @@ def _key_matches(obj, quote, prefix):
     return out
 
 
+def _open_string(line):
+    """(index, quote) of a string literal still open at the end of line
+    (the quote is ' " \'\'\' or \"\"\"), or None; a # outside strings ends the scan."""
+    i, n, q, at = 0, len(line), None, 0
+    while i < n:
+        ch = line[i]
+        if q is None:
+            if ch == "#":
+                return None
+            if ch in "'\"":
+                q = ch * 3 if line.startswith(ch * 3, i) else ch
+                at = i
+                i += len(q)
+                continue
+        elif ch == "\\":
+            i += 2
+            continue
+        elif line.startswith(q, i):
+            i += len(q)
+            q = None
+            continue
+        i += 1
+    return (at, q) if q else None
+
+
+def _complete_from_import(ns, line, pos, budget):
+    """`from a.b import c|`, `from a.b import (c, d|`."""
+    import re
+    m = re.match(r"\s*from\s+([\w.]+)\s+import\s+(?:\(\s*)?(?:[\w\s,]*,\s*)?(\w*)$", line)
+    if not m or re.search(r"\bas\s+\w*$", line):
+        return None
+    mod, word = m.group(1), m.group(2)
+    loaded = sys.modules.get(mod)
+    if loaded is not None:
+        names = {n for n, _ in _attr_names(loaded, word, budget)}
+        names.update(n.rpartition(".")[2] for n in _module_names(mod + "." + word, budget))
+    else:
+        names = _static_module_names(mod, budget)
+    return pos - len(word), [(n, "module" if loaded is None else _kind_of(_safe_static(loaded, n)))
+                             for n in sorted(names)
+                             if n.startswith(word) and (word.startswith("_") or not n.startswith("_"))]
+
+
+def _complete_import(ns, line, pos, budget):
+    """`import a.b|`, `import x as y, a.b|`, `from a.b|`."""
+    import re
+    m = (re.match(r"\s*import\s+(?:[\w.]+\s*(?:as\s+\w+\s*)?,\s*)*([\w.]*)$", line) or
+         re.match(r"\s*from\s+([\w.]*)$", line))
+    if not m:
+        return None
+    word = m.group(1)
+    return pos - len(word), [(n, "module") for n in _module_names(word, budget)]
+
+
+def _complete_key(ns, line, pos, budget):
+    """`d["ke|`: the string keys of a dict."""
+    import re
+    m = re.search(r"([A-Za-z_][\w.]*)\s*\[\s*(['\"])((?:[^'\"\\]|\\.)*)$", line)
+    if not m:
+        return None
+    obj = _resolve(ns, m.group(1))
+    return pos - len(m.group(3)), (_key_matches(obj, m.group(2), m.group(3)) if obj is not _MISSING else [])
+
+
+def _complete_path(ns, line, pos, budget):
+    """Inside a string: the files and folders its text starts (relative to
+    the kernel's working directory, or absolute, ~ for home); folders end
+    with /."""
+    st = _open_string(line)
+    if st is None:
+        return None
+    text = line[st[0] + len(st[1]):]
+    folder, base = os.path.split(text)
+    where = os.path.expanduser(folder) if folder else "."
+    out = []
+    try:
+        with os.scandir(where) as it:
+            for e in it:
+                if not e.name.startswith(base) or (e.name.startswith(".") and not base.startswith(".")):
+                    continue
+                try:
+                    is_dir = e.is_dir()
+                except OSError:
+                    is_dir = False
+                out.append((e.name + ("/" if is_dir else ""), "path"))
+                if len(out) >= _COMPLETE_MAX or budget.expired():
+                    break
+    except OSError:
+        return pos - len(base), []
+    return pos - len(base), sorted(out)
+
+
+def _call_params(ns, line, word):
+    """`f(a, k|`: the parameters of the function called there that can be
+    passed by name and start with word, as `name=`."""
+    import inspect
+    import re
+    depth = 0
+    for i in range(len(line) - 1, -1, -1):
+        ch = line[i]
+        if ch in ")]}":
+            depth += 1
+        elif ch in "([{":
+            if depth == 0:
+                if ch != "(":
+                    return []
+                m = re.search(r"([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\s*$", line[:i])
+                if not m:
+                    return []
+                fn = _resolve(ns, m.group(1))
+                if fn is _MISSING or not callable(fn):
+                    return []
+                try:
+                    sig = inspect.signature(fn)
+                except (TypeError, ValueError):
+                    return []
+                kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+                return [(p.name + "=", "param") for p in sig.parameters.values()
+                        if p.kind in kinds and p.name.startswith(word) and p.name not in ("self", "cls")]
+            depth -= 1
+    return []
+
+
+def _complete_attr(ns, line, pos, budget):
+    """`obj.at|` for a dotted name of the namespace."""
+    import re
+    m = re.search(r"(?<![\w.)\]'\"])([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\.(\w*)$", line)
+    if not m:
+        return None
+    obj = _resolve(ns, m.group(1))
+    return pos - len(m.group(2)), (_attr_names(obj, m.group(2), budget) if obj is not _MISSING else [])
+
+
+def _complete_name(ns, line, pos, budget):
+    """A bare name: the parameters of the call it is in (`name=`), then
+    keywords, the namespace and builtins."""
+    import re
+    m = re.search(r"(?<![\w.])([A-Za-z_]\w*)$", line)
+    if not m:
+        return None
+    word = m.group(1)
+    return pos - len(word), _call_params(ns, line[:len(line) - len(word)], word) + _name_matches(ns, word)
+
+
+_COMPLETERS = (_complete_from_import, _complete_import, _complete_key, _complete_path,
+               _complete_attr, _complete_name)
+
+
 def complete(ns, code, pos):
     """Completions at cursor pos (characters) of code, Jupyter style:
-    (matches, cursor_start, kinds). Handles `import a.b`, `from a.b import c`,
-    `obj.attr`, `d["key` and bare names."""
-    import re
+    (matches, cursor_start, kinds). The first of _COMPLETERS that knows
+    the context answers: `from a.b import c`, `import a.b`, `d["key`, a
+    path in a string, `obj.attr`, a bare name."""
     budget = _Budget(_COMPLETE_BUDGET_S)
     line = code[code.rfind("\n", 0, pos) + 1:pos]
     if len(line) > _CONTEXT:
-        # Only the end of a very long line matters (and the patterns below
+        # Only the end of a very long line matters (and the patterns
         # must not backtrack over all of it); it cannot be an import.
         line = "\x00" + line[-_CONTEXT:]
-    found = []       # (text, kind)
-    start = pos
-    m = re.match(r"\s*from\s+([\w.]+)\s+import\s+(?:\(\s*)?(?:[\w\s,]*,\s*)?(\w*)$", line)
-    if m and not re.search(r"\bas\s+\w*$", line):
-        mod, word = m.group(1), m.group(2)
-        start = pos - len(word)
-        loaded = sys.modules.get(mod)
-        if loaded is not None:
-            names = {n for n, _ in _attr_names(loaded, word, budget)}
-            names.update(n.rpartition(".")[2] for n in _module_names(mod + "." + word, budget))
-        else:
-            names = _static_module_names(mod, budget)
-        found = [(n, "module" if loaded is None else _kind_of(_safe_static(loaded, n)))
-                 for n in sorted(names) if n.startswith(word) and (word.startswith("_") or not n.startswith("_"))]
-    else:
-        m = (re.match(r"\s*import\s+(?:[\w.]+\s*(?:as\s+\w+\s*)?,\s*)*([\w.]*)$", line) or
-             re.match(r"\s*from\s+([\w.]*)$", line))
-        if m:
-            word = m.group(1)
-            start = pos - len(word)
-            found = [(n, "module") for n in _module_names(word, budget)]
-        else:
-            m = re.search(r"([A-Za-z_][\w.]*)\s*\[\s*(['\"])((?:[^'\"\\]|\\.)*)$", line)
-            if m:
-                start = pos - len(m.group(3))
-                obj = _resolve(ns, m.group(1))
-                found = _key_matches(obj, m.group(2), m.group(3)) if obj is not _MISSING else []
-            else:
-                m = re.search(r"(?<![\w.)\]'\"])([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\.(\w*)$", line)
-                if m:
-                    word = m.group(2)
-                    start = pos - len(word)
-                    obj = _resolve(ns, m.group(1))
-                    found = _attr_names(obj, word, budget) if obj is not _MISSING else []
-                else:
-                    m = re.search(r"(?<![\w.])([A-Za-z_]\w*)$", line)
-                    if m:
-                        word = m.group(1)
-                        start = pos - len(word)
-                        found = _name_matches(ns, word)
+    start, found = pos, []
+    for completer in _COMPLETERS:
+        r = completer(ns, line, pos, budget)
+        if r is not None:
+            start, found = r
+            break
     found = found[:_COMPLETE_MAX]
     return [t for t, _ in found], start, [k for _, k in found]
 

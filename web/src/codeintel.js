@@ -2,8 +2,9 @@
 // kernel (kernel_client.js request(): Jupyter complete_request and
 // inspect_request over the kernel's channels WebSocket):
 //   Tab          after a name, an attribute (`paddle.nn.Lin`), `import x`,
-//                `from m import x` or a dict key (`d["k`): the kernel's
-//                completions in a list (Enter or Tab takes one, Esc closes);
+//                `from m import x`, a dict key (`d["k`), a file path in a
+//                string or a call's parameter (`Linear(3, 4, bi` -> bias_attr=):
+//                the kernel's completions in a list (Enter or Tab takes one, Esc closes);
 //                anywhere else it indents to the next multiple of 4 spaces
 //                (a selection: its lines). Without a running kernel the list
 //                offers the words of the notebook: completion never starts a
@@ -50,11 +51,28 @@ export function fromCodePoints(text, points) {
   return i;
 }
 
-const KIND = { function: 'function', class: 'class', module: 'namespace', keyword: 'keyword', instance: 'variable', property: 'property', key: 'constant', statement: 'keyword', path: 'text' };
+const KIND = { function: 'function', class: 'class', module: 'namespace', keyword: 'keyword', instance: 'variable', property: 'property', key: 'constant', param: 'variable', statement: 'keyword', path: 'text' };
+
+// Whether a line's text up to the cursor ends inside a string literal.
+function inString(before) {
+  let q = null;
+  for (let i = 0; i < before.length; i++) {
+    const ch = before[i];
+    if (!q) {
+      if (ch === '#') return false;
+      if (ch === '"' || ch === "'") { q = before.startsWith(ch.repeat(3), i) ? ch.repeat(3) : ch; i += q.length - 1; }
+    } else if (ch === '\\') i++;
+    else if (before.startsWith(q, i)) { i += q.length - 1; q = null; }
+  }
+  return !!q;
+}
 
 // Where Tab asks for completions rather than indenting: after a word
-// character or a dot, after `import ` / `from ` or inside a dict key.
-const WANTS_COMPLETION = /(?:[\w.]|\b(?:import|from)\s+|\[\s*["'][^"']*)$/;
+// character or a dot, after `import ` / `from `, or in a string (a dict
+// key, a file path) unless after a space.
+function wantsCompletion(before) {
+  return /(?:[\w.]|\b(?:import|from)\s+)$/.test(before) || (inString(before) && !/\s$/.test(before));
+}
 
 function hintingOn() {
   try { return localStorage.getItem('eddy.codeintel.hint') !== 'off'; } catch { return true; }
@@ -102,7 +120,7 @@ function completionSource(nb) {
             from,
             to: ctx.pos,
             options: r.matches.slice(0, MAX_OPTIONS).map((m) => ({ label: String(m), type: KIND[kindOf.get(m)] || 'variable' })),
-            validFor: /^[\w.]*$/,
+            validFor: /^[\w.=/-]*$/,
           };
         }
       } catch { /* no answer in time: fall back to the notebook's words */ }
@@ -123,7 +141,7 @@ function tabCommand(withKernel) {
     if (!sel.empty || view.state.selection.ranges.length > 1) return indentMore(view);
     const line = view.state.doc.lineAt(sel.head);
     const before = line.text.slice(0, sel.head - line.from);
-    if (withKernel && before.trim() && WANTS_COMPLETION.test(before)) { startCompletion(view); return true; }
+    if (withKernel && before.trim() && wantsCompletion(before)) { startCompletion(view); return true; }
     // Spaces up to the next multiple of 4 columns (JupyterLab's Tab).
     const n = 4 - (before.length % 4);
     view.dispatch(view.state.update({ changes: { from: sel.head, insert: ' '.repeat(n) }, selection: EditorSelection.cursor(sel.head + n), scrollIntoView: true, userEvent: 'input.indent' }));

@@ -84,6 +84,15 @@ export async function run(t) {
     await page.keyboard.press('Tab');
     await page.waitForSelector('.cm-tooltip-autocomplete li:has-text("json")', { timeout: 20000 });
     await page.keyboard.press('Escape');
+    // A call's parameters by name, and file names in a string.
+    await editCell(1, 'paddle.nn.Linear(3, 4, bias');
+    await page.keyboard.press('Tab');
+    await page.waitForSelector('.cm-tooltip-autocomplete li:has-text("bias_attr=")', { timeout: 20000 });
+    await page.keyboard.press('Escape');
+    await editCell(1, 'open("codeint');
+    await page.keyboard.press('Tab');
+    await page.waitForSelector('.cm-tooltip-autocomplete li:has-text("codeintel.ipynb")', { timeout: 20000 });
+    await page.keyboard.press('Escape');
     await page.evaluate(() => localStorage.removeItem('eddy.codeintel.hint'));
     await editCell(1, 'paddle.');
     await page.waitForSelector('.cm-tooltip-autocomplete', { timeout: 20000 });

@@ -174,6 +174,42 @@ class DictKeys(unittest.TestCase):
         self.assertEqual(complete({"s": "text"}, 's["')["matches"], [])
 
 
+class PathsAndParameters(unittest.TestCase):
+    def test_paths_in_a_string(self):
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "data", "train"))
+            open(os.path.join(d, "data", "train.csv"), "w").close()
+            open(os.path.join(d, "data", ".hidden"), "w").close()
+            old = os.getcwd()
+            os.chdir(d)
+            try:
+                r = complete({}, 'df = read_csv("data/tr')
+                self.assertEqual(r["matches"], ["train.csv", "train/"])
+                self.assertEqual(r["cursor_start"], len('df = read_csv("data/'))
+                self.assertEqual(complete({}, "open('da")["matches"], ["data/"])
+                self.assertEqual(complete({}, "open('data/")["matches"], ["train.csv", "train/"])
+                self.assertIn(".hidden", complete({}, "open('data/.")["matches"])
+                # A closed string, or one in a comment, is not a path.
+                self.assertNotIn("data/", complete({"data": 1}, "x = 'a' + da")["matches"])
+                self.assertEqual(complete({}, "# open('da")["matches"], [])
+                self.assertEqual(complete({}, "open('nowhere/x")["matches"], [])
+            finally:
+                os.chdir(old)
+
+    def test_parameters_of_the_call(self):
+        import paddle
+        ns = {"paddle": paddle}
+        r = complete(ns, "layer = paddle.nn.Linear(3, 4, bias")
+        self.assertEqual(r["matches"][0], "bias_attr=")
+        self.assertEqual(r["cursor_start"], len("layer = paddle.nn.Linear(3, 4, "))
+        kinds = {t["text"]: t["type"] for t in r["metadata"]["_jupyter_types_experimental"]}
+        self.assertEqual(kinds["bias_attr="], "param")
+        self.assertIn("in_features=", complete(ns, "paddle.nn.Linear(in")["matches"])
+        self.assertNotIn("in_features=", complete(ns, "paddle.nn.Linear(3)[in")["matches"])
+        r = complete({"f": lambda alpha, beta=2, *, gamma: 0}, "f(1, [2, 3], ga")
+        self.assertEqual(r["matches"][0], "gamma=")
+
+
 class Inspection(unittest.TestCase):
     def test_paddle_class_shows_signature_and_docstring(self):
         import paddle
