@@ -224,4 +224,65 @@ int kh_session_delete(kh_hub *h, int64_t user_id, const char *id);
 /* Set and return ED_ELIMIT with the message for a user at `max_per_user`. */
 int kh_session_limit_error(int max_per_user);
 
+/* ---- terminals (terminal.c) ------------------------------------------------------ */
+
+/* A terminal: a login shell on a pty inside a kernel's sandbox (eddy-kernel
+ * runs it: kernel_runner/README.md "Terminals"), so with the kernel's uid,
+ * limits and workspace. It lives as long as its shell and the kernel
+ * process it was opened in (a restart or a shutdown ends it). Names are the
+ * user's own: [A-Za-z0-9_-]{1,32}, "1", "2", ... when not given. The hub
+ * keeps the last KH_TERM_REPLAY bytes of output for a page that reconnects;
+ * nothing of a terminal enters the journal or a notebook. Every lookup is
+ * by the caller's user id: another user's terminal is ED_ENOTFOUND. */
+#define KH_TERM_NAME_MAX   32
+#define KH_TERM_REPLAY     (64 * 1024)   /* bytes of output a (re)connecting client gets */
+#define KH_TERM_INPUT_MAX  (64 * 1024)   /* bytes of one input */
+#define KH_TERM_SUBS_MAX   8             /* connections to one terminal */
+
+typedef struct kh_terminal {
+    char    name[KH_TERM_NAME_MAX + 1];
+    char    kernel_id[KH_ID_LEN];
+    int64_t created_at, last_activity_at;   /* ms since the epoch (output or input) */
+} kh_terminal;
+
+typedef struct kh_term_sub kh_term_sub;   /* one client of one terminal's output */
+
+/* Open a terminal in the user's running kernel `kernel_id` (idle or busy),
+ * named `name` (NULL: the smallest free number), starting in `cwd` (NULL:
+ * the kernel's starting folder; else relative to it), `rows` x `cols` (0:
+ * 24 x 80). Waits up to 5 s for the kernel's answer. ED_ENOTFOUND (kernel,
+ * or a cwd that is not a folder), ED_ECONFLICT (the kernel is not running,
+ * or cannot open a pty: the message says why), ED_EEXISTS (name taken),
+ * ED_ELIMIT (4 per kernel), ED_EINVAL (name, size), ED_EBUSY (no answer). */
+int kh_terminal_open(kh_terminal *out, kh_hub *h, int64_t user_id, const char *kernel_id, const char *name,
+                     const char *cwd, int rows, int cols);
+/* The user's open terminal `name`. ED_ENOTFOUND. */
+int kh_terminal_get(kh_terminal *out, kh_hub *h, int64_t user_id, const char *name);
+/* The user's open terminals (only kernel `kernel_id`'s when not NULL),
+ * oldest first; fn's non-zero return stops (a negative one is returned). */
+int kh_terminal_each(kh_hub *h, int64_t user_id, const char *kernel_id,
+                     int (*fn)(const kh_terminal *t, void *payload), void *payload);
+/* Bytes for the shell (UTF-8 text, at most KH_TERM_INPUT_MAX): ED_ENOTFOUND,
+ * ED_ETOOBIG, ED_EINVAL (not UTF-8), kh_send's errors. Counts as activity. */
+int kh_terminal_input(kh_hub *h, int64_t user_id, const char *name, const char *data, size_t len);
+/* The terminal's size (1-1000 each; the shell gets SIGWINCH). */
+int kh_terminal_resize(kh_hub *h, int64_t user_id, const char *name, int rows, int cols);
+/* End the shell and what it started (SIGHUP, then SIGKILL); waits up to 2 s
+ * for it, and forgets the terminal either way. ED_ENOTFOUND. */
+int kh_terminal_close(kh_hub *h, int64_t user_id, const char *name);
+
+/* Follow a terminal's output from the oldest byte the hub keeps (the
+ * replay). `wake` as kh_subscribe's (called under the hub's terminal lock:
+ * it must not block nor call into the hub). ED_ENOTFOUND, ED_ELIMIT (more
+ * than KH_TERM_SUBS_MAX). Freed with kh_terminal_unsubscribe. */
+int kh_terminal_subscribe(kh_term_sub **out, kh_hub *h, int64_t user_id, const char *name,
+                          void (*wake)(void *wake_arg), void *wake_arg);
+/* Never waits: 1 with *out (malloc'd UTF-8 text, NUL-terminated; free it)
+ * of *out_len bytes, all that came since the last call; 0 when nothing
+ * new; ED_ENOTFOUND once the terminal ended and everything was read;
+ * ED_ELIMIT when this reader fell more than KH_TERM_REPLAY bytes behind
+ * (it is dropped: unsubscribe; a new subscription gets the screen again). */
+int kh_terminal_sub_next(char **out, size_t *out_len, kh_term_sub *sub);
+void kh_terminal_unsubscribe(kh_term_sub *sub);   /* NULL-safe */
+
 #endif

@@ -11,7 +11,8 @@
  *
  * Locks: h->mu guards the kernel list and every kernel's state; k->wmu
  * guards writes to (and the closing of) a kernel's socket; k->jmu orders the
- * journal appends of a kernel. Lock order: the scheduler's mutex, then jmu,
+ * journal appends of a kernel; h->tmu guards the terminals (terminal.c) and is
+ * taken alone. Lock order: the scheduler's mutex, then jmu,
  * then h->mu, then wmu (the hook runs under the scheduler's lock, so the hub
  * never calls the scheduler while holding h->mu). Every `*_locked` function
  * asserts that its caller holds h->mu (kh__held); asserts are on in the
@@ -178,6 +179,27 @@ struct kh_sub {
     int64_t  stored_last;        /* a kernel no longer in memory: its last seq */
 };
 
+/* A terminal (terminal.c), guarded by h->tmu. */
+enum { KH__TERM_OPENING, KH__TERM_OPEN, KH__TERM_FAILED, KH__TERM_ENDED };
+
+typedef struct kh__term {
+    struct kh__term *next;
+    char     name[KH_TERM_NAME_MAX + 1];
+    char     kernel_id[KH_ID_LEN];
+    int64_t  user_id;
+    int64_t  job_id;             /* the kernel process it lives in */
+    int64_t  created_at, last_activity_at;
+    int      state;              /* KH__TERM_* */
+    int      open_err;           /* FAILED: the error, and its message */
+    char     open_msg[200];
+    int      exit_status;        /* ENDED: the shell's code, 128 + signal, -1 unknown */
+    char    *ring;               /* the last KH_TERM_REPLAY bytes of output */
+    uint64_t total;              /* output bytes ever: ring[total % KH_TERM_REPLAY] is the next */
+    int      refs;               /* the list's (while listed), subscriptions', waiters' */
+    bool     listed;
+    struct kh_term_sub *subs;
+} kh__term;
+
 typedef struct kh__pending_fd {
     int64_t job_id;
     int     fd;
@@ -194,6 +216,11 @@ struct kh_hub {
     bool            stopping;
     int64_t         swept_ms;    /* last retention sweep (culler thread) */
     int64_t         sweep_ms;    /* EDDY_KERNEL_SWEEP_MS (tests): sweep this often; 0: by the retention */
+    /* terminals (terminal.c): zeroed by the hub's calloc, which is a valid
+     * mutex and condition on Linux; a leaf lock, taken alone */
+    kh__mutex       tmu;
+    pthread_cond_t  tcv;         /* a terminal opened, failed or ended */
+    kh__term       *terms;       /* newest first */
 };
 
 /* ---- lifecycle.c ------------------------------------------------------------ */
@@ -270,6 +297,24 @@ void kh__folds_flush(kh_hub *h, kh__k *k, bool force);
 /* The kernel's process ended: write every dirty fold now, and keep trying
  * finished cells' folds until written or given up (unless the hub stops). */
 void kh__folds_drain(kh_hub *h, kh__k *k);
+
+/* ---- terminal.c ------------------------------------------------------------- */
+
+/* Whether `name` is a terminal name ([A-Za-z0-9_-]{1,KH_TERM_NAME_MAX}). */
+bool kh__term_name_ok(const char *name);
+/* List a terminal (state opening) of `user_id` in kernel `kernel_id`'s
+ * process `job_id`, named `name` or (NULL) the smallest free number. *out
+ * holds a reference the caller drops with kh__term_release. ED_EINVAL,
+ * ED_EEXISTS, ED_ELIMIT (KR_TERM_MAX in that kernel), ED_ENOMEM. */
+int kh__term_add(kh__term **out, kh_hub *h, int64_t user_id, const char *kernel_id, int64_t job_id,
+                 const char *name);
+void kh__term_release(kh_hub *h, kh__term *t);
+/* A frame on the "terminal" channel from kernel `kernel_id`'s process
+ * `job_id` (reader.c): opened, error, output, exit. Untrusted: a name the
+ * hub did not open in that process is ignored. No lock held. */
+void kh__term_on_frame(kh_hub *h, const char *kernel_id, int64_t job_id, const json_t *msg);
+/* Kernel `kernel_id`'s process `job_id` ended: so did its terminals. */
+void kh__term_process_ended(kh_hub *h, const char *kernel_id, int64_t job_id);
 
 /* ---- cull.c ----------------------------------------------------------------- */
 

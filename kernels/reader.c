@@ -353,6 +353,14 @@ static void *reader_main(void *p)
             protocol_error(h, k, a.job_id, "it sent a frame that is not a Jupyter message");
             break;
         }
+        if (strcmp(kr_msg_channel(m), KR_TERM_CHANNEL) == 0) {
+            /* a terminal's (terminal.c): never journaled; bounded there */
+            burst_flush(h, k, msgs, parsed, &n, &nbytes);   /* keep the order with what came before */
+            kh__term_on_frame(h, k->id, a.job_id, m);
+            json_decref(m);
+            free(buf);
+            continue;
+        }
         if (!counted && !rate_admit(h, &rl, kr_msg_channel(m), kr_msg_type(m),
                         json_string_value(json_object_get(json_object_get(m, "parent_header"), "msg_id")), len,
                         notice, sizeof(notice))) {
@@ -372,6 +380,7 @@ static void *reader_main(void *p)
             burst_flush(h, k, msgs, parsed, &n, &nbytes);
     }
     burst_flush(h, k, msgs, parsed, &n, &nbytes);
+    kh__term_process_ended(h, k->id, a.job_id);   /* its terminals went with it */
     kh__folds_drain(h, k);
     /* the process ended (or the hub is stopping): close our end */
     kh__lock(&k->wmu);
