@@ -114,6 +114,118 @@ static int class_index(const sched_resource *cls, size_t n, const char *name)
     return -1;
 }
 
+/* ---- users' terms for one pass ---------------------------------------------
+ * The queue's rows are the scheduler's (jobs); a user's tier is accounts/'s
+ * and a tier's weight and cap quota/'s. Each pass reads every tier once and
+ * each distinct user once, through their owners. */
+
+typedef struct user_terms {
+    int64_t user_id;
+    int     weight;    /* the tier's; 1 when the tier is gone */
+    int     cap;       /* the tier's max_kernels; 1 when the tier is gone */
+    bool    found;     /* false: no such user, the work is left out */
+} user_terms;
+
+typedef struct tier_list {
+    quota_tier *t;
+    size_t      n, cap;
+} tier_list;
+
+static int add_tier(const quota_tier *t, void *payload)
+{
+    tier_list *l = payload;
+
+    if (l->n == l->cap) {
+        quota_tier *nv = realloc(l->t, (l->cap = l->cap ? 2 * l->cap : 8) * sizeof(*nv));
+        if (nv == NULL)
+            return ed_error_set(ED_ENOMEM, "tiers");
+        l->t = nv;
+    }
+    l->t[l->n++] = *t;
+    return 0;
+}
+
+static int cmp_user_id(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The terms of `user_id`, which is among terms[0..n) (sorted by user). */
+static const user_terms *terms_of(const user_terms *terms, size_t n, int64_t user_id)
+{
+    const user_terms *t = bsearch(&user_id, terms, n, sizeof(*terms), cmp_user_id);
+
+    assert(t != NULL);
+    return t;
+}
+
+/* Fill in each item's and run's weight (and each item's user cap) from its
+ * user's tier, and drop work whose user does not exist. */
+static int apply_user_terms(sched *s, sched_item *q, size_t *nq, sched_run *r, size_t *nr)
+{
+    tier_list tiers = {0};
+    user_terms *terms = NULL;
+    size_t n = 0, k = 0;
+    int err = 0;
+
+    if (*nq + *nr == 0)
+        return 0;
+    if ((terms = malloc((*nq + *nr) * sizeof(*terms))) == NULL)
+        return ed_error_set(ED_ENOMEM, "queue snapshot");
+    for (size_t i = 0; i < *nq; i++)
+        terms[n++].user_id = q[i].user_id;
+    for (size_t i = 0; i < *nr; i++)
+        terms[n++].user_id = r[i].user_id;
+    qsort(terms, n, sizeof(*terms), cmp_user_id);
+    for (size_t i = 0; i < n; i++)   /* distinct users */
+        if (k == 0 || terms[k - 1].user_id != terms[i].user_id)
+            terms[k++].user_id = terms[i].user_id;
+    n = k;
+    if ((err = quota_tier_each(s->st, add_tier, &tiers)) < 0)
+        goto done;
+    for (size_t i = 0; i < n; i++) {
+        acct_user u;
+        terms[i].weight = terms[i].cap = 1;
+        terms[i].found = false;
+        if ((err = acct_user_get(&u, s->st, terms[i].user_id)) == ED_ENOTFOUND)
+            continue;
+        if (err < 0)
+            goto done;
+        terms[i].found = true;
+        for (size_t t = 0; t < tiers.n; t++)
+            if (strcmp(tiers.t[t].name, u.tier) == 0) {
+                terms[i].weight = tiers.t[t].weight;
+                terms[i].cap = tiers.t[t].max_kernels;
+                break;
+            }
+    }
+    err = 0;
+    k = 0;
+    for (size_t i = 0; i < *nq; i++) {
+        const user_terms *t = terms_of(terms, n, q[i].user_id);
+        if (!t->found)
+            continue;
+        q[k] = q[i];
+        q[k].weight = t->weight;
+        q[k++].user_cap = t->cap;
+    }
+    *nq = k;
+    k = 0;
+    for (size_t i = 0; i < *nr; i++) {
+        const user_terms *t = terms_of(terms, n, r[i].user_id);
+        if (!t->found)
+            continue;
+        r[k] = r[i];
+        r[k++].weight = t->weight;
+    }
+    *nr = k;
+done:
+    free(tiers.t);
+    free(terms);
+    return err;
+}
+
 int sched__queue_snapshot(sched *s, sched_item **out_q, size_t *out_nq, sched_run **out_r, size_t *out_nr,
                           sched_pool *pools, sched_resource **out_classes, size_t *out_ncls)
 {
@@ -136,10 +248,9 @@ int sched__queue_snapshot(sched *s, sched_item **out_q, size_t *out_nq, sched_ru
         pools[i].preemption = cls[i].gpu;
     }
     if ((err = ed_store_prepare(&st, s->st,
-                                "SELECT j.id, j.user_id, IFNULL(t.weight, 1), j.resource, j.units, IFNULL(t.max_kernels, 1), "
+                                "SELECT j.id, j.user_id, j.resource, j.units, "
                                 "j.enqueued_at, j.max_runtime_ms, j.status, IFNULL(j.started_at, 0), j.preemptible, "
-                                "IFNULL(f.used, 0) FROM jobs j JOIN users u ON u.id = j.user_id "
-                                "LEFT JOIN tiers t ON t.name = u.tier "
+                                "IFNULL(f.used, 0) FROM jobs j "
                                 "LEFT JOIN (SELECT user_id, SUM((CASE WHEN status = 'running' THEN ?1 "
                                 "  ELSE IFNULL(ended_at, started_at) END - started_at) * units) AS used "
                                 "  FROM jobs WHERE started_at > ?1 - 86400000 GROUP BY user_id) f ON f.user_id = j.user_id "
@@ -147,8 +258,8 @@ int sched__queue_snapshot(sched *s, sched_item **out_q, size_t *out_nq, sched_ru
         goto fail;
     sqlite3_bind_int64(st, 1, now);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int c = class_index(cls, ncls, (const char *)sqlite3_column_text(st, 3));
-        bool running = strcmp((const char *)sqlite3_column_text(st, 8), "running") == 0;
+        int c = class_index(cls, ncls, (const char *)sqlite3_column_text(st, 2));
+        bool running = strcmp((const char *)sqlite3_column_text(st, 6), "running") == 0;
         if (c < 0)
             continue;
         if (running) {
@@ -163,12 +274,11 @@ int sched__queue_snapshot(sched *s, sched_item **out_q, size_t *out_nq, sched_ru
             memset(&r[nr], 0, sizeof(r[nr]));
             r[nr].id = sqlite3_column_int64(st, 0);
             r[nr].user_id = sqlite3_column_int64(st, 1);
-            r[nr].weight = sqlite3_column_int(st, 2);
             r[nr].cls = c;
-            r[nr].units = sqlite3_column_int(st, 4);
-            r[nr].started_at = sqlite3_column_int64(st, 9);
-            r[nr].end_by = r[nr].started_at + sqlite3_column_int64(st, 7);
-            r[nr].preemptible = sqlite3_column_int(st, 10) != 0;
+            r[nr].units = sqlite3_column_int(st, 3);
+            r[nr].started_at = sqlite3_column_int64(st, 7);
+            r[nr].end_by = r[nr].started_at + sqlite3_column_int64(st, 5);
+            r[nr].preemptible = sqlite3_column_int(st, 8) != 0;
             nr++;
         } else {
             if (nq == capq) {
@@ -179,15 +289,14 @@ int sched__queue_snapshot(sched *s, sched_item **out_q, size_t *out_nq, sched_ru
                 }
                 q = nv;
             }
+            memset(&q[nq], 0, sizeof(q[nq]));
             q[nq].id = sqlite3_column_int64(st, 0);
             q[nq].user_id = sqlite3_column_int64(st, 1);
-            q[nq].weight = sqlite3_column_int(st, 2);
             q[nq].cls = c;
-            q[nq].units = sqlite3_column_int(st, 4);
-            q[nq].user_cap = sqlite3_column_int(st, 5);
-            q[nq].enqueued_at = sqlite3_column_int64(st, 6);
-            q[nq].est_ms = sqlite3_column_int64(st, 7);
-            q[nq].usage_ms = sqlite3_column_int64(st, 11);
+            q[nq].units = sqlite3_column_int(st, 3);
+            q[nq].enqueued_at = sqlite3_column_int64(st, 4);
+            q[nq].est_ms = sqlite3_column_int64(st, 5);
+            q[nq].usage_ms = sqlite3_column_int64(st, 9);
             nq++;
         }
     }
@@ -196,6 +305,8 @@ int sched__queue_snapshot(sched *s, sched_item **out_q, size_t *out_nq, sched_ru
         err = ed_store_error(ed_store_db(s->st), rc, "queue snapshot");
         goto fail;
     }
+    if ((err = apply_user_terms(s, q, &nq, r, &nr)) < 0)
+        goto fail;
     *out_q = q;
     *out_nq = nq;
     *out_r = r;
