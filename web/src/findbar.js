@@ -132,6 +132,7 @@ export function findBar(nb) {
     if (!nb.root || !nb.root.isConnected) return;
     const a = document.activeElement;
     if (a && a !== document.body && !nb.root.contains(a)) return;   // a dialog has the focus
+    if (a && a.closest && a.closest('.xterm')) return;              // a terminal's Ctrl+F is the shell's
     ev.preventDefault();
     ev.stopPropagation();
     openBar();
