@@ -806,7 +806,8 @@ def _module_names(prefix, budget):
     """Complete a module path: `pad` -> paddle, `paddle.n` -> paddle.nn."""
     import pkgutil
     if "." not in prefix:
-        return [n for n in _top_modules(budget) if n.startswith(prefix)]
+        return [n for n in _top_modules(budget)
+                if n.startswith(prefix) and (prefix.startswith("_") or not n.startswith("_"))]
     pkg, _, last = prefix.rpartition(".")
     # Imported ones too: some are not files of a package (os.path).
     out = {n for n in list(sys.modules) if n.startswith(prefix) and n.count(".") == prefix.count(".")}

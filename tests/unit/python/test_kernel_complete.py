@@ -75,6 +75,9 @@ class ModuleNames(unittest.TestCase):
         self.assertEqual(r["cursor_end"], len("import jso"))
         self.assertIn("pad", [m[:3] for m in complete({}, "import pad")["matches"]])
         self.assertIn("paddle", complete({}, "import pad")["matches"])
+        everything = complete({}, "import ")["matches"]
+        self.assertTrue(everything and not any(n.startswith("_") for n in everything), "private modules only after _")
+        self.assertIn("_thread", complete({}, "import _thr")["matches"])
 
     def test_import_completes_submodules_without_importing(self):
         # xml.dom is a package of the standard library that nothing here imported.
