@@ -1054,13 +1054,17 @@ def _call_params(ns, line, word):
 
 
 def _complete_attr(ns, line, pos, budget):
-    """`obj.at|` for a dotted name of the namespace."""
+    """`obj.at|` for a dotted name of the namespace. The matches are whole
+    dotted names from the start of it (`os.pa` -> os.path), as IPython's
+    completer gives them; a frontend may show only their last part."""
     import re
     m = re.search(r"(?<![\w.)\]'\"])([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\.(\w*)$", line)
     if not m:
         return None
     obj = _resolve(ns, m.group(1))
-    return pos - len(m.group(2)), (_attr_names(obj, m.group(2), budget) if obj is not _MISSING else [])
+    found = _attr_names(obj, m.group(2), budget) if obj is not _MISSING else []
+    head = m.group(1) + "."
+    return pos - len(m.group(0)), [(head + n, k) for n, k in found]
 
 
 def _complete_name(ns, line, pos, budget):

@@ -114,12 +114,19 @@ function completionSource(nb) {
         if (r && r.status === 'ok' && Array.isArray(r.matches) && r.matches.length) {
           const types = r.metadata?._jupyter_types_experimental || [];
           const kindOf = new Map(types.map((t) => [t.text, t.type]));
-          const from = fromCodePoints(code, r.cursor_start);
+          let from = fromCodePoints(code, r.cursor_start);
           if (from > ctx.pos || from < line.from) return null;
+          // Kernels answer `os.pa` with whole dotted names (os.path, ...):
+          // the list shows, and replaces, only what follows the last dot.
+          let matches = r.matches.slice(0, MAX_OPTIONS).map(String);
+          const typed = code.slice(from, ctx.pos);
+          const pre = typed.slice(0, typed.lastIndexOf('.') + 1);
+          const kinds = matches.map((m) => KIND[kindOf.get(m)] || 'variable');
+          if (pre && matches.every((m) => m.startsWith(pre))) { from += pre.length; matches = matches.map((m) => m.slice(pre.length)); }
           return {
             from,
             to: ctx.pos,
-            options: r.matches.slice(0, MAX_OPTIONS).map((m) => ({ label: String(m), type: KIND[kindOf.get(m)] || 'variable' })),
+            options: matches.map((m, i) => ({ label: m, type: kinds[i] })),
             validFor: /^[\w.=/-]*$/,
           };
         }
