@@ -3,6 +3,7 @@
 #include "proj_int.h"
 #include "proj_ws.h"
 
+#include "acct.h"
 #include "ed_crypto.h"
 #include "ed_error.h"
 #include "ed_log.h"
@@ -16,10 +17,11 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The owner's name is accounts/'s: row_to_proj reads it with acct_user_get. */
 #define PROJ_COLS                                                                              \
-    "p.id, p.owner_id, COALESCE(u.username, ''), p.name, p.description, p.visibility, "      \
+    "p.id, p.owner_id, p.name, p.description, p.visibility, "                                 \
     "COALESCE(p.forked_from, ''), p.size_bytes, p.created_at, p.updated_at "                  \
-    "FROM projects p LEFT JOIN users u ON u.id = p.owner_id "
+    "FROM projects p "
 
 void proj_free(proj *p)
 {
@@ -61,25 +63,33 @@ static char *dup_col(sqlite3_stmt *s, int col)
     return strdup(t ? t : "");
 }
 
-static int row_to_proj(proj **out, sqlite3_stmt *s)
+/* A project row (PROJ_COLS) with its owner's name ("" when the owner is
+ * gone). */
+static int row_to_proj(proj **out, proj_root *r, sqlite3_stmt *s)
 {
     proj *p = calloc(1, sizeof(*p));
     const char *vis;
+    acct_user u;
+    int err;
 
     *out = NULL;
     if (p == NULL)
         return ed_error_set(ED_ENOMEM, "project");
     snprintf(p->id, sizeof(p->id), "%s", (const char *)sqlite3_column_text(s, 0));
     p->owner_id = sqlite3_column_int64(s, 1);
-    p->owner = dup_col(s, 2);
-    p->name = dup_col(s, 3);
-    p->description = dup_col(s, 4);
-    vis = (const char *)sqlite3_column_text(s, 5);
+    p->name = dup_col(s, 2);
+    p->description = dup_col(s, 3);
+    vis = (const char *)sqlite3_column_text(s, 4);
     p->visibility = vis && strcmp(vis, "public") == 0 ? PROJ_PUBLIC : PROJ_PRIVATE;
-    snprintf(p->forked_from, sizeof(p->forked_from), "%s", (const char *)sqlite3_column_text(s, 6));
-    p->size_bytes = sqlite3_column_int64(s, 7);
-    p->created_at = sqlite3_column_int64(s, 8);
-    p->updated_at = sqlite3_column_int64(s, 9);
+    snprintf(p->forked_from, sizeof(p->forked_from), "%s", (const char *)sqlite3_column_text(s, 5));
+    p->size_bytes = sqlite3_column_int64(s, 6);
+    p->created_at = sqlite3_column_int64(s, 7);
+    p->updated_at = sqlite3_column_int64(s, 8);
+    if ((err = acct_user_get(&u, r->store, p->owner_id)) < 0 && err != ED_ENOTFOUND) {
+        proj_free(p);
+        return err;
+    }
+    p->owner = strdup(err == 0 ? u.username : "");
     if (p->owner == NULL || p->name == NULL || p->description == NULL) {
         proj_free(p);
         return ed_error_set(ED_ENOMEM, "project");
@@ -102,7 +112,7 @@ static int load_row(proj **out, proj_root *r, const char *id)
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
     rc = sqlite3_step(s);
     if (rc == SQLITE_ROW)
-        err = row_to_proj(out, s);
+        err = row_to_proj(out, r, s);
     else if (rc == SQLITE_DONE)
         err = ed_error_set(ED_ENOTFOUND, "no project %s", id);
     else
@@ -405,7 +415,7 @@ int proj_list(proj_page **out, proj_root *r, int64_t user_id, int limit, const c
             }
             break;
         }
-        if ((err = row_to_proj(&pg->items[pg->count], s)) < 0)
+        if ((err = row_to_proj(&pg->items[pg->count], r, s)) < 0)
             goto fail;
         pg->count++;
     }

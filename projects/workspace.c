@@ -144,9 +144,7 @@ static int load_ws(ws_row *w, proj_root *r, const char *id)
 
     memset(w, 0, sizeof(*w));
     if ((err = ed_store_prepare(&s, r->store,
-                                "SELECT p.owner_id, w.disk_id, IFNULL(w.limit_bytes, 0),"
-                                " IFNULL((SELECT t.workspace_bytes FROM users u JOIN tiers t ON t.name = u.tier"
-                                "         WHERE u.id = p.owner_id), 0)"
+                                "SELECT p.owner_id, w.disk_id, IFNULL(w.limit_bytes, 0)"
                                 " FROM projects p LEFT JOIN workspaces w ON w.project_id = p.id WHERE p.id = ?1")) < 0)
         return err;
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
@@ -156,7 +154,6 @@ static int load_ws(ws_row *w, proj_root *r, const char *id)
         w->have_row = sqlite3_column_type(s, 1) != SQLITE_NULL;
         w->disk_id = sqlite3_column_int64(s, 1);
         w->limit_bytes = sqlite3_column_int64(s, 2);
-        w->tier_limit = sqlite3_column_int64(s, 3);
         err = 0;
     } else if (rc == SQLITE_DONE) {
         err = 0;
@@ -164,6 +161,8 @@ static int load_ws(ws_row *w, proj_root *r, const char *id)
         err = ed_store_error(sqlite3_db_handle(s), rc, "load workspace");
     }
     sqlite3_finalize(s);
+    if (err == 0 && w->have_project)
+        err = proj_workspace_limit(&w->tier_limit, r, w->owner);
     return err;
 }
 
@@ -654,6 +653,16 @@ void proj__ws_remove(proj_root *r, const char *id)
 
 /* ---- start --------------------------------------------------------------------------- */
 
+/* The largest workspace_bytes of any tier (quota_tier_each). */
+static int most_workspace(const quota_tier *t, void *payload)
+{
+    int64_t *most = payload;
+
+    if (t->workspace_bytes > *most)
+        *most = t->workspace_bytes;
+    return 0;
+}
+
 int proj_root_set_disk(proj_root *r, const sbx_disk *disk)
 {
     sqlite3_stmt *s = NULL;
@@ -705,11 +714,7 @@ int proj_root_set_disk(proj_root *r, const sbx_disk *disk)
     free(ids);
     if (disk) {
         int64_t most = 0;
-        if (ed_store_prepare(&s, r->store, "SELECT IFNULL(MAX(workspace_bytes), 0) FROM tiers") == 0) {
-            if (sqlite3_step(s) == SQLITE_ROW)
-                most = sqlite3_column_int64(s, 0);
-            sqlite3_finalize(s);
-        }
+        quota_tier_each(r->store, most_workspace, &most);   /* only for the message */
         if (disk->mech == SBX_DISK_NONE && most > 0)
             ed_log_error("projects.workspace", "workspace quotas: no mechanism, so projects of tiers with a "
                          "workspace_bytes limit cannot be created and their kernels will not start (set "
@@ -723,44 +728,55 @@ int proj_root_set_disk(proj_root *r, const sbx_disk *disk)
 
 /* ---- tier changes ---------------------------------------------------------------------- */
 
-int proj_workspace_sync(proj_root *r, int64_t user_id, const char *tier)
+/* 1 when project `id` is `user_id`'s (> 0) or its owner is on `tier` (not
+ * NULL), else 0 (also when the project or its owner is gone). The owner's
+ * tier is accounts/'s. */
+static int sync_wanted(proj_root *r, const char *id, int64_t user_id, const char *tier)
 {
     sqlite3_stmt *s = NULL;
+    int64_t owner;
+    acct_user u;
+    int err;
+
+    if ((err = ed_store_prepare(&s, r->store, "SELECT owner_id FROM projects WHERE id = ?1")) < 0)
+        return err;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    if ((err = proj__int64_row(&owner, s, "workspace sync")) <= 0)
+        return err;
+    if ((err = acct_user_get(&u, r->store, owner)) == ED_ENOTFOUND)
+        return 0;
+    if (err < 0)
+        return err;
+    return (user_id > 0 && owner == user_id) || (tier && strcmp(u.tier, tier) == 0);
+}
+
+int proj_workspace_sync(proj_root *r, int64_t user_id, const char *tier)
+{
     char (*ids)[PROJ_ID_LEN + 1] = NULL;
-    size_t n = 0, cap = 0;
-    int err, rc, done = 0;
+    size_t n = 0, k = 0;
+    int err, done = 0;
 
     if (!quotas_on(r))
         return 0;
-    if ((err = ed_store_prepare(&s, r->store,
-                                "SELECT p.id FROM projects p JOIN users u ON u.id = p.owner_id"
-                                " WHERE (?1 > 0 AND p.owner_id = ?1) OR (?2 IS NOT NULL AND u.tier = ?2)")) < 0)
-        return err;
-    sqlite3_bind_int64(s, 1, user_id);
-    if (tier)
-        sqlite3_bind_text(s, 2, tier, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(s, 2);
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *id = (const char *)sqlite3_column_text(s, 0);
-        if (id == NULL || strlen(id) != PROJ_ID_LEN)
-            continue;
-        if (n == cap) {
-            void *p = realloc(ids, (cap = cap ? cap * 2 : 16) * sizeof(*ids));
-            if (p == NULL) {
-                sqlite3_finalize(s);
-                free(ids);
-                return ed_error_set(ED_ENOMEM, "workspace sync");
-            }
-            ids = p;
-        }
-        snprintf(ids[n++], PROJ_ID_LEN + 1, "%s", id);
-    }
-    sqlite3_finalize(s);
+    /* a tree not attached by this process gets the tier's limit when it is
+     * (attach reads it): only those in use need it now */
+    pthread_mutex_lock(&r->ws->lock);
+    if ((n = r->ws->n) > 0 && (ids = malloc(n * sizeof(*ids))) != NULL)
+        memcpy(ids, r->ws->attached, n * sizeof(*ids));
+    pthread_mutex_unlock(&r->ws->lock);
+    if (n > 0 && ids == NULL)
+        return ed_error_set(ED_ENOMEM, "workspace sync");
     for (size_t i = 0; i < n; i++) {
-        /* a tree not attached by this process gets the tier's limit when it
-         * is (attach reads it): only those in use need it now */
-        if (!is_attached(r->ws, ids[i]))
+        if ((err = sync_wanted(r, ids[i], user_id, tier)) < 0) {
+            free(ids);
+            return err;
+        }
+        if (err)
+            memmove(ids[k++], ids[i], sizeof(ids[i]));
+    }
+    n = k;
+    for (size_t i = 0; i < n; i++) {
+        if (!is_attached(r->ws, ids[i]))   /* detached meanwhile */
             continue;
         proj__lock(r, ids[i]);
         pthread_mutex_lock(&r->ws->attach_lock);
