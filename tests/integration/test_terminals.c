@@ -1,0 +1,244 @@
+/* Terminals (issue 14) against the real server, sandbox and eddy-kernel: a
+ * shell inside a kernel's sandbox over Jupyter Server's /api/terminals and
+ * Eddy's /api/v1/kernels/{id}/terminals, with terminado's WebSocket
+ * protocol. The shell computes (echo hi $((6*7)) -> hi 42), runs as the
+ * kernel's uid, sees the project's files in /home/aistudio/work and not
+ * the host's, follows set_size; another user gets 404 everywhere; DELETE
+ * ends it (["disconnect", 1]); stopping the kernel ends its terminals;
+ * without a running kernel POST /api/terminals is 409. Skips (77) where
+ * kernels cannot run on their project's tree (not root, no idmapped
+ * mounts). */
+#include "harness.h"
+
+#include <check.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static it_server srv;
+static char dir[256], admin_cookie[600], admin_csrf[300];
+static const char *const base_env[] = {"EDDY_STOP_GRACE_MS=1000", NULL};
+
+static void boot(void)
+{
+    ck_assert_int_eq(it_admin_server_start(&srv, dir, sizeof(dir), "term", base_env, admin_cookie,
+                                           sizeof(admin_cookie), admin_csrf, sizeof(admin_csrf)),
+                     0);
+}
+
+static void shutdown_all(void)
+{
+    ck_assert_int_eq(it_server_stop(&srv), 0);
+    ck_assert_int_eq(it_dir_remove(dir), 0);
+}
+
+/* A terminal's WebSocket and all the text it printed so far. */
+typedef struct term {
+    it_ws ws;
+    char *out;
+    size_t len;
+    bool  disconnected;   /* ["disconnect", 1] came */
+    bool  closed;
+} term;
+
+static void term_open(term *t, const it_user *u, const char *path)
+{
+    memset(t, 0, sizeof(*t));
+    t->out = calloc(1, 1);
+    ck_assert_int_eq(it_ws_open(&t->ws, &srv, NULL, path, u->hdrs, 1 << 20, 20000), 101);
+}
+
+static void term_free(term *t)
+{
+    it_ws_close(&t->ws);
+    free(t->out);
+}
+
+/* Read frames for up to `ms`: stop early when the output holds `want`
+ * (NULL: when the terminal disconnects or the socket closes). */
+static bool term_read_until(term *t, const char *want, int ms)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (want && strstr(t->out, want))
+            return true;
+        if (!want && (t->disconnected || t->closed))
+            return true;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long left = ms - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+        if (left <= 0 || t->closed)
+            break;
+        int op;
+        char *data;
+        size_t n;
+        int rc = it_ws_recv(&t->ws, &op, &data, &n, (int)left);
+        if (rc < 0) {
+            t->closed = true;
+            continue;
+        }
+        if (rc == 0)
+            continue;
+        if (op == 1) {
+            json_t *a = json_loadb(data, n, 0, NULL);
+            const char *kind = json_string_value(json_array_get(a, 0));
+            ck_assert_msg(kind != NULL, "not a terminado message: %s", data);
+            if (strcmp(kind, "stdout") == 0) {
+                const char *s = json_string_value(json_array_get(a, 1));
+                t->out = realloc(t->out, t->len + strlen(s) + 1);
+                memcpy(t->out + t->len, s, strlen(s) + 1);
+                t->len += strlen(s);
+            } else if (strcmp(kind, "disconnect") == 0) {
+                t->disconnected = true;
+            }
+            json_decref(a);
+        } else if (op == 8) {
+            t->closed = true;
+        }
+        free(data);
+    }
+    if (want)
+        fprintf(stderr, "the terminal never printed '%s'; it printed:\n%s\n", want, t->out);
+    return false;
+}
+
+static void term_send(term *t, json_t *msg)
+{
+    char *s = json_dumps(msg, JSON_COMPACT);
+    json_decref(msg);
+    ck_assert_int_eq(it_ws_send(&t->ws, 0x81, s, strlen(s), 1), 0);
+    free(s);
+}
+
+static void term_type(term *t, const char *line)
+{
+    term_send(t, json_pack("[s, s]", "stdin", line));
+}
+
+START_TEST(a_shell_in_the_kernels_sandbox)
+{
+    it_user alice, bob;
+    char pid[64], kid[64], path[300], cmd[600], want[300];
+    it_resp r;
+    term t;
+
+    boot();
+    ck_assert_int_eq(it_user_make(&alice, &srv, admin_cookie, admin_csrf, "alice", 0), 0);
+    ck_assert_int_eq(it_user_make(&bob, &srv, admin_cookie, admin_csrf, "bob", 0), 0);
+    ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, alice.hdrs, "term", "hello-from-project.txt", "hi\n"),
+                     0);
+
+    /* no kernel yet: Jupyter's POST says to start one */
+    it_request(&r, &srv, "POST", "/api/terminals", NULL, alice.hdrs);
+    ck_assert_int_eq(r.status, 409);
+    ck_assert_msg(strstr(r.body, "start a kernel first") != NULL, "%s", r.body);
+    it_resp_free(&r);
+
+    it_ck_kernel_start(kid, sizeof(kid), &srv, alice.hdrs, pid);
+    char *uid = it_ck_kernel_run(&srv, alice.hdrs, kid, pid, "import os\nout = os.getuid()\n");
+
+    it_request(&r, &srv, "POST", "/api/terminals", NULL, alice.hdrs);
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+    char name[40];
+    snprintf(name, sizeof(name), "%s", it_json_str(r.json, "name"));
+    ck_assert_str_eq(name, "1");
+    ck_assert_str_eq(it_json_str(json_object_get(r.json, "eddy"), "kernel_id"), kid);
+    it_resp_free(&r);
+
+    snprintf(path, sizeof(path), "/terminals/websocket/%s", name);
+    term_open(&t, &alice, path);
+    term_type(&t, "echo hi $((6*7))\r");
+    ck_assert(term_read_until(&t, "hi 42", 20000));
+    /* the kernel's uid, the project's tree, not the host's files */
+    snprintf(cmd, sizeof(cmd),
+             "echo \"U\"\"ID=$(id -u)\"; ls /home/aistudio/work; "
+             "test -e '%s' && echo HOST\"\"SEEN || echo HOST\"\"HIDDEN\r",
+             srv.data_dir);
+    term_type(&t, cmd);
+    snprintf(want, sizeof(want), "UID=%s", uid);
+    ck_assert(term_read_until(&t, want, 20000));
+    ck_assert(term_read_until(&t, "hello-from-project.txt", 20000));
+    ck_assert(term_read_until(&t, "HOSTHIDDEN", 20000));
+    ck_assert_ptr_null(strstr(t.out, "HOSTSEEN"));
+    /* the size follows the page */
+    term_send(&t, json_pack("[s, i, i, i, i]", "set_size", 40, 120, 600, 900));
+    term_type(&t, "stty size\r");
+    ck_assert(term_read_until(&t, "40 120", 20000));
+    free(uid);
+
+    /* listed in both APIs */
+    json_t *list = it_get_json(&srv, alice.hdrs, "/api/terminals");
+    ck_assert_ptr_nonnull(list);
+    ck_assert_int_eq(json_array_size(list), 1);
+    ck_assert_str_eq(it_json_str(json_array_get(list, 0), "name"), name);
+    json_decref(list);
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s/terminals", kid);
+    list = it_get_json(&srv, alice.hdrs, path);
+    ck_assert_ptr_nonnull(list);
+    ck_assert_int_eq(json_array_size(json_object_get(list, "items")), 1);
+    json_decref(list);
+
+    /* another user reaches none of it */
+    snprintf(path, sizeof(path), "/api/terminals/%s", name);
+    ck_assert_int_eq(it_request_status(&srv, "GET", path, NULL, bob.hdrs), 404);
+    ck_assert_int_eq(it_request_status(&srv, "DELETE", path, NULL, bob.hdrs), 404);
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s/terminals", kid);
+    ck_assert_int_eq(it_request_status(&srv, "GET", path, NULL, bob.hdrs), 404);
+    ck_assert_int_eq(it_request_status(&srv, "POST", path, "{}", bob.hdrs), 404);
+    list = it_get_json(&srv, bob.hdrs, "/api/terminals");
+    ck_assert_int_eq(json_array_size(list), 0);
+    json_decref(list);
+    it_ws bws;
+    snprintf(path, sizeof(path), "/terminals/websocket/%s", name);
+    ck_assert_int_eq(it_ws_open(&bws, &srv, NULL, path, bob.hdrs, 1 << 16, 20000), 404);
+    it_ws_close(&bws);
+
+    /* a reconnecting page gets the screen back */
+    term again;
+    term_open(&again, &alice, path);
+    ck_assert(term_read_until(&again, "hi 42", 20000));
+    term_free(&again);
+
+    /* DELETE ends the shell: the page is told */
+    snprintf(path, sizeof(path), "/api/terminals/%s", name);
+    ck_assert_int_eq(it_request_status(&srv, "DELETE", path, NULL, alice.hdrs), 204);
+    ck_assert(term_read_until(&t, NULL, 20000));
+    ck_assert(t.disconnected);
+    ck_assert_int_eq(it_request_status(&srv, "GET", path, NULL, alice.hdrs), 404);
+    term_free(&t);
+
+    /* Eddy's API, then the kernel stops: its terminals end with it */
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s/terminals", kid);
+    it_request(&r, &srv, "POST", path, "{\"name\": \"work\", \"rows\": 30, \"cols\": 100}", alice.hdrs);
+    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+    ck_assert_str_eq(it_json_str(r.json, "name"), "work");
+    snprintf(path, sizeof(path), "%s", it_json_str(r.json, "ws_url"));
+    it_resp_free(&r);
+    term_open(&t, &alice, path);
+    term_type(&t, "sleep 1000 & stty size\r");
+    ck_assert(term_read_until(&t, "30 100", 20000));
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
+    ck_assert_int_eq(it_request_status(&srv, "DELETE", path, NULL, alice.hdrs), 200);
+    ck_assert(term_read_until(&t, NULL, 30000));
+    ck_assert(t.disconnected);
+    list = it_get_json(&srv, alice.hdrs, "/api/terminals");
+    ck_assert_int_eq(json_array_size(list), 0);
+    json_decref(list);
+    term_free(&t);
+    shutdown_all();
+}
+END_TEST
+
+int main(void)
+{
+    const TTest *tests[] = {a_shell_in_the_kernels_sandbox, NULL};
+    char why[600];
+
+    if (!it_host_idmap(why, sizeof(why))) {
+        printf("SKIP: kernels cannot run on their project's tree here: %s\n", why);
+        return 77;
+    }
+    return it_tests_run("terminals", 240, NULL, NULL, tests);
+}
