@@ -86,6 +86,16 @@ export async function run(t) {
     await page.waitForFunction(() => !document.querySelector('.cm-tooltip-autocomplete'));
     assert((await cellText(page, 1)) === 'x = paddle.nn.Linear', `Enter inserted it: ${await cellText(page, 1)}`);
     assert((await page.textContent('[data-testid=mode]')) === 'edit', 'still in edit mode after Enter took the completion');
+    // Cursor positions go to the kernel in code points (an emoji is two
+    // UTF-16 units), with text after the cursor.
+    await editCell(1, 's = "\u{1F600}"; y = paddle.nn.Lin  # tail');
+    for (let i = 0; i < '  # tail'.length; i++) await page.keyboard.press('ArrowLeft');
+    await page.keyboard.press('Tab');
+    await page.waitForSelector('.cm-tooltip-autocomplete li:has-text("Linear")', { timeout: 20000 });
+    await page.waitForTimeout(150);   // interactionDelay, as above
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => !document.querySelector('.cm-tooltip-autocomplete'));
+    assert((await cellText(page, 1)) === 's = "\u{1F600}"; y = paddle.nn.Linear  # tail', `inserted at the cursor: ${await cellText(page, 1)}`);
     // Module names after `import`, and completion while typing after a dot.
     await editCell(1, 'import jso');
     await page.keyboard.press('Tab');
