@@ -225,6 +225,19 @@ export async function run(t) {
     await page.waitForFunction(() => document.querySelector('[data-testid=find-count]').textContent === '1 of 1');
     assert((await cellText(page, 0)) === 'boo = 1' && (await cellText(page, 2)) === 'print(qux)', 'Replace changed only the current match');
     await page.keyboard.press('Escape');
+    // In edit mode Ctrl+F opens the bar too, with the editor's selection as the query.
+    await page.click('.cell >> nth=2 >> .cm-content');
+    await page.keyboard.press('Home');
+    for (let i = 0; i < 'print('.length; i++) await page.keyboard.press('ArrowRight');
+    for (let i = 0; i < 'qux'.length; i++) await page.keyboard.press('Shift+ArrowRight');
+    assert((await page.textContent('[data-testid=mode]')) === 'edit', 'editing the third cell');
+    await page.keyboard.press('Control+f');
+    await page.waitForSelector('[data-testid=findbar]:not([hidden])');
+    assert((await page.inputValue('[data-testid=find-input]')) === 'qux', `the selection is the query: ${await page.inputValue('[data-testid=find-input]')}`);
+    await page.waitForFunction(() => document.querySelector('[data-testid=find-count]').textContent === '1 of 1');
+    await page.keyboard.press('Escape');
+    await page.waitForSelector('[data-testid=findbar]', { state: 'hidden' });
+    assert((await page.textContent('[data-testid=mode]')) === 'edit', 'closing the bar goes back to the editor');
   });
 
   await t.test('code_intel_leaves_no_kernel_running', async () => {
