@@ -66,7 +66,7 @@
 #define KR_TERM_NAME_MAX  32                /* [A-Za-z0-9_-]{1,32} */
 #define KR_TERM_CHUNK     8192              /* bytes of pty output per frame (JSON-escaped < 64 KiB) */
 #define KR_TERM_INPUT_MAX (64 * 1024)       /* input bytes a terminal may hold unread */
-#define KR_TERM_RATE      (2 * 1024 * 1024) /* output bytes a second, all terminals together */
+#define KR_TERM_RATE      (1024 * 1024)     /* output bytes a second, all terminals together */
 
 /* ---- frames ----------------------------------------------------------------- */
 

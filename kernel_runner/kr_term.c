@@ -245,15 +245,16 @@ static int spawn(term *t, const kr__terms *ts, const char *cwd, int rows, int co
     ioctl(master, TIOCSWINSZ, &ws);
     for (char **v = environ; v && *v; v++)
         nenv++;
-    if ((envp = calloc(nenv + 4, sizeof(*envp))) == NULL) {
+    if ((envp = calloc(nenv + 5, sizeof(*envp))) == NULL) {
         close(master);
         return ed_error_set(ED_ENOMEM, "terminal environment");
     }
     for (char **v = environ; v && *v; v++)
         if (strncmp(*v, "TERM=", 5) != 0 && strncmp(*v, "COLUMNS=", 8) != 0 && strncmp(*v, "LINES=", 6) != 0 &&
-            strncmp(*v, "SHELL=", 6) != 0 && strncmp(*v, "MPLBACKEND=", 11) != 0)
+            strncmp(*v, "SHELL=", 6) != 0 && strncmp(*v, "MPLBACKEND=", 11) != 0 && strncmp(*v, "PS1=", 4) != 0)
             envp[e++] = *v;
     envp[e++] = "TERM=xterm-256color";
+    envp[e++] = "PS1=\\u@\\h:\\w\\$ ";   /* aistudio@eddy-sandbox:~/work$ (the sandbox has no bash.bashrc) */
     envp[e++] = shell[5] == 'b' ? "SHELL=/bin/bash" : "SHELL=/bin/sh";
     envp[e] = NULL;
 

@@ -236,6 +236,8 @@ int kh_session_limit_error(int max_per_user);
  * by the caller's user id: another user's terminal is ED_ENOTFOUND. */
 #define KH_TERM_NAME_MAX   32
 #define KH_TERM_REPLAY     (64 * 1024)   /* bytes of output a (re)connecting client gets */
+#define KH_TERM_RING       (256 * 1024)  /* bytes kept: a client this far behind is let go */
+#define KH_TERM_CHUNK      (64 * 1024)   /* bytes of output kh_terminal_sub_next gives at most */
 #define KH_TERM_INPUT_MAX  (64 * 1024)   /* bytes of one input */
 #define KH_TERM_SUBS_MAX   8             /* connections to one terminal */
 
@@ -271,16 +273,17 @@ int kh_terminal_resize(kh_hub *h, int64_t user_id, const char *name, int rows, i
  * for it, and forgets the terminal either way. ED_ENOTFOUND. */
 int kh_terminal_close(kh_hub *h, int64_t user_id, const char *name);
 
-/* Follow a terminal's output from the oldest byte the hub keeps (the
- * replay). `wake` as kh_subscribe's (called under the hub's terminal lock:
+/* Follow a terminal's output from its last KH_TERM_REPLAY bytes (the
+ * screen, replayed). `wake` as kh_subscribe's (called under the hub's terminal lock:
  * it must not block nor call into the hub). ED_ENOTFOUND, ED_ELIMIT (more
  * than KH_TERM_SUBS_MAX). Freed with kh_terminal_unsubscribe. */
 int kh_terminal_subscribe(kh_term_sub **out, kh_hub *h, int64_t user_id, const char *name,
                           void (*wake)(void *wake_arg), void *wake_arg);
 /* Never waits: 1 with *out (malloc'd UTF-8 text, NUL-terminated; free it)
- * of *out_len bytes, all that came since the last call; 0 when nothing
+ * of *out_len bytes, what came since the last call (at most KH_TERM_CHUNK,
+ * whole characters); 0 when nothing
  * new; ED_ENOTFOUND once the terminal ended and everything was read;
- * ED_ELIMIT when this reader fell more than KH_TERM_REPLAY bytes behind
+ * ED_ELIMIT when this reader fell more than KH_TERM_RING bytes behind
  * (it is dropped: unsubscribe; a new subscription gets the screen again). */
 int kh_terminal_sub_next(char **out, size_t *out_len, kh_term_sub *sub);
 void kh_terminal_unsubscribe(kh_term_sub *sub);   /* NULL-safe */

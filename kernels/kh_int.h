@@ -193,8 +193,8 @@ typedef struct kh__term {
     int      open_err;           /* FAILED: the error, and its message */
     char     open_msg[200];
     int      exit_status;        /* ENDED: the shell's code, 128 + signal, -1 unknown */
-    char    *ring;               /* the last KH_TERM_REPLAY bytes of output */
-    uint64_t total;              /* output bytes ever: ring[total % KH_TERM_REPLAY] is the next */
+    char    *ring;               /* the last KH_TERM_RING bytes of output */
+    uint64_t total;              /* output bytes ever: ring[total % KH_TERM_RING] is the next */
     int      refs;               /* the list's (while listed), subscriptions', waiters' */
     bool     listed;
     struct kh_term_sub *subs;

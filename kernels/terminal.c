@@ -1,9 +1,9 @@
 /*
  * terminal.c - terminals: a shell inside a kernel's sandbox (eddy-kernel's
  * kr_term.c runs it), seen from the hub. The hub keeps, per terminal, its
- * owner, kernel and process, and the last KH_TERM_REPLAY bytes of its output
- * in a ring, so a page that reconnects sees the screen; subscribers pull
- * from the ring with a cursor. Nothing of a terminal enters the journal or a
+ * owner, kernel and process, and the last KH_TERM_RING bytes of its output
+ * in a ring: a page that connects gets the last KH_TERM_REPLAY of them (the
+ * screen), then follows with a cursor; one more than the ring behind is let go. Nothing of a terminal enters the journal or a
  * notebook.
  *
  * Messages: kh_terminal_open/_input/_resize/_close send eddy_terminal_* on
@@ -132,7 +132,7 @@ int kh__term_add(kh__term **out, kh_hub *h, int64_t user_id, const char *kernel_
     *out = NULL;
     if (name != NULL && !kh__term_name_ok(name))
         return ed_error_set(ED_EINVAL, "a terminal name is 1-%d letters, digits, '-' or '_'", KH_TERM_NAME_MAX);
-    if ((t = calloc(1, sizeof(*t))) == NULL || (t->ring = malloc(KH_TERM_REPLAY)) == NULL) {
+    if ((t = calloc(1, sizeof(*t))) == NULL || (t->ring = malloc(KH_TERM_RING)) == NULL) {
         free(t);
         return ed_error_set(ED_ENOMEM, "terminal");
     }
@@ -185,13 +185,13 @@ void kh__term_release(kh_hub *h, kh__term *t)
 /* Append `n` bytes of output to t's ring (under tmu). */
 static void ring_put_locked(kh__term *t, const char *data, size_t n)
 {
-    if (n > KH_TERM_REPLAY) {   /* only the end can be kept */
-        t->total += n - KH_TERM_REPLAY;
-        data += n - KH_TERM_REPLAY;
-        n = KH_TERM_REPLAY;
+    if (n > KH_TERM_RING) {   /* only the end can be kept */
+        t->total += n - KH_TERM_RING;
+        data += n - KH_TERM_RING;
+        n = KH_TERM_RING;
     }
-    size_t at = (size_t)(t->total % KH_TERM_REPLAY);
-    size_t first = n < KH_TERM_REPLAY - at ? n : KH_TERM_REPLAY - at;
+    size_t at = (size_t)(t->total % KH_TERM_RING);
+    size_t first = n < KH_TERM_RING - at ? n : KH_TERM_RING - at;
     memcpy(t->ring + at, data, first);
     memcpy(t->ring, data + first, n - first);
     t->total += n;
@@ -480,10 +480,10 @@ int kh_terminal_subscribe(kh_term_sub **out, kh_hub *h, int64_t user_id, const c
     } else if (n >= KH_TERM_SUBS_MAX) {
         err = ed_error_set(ED_ELIMIT, "terminal '%s' has %d connections already", name, KH_TERM_SUBS_MAX);
     } else {
-        /* replay what the ring holds, from a character's start */
+        /* replay the last KH_TERM_REPLAY bytes, from a character's start */
         s->pos = t->total > KH_TERM_REPLAY ? t->total - KH_TERM_REPLAY : 0;
-        if (t->total > KH_TERM_REPLAY)
-            while (s->pos < t->total && ((unsigned char)t->ring[s->pos % KH_TERM_REPLAY] & 0xC0) == 0x80)
+        if (s->pos > 0)
+            while (s->pos < t->total && ((unsigned char)t->ring[s->pos % KH_TERM_RING] & 0xC0) == 0x80)
                 s->pos++;
         s->t = t;
         s->h = h;
@@ -511,22 +511,27 @@ int kh_terminal_sub_next(char **out, size_t *out_len, kh_term_sub *s)
     *out_len = 0;
     kh__lock(&h->tmu);
     kh__term *t = s->t;
-    if (t->total > KH_TERM_REPLAY && s->pos < t->total - KH_TERM_REPLAY) {
+    if (t->total > KH_TERM_RING && s->pos < t->total - KH_TERM_RING) {
         /* the ring moved past what it had not read: a slow reader is let go
          * (its page reconnects and gets the screen from the ring) */
-        rc = ed_error_set(ED_ELIMIT, "fell behind terminal '%s' by more than %d bytes", t->name, KH_TERM_REPLAY);
+        rc = ed_error_set(ED_ELIMIT, "fell behind terminal '%s' by more than %d bytes", t->name, KH_TERM_RING);
     } else if (s->pos < t->total) {
         size_t n = (size_t)(t->total - s->pos);
+        if (n > KH_TERM_CHUNK) {   /* one message at a time, cut between characters */
+            n = KH_TERM_CHUNK;
+            while (n > 1 && ((unsigned char)t->ring[(s->pos + n) % KH_TERM_RING] & 0xC0) == 0x80)
+                n--;
+        }
         char *b = malloc(n + 1);
         if (b == NULL) {
             rc = ed_error_set(ED_ENOMEM, "terminal output");
         } else {
-            size_t at = (size_t)(s->pos % KH_TERM_REPLAY);
-            size_t first = n < KH_TERM_REPLAY - at ? n : KH_TERM_REPLAY - at;
+            size_t at = (size_t)(s->pos % KH_TERM_RING);
+            size_t first = n < KH_TERM_RING - at ? n : KH_TERM_RING - at;
             memcpy(b, t->ring + at, first);
             memcpy(b + first, t->ring, n - first);
             b[n] = '\0';
-            s->pos = t->total;
+            s->pos += n;
             *out = b;
             *out_len = n;
             rc = 1;

@@ -82,6 +82,18 @@ START_TEST(replay_keeps_the_last_64k)
     ck_assert_int_eq(kh_terminal_sub_next(&got, &n, s), 1);
     ck_assert_str_eq(got, "hi");
     free(got);
+    /* 200,000 bytes at once: read in pieces of at most KH_TERM_CHUNK, all of them */
+    char *big = malloc(200000);
+    memset(big, 'b', 200000);
+    output(h, 11, "r", big, 200000);
+    size_t sum = 0;
+    while (kh_terminal_sub_next(&got, &n, s) == 1) {
+        ck_assert_uint_le(n, KH_TERM_CHUNK);
+        sum += n;
+        free(got);
+    }
+    ck_assert_uint_eq(sum, 200000);
+    free(big);
     kh_terminal_unsubscribe(s);
     kh__term_process_ended(h, KID, 11);
     ck_assert_ptr_null(h->terms);
@@ -128,6 +140,7 @@ START_TEST(slow_subscriber_is_dropped_and_memory_stays_bounded)
     output(h, 11, "s", "start", 5);
     ck_assert_int_eq(kh_terminal_sub_next(&got, &n, slow), 1);
     free(got);
+    ck_assert_uint_eq(KH_TERM_REPLAY, KH_TERM_CHUNK);   /* a replay comes in one piece below */
     for (int i = 0; i < 100; i++)   /* 3 MB while it reads nothing */
         output(h, 11, "s", chunk, 29999);
     ck_assert_uint_le(h->terms->total - 5, 100u * 29999u);
