@@ -5,17 +5,26 @@
  * kernel's uid, sees the project's files in /home/aistudio/work and not
  * the host's, follows set_size; another user gets 404 everywhere; DELETE
  * ends it (["disconnect", 1]); stopping the kernel ends its terminals;
- * without a running kernel POST /api/terminals is 409. Skips (77) where
+ * without a running kernel POST /api/terminals is 409. Then Jupyter's own
+ * client library, @jupyterlab/services (tests/integration/jupyter/
+ * services_terminal.mjs), opens, uses, lists and shuts down a terminal as
+ * JupyterLab does. Skips (77) where
  * kernels cannot run on their project's tree (not root, no idmapped
  * mounts). */
 #include "harness.h"
 
 #include <check.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static it_server srv;
 static char dir[256], admin_cookie[600], admin_csrf[300];
@@ -254,9 +263,91 @@ START_TEST(a_shell_in_the_kernels_sandbox)
 }
 END_TEST
 
+/* Run argv in `cwd` with `env` added, stdout and stderr into `out`, for at
+ * most `timeout_s`: the exit status (-1 killed). */
+static int run(char *out, size_t outlen, const char *cwd, char *const argv[], char *const env[], int timeout_s)
+{
+    int p[2], status = 0;
+    size_t n = 0;
+    pid_t pid;
+    struct timespec t0, now;
+
+    ck_assert_int_eq(pipe(p), 0);
+    if ((pid = fork()) == 0) {
+        dup2(p[1], 1);
+        dup2(p[1], 2);
+        close(p[0]);
+        if (chdir(cwd) != 0)
+            _exit(126);
+        for (int i = 0; env && env[i]; i++)
+            putenv(env[i]);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(p[1]);
+    out[0] = '\0';
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        struct pollfd pf = {.fd = p[0], .events = POLLIN};
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long left = timeout_s * 1000L - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+        if (left <= 0) {
+            kill(pid, SIGKILL);
+            break;
+        }
+        if (poll(&pf, 1, (int)left) <= 0)
+            continue;
+        char sink[4096];
+        ssize_t got = n + 1 < outlen ? read(p[0], out + n, outlen - n - 1) : read(p[0], sink, sizeof(sink));
+        if (got <= 0)
+            break;
+        if (n + 1 < outlen) {
+            n += (size_t)got;
+            out[n] = '\0';
+        }
+    }
+    close(p[0]);
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+START_TEST(jupyterlab_services_opens_a_terminal)
+{
+    char client_dir[PATH_MAX], path[PATH_MAX + 64], out[16384], e1[300], e2[300], *slash;
+    char *npm[] = {"npm", "ci", "--no-audit", "--no-fund", NULL};
+    char *node[] = {"node", "services_terminal.mjs", NULL};
+    char *env[] = {e1, e2, NULL};
+    struct stat st;
+    it_user carol;
+    it_key key;
+    char pid[64];
+
+    snprintf(client_dir, sizeof(client_dir), "%s", __FILE__);   /* this folder + /jupyter */
+    slash = strrchr(client_dir, '/');
+    ck_assert_ptr_nonnull(slash);
+    snprintf(slash, sizeof(client_dir) - (size_t)(slash - client_dir), "/jupyter");
+    snprintf(path, sizeof(path), "%s/node_modules/@jupyterlab/services/package.json", client_dir);
+    if (stat(path, &st) != 0)
+        ck_assert_msg(run(out, sizeof(out), client_dir, npm, NULL, 300) == 0, "npm ci failed:\n%s", out);
+    boot();
+    ck_assert_int_eq(it_user_make(&carol, &srv, admin_cookie, admin_csrf, "carol", 0), 0);
+    /* Jupyter's kernels start in the caller's default project */
+    ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, carol.hdrs, "default", NULL, NULL), 0);
+    ck_assert_int_eq(it_key_make(&key, &srv, carol.hdrs,
+                                 "{\"name\":\"lab\",\"env\":\"prod\",\"scopes\":[\"read\",\"write\",\"run\"]}"),
+                     0);
+    snprintf(e1, sizeof(e1), "JUP_BASE_URL=%s", srv.base_url);
+    snprintf(e2, sizeof(e2), "JUP_TOKEN=%s", key.auth + strlen("Authorization: Bearer "));
+    int rc = run(out, sizeof(out), client_dir, node, env, 150);
+    ck_assert_msg(rc == 0, "the JupyterLab client exited %d:\n%s", rc, out);
+    ck_assert_msg(strstr(out, "\"ok\":true") && strstr(out, "\"size\":true") && strstr(out, "\"left\":0"), "%s", out);
+    shutdown_all();
+}
+END_TEST
+
 int main(void)
 {
-    const TTest *tests[] = {a_shell_in_the_kernels_sandbox, NULL};
+    const TTest *tests[] = {a_shell_in_the_kernels_sandbox, jupyterlab_services_opens_a_terminal, NULL};
     char why[600];
 
     if (!it_host_idmap(why, sizeof(why))) {
