@@ -7,7 +7,8 @@
  * kernel), journal.c (the SQLite journal, the in-memory ring, publishing,
  * pruning, subscriptions and replay), fold.c (folding outputs into
  * notebooks), cull.c (the culler thread: idle and max-session culling,
- * retention of dead kernels' journals).
+ * retention of dead kernels' journals), terminal.c (terminals: a shell in
+ * the kernel's sandbox, their replay rings and subscribers).
  *
  * Locks: h->mu guards the kernel list and every kernel's state; k->wmu
  * guards writes to (and the closing of) a kernel's socket; k->jmu orders the
