@@ -5,6 +5,7 @@
 import { api, ApiError, listAll } from './api.js';
 import { h, clear, coins, duration, busy, toast, modal, visiblePoll } from './ui.js';
 import { app } from './app.js';
+import { usageTexts } from './meters.js';
 
 const enc = encodeURIComponent;
 
@@ -67,8 +68,9 @@ export function stat(label, value, testid) {
 }
 
 // The running-kernels panel (as JupyterLab's): every live kernel of the user
-// with its project and notebook, resource class, state, uptime and the cost
-// so far (uptime × the class's price; "free" for a class never charged), and
+// with its project and notebook, resource class, state, uptime, CPU and RAM
+// now and the coins charged so far (GET /api/v1/kernels/{id}/usage; "free"
+// for a class never charged; "n/a" where the host does not measure), and
 // Stop, Restart and "Stop all". `projectId` limits it to one project.
 // Returns {el, refresh, stop}: the panel polls while shown; call stop() when
 // it goes away.
@@ -100,12 +102,18 @@ export function kernelsPanel({ projectId = null, onChange = () => {} } = {}) {
     stopAll.disabled = !live.length;
     if (!live.length) { clear(body, h('p', { class: 'muted', 'data-testid': 'kernels-none' }, 'No kernel is running.')); return; }
     const now = Date.now();
-    const rows = live.map((k) => {
+    // one usage reading per kernel, in parallel (the server caches each for 1 s)
+    const usage = await Promise.all(live.map((k) => (k.status === 'queued' ? null
+      : api.get(`/api/v1/kernels/${enc(k.id)}/usage`).catch(() => null))));
+    const rows = live.map((k, i) => {
+      const u = usage[i], t = u ? usageTexts(u) : null;
       const since = Date.parse(k.started_at || k.created_at || '');
       const up = Number.isFinite(since) ? Math.max(0, now - since) : null;
       const r = resources.get(k.resource);
       const price = r ? priceLabel(r, free) : '—';
-      const cost = !r ? '—' : price === 'free' ? 'free' : up === null ? '—' : `≈ ${coins(Math.round(r.price_mcoins_per_hour * up / 3600000))}`;
+      // the metering's figure when the server gives it, else the estimate from the price
+      const cost = t ? t.cost.text : !r ? '—' : price === 'free' ? 'free' : up === null ? '—' : `≈ ${coins(Math.round(r.price_mcoins_per_hour * up / 3600000))}`;
+      const fig = (x, testid) => h('td', { class: 'num', 'data-testid': testid, title: x ? x.title : 'not running' }, x ? x.text : '—');
       const stop = h('button', { class: 'small danger', 'data-testid': 'kernel-stop', onclick: () => busy(stop, async () => {
         await api.del(`/api/v1/kernels/${enc(k.id)}`);
         toast('Kernel stopped');
@@ -121,11 +129,12 @@ export function kernelsPanel({ projectId = null, onChange = () => {} } = {}) {
       return h('tr', { 'data-kernel-id': k.id },
         h('td', null, h('a', { href: `/projects/${enc(k.project_id)}` }, proj), k.notebook_path ? ` / ${k.notebook_path}` : ''),
         h('td', null, k.resource || '—'), h('td', { 'data-testid': 'kernel-state' }, k.status),
-        h('td', null, up === null ? '—' : duration(up)), h('td', { class: 'num' }, cost),
+        h('td', null, up === null ? '—' : duration(up)), fig(t && t.cpu, 'kernel-cpu'), fig(t && t.ram, 'kernel-ram'),
+        h('td', { class: 'num', 'data-testid': 'kernel-cost', title: t ? t.cost.title : null }, cost),
         h('td', { class: 'actions' }, restart, stop));
     });
     clear(body, h('table', { class: 'table', 'data-testid': 'kernels' },
-      h('thead', null, h('tr', null, ['Project / notebook', 'Resource', 'State', 'Uptime', 'Cost so far', ''].map((x) => h('th', null, x)))),
+      h('thead', null, h('tr', null, ['Project / notebook', 'Resource', 'State', 'Uptime', 'CPU', 'RAM', 'Cost so far', ''].map((x) => h('th', null, x)))),
       h('tbody', null, rows)));
   }
   refresh().catch((e) => clear(body, h('p', { class: 'error-box' }, e.message)));
