@@ -187,6 +187,14 @@ START_TEST(a_running_jobs_cgroup_is_read_live)
     ck_assert_int_gt(b.mem_bytes, 0);
     ck_assert_int_eq(b.mem_limit_bytes, 128 << 20);
     ck_assert_int_eq(b.cpu_limit_millis, 1500);
+    /* the figure for the README: what one reading costs (no assertion on it) */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < 1000; i++)
+        ck_assert_int_eq(sbx_cgroup_live(&b, sbx_job_cgroup(j)), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    fprintf(stderr, "one sbx_cgroup_live: %.1f us\n",
+            ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 1000.0 / 1000.0);
     ck_assert_int_eq(sbx_job_kill(j), 0);
     sbx_job_wait(j, -1, &u);
     sbx_job_free(j);
