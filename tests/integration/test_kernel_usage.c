@@ -226,6 +226,42 @@ START_TEST(coins_so_far_grow_on_a_paid_class)
 }
 END_TEST
 
+/* A kernel on a GPU class lists its GPU; a simulated one has no hardware
+ * to ask (nor has a host without NVML): its figures are null, not made up. */
+START_TEST(a_gpu_kernel_lists_its_gpu_and_unknown_figures_are_null)
+{
+    static const char *const env[] = {"EDDY_SIM_GPUS=1", NULL};
+    it_user a;
+    char pid[64], kid[64], body[200];
+    json_t *u, *g;
+
+    boot(env);
+    ck_assert_int_eq(it_user_make(&a, &srv, admin_cookie, admin_csrf, "dave", 0), 0);
+    ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, a.hdrs, "gpu", NULL, NULL), 0);
+    snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"resource\":\"gpu-v100-16g\"}", pid);
+    it_resp r;
+    it_request(&r, &srv, "POST", "/api/v1/kernels", body, a.hdrs);
+    ck_assert_msg(r.status == 201, "start on a simulated GPU: %ld %s", r.status, r.body);
+    snprintf(kid, sizeof(kid), "%s", it_json_str(r.json, "id"));
+    it_resp_free(&r);
+    json_decref(it_kernel_wait(&srv, a.hdrs, kid, "idle", 60));
+    u = usage(a.hdrs, kid);
+    ck_assert_int_eq(json_array_size(json_object_get(u, "gpus")), 1);
+    g = json_array_get(json_object_get(u, "gpus"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(g, "index")), 0);
+    ck_assert(json_is_null(json_object_get(g, "util_percent")));
+    ck_assert(json_is_null(json_object_get(g, "memory_bytes")));
+    ck_assert(json_is_null(json_object_get(g, "memory_total_bytes")));
+    /* its class's limits: 4 CPUs, 16 GiB; paid, with the tier's free GPU time first */
+    ck_assert_int_eq((int64_t)num(u, "memory_limit_bytes"), class_memory_bytes(a.hdrs, "gpu-v100-16g"));
+    ck_assert_msg(num(u, "cpu_limit_cores") == 4.0, "cpu_limit_cores %g", num(u, "cpu_limit_cores"));
+    ck_assert(json_is_false(json_object_get(u, "free")));
+    ck_assert_int_eq((int64_t)num(u, "price_mcoins_per_hour"), 2000);
+    json_decref(u);
+    shutdown_all();
+}
+END_TEST
+
 /* What `eddy sandbox check` says on its "cgroup used" line: "v2", "v1", or
  * something else (none: no limits). */
 static int host_cgroups(char *why, size_t n)
@@ -250,7 +286,8 @@ static int host_cgroups(char *why, size_t n)
 int main(void)
 {
     const TTest *tests[] = {meters_show_a_busy_cells_cpu_and_memory_to_its_owner_only,
-                            coins_so_far_grow_on_a_paid_class, NULL};
+                            coins_so_far_grow_on_a_paid_class,
+                            a_gpu_kernel_lists_its_gpu_and_unknown_figures_are_null, NULL};
     char why[600];
 
     if (!it_host_idmap(why, sizeof(why))) {
