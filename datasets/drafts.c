@@ -107,6 +107,51 @@ static int run(ds *d, const char *sql, const char *what, const char *t1, const c
     return ed_store_error(ed_store_db(d->st), rc, what);
 }
 
+/* A file and a directory cannot share a name in a tree: "a/b" is refused
+ * while "a" is a file, and "a" while "a/..." files exist. Index lookups
+ * only (each ancestor, then one key range), never a scan of the draft. */
+static int path_clash(ds *d, const char *id, const char *path)
+{
+    sqlite3_stmt *q = NULL;
+    char *up = NULL;
+    size_t n = strlen(path);
+    int err = 0;
+
+    if ((err = ed_store_prepare(&q, d->st,
+                                "SELECT path FROM dataset_draft_files WHERE dataset_id = ?1 AND path = ?2")) < 0)
+        return err;
+    for (size_t i = 0; i < n && err == 0; i++) {
+        if (path[i] != '/')
+            continue;
+        sqlite3_reset(q);
+        sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 2, path, (int)i, SQLITE_STATIC);
+        if (sqlite3_step(q) == SQLITE_ROW)
+            err = ed_error_set(ED_ECONFLICT, "'%.200s' would be inside '%.*s', which is a file", path, (int)i, path);
+    }
+    sqlite3_finalize(q);
+    if (err < 0)
+        return err;
+    /* paths beneath "a/": from "a/" up to (not including) "a0", '0' being '/' + 1 */
+    if (asprintf(&up, "%s0", path) < 0)
+        return ed_error_set(ED_ENOMEM, "path");
+    if ((err = ed_store_prepare(&q, d->st,
+                                "SELECT path FROM dataset_draft_files WHERE dataset_id = ?1 AND path > ?2 || '/' "
+                                "AND path < ?3 LIMIT 1")) < 0) {
+        free(up);
+        return err;
+    }
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, path, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 3, up, -1, SQLITE_STATIC);
+    if (sqlite3_step(q) == SQLITE_ROW)
+        err = ed_error_set(ED_ECONFLICT, "'%.200s' is a directory of the draft (it holds '%.200s')", path,
+                           (const char *)sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    free(up);
+    return err;
+}
+
 static int commit_body(void *p)
 {
     commit_ctx *c = p;
@@ -135,6 +180,8 @@ static int commit_body(void *p)
         return ed_error_set(ED_ETOOBIG, "a version holds at most %d files", DS_FILES_MAX);
     }
     sqlite3_finalize(q);
+    if ((err = path_clash(d, c->id, c->path)) < 0)
+        return err;
     if ((err = run(d,
                    "INSERT OR IGNORE INTO dataset_blobs (sha256, size, media_type, created_at) "
                    "VALUES (?1, ?4, ?3, ?6)",
