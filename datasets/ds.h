@@ -224,6 +224,43 @@ typedef int (*ds_in_use_fn)(char *why, size_t why_len, const char *id, int64_t n
 /* Install the hook (NULL: nothing is ever in use). Set once at start. */
 void ds_in_use_fn_set(ds *d, ds_in_use_fn fn, void *payload);
 
+/* ---- what a project mounts (attach.c) ------------------------------------ */
+
+#define DS_ATTACH_MAX 20        /* datasets one project may mount */
+
+typedef struct ds_attachment {
+    char dataset_id[DS_ID_LEN];
+    int64_t version;            /* a number, or 0: the latest when a kernel or job starts */
+} ds_attachment;
+
+/* Replace the list of datasets project `project_id` mounts (at most
+ * DS_ATTACH_MAX, no dataset twice). The caller has checked that `user` may
+ * change the project (projects/ is not datasets/'s to ask); here each
+ * dataset must be visible to `user` (ED_ENOTFOUND names it), have a version
+ * (ED_EUNPROC), and a pinned version must exist (ED_ENOTFOUND). One
+ * transaction: all or nothing. */
+int ds_project_datasets_set(ds *d, int64_t user, const char *project_id, const ds_attachment *items, size_t n);
+/* The project's list, in the order it was set. *out is malloc'd (NULL when
+ * empty); caller frees. */
+int ds_project_datasets_get(ds_attachment **out, size_t *out_count, ds *d, const char *project_id);
+/* Forget a deleted project's list (projects/ calls it through the gateway). */
+int ds_project_datasets_clear(ds *d, const char *project_id);
+
+typedef struct ds_mount {
+    char dataset_id[DS_ID_LEN];
+    int64_t owner_id;           /* the mount is /home/aistudio/data/<owner's username>-<slug>/ */
+    char *slug;
+    int64_t version;            /* resolved: what the kernel or job runs with (record it) */
+    char *tree;                 /* absolute path of the read-only tree to bind */
+} ds_mount;
+/* What a kernel or job of project `project_id` started by `user` mounts:
+ * "latest" resolved now, each tree built if missing. A dataset no longer
+ * visible to `user` is ED_ENOTFOUND naming it (the start fails with a clear
+ * reason rather than running without its data). Caller frees with
+ * ds_mounts_free. */
+int ds_project_mounts(ds_mount **out, size_t *out_count, ds *d, int64_t user, const char *project_id);
+void ds_mounts_free(ds_mount *m, size_t count);
+
 /* ---- uploads (uploads.c) ------------------------------------------------- */
 
 typedef struct ds_upload_chunk ds_upload_chunk;

@@ -71,6 +71,10 @@ int ds__in_use(ds *d, const char *id, int64_t number, char *why, size_t why_len)
 /* The manifest of version `number` of `id`, or of the draft when number is 0. */
 int ds__files_load(ds_file_list **out, ds *d, const char *id, int64_t number);
 
+/* The number `number` stands for (0: the latest) in dataset `id`, whose
+ * access the caller checked. ED_ENOTFOUND when there is none. */
+int ds__version_resolve(int64_t *out, ds *d, const char *id, int64_t number);
+
 /* Remove trees/<id>/<number> (number 0: the whole trees/<id>). */
 int ds__tree_remove(ds *d, const char *id, int64_t number);
 

@@ -114,22 +114,19 @@ done:
 
 int ds_version_tree(char **out, ds *d, int64_t user, const char *id, int64_t number)
 {
-    ds_version *v = NULL;
     char rel[DS_ID_LEN + 24];
     struct stat sb;
+    int64_t n;
     int err;
 
     *out = NULL;
     /* access, and the number `number` stands for (0: the latest) */
-    if ((err = ds_version_get(&v, d, user, id, number)) < 0)
+    if ((err = ds__access(d, user, id, false, NULL)) < 0 || (err = ds__version_resolve(&n, d, id, number)) < 0)
         return err;
-    snprintf(rel, sizeof(rel), "%s/%lld", id, (long long)v->number);
-    ds_version_free(v);
+    snprintf(rel, sizeof(rel), "%s/%lld", id, (long long)n);
     pthread_mutex_lock(&d->tree_mu);
-    if (fstatat(d->trees_fd, rel, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(sb.st_mode)) {
-        int64_t n = strtoll(strchr(rel, '/') + 1, NULL, 10);
+    if (fstatat(d->trees_fd, rel, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(sb.st_mode))
         err = build(d, id, n, rel);
-    }
     pthread_mutex_unlock(&d->tree_mu);
     if (err < 0)
         return err;

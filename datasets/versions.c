@@ -248,8 +248,7 @@ fail:
     return err;
 }
 
-/* The number `number` stands for (0: the latest); ED_ENOTFOUND when none. */
-static int resolve(int64_t *out, ds *d, const char *id, int64_t number)
+int ds__version_resolve(int64_t *out, ds *d, const char *id, int64_t number)
 {
     int err;
 
@@ -274,7 +273,7 @@ int ds_version_get(ds_version **out, ds *d, int64_t user, const char *id, int64_
     int rc, err;
 
     *out = NULL;
-    if ((err = ds__access(d, user, id, false, NULL)) < 0 || (err = resolve(&n, d, id, number)) < 0)
+    if ((err = ds__access(d, user, id, false, NULL)) < 0 || (err = ds__version_resolve(&n, d, id, number)) < 0)
         return err;
     if ((err = ed_store_prepare(&q, d->st,
                                 "SELECT " VERSION_COLUMNS " FROM dataset_versions WHERE dataset_id = ? AND number = ?")) < 0)
@@ -305,7 +304,7 @@ int ds_version_file_open(int *out_fd, ds_file *out_file, ds *d, int64_t user, co
     int rc, err;
 
     *out_fd = -1;
-    if ((err = ds__access(d, user, id, false, NULL)) < 0 || (err = resolve(&n, d, id, number)) < 0)
+    if ((err = ds__access(d, user, id, false, NULL)) < 0 || (err = ds__version_resolve(&n, d, id, number)) < 0)
         return err;
     if ((err = ed_store_prepare(&q, d->st,
                                 "SELECT sha256, size, media_type FROM dataset_files WHERE dataset_id = ? "
@@ -380,7 +379,7 @@ int ds_version_delete(ds *d, int64_t user, const char *id, int64_t number)
         return err;
     if (number <= 0)
         return ed_error_set(ED_EINVAL, "name the version to delete by its number");
-    if ((err = resolve(&n, d, id, number)) < 0)
+    if ((err = ds__version_resolve(&n, d, id, number)) < 0)
         return err;
     if ((err = ds__in_use(d, id, number, why, sizeof(why))) < 0)
         return err;

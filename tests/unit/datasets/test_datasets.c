@@ -891,6 +891,79 @@ START_TEST(concurrent_puts_and_gc_never_lose_a_referenced_blob)
 }
 END_TEST
 
+START_TEST(a_project_mounts_visible_datasets_with_latest_resolved_at_start)
+{
+    ds_dataset *pub = mk(ALICE, "public-one", DS_PUBLIC), *priv = mk(ALICE, "private-one", DS_PRIVATE);
+    ds_dataset *empty = mk(BOB, "empty", DS_PUBLIC);
+    ds_attachment items[2], *got = NULL;
+    ds_mount *m = NULL;
+    size_t n = 0;
+
+    put(ALICE, pub->id, "a.txt", "v1");
+    ck_assert_int_eq(ds_version_publish(NULL, d, ALICE, pub->id, "v1", NULL), 0);
+    put(ALICE, priv->id, "s.txt", "secret");
+    ck_assert_int_eq(ds_version_publish(NULL, d, ALICE, priv->id, "v1", NULL), 0);
+
+    /* bob may not mount alice's private dataset, nor a version that is not there */
+    memcpy(items[0].dataset_id, pub->id, DS_ID_LEN);
+    items[0].version = 0;
+    memcpy(items[1].dataset_id, priv->id, DS_ID_LEN);
+    items[1].version = 1;
+    ck_assert_int_eq(ds_project_datasets_set(d, BOB, "pBOB", items, 2), ED_ENOTFOUND);
+    ck_assert_int_eq(count("SELECT COUNT(*) FROM project_datasets"), 0);     /* all or nothing */
+    items[1].version = 9;
+    ck_assert_int_eq(ds_project_datasets_set(d, ALICE, "pALICE", items, 2), ED_ENOTFOUND);
+    memcpy(items[1].dataset_id, empty->id, DS_ID_LEN);
+    items[1].version = 0;
+    ck_assert_int_eq(ds_project_datasets_set(d, BOB, "pBOB", items, 2), ED_EUNPROC);
+    memcpy(items[1].dataset_id, pub->id, DS_ID_LEN);
+    ck_assert_int_eq(ds_project_datasets_set(d, BOB, "pBOB", items, 2), ED_EINVAL);   /* twice */
+    ck_assert_int_eq(ds_project_datasets_set(d, BOB, "p BOB", items, 1), ED_EINVAL);
+
+    memcpy(items[1].dataset_id, priv->id, DS_ID_LEN);
+    items[1].version = 1;
+    ck_assert_int_eq(ds_project_datasets_set(d, ALICE, "pALICE", items, 2), 0);
+    ck_assert_int_eq(ds_project_datasets_get(&got, &n, d, "pALICE"), 0);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(got[0].dataset_id, pub->id);
+    ck_assert_int_eq(got[0].version, 0);
+    ck_assert_int_eq(got[1].version, 1);
+    free(got);
+
+    /* latest resolves when the kernel starts */
+    put(ALICE, pub->id, "a.txt", "v2");
+    ck_assert_int_eq(ds_version_publish(NULL, d, ALICE, pub->id, "v2", NULL), 0);
+    ck_assert_int_eq(ds_project_mounts(&m, &n, d, ALICE, "pALICE"), 0);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(m[0].version, 2);
+    ck_assert_str_eq(m[0].slug, "public-one");
+    ck_assert_int_eq(m[0].owner_id, ALICE);
+    ck_assert_int_eq(m[1].version, 1);
+    {
+        char p[600];
+        FILE *f;
+        char buf[8] = "";
+        snprintf(p, sizeof(p), "%s/a.txt", m[0].tree);
+        ck_assert_ptr_nonnull(f = fopen(p, "r"));
+        ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
+        fclose(f);
+        ck_assert_str_eq(buf, "v2");
+    }
+    ds_mounts_free(m, n);
+    /* another user starting it: the private dataset stops the start */
+    ck_assert_int_eq(ds_project_mounts(&m, &n, d, BOB, "pALICE"), ED_ENOTFOUND);
+    ck_assert_ptr_nonnull(strstr(ed_error_last(), priv->id));
+    ck_assert_ptr_null(m);
+
+    ck_assert_int_eq(ds_project_datasets_clear(d, "pALICE"), 0);
+    ck_assert_int_eq(ds_project_mounts(&m, &n, d, ALICE, "pALICE"), 0);
+    ck_assert_uint_eq(n, 0);
+    ds_dataset_free(pub);
+    ds_dataset_free(priv);
+    ds_dataset_free(empty);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *tests[] = {
@@ -908,6 +981,7 @@ int main(void)
         a_hostile_path_in_the_draft_never_escapes_the_tree,
         an_upload_survives_a_restart_at_its_durable_offset,
         concurrent_puts_and_gc_never_lose_a_referenced_blob,
+        a_project_mounts_visible_datasets_with_latest_resolved_at_start,
         NULL,
     };
     return unit_tests_run("datasets", 120, setup, teardown, tests);
