@@ -164,9 +164,10 @@ typedef struct ds_file_list {
 } ds_file_list;
 void ds_file_list_free(ds_file_list *l);
 
-/* Stream the regular file open at `fd` (from its current offset to its end)
- * into the blob store and put it in the draft at `path`, replacing what was
- * there (owner only). For small files, and for "from a job / a project": the
+/* Stream what `fd` holds (a regular file or a pipe, from its current offset
+ * to its end) into the blob store and put it in the draft at `path`,
+ * replacing what was there (owner only). A file from a user's tree must be
+ * opened with ed_fs, which refuses FIFOs, sockets and devices. For small files, and for "from a job / a project": the
  * caller opens `fd` beneath the source tree (ed_fs), so the bytes never pass
  * through a client. `media_type` NULL: guessed from the path. ED_ETOOBIG over
  * the file limit, ED_EQUOTA when `quota_bytes` > 0 and the owner's usage

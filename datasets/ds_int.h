@@ -78,7 +78,8 @@ int ds__version_resolve(int64_t *out, ds *d, const char *id, int64_t number);
 /* Remove trees/<id>/<number> (number 0: the whole trees/<id>). */
 int ds__tree_remove(ds *d, const char *id, int64_t number);
 
-/* Copy a string of at most max bytes; ED_EINVAL naming field when longer. */
-int ds__strdup_checked(char **out, const char *s, size_t max, const char *field);
+/* 0 when s (len bytes) is valid UTF-8 without control characters (C0, DEL,
+ * C1), newlines and tabs allowed when `newlines`; else ED_EINVAL naming field. */
+int ds__text_check(const char *s, size_t len, const char *field, bool newlines);
 
 #endif

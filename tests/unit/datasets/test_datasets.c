@@ -179,6 +179,11 @@ START_TEST(names_slugs_and_paths_refuse_slash_dotdot_nul_and_controls)
     ck_assert_int_eq(ds_dataset_create(&s, d, ALICE, &spec), ED_EEXISTS);
     ck_assert_int_eq(ds_dataset_create(&s, d, BOB, &spec), 0);     /* another owner may */
     ds_dataset_free(s);
+    ck_assert_int_eq(ds_dataset_get_by_slug(&s, d, ALICE, ALICE, "My-Data-Set"), 0);
+    ck_assert_str_eq(s->name, "My Data Set!");
+    ds_dataset_free(s);
+    ck_assert_int_eq(ds_dataset_get_by_slug(&s, d, BOB, ALICE, "my-data-set"), ED_ENOTFOUND);   /* private */
+    ck_assert_int_eq(ds_dataset_get_by_slug(&s, d, ALICE, ALICE, "../x"), ED_ENOTFOUND);
 }
 END_TEST
 
