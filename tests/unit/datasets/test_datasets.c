@@ -12,6 +12,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -969,6 +970,135 @@ START_TEST(a_project_mounts_visible_datasets_with_latest_resolved_at_start)
 }
 END_TEST
 
+/* ---- crashes ------------------------------------------------------------- */
+
+/* The child: uploads (in chunks) and publishes in a loop, writing a byte to
+ * `pfd` after each step, until it is killed. Own store and handle: nothing
+ * opened before fork is used. */
+static void crash_child(int pfd, const char *id)
+{
+#define CHILD_FAIL(code) do { fprintf(stderr, "child: %s\n", ed_error_last()); _exit(code); } while (0)
+    char db[256], sha[65], up[DS_ID_LEN], name[40];
+    unsigned char *buf = random_bytes(300000, 11);
+    ed_store *cst;
+    ds *cd;
+
+    snprintf(db, sizeof(db), "%s/eddy.db", dir);
+    if (ed_store_open(&cst, db) < 0 || ds_open(&cd, cst, data_dir, NULL) < 0)
+        CHILD_FAIL(2);
+    for (int i = 0;; i++) {
+        ds_upload_chunk *c = NULL;
+        int64_t off = 0;
+        pid_t me = getpid();
+        memcpy(buf, &i, sizeof(i));         /* new bytes each round: new blobs */
+        memcpy(buf + sizeof(i), &me, sizeof(me));
+        ed_sha256_hex(sha, buf, 300000);
+        snprintf(name, sizeof(name), "round/%d.bin", i % 5);
+        if (ds_upload_open(up, cd, ALICE, id, name, 300000, sha, 0) < 0)
+            CHILD_FAIL(3);
+        while (off < 300000) {
+            size_t n = 300000 - off < 100000 ? (size_t)(300000 - off) : 100000;
+            if (ds_upload_chunk_begin(&c, cd, ALICE, up, off) < 0 || ds_upload_chunk_write(c, buf + off, n) < 0 ||
+                ds_upload_chunk_end(&off, NULL, NULL, c) < 0)
+                CHILD_FAIL(4);
+            if (write(pfd, "u", 1) != 1)
+                _exit(5);
+        }
+        if (ds_version_publish(NULL, cd, ALICE, id, "round", NULL) < 0)
+            CHILD_FAIL(6);
+        if (write(pfd, "p", 1) != 1)
+            _exit(5);
+    }
+}
+
+START_TEST(a_kill_during_uploads_and_publishes_leaves_whole_versions_only)
+{
+    ds_dataset *s = mk(ALICE, "crashy", DS_PRIVATE);
+    char id[DS_ID_LEN], db[256];
+
+    memcpy(id, s->id, DS_ID_LEN);
+    ds_dataset_free(s);
+    snprintf(db, sizeof(db), "%s/eddy.db", dir);
+    for (int round = 0; round < 6; round++) {
+        int p[2], wst;
+        char c;
+        pid_t pid;
+        ds_recover_stats rs;
+        sqlite3_stmt *q = NULL;
+
+        ds_free(d);
+        d = NULL;
+        ed_store_close(st);
+        st = NULL;
+        ck_assert_int_eq(pipe(p), 0);
+        ck_assert_int_ge(pid = fork(), 0);
+        if (pid == 0) {
+            close(p[0]);
+            crash_child(p[1], id);
+        }
+        close(p[1]);
+        /* let it run 3..13 steps, then kill it wherever it is */
+        for (int k = 0; k < 3 + round * 2; k++)
+            if (read(p[0], &c, 1) != 1) {
+                waitpid(pid, &wst, 0);
+                ck_abort_msg("the child stopped by itself (exit %d)", WIFEXITED(wst) ? WEXITSTATUS(wst) : -1);
+            }
+        kill(pid, SIGKILL);
+        ck_assert_int_eq(waitpid(pid, &wst, 0), pid);
+        ck_assert(WIFSIGNALED(wst));
+        close(p[0]);
+
+        /* restart */
+        ck_assert_int_eq(ed_store_open(&st, db), 0);
+        ck_assert_int_eq(ds_open(&d, st, data_dir, NULL), 0);
+        ck_assert_int_eq(ds_recover(&rs, d), 0);
+        ck_assert_int_eq(rs.missing_blobs, 0);
+        ck_assert_int_eq(files_under("tmp"), 0);
+        /* every version is whole: its counts match its manifest, and every
+         * file of it reads back with its hash */
+        ck_assert_int_eq(count("SELECT COUNT(*) FROM dataset_versions v WHERE file_count <> (SELECT COUNT(*) "
+                               "FROM dataset_files f WHERE f.dataset_id = v.dataset_id AND f.number = v.number) "
+                               "OR size_bytes <> (SELECT COALESCE(SUM(size), 0) FROM dataset_files f "
+                               "WHERE f.dataset_id = v.dataset_id AND f.number = v.number)"),
+                         0);
+        ck_assert_int_eq(ed_store_prepare(&q, st, "SELECT number, path, sha256 FROM dataset_files"), 0);
+        while (sqlite3_step(q) == SQLITE_ROW) {
+            char got[65];
+            int fd;
+            ds_file f = {0};
+            unsigned char *b = malloc(300000);
+            ssize_t n;
+            ck_assert_int_eq(ds_version_file_open(&fd, &f, d, ALICE, id, sqlite3_column_int64(q, 0),
+                                                  (const char *)sqlite3_column_text(q, 1)),
+                             0);
+            n = read(fd, b, 300000);
+            ck_assert_int_eq(n, 300000);
+            ed_sha256_hex(got, b, (size_t)n);
+            ck_assert_str_eq(got, (const char *)sqlite3_column_text(q, 2));
+            close(fd);
+            free(f.path);
+            free(b);
+        }
+        sqlite3_finalize(q);
+        /* uploads left open hold at least their durable bytes */
+        ck_assert_int_eq(ed_store_prepare(&q, st, "SELECT id, durable_offset FROM dataset_uploads"), 0);
+        while (sqlite3_step(q) == SQLITE_ROW) {
+            char rel[400];
+            struct stat sb;
+            snprintf(rel, sizeof(rel), "%s/datasets/uploads/%s", data_dir, (const char *)sqlite3_column_text(q, 0));
+            ck_assert_int_eq(stat(rel, &sb), 0);
+            ck_assert_int_ge(sb.st_size, sqlite3_column_int64(q, 1));
+        }
+        sqlite3_finalize(q);
+        ck_assert_int_eq(files_under("uploads"), count("SELECT COUNT(*) FROM dataset_uploads"));
+        /* and gc then leaves exactly the referenced blobs */
+        ck_assert_int_eq(ds_gc(NULL, d, 0), 0);
+        ck_assert_int_eq(files_under("blobs"), count("SELECT COUNT(*) FROM dataset_blobs"));
+    }
+    ck_assert_int_gt(count("SELECT COUNT(*) FROM dataset_versions"), 0);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *tests[] = {
@@ -987,6 +1117,7 @@ int main(void)
         an_upload_survives_a_restart_at_its_durable_offset,
         concurrent_puts_and_gc_never_lose_a_referenced_blob,
         a_project_mounts_visible_datasets_with_latest_resolved_at_start,
+        a_kill_during_uploads_and_publishes_leaves_whole_versions_only,
         NULL,
     };
     return unit_tests_run("datasets", 120, setup, teardown, tests);
