@@ -208,7 +208,7 @@ int ds_version_delete(ds *d, int64_t user, const char *id, int64_t number);
 
 /* The absolute path of version `number`'s read-only tree (0: the latest),
  * DATA/datasets/trees/<id>/<n>/: hard links to the blobs (0444), directories
- * 0555, built once (here, when missing) in trees/.tmp-* and renamed into
+ * 0555, built once (here, when missing) in trees/<id>/.tmp-* and renamed into
  * place, so it is whole or absent. A mount binds it read-only: no copy, no
  * cost per byte. *out is malloc'd. */
 int ds_version_tree(char **out, ds *d, int64_t user, const char *id, int64_t number);
@@ -311,7 +311,7 @@ int ds_gc(ds_gc_stats *out, ds *d, int64_t now_ms);
 typedef struct ds_recover_stats {
     int64_t tmp_removed, orphan_blobs, missing_blobs, orphan_uploads, orphan_trees;
 } ds_recover_stats;
-/* Start-up recovery (ds_open runs it): empty tmp/, remove trees/.tmp-*, blob files
+/* Start-up recovery (ds_open runs it): empty tmp/, remove trees/<id>/.tmp-*, blob files
  * with no row, upload files with no row, trees of versions that do not exist;
  * rows whose blob file is missing are logged as errors (counted, never
  * dropped). Missing trees are rebuilt lazily by ds_version_tree. */

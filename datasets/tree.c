@@ -1,8 +1,8 @@
 /*
  * tree.c - a version's read-only tree, DATA/datasets/trees/<id>/<n>/, for
  * kernels and jobs to bind-mount: hard links to the blobs (0444, so a byte
- * is never copied), directories 0555. Built in trees/.tmp-<uuid> and renamed
- * into place, so a tree is whole or absent; one build at a time.
+ * is never copied), directories 0555. Built in trees/<id>/.tmp-<uuid> and
+ * renamed into place, so a tree is whole or absent; one build at a time.
  */
 #include "ds_int.h"
 
@@ -70,18 +70,28 @@ static int populate(ds *d, int tmp_fd, const ds_file_list *files)
     return 0;
 }
 
-static int build(ds *d, const char *id, int64_t n, const char *final_rel)
+/* Build version n of `id` as trees/<id>/<n>. The temporary tree is made in
+ * trees/<id>/ itself: renaming a directory to another parent needs write
+ * permission on the directory (its ".." changes), which a sealed 0555 tree
+ * does not give an unprivileged server; within one parent it needs none. */
+static int build(ds *d, const char *id, int64_t n)
 {
-    char tmp[16 + ED_UUID_LEN], uuid[ED_UUID_LEN];
+    char tmp[16 + ED_UUID_LEN], uuid[ED_UUID_LEN], num[24];
     ds_file_list *files = NULL;
-    int tmp_fd = -1, err;
+    int dir_fd = -1, tmp_fd = -1, err;
 
     ed_uuid4(uuid);
     snprintf(tmp, sizeof(tmp), ".tmp-%s", uuid);
+    snprintf(num, sizeof(num), "%lld", (long long)n);
     if ((err = ds__files_load(&files, d, id, n)) < 0)
         return err;
-    if (mkdirat(d->trees_fd, tmp, 0755) < 0 ||
-        (tmp_fd = openat(d->trees_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+    if ((mkdirat(d->trees_fd, id, 0755) < 0 && errno != EEXIST) ||
+        (dir_fd = openat(d->trees_fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+        err = ed_error_set(ED_EIO, "tree: mkdir %s: %s", id, strerror(errno));
+        goto done;
+    }
+    if (mkdirat(dir_fd, tmp, 0755) < 0 ||
+        (tmp_fd = openat(dir_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
         err = ed_error_set(ED_EIO, "tree: mkdir: %s", strerror(errno));
         goto done;
     }
@@ -94,20 +104,18 @@ static int build(ds *d, const char *id, int64_t n, const char *final_rel)
         err = ed_error_set(ED_EIO, "tree: seal: %s", strerror(errno));
         goto done;
     }
-    if (mkdirat(d->trees_fd, id, 0755) < 0 && errno != EEXIST) {
-        err = ed_error_set(ED_EIO, "tree: mkdir %s: %s", id, strerror(errno));
+    if (renameat(dir_fd, tmp, dir_fd, num) < 0) {
+        err = ed_error_set(ED_EIO, "tree: rename into %s/%s: %s", id, num, strerror(errno));
         goto done;
     }
-    if (renameat(d->trees_fd, tmp, d->trees_fd, final_rel) < 0) {
-        err = ed_error_set(ED_EIO, "tree: rename into %s: %s", final_rel, strerror(errno));
-        goto done;
-    }
-    fsync(d->trees_fd);
+    fsync(dir_fd);
 done:
     if (tmp_fd >= 0)
         close(tmp_fd);
-    if (err < 0)
-        ds__remove_all(d->trees_fd, tmp);
+    if (err < 0 && dir_fd >= 0)
+        ds__remove_all(dir_fd, tmp);
+    if (dir_fd >= 0)
+        close(dir_fd);
     ds_file_list_free(files);
     return err;
 }
@@ -126,7 +134,7 @@ int ds_version_tree(char **out, ds *d, int64_t user, const char *id, int64_t num
     snprintf(rel, sizeof(rel), "%s/%lld", id, (long long)n);
     pthread_mutex_lock(&d->tree_mu);
     if (fstatat(d->trees_fd, rel, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(sb.st_mode))
-        err = build(d, id, n, rel);
+        err = build(d, id, n);
     pthread_mutex_unlock(&d->tree_mu);
     if (err < 0)
         return err;
