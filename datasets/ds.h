@@ -16,7 +16,7 @@
  *     spec.visibility = DS_PUBLIC;
  *     if ((err = ds_open(&d, store, "/var/lib/eddy", NULL)) < 0) ...
  *     err = ds_dataset_create(&set, d, user_id, &spec);
- *     err = ds_draft_put_fd(d, user_id, set->id, "train.csv", fd, NULL);
+ *     err = ds_draft_put_fd(NULL, d, user_id, set->id, "train.csv", fd, NULL, quota);
  *     err = ds_version_publish(&v, d, user_id, set->id, "first", NULL);
  *     err = ds_version_tree(&path, d, user_id, set->id, v->number);
  *

@@ -219,7 +219,9 @@ START_TEST(private_unlisted_public_are_seen_by_the_right_users)
     ck_assert(!listed(BOB, s->id));
     ck_assert(listed(ALICE, s->id));
     ck_assert_int_eq(ds_share_add(d, BOB, s->id, CAROL), ED_ENOTFOUND);
+    ck_assert_int_eq(ds_share_add(d, ALICE, s->id, 99), ED_ENOTFOUND);      /* no such user */
     ck_assert_int_eq(ds_share_add(d, ALICE, s->id, BOB), 0);
+    ck_assert_int_eq(ds_share_add(d, ALICE, s->id, BOB), 0);                 /* twice is once */
     ck_assert_int_eq(ds_dataset_get(&g, d, BOB, s->id), 0);
     ck_assert(!g->can_write);
     ds_dataset_free(g);
