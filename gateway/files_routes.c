@@ -192,7 +192,7 @@ static int delete_root(gw_request *req, gw_response *res)
 #define W (GW_AUTH | GW_SCOPE_WRITE)
 
 const gw_route gw__routes_files[] = {
-    {"GET", "/api/v1/projects/{id}/files", list_tree, R,
+    {"GET", "/api/v1/projects/{id}/files", list_tree, GW_AUTH_OPTIONAL | GW_SCOPE_READ,
      "List the working tree (?dirs=1: folders too, empty ones included)"},
     {"PATCH", "/api/v1/projects/{id}/files/{path*}", move_entry, W,
      "Move or rename a file or folder ({\"path\": new path}; never replaces)"},

@@ -71,12 +71,6 @@ static json_t *version_json(gw_request *req, const proj_version *v)
                      files, "large_files", large);
 }
 
-static json_t *file_json(gw_request *req, const char *path, int64_t size, int64_t modified_at)
-{
-    return json_pack("{s:s, s:I, s:s}", "path", path, "size", (json_int_t)size, "modified_at",
-                     gw__time(req, modified_at));
-}
-
 static int parse_visibility(proj_visibility *out, const char *s)
 {
     if (strcmp(s, "private") == 0)
@@ -180,26 +174,6 @@ static int delete_project(gw_request *req, gw_response *res)
     int err = proj_delete(projects_of(req), req->auth.user_id, req->params[0]);
 
     return err < 0 ? err : gw_respond_empty(res, 204);
-}
-
-/* GET /api/v1/projects/{id}/files: every file of the working tree */
-static int list_files(gw_request *req, gw_response *res)
-{
-    proj_file_list *l = NULL;
-    json_t *items;
-    int err;
-
-    if ((err = proj_files_list(&l, projects_of(req), req->auth.user_id, req->params[0])) < 0)
-        return err;
-    if ((items = json_array()) == NULL) {
-        proj_file_list_free(l);
-        return ed_error_set(ED_ENOMEM, "file list");
-    }
-    for (size_t i = 0; i < l->count; i++)
-        json_array_append_new(items, file_json(req, l->items[i].path, l->items[i].size,
-                                               l->items[i].modified_at));
-    proj_file_list_free(l);
-    return respond(res, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
 }
 
 /* The Content-Type of a file from its extension. Markup that a browser would
@@ -580,7 +554,6 @@ const gw_route gw__routes_projects[] = {
     {"GET", "/api/v1/projects/{id}", get_project, A, "Get a project (public ones without signing in)"},
     {"PATCH", "/api/v1/projects/{id}", update_project, W, "Change name, description, visibility"},
     {"DELETE", "/api/v1/projects/{id}", delete_project, W, "Delete a project and its repository"},
-    {"GET", "/api/v1/projects/{id}/files", list_files, A, "List the working tree"},
     {"GET", "/api/v1/projects/{id}/files/{path*}", read_file, A, "Read a file (?version=)"},
     {"PUT", "/api/v1/projects/{id}/files/{path*}", write_file, W, "Write a file (raw body)"},
     {"DELETE", "/api/v1/projects/{id}/files/{path*}", delete_file, W, "Delete a file"},

@@ -347,8 +347,12 @@ static int make_v1(char *out, size_t cap, const char *ctrl, const char *name, in
 }
 
 /* The character devices every sandbox may open: null, zero, full, random,
- * urandom, tty. GPU nodes are added per job. */
-static const unsigned base_devs[][2] = {{1, 3}, {1, 5}, {1, 7}, {1, 8}, {1, 9}, {5, 0}};
+ * urandom, tty, ptmx (its own devpts instance: sbx_child.c), and the ptys
+ * (majors PTY_MAJ_LO..PTY_MAJ_HI, any minor; a job sees only its own in
+ * /dev/pts). GPU nodes are added per job. */
+static const unsigned base_devs[][2] = {{1, 3}, {1, 5}, {1, 7}, {1, 8}, {1, 9}, {5, 0}, {5, 2}};
+#define PTY_MAJ_LO 136   /* UNIX98_PTY_SLAVE_MAJOR */
+#define PTY_MAJ_HI 143   /* + UNIX98_PTY_MAJOR_COUNT - 1 */
 #define N_BASE_DEVS (sizeof(base_devs) / sizeof(base_devs[0]))
 
 static struct bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
@@ -368,7 +372,7 @@ int sbx__cgroup_v2_devices(const char *dir, const dev_t *extra, size_t n_extra)
     /* A BPF_PROG_TYPE_CGROUP_DEVICE program: ctx is
      * {u32 access_type (access << 16 | type), u32 major, u32 minor};
      * return 1 to allow. It allows the listed character devices, nothing else. */
-    struct bpf_insn prog[4 + (N_BASE_DEVS + SBX_MAX_GPUS + 2) * 5 + 2];
+    struct bpf_insn prog[4 + (N_BASE_DEVS + SBX_MAX_GPUS + 2) * 5 + 5 + 2];
     size_t n = 0, total = N_BASE_DEVS + n_extra;
     union bpf_attr attr;
     char log[1024] = "";
@@ -389,6 +393,12 @@ int sbx__cgroup_v2_devices(const char *dir, const dev_t *extra, size_t n_extra)
         prog[n++] = insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 1);
         prog[n++] = insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
     }
+    /* a pty slave: any minor of the pty majors */
+    prog[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_2, 0, 4, BPF_DEVCG_DEV_CHAR);
+    prog[n++] = insn(BPF_JMP | BPF_JLT | BPF_K, BPF_REG_3, 0, 3, PTY_MAJ_LO);
+    prog[n++] = insn(BPF_JMP | BPF_JGT | BPF_K, BPF_REG_3, 0, 2, PTY_MAJ_HI);
+    prog[n++] = insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 1);
+    prog[n++] = insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
     prog[n++] = insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0);
     prog[n++] = insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
 
@@ -528,6 +538,11 @@ degraded:
             goto fail;
         for (size_t i = 0; i < N_BASE_DEVS; i++) {
             snprintf(val, sizeof(val), "c %u:%u rwm", base_devs[i][0], base_devs[i][1]);
+            if ((err = write_limit(cg->dev, "devices.allow", val)) < 0)
+                goto fail;
+        }
+        for (unsigned maj = PTY_MAJ_LO; maj <= PTY_MAJ_HI; maj++) {
+            snprintf(val, sizeof(val), "c %u:* rwm", maj);
             if ((err = write_limit(cg->dev, "devices.allow", val)) < 0)
                 goto fail;
         }
