@@ -77,10 +77,11 @@ const results = [];
 let browser;
 let failPage = null;   // the page screenshotted when a test fails
 // EDDY_E2E_ONLY=<regex>: run only the tests whose names match, plus the ones
-// that set up the user, project and notebook the others rely on (a quick
-// loop while working on one feature; the suite itself always runs them all).
+// that set up the user, project and notebook the others rely on, and the
+// closing checks (a quick loop while working on one feature; the suite
+// itself always runs them all).
 const only = process.env.EDDY_E2E_ONLY ? new RegExp(process.env.EDDY_E2E_ONLY) : null;
-const SETUP_TESTS = /^(sign_up_then_land_on_projects|create_a_project|create_edit_and_save_a_notebook)$/;
+const SETUP_TESTS = /^(sign_up_then_land_on_projects|create_a_project|create_edit_and_save_a_notebook|no_route_the_pages_used_answered_404|no_console_errors_on_the_pages)$/;
 async function test(name, fn) {
   if (only && !only.test(name) && !SETUP_TESTS.test(name)) return;
   const t0 = Date.now();

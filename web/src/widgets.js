@@ -133,9 +133,27 @@ export function kernelsPanel({ projectId = null, onChange = () => {} } = {}) {
         h('td', { class: 'num', 'data-testid': 'kernel-cost', title: t ? t.cost.title : null }, cost),
         h('td', { class: 'actions' }, restart, stop));
     });
+    // The user's terminals (each a shell in one of these kernels' sandboxes).
+    const terms = (await api.get('/api/terminals').catch(() => []))
+      .filter((x) => x.eddy && live.some((k) => String(k.id) === String(x.eddy.kernel_id)));
+    const termRows = terms.map((x) => {
+      const k = live.find((kk) => String(kk.id) === String(x.eddy.kernel_id));
+      const close = h('button', { class: 'small danger', 'data-testid': 'terminal-stop', onclick: () => busy(close, async () => {
+        await api.del(`/api/v1/kernels/${enc(k.id)}/terminals/${enc(x.name)}`).catch((e) => { if (!(e instanceof ApiError && e.status === 404)) throw e; });
+        toast('Terminal closed');
+        await refresh();
+      }) }, 'Close');
+      const idle = Date.parse(x.last_activity || '');
+      return h('tr', { 'data-testid': 'terminal-row', 'data-terminal': x.name },
+        h('td', null, `Terminal ${x.name}`), h('td', null, h('a', { href: `/projects/${enc(k.project_id)}` }, projects.get(String(k.project_id)) || k.project_id)),
+        h('td', null, Number.isFinite(idle) ? `active ${duration(Math.max(0, now - idle))} ago` : '—'), h('td', { class: 'actions' }, close));
+    });
     clear(body, h('table', { class: 'table', 'data-testid': 'kernels' },
       h('thead', null, h('tr', null, ['Project / notebook', 'Resource', 'State', 'Uptime', 'CPU', 'RAM', 'Cost so far', ''].map((x) => h('th', null, x)))),
-      h('tbody', null, rows)));
+      h('tbody', null, rows)),
+    termRows.length ? h('table', { class: 'table', 'data-testid': 'terminals' },
+      h('thead', null, h('tr', null, ['Terminal', 'Project', 'Last activity', ''].map((x) => h('th', null, x)))),
+      h('tbody', null, termRows)) : []);
   }
   refresh().catch((e) => clear(body, h('p', { class: 'error-box' }, e.message)));
   const stopPoll = visiblePoll(refresh, { period: 3000 });

@@ -62,6 +62,14 @@ export async function run(t) {
     await page.keyboard.type('echo again-$((40+2))\n');
     await waitScreen(page, /^again-42/);
     await shot(page, '51-terminal-after-reload');
+    // The running-kernels panel lists the terminal with its kernel's project.
+    await page.click('[data-testid=open-kernels]');
+    await page.waitForSelector('[data-testid=kernels-dialog] [data-testid=terminal-row]', { timeout: 15000 });
+    const rows = await page.$$eval('[data-testid=kernels-dialog] [data-testid=terminal-row]', (r) => r.map((x) => x.textContent));
+    assert(rows.length === 1 && /Terminal/.test(rows[0]), `one terminal row: ${JSON.stringify(rows)}`);
+    await shot(page, '53-kernels-panel-with-terminal');
+    await page.click('[data-testid=kernels-dialog] .modal-actions button:has-text("Close")');
+    await page.waitForSelector('[data-testid=kernels-dialog]', { state: 'detached', timeout: 10000 });
     await page.click('[data-testid=terminal-close]');
     await page.waitForSelector('[data-testid=terminal-dock]', { state: 'detached', timeout: 20000 });
     const after = JSON.parse((await t.fetchJson(page, '/api/terminals')).body);
