@@ -142,7 +142,7 @@ class Notebook {
       h('span', { class: 'spacer' }), this.quotaBox, this.modeBox, this.status, this.find.el);
     this.root = h('div', { class: 'page notebook' },
       h('div', { class: 'page-head' }, h('h1', null, h('a', { href: `/projects/${enc(this.projectId)}` }, this.project.name), ' / ', this.path),
-        h('span', { class: 'muted small-text' }, 'Enter: edit · Esc: command · Shift-Enter: run · A/B: insert · DD: delete · M/Y: markdown/code · Z: undo delete')),
+        h('span', { class: 'muted small-text' }, 'Enter: edit · Esc: command · Shift-Enter: run · A/B: insert · DD: delete · M/Y: markdown/code · Z: undo delete · Tab: complete · Shift-Tab: docs · Ctrl-F: find')),
       toolbar, this.banner, h('div', { class: 'nb-body' }, sidePanel(this), this.list));
     this.renderAll();
     this.select(0);
