@@ -221,12 +221,13 @@ static int shell_status(int st)
  * a new session (POSIX_SPAWN_SETSID) that opens the pty's other end first,
  * so it becomes the controlling terminal; default signal dispositions and
  * an empty mask (the serve threads block or ignore some). */
-static int spawn(term *t, const kr__terms *ts, const char *cwd, int rows, int cols)
+static int spawn(term *t, const kr__terms *ts, int cwd_fd, int rows, int cols)
 {
-    int master = -1, err = 0, rc;
+    static const char *const shells[][2] = {{"/bin/bash", "SHELL=/bin/bash"}, {"/bin/sh", "SHELL=/bin/sh"}};
+    int master = -1, err = 0, rc = ENOENT;
     char pts[64];
-    const char *shell = access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
-    char *argv[3] = {(char *)shell, "-l", NULL};
+    const char *shell = shells[0][0];
+    char *argv[3] = {NULL, "-l", NULL};
     size_t nenv = 0, e = 0;
     char **envp = NULL;
     pid_t pid;
@@ -255,8 +256,7 @@ static int spawn(term *t, const kr__terms *ts, const char *cwd, int rows, int co
             envp[e++] = *v;
     envp[e++] = "TERM=xterm-256color";
     envp[e++] = "PS1=\\u@\\h:\\w\\$ ";   /* aistudio@eddy-sandbox:~/work$ (the sandbox has no bash.bashrc) */
-    envp[e++] = shell[5] == 'b' ? "SHELL=/bin/bash" : "SHELL=/bin/sh";
-    envp[e] = NULL;
+    envp[e + 1] = NULL;   /* envp[e]: SHELL=, per shell tried */
 
     sigfillset(&all);
     sigemptyset(&none);
@@ -269,9 +269,19 @@ static int spawn(term *t, const kr__terms *ts, const char *cwd, int rows, int co
     posix_spawn_file_actions_addopen(&fa, 0, pts, O_RDWR, 0);
     posix_spawn_file_actions_adddup2(&fa, 0, 1);
     posix_spawn_file_actions_adddup2(&fa, 0, 2);
+    /* the folder the caller opened (before closefrom closes it), else the start folder */
+    if (cwd_fd >= 0)
+        posix_spawn_file_actions_addfchdir_np(&fa, cwd_fd);
+    else
+        posix_spawn_file_actions_addchdir_np(&fa, ts->cwd);
     posix_spawn_file_actions_addclosefrom_np(&fa, 3);   /* what user code left open */
-    posix_spawn_file_actions_addchdir_np(&fa, cwd ? cwd : ts->cwd);
-    rc = posix_spawn(&pid, shell, &fa, &at, argv, envp);
+    /* bash where the sandbox has it, else sh: tried, not checked first */
+    for (size_t i = 0; i < sizeof(shells) / sizeof(shells[0]) && rc == ENOENT; i++) {
+        shell = shells[i][0];
+        argv[0] = (char *)shell;
+        envp[e] = (char *)shells[i][1];
+        rc = posix_spawn(&pid, shell, &fa, &at, argv, envp);
+    }
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     free(envp);
@@ -512,7 +522,7 @@ static int do_open(kr__terms *ts, const char *name, const json_t *c)
 {
     const char *cwd = json_string_value(json_object_get(c, "cwd"));
     char dir[PATH_MAX + 8];
-    int rows, cols, err, slot = -1;
+    int rows, cols, err, slot = -1, cwd_fd = -1;
 
     size_of(c, &rows, &cols);
     if (cwd && *cwd) {   /* relative to where shells start; the sandbox bounds it */
@@ -522,14 +532,15 @@ static int do_open(kr__terms *ts, const char *name, const json_t *c)
         memcpy(dir, ts->cwd, bl);
         dir[bl] = '/';
         memcpy(dir + bl + 1, cwd[0] == '/' ? cwd + 1 : cwd, strlen(cwd) + 1 - (cwd[0] == '/'));
-        struct stat st;
-        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+        /* opened once and handed to the shell's chdir: no check-then-use */
+        if ((cwd_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
             return ed_error_set(ED_ENOTFOUND, "cwd '%s' is not a folder", cwd);
-        cwd = dir;
     }
     pthread_mutex_lock(&ts->mu);
     if (find(ts, name)) {
         pthread_mutex_unlock(&ts->mu);
+        if (cwd_fd >= 0)
+            close(cwd_fd);
         return ed_error_set(ED_EEXISTS, "terminal '%s' is open already", name);
     }
     for (int i = 0; i < KR_TERM_MAX && slot < 0; i++)
@@ -537,10 +548,15 @@ static int do_open(kr__terms *ts, const char *name, const json_t *c)
             slot = i;
     if (slot < 0) {
         pthread_mutex_unlock(&ts->mu);
+        if (cwd_fd >= 0)
+            close(cwd_fd);
         return ed_error_set(ED_ELIMIT, "a kernel has at most %d terminals", KR_TERM_MAX);
     }
     term *t = &ts->t[slot];
-    if ((err = spawn(t, ts, cwd, rows, cols)) == 0) {
+    err = spawn(t, ts, cwd_fd, rows, cols);
+    if (cwd_fd >= 0)
+        close(cwd_fd);
+    if (err == 0) {
         t->used = true;
         snprintf(t->name, sizeof(t->name), "%s", name);
     }
