@@ -138,7 +138,7 @@ static int fs_error(int err, int why, bool create)
  * ED_ENOTFOUND (a parent is missing and !create), ED_EINVAL (a parent is a
  * link), ED_ECONFLICT (a parent is not a directory).
  */
-static int open_parent(int *out_fd, const char **out_name, int *created, int base,
+int proj__open_parent(int *out_fd, const char **out_name, int *created, int base,
                        const char *path, bool create)
 {
     int err = ed_fs_open_parent(out_fd, out_name, created, base, path, create, 0755);
@@ -147,7 +147,7 @@ static int open_parent(int *out_fd, const char **out_name, int *created, int bas
 }
 
 /* Remove the `created` innermost-first directories that open_parent made. */
-static void undo_mkdirs(int base, const char *path, int created)
+void proj__undo_mkdirs(int base, const char *path, int created)
 {
     char buf[PROJ_PATH_MAX + 1];
 
@@ -483,7 +483,7 @@ static int existing_size(int64_t *out, bool *exists, int base, const char *path)
 
     *out = 0;
     *exists = false;
-    err = open_parent(&dir, &name, NULL, base, path, false);
+    err = proj__open_parent(&dir, &name, NULL, base, path, false);
     if (err == ED_ENOTFOUND)
         return 0;   /* parents will be created */
     if (err < 0)
@@ -699,7 +699,7 @@ static void staged_discard(staged *s)
 
 /* A full disk or the workspace quota (projects/workspace.c) is the user's
  * to fix: ED_EQUOTA (402 quota_exceeded), not an I/O error. */
-static int io_code(int e) { return e == ENOSPC || e == EDQUOT ? ED_EQUOTA : ED_EIO; }
+int proj__io_code(int e) { return e == ENOSPC || e == EDQUOT ? ED_EQUOTA : ED_EIO; }
 
 static int stage_open(staged *s, int base, int *out_fd)
 {
@@ -713,7 +713,7 @@ static int stage_open(staged *s, int base, int *out_fd)
     snprintf(s->tmp, sizeof(s->tmp), "eddy-write-%s", rnd);
     if ((*out_fd = openat(s->git, s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                           0644)) < 0) {
-        int err = ed_error_set(io_code(errno), "create temporary file: %s", strerror(errno));
+        int err = ed_error_set(proj__io_code(errno), "create temporary file: %s", strerror(errno));
         s->tmp[0] = '\0';
         staged_discard(s);
         return err;
@@ -724,13 +724,13 @@ static int stage_open(staged *s, int base, int *out_fd)
 static int stage_close(staged *s, int fd, const char *path)
 {
     if (fsync(fd) < 0 || fstat(fd, &s->sb) < 0) {
-        int err = ed_error_set(io_code(errno), "write %s: %s", path, strerror(errno));
+        int err = ed_error_set(proj__io_code(errno), "write %s: %s", path, strerror(errno));
         close(fd);
         staged_discard(s);
         return err;
     }
     if (close(fd) < 0) {
-        int err = ed_error_set(io_code(errno), "write %s: %s", path, strerror(errno));
+        int err = ed_error_set(proj__io_code(errno), "write %s: %s", path, strerror(errno));
         staged_discard(s);
         return err;
     }
@@ -744,7 +744,7 @@ static int stage_buf(staged *s, int base, const char *path, const void *buf, siz
     if ((err = stage_open(s, base, &fd)) < 0)
         return err;
     if (write_all(fd, buf, len) < 0) {
-        err = ed_error_set(io_code(errno), "write %s: %s", path, strerror(errno));
+        err = ed_error_set(proj__io_code(errno), "write %s: %s", path, strerror(errno));
         close(fd);
         staged_discard(s);
         return err;
@@ -811,7 +811,7 @@ static int publish(proj_file **out, staged *s, int base, const char *path, const
     const char *name;
     int dir = -1, created = 0, err;
 
-    if ((err = open_parent(&dir, &name, &created, base, path, true)) < 0)
+    if ((err = proj__open_parent(&dir, &name, &created, base, path, true)) < 0)
         goto fail;
     /* last thing before the rename, under the project's lock */
     if ((err = check_if_match(dir, name, path, if_match)) < 0)
@@ -835,7 +835,7 @@ fail:
     if (dir >= 0)
         close(dir);
     if (created)
-        undo_mkdirs(base, path, created);
+        proj__undo_mkdirs(base, path, created);
     return err;
 }
 
@@ -1008,7 +1008,7 @@ int proj__remove(int base, const char *path)
     struct stat sb;
     int dir, err;
 
-    if ((err = open_parent(&dir, &name, NULL, base, path, false)) < 0)
+    if ((err = proj__open_parent(&dir, &name, NULL, base, path, false)) < 0)
         return err == ED_ENOTFOUND ? 0 : err;
     if (fstatat(dir, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode) &&
         unlinkat(dir, name, 0) < 0 && errno != ENOENT)
@@ -1032,7 +1032,7 @@ int proj_file_etag(char out_etag[PROJ_ETAG_LEN + 1], proj_root *r, int64_t user_
     proj__lock(r, id);
     if ((err = proj__load(&p, r, user_id, id, PROJ__READ)) == 0 &&
         (err = proj__open_dir(&base, r, id)) == 0 &&
-        (err = open_parent(&dir, &name, NULL, base, path, false)) == 0)
+        (err = proj__open_parent(&dir, &name, NULL, base, path, false)) == 0)
         err = etag_at(out_etag, dir, name, path);
     return finish(r, id, p, dir, base, err);
 }
@@ -1050,7 +1050,7 @@ int proj_file_delete(proj_root *r, int64_t user_id, const char *id, const char *
     proj__lock(r, id);
     if ((err = proj__load(&p, r, user_id, id, PROJ__WRITE)) < 0 ||
         (err = proj__open_dir(&base, r, id)) < 0 ||
-        (err = open_parent(&dir, &name, NULL, base, path, false)) < 0)
+        (err = proj__open_parent(&dir, &name, NULL, base, path, false)) < 0)
         goto done;
     if ((err = check_regular(dir, name, path)) < 0)
         goto done;

@@ -106,6 +106,17 @@ int proj__git_error(const char *what);
 /* The username of `user_id` (malloc'd). ED_ENOTFOUND if no such user. */
 int proj__username(char **out, proj_root *r, int64_t user_id);
 
+/* Walk to the directory holding the last component of `path` beneath the
+ * project directory `base`, never following a link (files.c has the whole
+ * contract); with `create`, missing parents are made and counted in
+ * *created. proj__undo_mkdirs removes those `created` innermost parents. */
+int proj__open_parent(int *out_fd, const char **out_name, int *created, int base,
+                      const char *path, bool create);
+void proj__undo_mkdirs(int base, const char *path, int created);
+
+/* ED_EQUOTA for a full tree (ENOSPC, EDQUOT), else ED_EIO. */
+int proj__io_code(int e);
+
 /* Open the project's repository. */
 int proj__repo_open(git_repository **out, proj_root *r, const char *id);
 

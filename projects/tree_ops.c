@@ -49,46 +49,6 @@ static bool ends_with_ipynb(const char *path)
     return n >= 6 && strcasecmp(path + n - 6, ".ipynb") == 0;
 }
 
-/* ed_fs's refusal in this module's codes, as files.c words them: a link on
- * the way is ED_EINVAL, a file where a folder is needed ED_ECONFLICT when
- * creating, anything missing ED_ENOTFOUND. */
-static int open_parent(int *out_dir, const char **out_name, int *created, int base,
-                       const char *path, bool create)
-{
-    int err = ed_fs_open_parent(out_dir, out_name, created, base, path, create, 0755);
-    int why = errno;
-    char msg[1024];
-
-    if (err != ED_ENOTFOUND)
-        return err;
-    snprintf(msg, sizeof(msg), "%s", ed_error_last());
-    if (why == ELOOP)
-        return ed_error_set(ED_EINVAL, "%s", msg);
-    if (why == ENOTDIR && create)
-        return ed_error_set(ED_ECONFLICT, "%s", msg);
-    return err;
-}
-
-/* Remove the `created` innermost parents of `path` that open_parent made. */
-static void undo_mkdirs(int base, const char *path, int created)
-{
-    char buf[PROJ_PATH_MAX + 1];
-
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (int i = 0; i < created; i++) {
-        char *slash = strrchr(buf, '/');
-        if (slash == NULL)
-            return;
-        *slash = '\0';
-        unlinkat(base, buf, AT_REMOVEDIR);
-    }
-}
-
-static int io_code(int e)
-{
-    return e == ENOSPC || e == EDQUOT ? ED_EQUOTA : ED_EIO;
-}
-
 /* `name` in `dir` as an entry for `path` (directories have size 0). */
 static int entry_at(proj_file **out, bool *out_dir, int dir, const char *name, const char *path)
 {
@@ -196,7 +156,7 @@ int proj_file_move(proj_file **out, bool *out_dir, proj_root *r, int64_t user_id
     proj__lock(r, id);
     if ((err = proj__load(&p, r, user_id, id, PROJ__WRITE)) < 0 ||
         (err = proj__open_dir(&base, r, id)) < 0 ||
-        (err = open_parent(&fdir, &fname, NULL, base, from, false)) < 0 ||
+        (err = proj__open_parent(&fdir, &fname, NULL, base, from, false)) < 0 ||
         (err = kind_at(&kind, fdir, fname, from)) < 0)
         goto done;
     if (strcmp(from, to) == 0) {   /* nothing to move: the entry as it is */
@@ -206,7 +166,7 @@ int proj_file_move(proj_file **out, bool *out_dir, proj_root *r, int64_t user_id
     if (kind == 'f' && ends_with_ipynb(to) && !ends_with_ipynb(from) &&
         (err = check_notebook(fdir, fname, from, to)) < 0)
         goto done;
-    if ((err = open_parent(&tdir, &tname, &created, base, to, true)) < 0)
+    if ((err = proj__open_parent(&tdir, &tname, &created, base, to, true)) < 0)
         goto done;
     if (rename_noreplace(fdir, fname, tdir, tname) < 0) {
         int e = errno;
@@ -219,8 +179,8 @@ int proj_file_move(proj_file **out, bool *out_dir, proj_root *r, int64_t user_id
         else if (e == ENOTDIR || e == EISDIR)
             err = ed_error_set(ED_ECONFLICT, "move %s to %s: %s", from, to, strerror(e));
         else
-            err = ed_error_set(io_code(e), "move %s to %s: %s", from, to, strerror(e));
-        undo_mkdirs(base, to, created);
+            err = ed_error_set(proj__io_code(e), "move %s to %s: %s", from, to, strerror(e));
+        proj__undo_mkdirs(base, to, created);
         goto done;
     }
     fsync(tdir);
@@ -254,13 +214,13 @@ int proj_dir_create(proj_file **out, proj_root *r, int64_t user_id, const char *
     proj__lock(r, id);
     if ((err = proj__load(&p, r, user_id, id, PROJ__WRITE)) < 0 ||
         (err = proj__open_dir(&base, r, id)) < 0 ||
-        (err = open_parent(&dir, &name, &created, base, path, true)) < 0)
+        (err = proj__open_parent(&dir, &name, &created, base, path, true)) < 0)
         goto done;
     if (mkdirat(dir, name, 0755) < 0) {
         int e = errno;
         err = e == EEXIST ? ed_error_set(ED_EEXISTS, "%s exists", path)
-                          : ed_error_set(io_code(e), "make folder %s: %s", path, strerror(e));
-        undo_mkdirs(base, path, created);
+                          : ed_error_set(proj__io_code(e), "make folder %s: %s", path, strerror(e));
+        proj__undo_mkdirs(base, path, created);
         goto done;
     }
     fsync(dir);
@@ -331,7 +291,7 @@ int proj_dir_delete(proj_root *r, int64_t user_id, const char *id, const char *p
     proj__lock(r, id);
     if ((err = proj__load(&p, r, user_id, id, PROJ__WRITE)) < 0 ||
         (err = proj__open_dir(&base, r, id)) < 0 ||
-        (err = open_parent(&dir, &name, NULL, base, path, false)) < 0 ||
+        (err = proj__open_parent(&dir, &name, NULL, base, path, false)) < 0 ||
         (err = kind_at(&kind, dir, name, path)) < 0)
         goto done;
     if (kind != 'd') {
