@@ -317,6 +317,41 @@ typedef struct ds_recover_stats {
  * dropped). Missing trees are rebuilt lazily by ds_version_tree. */
 int ds_recover(ds_recover_stats *out, ds *d);
 
+/* ---- archives in the draft (unpack.c) ------------------------------------ */
+
+/* Limits on unpacking one archive; NULL: DS_UNPACK_LIMITS_DEFAULT. */
+typedef struct ds_unpack_limits {
+    int64_t total_bytes;        /* sum of the entries' uncompressed sizes */
+    int64_t entries;            /* files and directories in the archive */
+    int64_t ratio;              /* uncompressed / compressed bytes, over the whole archive */
+} ds_unpack_limits;
+#define DS_UNPACK_LIMITS_DEFAULT ((ds_unpack_limits){INT64_C(64) << 30, 100000, 200})
+
+/* Replace the archive at `path` in the draft of dataset `id` (.zip, .tar,
+ * .tar.gz/.tgz; owner only) by the files it holds, placed beside it (an
+ * archive "a/data.zip" holding "x/y.csv" gives "a/x/y.csv"). Every entry is
+ * streamed into the blob store first; then one transaction removes the
+ * archive from the draft and adds the files, so a failure leaves the draft
+ * as it was. Refused with ED_EINVAL naming the entry: absolute paths, "..",
+ * symbolic and hard links, devices and FIFOs, a path a file and a directory
+ * both claim, a truncated or corrupt archive; ED_ETOOBIG over a limit (a
+ * bomb: total, entries, ratio, or a file over the file limit); ED_EQUOTA
+ * against quota_bytes (> 0). *out_files (may be NULL) gets how many files. */
+int ds_draft_unpack(int64_t *out_files, ds *d, int64_t user, const char *id, const char *path,
+                    const ds_unpack_limits *limits, int64_t quota_bytes);
+
+/* ---- previews and stats (preview.c) -------------------------------------- */
+
+/* A preview of one version's file as API.md's JSON object: {kind: "table"|
+ * "image"|"text"|"json"|"none", ...}: a table's columns with inferred types
+ * and its first rows and row count, an image's size and base64 PNG
+ * thumbnail, the head of a text or JSON file. Computed once per blob (by a
+ * background worker; ds_preview_get never reads a large file on the
+ * caller's thread): *out_pending is true while it is not ready yet. *out is
+ * a malloc'd JSON text. ED_ENOTFOUND as ds_version_file_open. */
+int ds_preview_get(char **out, bool *out_pending, ds *d, int64_t user, const char *id, int64_t number,
+                   const char *path);
+
 /* For tests only: make the next publishes fail just before COMMIT. */
 void ds__fail_publish_before_commit(bool on);
 

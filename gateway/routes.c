@@ -12,6 +12,9 @@ const gw_route *const gw__route_tables[] = {
     gw__routes_kernels,
     gw__routes_terminals,
     gw__routes_jupyter,
+    gw__routes_datasets,
+    gw__routes_dataset_files,
+    gw__routes_dataset_previews,
     gw__routes_static,
     NULL,
 };
