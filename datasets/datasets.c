@@ -72,6 +72,7 @@ void ds_free(ds *d)
 {
     if (!d)
         return;
+    ds__previews_stop(d);       /* before the descriptors it reads through */
     int fds[] = {d->root_fd, d->blobs_fd, d->tmp_fd, d->uploads_fd, d->trees_fd};
     for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
         if (fds[i] >= 0)

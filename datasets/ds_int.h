@@ -24,7 +24,11 @@ struct ds {
     pthread_mutex_t tree_mu;    /* one tree build at a time */
     ds_in_use_fn in_use;
     void *in_use_payload;
+    struct ds_previews *previews;   /* preview.c: the background preview worker, started lazily */
 };
+
+/* preview.c: stop the preview worker and free its queue (ds_free). */
+void ds__previews_stop(ds *d);
 
 struct ds_open_upload {
     char id[DS_ID_LEN];

@@ -11,3 +11,8 @@ int ds_preview_get(char **out, bool *out_pending, ds *d, int64_t user, const cha
     *out_pending = false;
     return ed_error_set(ED_EUNPROC, "previews are not built yet");
 }
+
+void ds__previews_stop(ds *d)
+{
+    (void)d;
+}
