@@ -15,7 +15,7 @@ from .activation import (  # noqa: F401
 from .common import (  # noqa: F401
     alpha_dropout, cosine_similarity, dropout, dropout2d, interpolate, label_smooth, linear,
     pad, upsample)
-from .conv import conv1d, conv2d  # noqa: F401
+from .conv import conv1d, conv1d_transpose, conv2d, conv2d_transpose  # noqa: F401
 from .distance import pairwise_distance  # noqa: F401
 from .input import embedding, one_hot  # noqa: F401
 from .loss import (  # noqa: F401
@@ -23,6 +23,9 @@ from .loss import (  # noqa: F401
     margin_ranking_loss, mse_loss, nll_loss, sigmoid_focal_loss, smooth_l1_loss,
     softmax_with_cross_entropy, square_error_cost)
 from .norm import batch_norm, layer_norm, normalize  # noqa: F401
+from .vision import (  # noqa: F401
+    affine_grid, channel_shuffle, grid_sample, pixel_shuffle, pixel_unshuffle)
+from . import vision  # noqa: F401
 from .pooling import (  # noqa: F401
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d,
     max_pool1d, max_pool2d)
@@ -39,4 +42,6 @@ __all__ = [
     'adaptive_avg_pool2d', 'adaptive_max_pool2d', 'batch_norm', 'layer_norm', 'embedding',
     'pad', 'normalize', 'cosine_similarity', 'label_smooth', 'square_error_cost',
     'sigmoid_focal_loss', 'flatten', 'pairwise_distance', 'interpolate', 'upsample',
+    'conv1d_transpose', 'conv2d_transpose', 'affine_grid', 'channel_shuffle', 'grid_sample',
+    'pixel_shuffle', 'pixel_unshuffle',
 ]

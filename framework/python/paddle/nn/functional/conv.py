@@ -1,6 +1,7 @@
 """Convolutions (Paddle's paddle/nn/functional/conv.py): one fused C op each."""
 from paddle import _C
 from paddle._lazy import forward_to as _forward_to
+from paddle.tensor.manipulation import flip as _flip
 from ._args import _check_tensor, _conv_padding, _from_nchw, _ntuple, _to_nchw
 
 
@@ -29,6 +30,133 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
     ks = list(weight.shape[2:])
     pad = _conv_padding(padding, 2, ks, stride, dilation, x.shape[2:], 'conv2d')
     out = _C.conv2d(x, weight, bias, stride, pad, dilation, int(groups))
+    return _from_nchw(out, moved)
+
+
+def _transpose_padding(padding, nd, ksize, stride, dilation, spatial, fname):
+    """Paddle's conv-transpose padding forms -> flat [before0, after0, ...];
+    'SAME' makes out = in * stride, 'VALID' pads nothing."""
+    if isinstance(padding, str):
+        p = padding.upper()
+        if p == 'VALID':
+            return [0] * (2 * nd)
+        if p == 'SAME':
+            out = []
+            for i in range(nd):
+                total = max(dilation[i] * (ksize[i] - 1) + 1 - stride[i], 0)
+                out += [total // 2, total - total // 2]
+            return out
+        raise ValueError("{}: padding should be 'SAME' or 'VALID' when it is a string, got {}"
+                         .format(fname, padding))
+    return _conv_padding(padding, nd, ksize, stride, dilation, spatial, fname)
+
+
+def _conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, dilation,
+                       output_size, nd, fname):
+    """Transposed convolution as a stride-1 convolution of the stride-dilated
+    input with the flipped, in/out-swapped kernel, so it runs on the
+    im2col + gemm path of conv2d (forward and backward) with no Python loop
+    over elements. x is channels-first [N, C, *spatial] with nd spatial axes;
+    weight is Paddle's [C_in, C_out / groups, *k]."""
+    if weight.ndim != nd + 2:
+        raise ValueError("{}: weight must be {}-D [C_in, C_out/groups, *k], got {}".format(
+            fname, nd + 2, list(weight.shape)))
+    groups = int(groups)
+    cin = x.shape[1]
+    if groups <= 0 or cin % groups != 0 or weight.shape[0] != cin:
+        raise ValueError("{}: x has {} channels but weight {} (groups {}) expects {}".format(
+            fname, cin, list(weight.shape), groups, weight.shape[0]))
+    s = _ntuple(stride, nd, 'stride')
+    d = _ntuple(dilation, nd, 'dilation')
+    ks = list(weight.shape[2:])
+    spatial = list(x.shape[2:])
+    pad = _transpose_padding(padding, nd, ks, s, d, spatial, fname)
+    if any(v < 0 for v in s + d + pad):
+        raise ValueError("{}: stride, dilation and padding must be non-negative".format(fname))
+    base = [(spatial[i] - 1) * s[i] - pad[2 * i] - pad[2 * i + 1] + d[i] * (ks[i] - 1) + 1
+            for i in range(nd)]
+    if output_size is not None:
+        if hasattr(output_size, 'tolist'):
+            output_size = output_size.tolist()
+        osz = _ntuple(output_size, nd, 'output_size')
+        opad = [osz[i] - base[i] for i in range(nd)]
+        for i in range(nd):
+            if opad[i] < 0 or opad[i] >= max(s[i], d[i]):
+                raise ValueError("{}: output_size {} is not reachable from input {} (between "
+                                 "{} and {})".format(fname, osz, spatial, base,
+                                                     [b + max(a, c) - 1 for b, a, c in
+                                                      zip(base, s, d)]))
+    else:
+        opad = _ntuple(output_padding, nd, 'output_padding')
+        for i in range(nd):
+            if opad[i] < 0 or (opad[i] >= s[i] and opad[i] >= d[i]):
+                raise ValueError("{}: output_padding {} must be smaller than stride {} or "
+                                 "dilation {}".format(fname, opad, s, d))
+    n = x.shape[0]
+    # 1. insert stride-1 zeros between input elements (pad after a new unit axis)
+    if any(v > 1 for v in s):
+        shp = [n, cin]
+        for i in range(nd):
+            shp += [spatial[i], 1]
+        z = _C.reshape(x, shp)
+        zp = [0, 0, 0, 0]
+        for i in range(nd):
+            zp += [0, 0, 0, s[i] - 1]
+        z = _C.pad(z, zp, 'constant', 0.0)
+        z = _C.reshape(z, [n, cin] + [spatial[i] * s[i] for i in range(nd)])
+        z = _C.slice(z, list(range(2, 2 + nd)), [0] * nd,
+                     [(spatial[i] - 1) * s[i] + 1 for i in range(nd)])
+    else:
+        z = x
+    # 2. pad (or crop) by dilation*(k-1) - padding, plus output_padding after
+    full = []
+    for i in range(nd):
+        e = d[i] * (ks[i] - 1)
+        full += [e - pad[2 * i], e - pad[2 * i + 1] + opad[i]]
+    if any(v < 0 for v in full):
+        starts = [max(-full[2 * i], 0) for i in range(nd)]
+        ends = [z.shape[2 + i] - max(-full[2 * i + 1], 0) for i in range(nd)]
+        if any(e <= b for b, e in zip(starts, ends)):
+            raise ValueError("{}: padding {} leaves an empty output".format(fname, pad))
+        z = _C.slice(z, list(range(2, 2 + nd)), starts, ends)
+        full = [max(v, 0) for v in full]
+    if any(full):
+        z = _C.pad(z, [0, 0, 0, 0] + full, 'constant', 0.0)
+    # 3. kernel: [C_in, C_out/g, *k] -> [C_out, C_in/g, *k], spatially flipped
+    cog = weight.shape[1]
+    w = _C.reshape(weight, [groups, cin // groups, cog] + ks)
+    w = _C.transpose(w, [0, 2, 1] + list(range(3, 3 + nd)))
+    w = _C.reshape(w, [groups * cog, cin // groups] + ks)
+    w = _flip(w, list(range(2, 2 + nd)))
+    if nd == 2:
+        return _C.conv2d(z, w, bias, [1, 1], [0, 0, 0, 0], d, groups)
+    return _C.conv1d(z, w, bias, 1, [0, 0], d[0], groups)
+
+
+def conv2d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1, data_format='NCHW', output_size=None, name=None):
+    """x [N, C_in, H, W], weight [C_in, C_out/groups, KH, KW] -> [N, C_out, OH, OW]
+    with OH = (H-1)*stride - pad_top - pad_bottom + dilation*(KH-1) + 1 + output_padding."""
+    _check_tensor(x, 'conv2d_transpose')
+    if x.ndim != 4:
+        raise ValueError("conv2d_transpose: x must be 4-D [N, C, H, W], got {}".format(
+            list(x.shape)))
+    x, moved = _to_nchw(x, data_format, 2)
+    out = _conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups,
+                             dilation, output_size, 2, 'conv2d_transpose')
+    return _from_nchw(out, moved)
+
+
+def conv1d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1, output_size=None, data_format='NCL', name=None):
+    """x [N, C_in, L], weight [C_in, C_out/groups, K] -> [N, C_out, OL]."""
+    _check_tensor(x, 'conv1d_transpose')
+    if x.ndim != 3:
+        raise ValueError("conv1d_transpose: x must be 3-D [N, C, L], got {}".format(
+            list(x.shape)))
+    x, moved = _to_nchw(x, data_format, 1)
+    out = _conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups,
+                             dilation, output_size, 1, 'conv1d_transpose')
     return _from_nchw(out, moved)
 
 

@@ -6,7 +6,7 @@ from .. import functional as F
 from .. import initializer as I
 from .layers import Layer
 
-__all__ = ['Conv1D', 'Conv2D']
+__all__ = ['Conv1D', 'Conv2D', 'Conv1DTranspose', 'Conv2DTranspose']
 
 
 def _ntuple(v, n, what):
@@ -21,7 +21,7 @@ def _ntuple(v, n, what):
 class _ConvNd(Layer):
     def __init__(self, in_channels, out_channels, kernel_size, nd, stride=1, padding=0,
                  dilation=1, groups=1, padding_mode='zeros', weight_attr=None, bias_attr=None,
-                 data_format='NCHW'):
+                 data_format='NCHW', transposed=False, output_padding=0):
         super().__init__()
         import paddle
         for v, what in ((in_channels, 'in_channels'), (out_channels, 'out_channels'),
@@ -49,7 +49,15 @@ class _ConvNd(Layer):
         self._data_format = data_format
         self._nd = nd
         self._dtype = paddle.get_default_dtype()
-        filter_shape = [out_channels, in_channels // groups] + self._kernel_size
+        self._transposed = transposed
+        self._output_padding = output_padding
+        if transposed:
+            if padding_mode != 'zeros':
+                raise ValueError("{}: padding_mode must be zeros".format(
+                    self.__class__.__name__))
+            filter_shape = [in_channels, out_channels // groups] + self._kernel_size
+        else:
+            filter_shape = [out_channels, in_channels // groups] + self._kernel_size
         fan_in = in_channels * int(math.prod(self._kernel_size))
         std = (2.0 / fan_in) ** 0.5
         self.weight = self.create_parameter(shape=filter_shape, attr=weight_attr,
@@ -118,3 +126,42 @@ class Conv1D(_ConvNd):
         return F.conv1d(x, self.weight, self.bias, stride=self._stride, padding=pad,
                         dilation=self._dilation, groups=self._groups,
                         data_format=self._data_format)
+
+
+class Conv2DTranspose(_ConvNd):
+    """Conv2DTranspose(in_channels, out_channels, kernel_size, stride=1,
+    padding=0, output_padding=0, groups=1, dilation=1, weight_attr=None,
+    bias_attr=None, data_format='NCHW'); weight [in, out/groups, kh, kw];
+    forward(x, output_size=None)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, dilation=1, weight_attr=None, bias_attr=None,
+                 data_format='NCHW'):
+        super().__init__(in_channels, out_channels, kernel_size, 2, stride, padding, dilation,
+                         groups, 'zeros', weight_attr, bias_attr, data_format,
+                         transposed=True, output_padding=output_padding)
+
+    def forward(self, x, output_size=None):
+        return F.conv2d_transpose(x, self.weight, self.bias, stride=self._stride,
+                                  padding=self._padding, output_padding=self._output_padding,
+                                  groups=self._groups, dilation=self._dilation,
+                                  data_format=self._data_format, output_size=output_size)
+
+
+class Conv1DTranspose(_ConvNd):
+    """Conv1DTranspose(in_channels, out_channels, kernel_size, stride=1,
+    padding=0, output_padding=0, groups=1, dilation=1, weight_attr=None,
+    bias_attr=None, data_format='NCL'); weight [in, out/groups, k]."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, dilation=1, weight_attr=None, bias_attr=None,
+                 data_format='NCL'):
+        super().__init__(in_channels, out_channels, kernel_size, 1, stride, padding, dilation,
+                         groups, 'zeros', weight_attr, bias_attr, data_format,
+                         transposed=True, output_padding=output_padding)
+
+    def forward(self, x, output_size=None):
+        return F.conv1d_transpose(x, self.weight, self.bias, stride=self._stride,
+                                  padding=self._padding, output_padding=self._output_padding,
+                                  groups=self._groups, dilation=self._dilation,
+                                  output_size=output_size, data_format=self._data_format)
