@@ -22,7 +22,7 @@ from .loss import (  # noqa: F401
     binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, kl_div, l1_loss,
     margin_ranking_loss, mse_loss, nll_loss, sigmoid_focal_loss, smooth_l1_loss,
     softmax_with_cross_entropy, square_error_cost)
-from .norm import batch_norm, layer_norm, normalize  # noqa: F401
+from .norm import batch_norm, group_norm, instance_norm, layer_norm, normalize  # noqa: F401
 from .vision import (  # noqa: F401
     affine_grid, channel_shuffle, grid_sample, pixel_shuffle, pixel_unshuffle)
 from . import vision  # noqa: F401
@@ -43,5 +43,5 @@ __all__ = [
     'pad', 'normalize', 'cosine_similarity', 'label_smooth', 'square_error_cost',
     'sigmoid_focal_loss', 'flatten', 'pairwise_distance', 'interpolate', 'upsample',
     'conv1d_transpose', 'conv2d_transpose', 'affine_grid', 'channel_shuffle', 'grid_sample',
-    'pixel_shuffle', 'pixel_unshuffle',
+    'pixel_shuffle', 'pixel_unshuffle', 'group_norm', 'instance_norm',
 ]

@@ -40,6 +40,70 @@ def normalize(x, p=2, axis=1, epsilon=1e-12, name=None):
     return _C.divide(x, _C.maximum(norm, float(epsilon)))
 
 
+def _affine_channels(out, weight, bias, nsp):
+    shape = [1, out.shape[1]] + [1] * nsp
+    if weight is not None:
+        out = _C.multiply(out, _C.reshape(weight, shape))
+    if bias is not None:
+        out = _C.add(out, _C.reshape(bias, shape))
+    return out
+
+
+def group_norm(x, num_groups, epsilon=1e-05, weight=None, bias=None, data_format='NCHW',
+               name=None):
+    """Normalise each group of num_groups channel groups over (channels of the
+    group, spatial axes), then scale/shift per channel."""
+    _check_tensor(x, 'group_norm')
+    if x.ndim < 2:
+        raise ValueError("group_norm: x must be at least 2-D, got {}".format(list(x.shape)))
+    moved = False
+    if data_format in ('NHWC', 'NLC', 'NDHWC', 'NWC'):
+        x, moved = _to_nchw(x, data_format, x.ndim - 2)
+    elif data_format not in ('NCHW', 'NCL', 'NCDHW', 'NCW'):
+        raise ValueError("group_norm: data_format must be channels-first or -last, got {}"
+                         .format(data_format))
+    n, c = x.shape[0], x.shape[1]
+    num_groups = int(num_groups)
+    if num_groups <= 0 or c % num_groups != 0:
+        raise ValueError("group_norm: channels ({}) must be divisible by num_groups ({})".format(
+            c, num_groups))
+    rest = list(x.shape[2:])
+    g = _C.reshape(x, [n, num_groups, -1])
+    g = _C.layer_norm(g, [g.shape[-1]], None, None, float(epsilon))
+    out = _affine_channels(_C.reshape(g, [n, c] + rest), weight, bias, len(rest))
+    return _from_nchw(out, moved)
+
+
+def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.9, eps=1e-05, data_format='NCHW',
+                  name=None):
+    """Normalise every (sample, channel) over its spatial axes (biased
+    variance), then scale/shift per channel. With use_input_stats=False the
+    given running statistics are used instead."""
+    _check_tensor(x, 'instance_norm')
+    if x.ndim < 3:
+        raise ValueError("instance_norm: x must be at least 3-D [N, C, ...], got {}".format(
+            list(x.shape)))
+    moved = False
+    if data_format in ('NHWC', 'NLC', 'NDHWC', 'NWC'):
+        x, moved = _to_nchw(x, data_format, x.ndim - 2)
+    n, c = x.shape[0], x.shape[1]
+    rest = list(x.shape[2:])
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise ValueError("instance_norm: use_input_stats=False needs running_mean and "
+                             "running_var")
+        shape = [1, c] + [1] * len(rest)
+        out = _C.divide(_C.subtract(x, _C.reshape(running_mean, shape)),
+                        _C.sqrt(_C.add(_C.reshape(running_var, shape), float(eps))))
+    else:
+        g = _C.reshape(x, [n, c, -1])
+        g = _C.layer_norm(g, [g.shape[-1]], None, None, float(eps))
+        out = _C.reshape(g, [n, c] + rest)
+    out = _affine_channels(out, weight, bias, len(rest))
+    return _from_nchw(out, moved)
+
+
 # This module held every function of paddle.nn.functional before the package followed
 # Paddle's module layout; those names still import from here.
 __getattr__ = _forward_to(__name__, 'paddle.nn.functional')

@@ -5,7 +5,8 @@ from .. import functional as F
 from .. import initializer as I
 from .layers import Layer
 
-__all__ = ['BatchNorm', 'BatchNorm1D', 'BatchNorm2D', 'BatchNorm3D', 'LayerNorm', 'GroupNorm']
+__all__ = ['BatchNorm', 'BatchNorm1D', 'BatchNorm2D', 'BatchNorm3D', 'LayerNorm', 'GroupNorm',
+           'InstanceNorm1D', 'InstanceNorm2D', 'InstanceNorm3D']
 
 
 class _BatchNormBase(Layer):
@@ -158,6 +159,7 @@ class GroupNorm(Layer):
         self._num_groups = num_groups
         self._num_channels = num_channels
         self._epsilon = epsilon
+        self._data_format = data_format
         self.weight = self.create_parameter([num_channels], attr=weight_attr,
                                             default_initializer=I.Constant(1.0)) \
             if weight_attr is not False else None
@@ -165,19 +167,68 @@ class GroupNorm(Layer):
             if bias_attr is not False else None
 
     def forward(self, x):
-        import paddle
-        n = x.shape[0]
-        rest = list(x.shape[2:])
-        g = paddle.reshape(x, [n, self._num_groups, -1])
-        g = F.layer_norm(g, [g.shape[-1]], None, None, self._epsilon)
-        out = paddle.reshape(g, [n, self._num_channels] + rest)
-        shape = [1, self._num_channels] + [1] * len(rest)
-        if self.weight is not None:
-            out = out * paddle.reshape(self.weight, shape)
-        if self.bias is not None:
-            out = out + paddle.reshape(self.bias, shape)
-        return out
+        return F.group_norm(x, self._num_groups, self._epsilon, self.weight, self.bias,
+                            self._data_format)
 
     def extra_repr(self):
         return 'num_groups={}, num_channels={}, epsilon={}'.format(
             self._num_groups, self._num_channels, self._epsilon)
+
+
+class _InstanceNormBase(Layer):
+    """InstanceNormND(num_features, epsilon=1e-05, momentum=0.9,
+    weight_attr=None, bias_attr=None, data_format): per-channel `scale`
+    (ones) and `bias` (zeros) as in Paddle; weight_attr=False / bias_attr=False
+    drop them. Statistics always come from the input (Paddle keeps none)."""
+
+    _ndim = None
+
+    def __init__(self, num_features, epsilon=1e-05, momentum=0.9, weight_attr=None,
+                 bias_attr=None, data_format='NCHW', name=None):
+        super().__init__()
+        if isinstance(num_features, bool) or not isinstance(num_features, numbers.Integral) or \
+                num_features <= 0:
+            raise ValueError("{}: num_features must be a positive int, got {}".format(
+                self.__class__.__name__, num_features))
+        self._num_features = num_features
+        self._epsilon = epsilon
+        self._momentum = momentum
+        self._data_format = data_format
+        if weight_attr is False or bias_attr is False:
+            self.scale = None
+            self.bias = None
+        else:
+            self.scale = self.create_parameter([num_features], attr=weight_attr,
+                                               default_initializer=I.Constant(1.0))
+            self.bias = self.create_parameter([num_features], attr=bias_attr, is_bias=True,
+                                              default_initializer=I.Constant(0.0))
+
+    def forward(self, x):
+        if x.ndim != self._ndim:
+            raise ValueError("{}: expected a {}-D input, got {}".format(
+                self.__class__.__name__, self._ndim, list(x.shape)))
+        return F.instance_norm(x, weight=self.scale, bias=self.bias, eps=self._epsilon,
+                               data_format=self._data_format)
+
+    def extra_repr(self):
+        return 'num_features={}, epsilon={}'.format(self._num_features, self._epsilon)
+
+
+class InstanceNorm1D(_InstanceNormBase):
+    _ndim = 3
+
+    def __init__(self, num_features, epsilon=1e-05, momentum=0.9, weight_attr=None,
+                 bias_attr=None, data_format='NCL', name=None):
+        super().__init__(num_features, epsilon, momentum, weight_attr, bias_attr, data_format)
+
+
+class InstanceNorm2D(_InstanceNormBase):
+    _ndim = 4
+
+
+class InstanceNorm3D(_InstanceNormBase):
+    _ndim = 5
+
+    def __init__(self, num_features, epsilon=1e-05, momentum=0.9, weight_attr=None,
+                 bias_attr=None, data_format='NCDHW', name=None):
+        super().__init__(num_features, epsilon, momentum, weight_attr, bias_attr, data_format)
