@@ -1,4 +1,4 @@
-"""MultiHeadAttention and the Transformer encoder (Paddle's layouts:
+"""MultiHeadAttention, the Transformer encoder and decoder and Transformer (Paddle's layouts:
 [batch, seq, embed]; attn_mask is bool (True = attend) or float (added)."""
 import copy
 
@@ -9,7 +9,8 @@ from .container import LayerList
 from .layers import Layer
 from .norm import LayerNorm
 
-__all__ = ['MultiHeadAttention', 'TransformerEncoderLayer', 'TransformerEncoder']
+__all__ = ['MultiHeadAttention', 'TransformerEncoderLayer', 'TransformerEncoder',
+           'TransformerDecoderLayer', 'TransformerDecoder', 'Transformer']
 
 
 def _convert_attention_mask(mask, dtype):
@@ -153,3 +154,158 @@ class TransformerEncoder(Layer):
         return out
 
 
+def _attr_list(attr, n):
+    """Paddle's per-sublayer attrs: one attr for all, or a list of n (or fewer,
+    repeated from the last)."""
+    if isinstance(attr, (list, tuple)):
+        if not attr:
+            return [None] * n
+        attr = list(attr)
+        return attr + [attr[-1]] * (n - len(attr))
+    return [attr] * n
+
+
+class TransformerDecoderLayer(Layer):
+    """Self-attention, cross-attention over memory, FFN; each sub-block
+    residual with post-norm (or pre-norm with normalize_before).
+    forward(tgt, memory, tgt_mask=None, memory_mask=None, cache=None)."""
+
+    def __init__(self, d_model, nhead, dim_feedforward, dropout=0.1, activation='relu',
+                 attn_dropout=None, act_dropout=None, normalize_before=False,
+                 weight_attr=None, bias_attr=None, layer_norm_eps=1e-5):
+        self._config = dict(d_model=d_model, nhead=nhead, dim_feedforward=dim_feedforward,
+                            dropout=dropout, activation=activation, attn_dropout=attn_dropout,
+                            act_dropout=act_dropout, normalize_before=normalize_before,
+                            weight_attr=weight_attr, bias_attr=bias_attr,
+                            layer_norm_eps=layer_norm_eps)
+        super().__init__()
+        if not hasattr(F, activation):
+            raise ValueError("TransformerDecoderLayer: unknown activation {}".format(activation))
+        attn_dropout = dropout if attn_dropout is None else attn_dropout
+        act_dropout = dropout if act_dropout is None else act_dropout
+        wa = _attr_list(weight_attr, 3)
+        ba = _attr_list(bias_attr, 3)
+        self.normalize_before = normalize_before
+        self.self_attn = MultiHeadAttention(d_model, nhead, dropout=attn_dropout,
+                                            weight_attr=wa[0], bias_attr=ba[0])
+        self.cross_attn = MultiHeadAttention(d_model, nhead, dropout=attn_dropout,
+                                             weight_attr=wa[1], bias_attr=ba[1])
+        self.linear1 = Linear(d_model, dim_feedforward, wa[2], bias_attr=ba[2])
+        self.dropout = Dropout(act_dropout, mode='upscale_in_train')
+        self.linear2 = Linear(dim_feedforward, d_model, wa[2], bias_attr=ba[2])
+        self.norm1 = LayerNorm(d_model, layer_norm_eps)
+        self.norm2 = LayerNorm(d_model, layer_norm_eps)
+        self.norm3 = LayerNorm(d_model, layer_norm_eps)
+        self.dropout1 = Dropout(dropout, mode='upscale_in_train')
+        self.dropout2 = Dropout(dropout, mode='upscale_in_train')
+        self.dropout3 = Dropout(dropout, mode='upscale_in_train')
+        self.activation = getattr(F, activation)
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, cache=None):
+        if cache is not None:
+            raise NotImplementedError("TransformerDecoderLayer: cache is not supported")
+        residual = tgt
+        if self.normalize_before:
+            tgt = self.norm1(tgt)
+        tgt = self.self_attn(tgt, tgt, tgt, tgt_mask)
+        tgt = residual + self.dropout1(tgt)
+        if not self.normalize_before:
+            tgt = self.norm1(tgt)
+        residual = tgt
+        if self.normalize_before:
+            tgt = self.norm2(tgt)
+        tgt = self.cross_attn(tgt, memory, memory, memory_mask)
+        tgt = residual + self.dropout2(tgt)
+        if not self.normalize_before:
+            tgt = self.norm2(tgt)
+        residual = tgt
+        if self.normalize_before:
+            tgt = self.norm3(tgt)
+        tgt = self.linear2(self.dropout(self.activation(self.linear1(tgt))))
+        tgt = residual + self.dropout3(tgt)
+        if not self.normalize_before:
+            tgt = self.norm3(tgt)
+        return tgt
+
+
+class TransformerDecoder(Layer):
+    """num_layers decoder layers (decoder_layer first, then new ones with its
+    configuration), then an optional norm."""
+
+    def __init__(self, decoder_layer, num_layers, norm=None):
+        super().__init__()
+        layers = [decoder_layer]
+        for _ in range(1, num_layers):
+            cfg = getattr(decoder_layer, '_config', None)
+            layers.append(type(decoder_layer)(**cfg) if cfg is not None
+                          else copy.deepcopy(decoder_layer))
+        self.layers = LayerList(layers)
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, cache=None):
+        if cache is not None:
+            raise NotImplementedError("TransformerDecoder: cache is not supported")
+        out = tgt
+        for layer in self.layers:
+            out = layer(out, memory, tgt_mask, memory_mask)
+        if self.norm is not None:
+            out = self.norm(out)
+        return out
+
+
+class Transformer(Layer):
+    """Transformer(d_model=512, nhead=8, num_encoder_layers=6,
+    num_decoder_layers=6, dim_feedforward=2048, dropout=0.1, activation='relu',
+    attn_dropout=None, act_dropout=None, normalize_before=False,
+    weight_attr=None, bias_attr=None, custom_encoder=None, custom_decoder=None):
+    forward(src, tgt, src_mask=None, tgt_mask=None, memory_mask=None). With
+    normalize_before, encoder and decoder end with a LayerNorm (as Paddle's)."""
+
+    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6,
+                 dim_feedforward=2048, dropout=0.1, activation='relu', attn_dropout=None,
+                 act_dropout=None, normalize_before=False, weight_attr=None, bias_attr=None,
+                 custom_encoder=None, custom_decoder=None):
+        super().__init__()
+        if d_model <= 0 or nhead <= 0 or dim_feedforward <= 0:
+            raise ValueError("Transformer: d_model, nhead and dim_feedforward must be positive")
+        if isinstance(weight_attr, (list, tuple)) and len(weight_attr) == 2:
+            enc_wa, dec_wa = weight_attr
+        else:
+            enc_wa = dec_wa = weight_attr
+        if isinstance(bias_attr, (list, tuple)) and len(bias_attr) == 2:
+            enc_ba, dec_ba = bias_attr
+        else:
+            enc_ba = dec_ba = bias_attr
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
+                                            attn_dropout, act_dropout, normalize_before,
+                                            enc_wa, enc_ba)
+            norm = LayerNorm(d_model) if normalize_before else None
+            self.encoder = TransformerEncoder(layer, num_encoder_layers, norm)
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
+                                            attn_dropout, act_dropout, normalize_before,
+                                            dec_wa, dec_ba)
+            norm = LayerNorm(d_model) if normalize_before else None
+            self.decoder = TransformerDecoder(layer, num_decoder_layers, norm)
+        self.d_model = d_model
+        self.nhead = nhead
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None):
+        memory = self.encoder(src, src_mask=src_mask)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask)
+
+    def generate_square_subsequent_mask(self, length):
+        """[length, length] float mask: 0 on and below the diagonal, -inf above."""
+        import numpy as np
+        paddle = _paddle()
+        if hasattr(length, 'item'):
+            length = length.item()
+        length = int(length)
+        m = np.triu(np.full((length, length), -np.inf), 1)
+        return paddle.to_tensor(m.astype(paddle.get_default_dtype()))
