@@ -44,6 +44,7 @@ enum {
     GW_AUTH_OPTIONAL = 1u << 1, /* authenticate if credentials are given; without: user_id 0 (a stranger), limited per address (auth.c) */
     GW_AUTH_QUERY_TOKEN = 1u << 2, /* also ?token=<api key> (WebSocket upgrades only: browsers cannot set headers) */
     GW_JUPYTER_XSRF = 1u << 3,  /* cookie callers may send the CSRF token as X-XSRFToken (Jupyter's clients) */
+    GW_BODY_STREAM  = 1u << 4,  /* the body is streamed to a sink, never buffered (gw_request_body_sink) */
     GW_SCOPE_READ   = 1u << 8,  /* API keys need this scope (= ACCT_SCOPE_*, checked in auth.c) */
     GW_SCOPE_WRITE  = 1u << 9,
     GW_SCOPE_RUN    = 1u << 10,
@@ -150,6 +151,39 @@ int gw_json_int(int64_t *out, const json_t *obj, const char *name, int64_t min, 
                 bool required);
 /* The same check for a value already in hand (`name` labels it in the message). */
 int gw__json_int_check(int64_t *out, const json_t *v, const char *name, int64_t min, int64_t max);
+
+/* ---- streamed request bodies (server.c) ---------------------------------- */
+/* A route flagged GW_BODY_STREAM has its handler called right after route
+ * matching and authentication, before any byte of the body is read (the
+ * begin step). The handler checks what it can (the resource exists, the
+ * caller may write, Content-Range fits) and either fails (< 0: the error is
+ * answered and the body is never read; libmicrohttpd then closes the
+ * connection) or calls gw_request_body_sink() and returns 0 without filling
+ * `res`. The body then goes to sink->write as libmicrohttpd delivers it (a
+ * read buffer at a time: memory is O(chunk) whatever the body's size), and
+ * sink->end fills the response once it is all in. sink->abort is called
+ * instead of end when the request ends early: the client dropped the
+ * connection, a write failed, the server is stopping. Exactly one of end
+ * and abort runs, on the connection's thread. The body is bounded by
+ * `max_bytes` (413), not by max_body_bytes; the idle and header timeouts
+ * apply as to every request. */
+typedef struct gw_body_sink {
+    /* n > 0 bytes of the body, in order. < 0 (ED_E*, ed_error_set): answered
+     * with that error, the rest of the body is not kept. */
+    int  (*write)(void *ctx, gw_request *req, const char *data, size_t n);
+    /* The whole body arrived: fill `res` like a handler (0, or < 0 ED_E*)
+     * and free ctx. */
+    int  (*end)(void *ctx, gw_request *req, gw_response *res);
+    /* The request ended before end: undo what is half done, free ctx. */
+    void (*abort)(void *ctx);
+} gw_body_sink;
+/* From a GW_BODY_STREAM handler's begin step only: send the body to `sink`
+ * with `ctx`. A Content-Length over max_bytes is answered 413 at once (abort
+ * is called). ED_EINVAL when the route is not GW_BODY_STREAM. */
+int gw_request_body_sink(gw_request *req, const gw_body_sink *sink, void *ctx, int64_t max_bytes);
+/* The request's Content-Length: 0 with *out set, or ED_ENOTFOUND when the
+ * request has none (chunked), ED_EINVAL when it is not a number. */
+int gw_request_content_length(int64_t *out, gw_request *req);
 
 /* ---- responses --------------------------------------------------------- */
 /* Each returns 0 so a handler can `return gw_respond_json(...)`. */

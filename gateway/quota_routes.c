@@ -4,6 +4,7 @@
  * quota/; this file only speaks HTTP.
  */
 #include "acct.h"
+#include "ds.h"
 #include "gw_int.h"
 #include "proj_ws.h"
 #include "quota.h"
@@ -80,6 +81,11 @@ static int add_tier(const quota_tier *t, void *payload)
         json_decref(o);
         return err < 0 ? err : ED_ENOMEM;
     }
+    /* what one user's datasets may store (ds_usage_bytes); 0: no limit */
+    if (json_object_set_new(o, "dataset_bytes", json_integer(t->dataset_bytes)) < 0) {
+        json_decref(o);
+        return ED_ENOMEM;
+    }
     /* what one project's working tree may hold (proj_ws.h); 0: no limit */
     if (l->projects && json_object_set_new(o, "workspace_bytes", json_integer(t->workspace_bytes)) < 0) {
         json_decref(o);
@@ -139,7 +145,7 @@ static int get_quota(gw_request *req, gw_response *res)
     quota_tier t;
     quota_balance b;
     sched_quota_view v = {0, 0, -1};
-    json_t *o, *ws = NULL;
+    json_t *o, *ws = NULL, *dsq = NULL;
     int err;
 
     if ((err = quota_tier_get(&t, req->srv->store, req->auth.tier)) < 0 ||
@@ -151,6 +157,16 @@ static int get_quota(gw_request *req, gw_response *res)
         return err;
     if (req->srv->projects && (err = workspace_json(&ws, req)) < 0)
         return err;
+    if (req->srv->datasets) {
+        /* the caller's datasets: distinct blobs of versions and drafts */
+        int64_t used = 0;
+        if ((err = ds_usage_bytes(&used, req->srv->datasets, req->auth.user_id)) < 0) {
+            json_decref(ws);
+            return err;
+        }
+        dsq = json_pack("{s:I, s:o}", "used_bytes", (json_int_t)used, "limit_bytes",
+                        t.dataset_bytes > 0 ? json_integer(t.dataset_bytes) : json_null());
+    }
     o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:{s:i, s:i, s:I, s:I}}", "tier", t.name,
                   "balance_mcoins", (json_int_t)b.coins_mcoins, "free_ms_left_today",
                   (json_int_t)v.free_ms_left_today, "held_mcoins", (json_int_t)b.held_mcoins,
@@ -162,6 +178,10 @@ static int get_quota(gw_request *req, gw_response *res)
         json_object_set_new(o, "workspace", ws);
     else
         json_decref(ws);
+    if (o && dsq)
+        json_object_set_new(o, "datasets", dsq);
+    else
+        json_decref(dsq);
     return gw_respond_json(res, 200, o);
 }
 

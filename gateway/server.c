@@ -7,6 +7,8 @@
  *                  rejected body is never read
  *   on_request #n  body chunks, capped at max_body_bytes (413)
  *   on_request end the handler runs; its result or error becomes the response
+ *   (GW_BODY_STREAM routes: the handler runs at #1, after authentication, and
+ *   hands the body to a sink, chunk by chunk: see gw_request_body_sink)
  *   on_completed   access log line, metrics, the arena is freed
  *
  * Threads: libmicrohttpd's pool (cfg.threads, poll); a connection stays on
@@ -81,6 +83,12 @@ typedef struct gw_rq {
     const char *raw_path;       /* still percent-encoded */
     const char *route_label;    /* metrics/log label: a pattern or "unmatched" */
     int64_t     discarded;      /* body bytes dropped after the limit */
+    /* GW_BODY_STREAM: where the body goes (gw_request_body_sink). */
+    const gw_body_sink *sink;
+    void       *sink_ctx;       /* until end or abort ran: then NULL with sink */
+    int64_t     sink_max, sink_bytes;
+    int         sink_err;       /* a write failed mid-body: answered at the end */
+    const char *sink_msg;       /* its message (arena) */
     int         status;         /* what was queued */
     bool        started, queued, too_big, tried_early;
     bool        headers_phase;  /* inside on_headers */
@@ -332,6 +340,128 @@ static size_t header_bytes(gw_rq *r, struct MHD_Connection *conn)
     return ci ? ci->header_size : strlen(r->raw_path);
 }
 
+/* ---- streamed bodies (GW_BODY_STREAM) ------------------------------------------ */
+
+int gw_request_content_length(int64_t *out, gw_request *req)
+{
+    const char *cl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    char *end;
+    unsigned long long n;
+
+    if (cl == NULL)
+        return ed_error_set(ED_ENOTFOUND, "no Content-Length");
+    errno = 0;
+    n = strtoull(cl, &end, 10);
+    if (errno != 0 || end == cl || *end != '\0' || n > (unsigned long long)INT64_MAX)
+        return ed_error_set(ED_EINVAL, "Content-Length '%.40s' is not a number", cl);
+    *out = (int64_t)n;
+    return 0;
+}
+
+int gw_request_body_sink(gw_request *req, const gw_body_sink *sink, void *ctx, int64_t max_bytes)
+{
+    gw_rq *r = (gw_rq *)(void *)req;   /* req is gw_rq's first member */
+
+    if (req->route == NULL || !(req->route->flags & GW_BODY_STREAM) || r->sink != NULL)
+        return ed_error_set(ED_EINTERNAL, "a body sink outside a streaming route's begin step");
+    r->sink = sink;
+    r->sink_ctx = ctx;
+    r->sink_max = max_bytes;
+    return 0;
+}
+
+/* End the sink without its end step (NULL-safe, once). */
+static void sink_abort(gw_rq *r)
+{
+    if (r->sink != NULL) {
+        const gw_body_sink *sk = r->sink;
+        void *ctx = r->sink_ctx;
+        r->sink = NULL;
+        r->sink_ctx = NULL;
+        sk->abort(ctx);
+    }
+}
+
+/* The begin step: the handler runs before the body (see gw_int.h). */
+static enum MHD_Result stream_begin(gw_rq *r)
+{
+    int64_t len;
+    int err;
+
+    ed_error_clear();
+    err = r->req.route->handler(&r->req, &r->res);
+    if (err < 0) {
+        sink_abort(r);
+        return queue_error(r, err);
+    }
+    if (r->sink == NULL) {
+        if (r->res.status == 0)
+            return queue_error(r, ed_error_set(ED_EINTERNAL, "streaming handler for %s set no "
+                                                             "sink and no response",
+                                               r->route_label));
+        return answer(r);
+    }
+    if (gw_request_content_length(&len, &r->req) == 0 && len > r->sink_max) {
+        sink_abort(r);
+        return queue_error(r, ed_error_set(ED_ETOOBIG, "request body of %lld bytes is over the "
+                                                       "limit of %lld bytes",
+                                           (long long)len, (long long)r->sink_max));
+    }
+    ed_error_clear();
+    return MHD_YES;
+}
+
+/* Body bytes for the sink. A failure is answered at once when libmicrohttpd
+ * lets us queue mid-body; else the rest is drained (a bounded amount) and the
+ * error answered at the end, or the connection dropped. */
+static enum MHD_Result stream_chunk(gw_rq *r, const char *data, size_t n)
+{
+    int err = 0;
+
+    if (r->sink_err == 0 && r->sink != NULL) {
+        if (r->sink_bytes + (int64_t)n > r->sink_max)
+            err = ed_error_set(ED_ETOOBIG, "request body is over the limit of %lld bytes",
+                               (long long)r->sink_max);
+        else if ((err = r->sink->write(r->sink_ctx, &r->req, data, n)) == 0)
+            r->sink_bytes += (int64_t)n;
+        if (err < 0) {
+            r->sink_err = err;
+            r->sink_msg = ed_arena_strdup(r->req.arena, ed_error_last());
+            sink_abort(r);
+            if (queue_error(r, err) == MHD_YES && r->queued)
+                return MHD_YES;
+        }
+        return MHD_YES;
+    }
+    r->discarded += (int64_t)n;
+    return r->discarded > (INT64_C(1) << 20) ? MHD_NO : MHD_YES;
+}
+
+/* The whole body is in: the sink's end step answers. */
+static enum MHD_Result stream_end(gw_rq *r)
+{
+    const gw_body_sink *sk = r->sink;
+    void *ctx = r->sink_ctx;
+    int err;
+
+    if (r->sink_err < 0) {
+        ed_error_set(r->sink_err, "%s", r->sink_msg ? r->sink_msg : "request body refused");
+        return queue_error(r, r->sink_err);
+    }
+    if (sk == NULL)
+        return queue_error(r, ed_error_set(ED_EINTERNAL, "no body sink for %s", r->route_label));
+    r->sink = NULL;
+    r->sink_ctx = NULL;
+    ed_error_clear();
+    if ((err = sk->end(ctx, &r->req, &r->res)) < 0)
+        return queue_error(r, err);
+    if (r->res.status == 0)
+        return queue_error(r, ed_error_set(ED_EINTERNAL, "body sink for %s set no response",
+                                           r->route_label));
+    return queue(r);
+}
+
 /* First call, headers complete: everything that can refuse the request before
  * its body is read. MHD_YES with r->queued when it was answered already. */
 static enum MHD_Result on_headers(gw_rq *r, struct MHD_Connection *conn, const char *method)
@@ -373,7 +503,7 @@ static enum MHD_Result on_headers(gw_rq *r, struct MHD_Connection *conn, const c
     memcpy(r->req.params, m.params, sizeof(m.params));
     r->req.nparams = m.nparams;
     cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl != NULL) {
+    if (cl != NULL && !(m.route->flags & GW_BODY_STREAM)) {
         char *end;
         errno = 0;
         unsigned long long n = strtoull(cl, &end, 10);
@@ -392,6 +522,8 @@ static enum MHD_Result on_headers(gw_rq *r, struct MHD_Connection *conn, const c
         if ((err = gw__auth_authenticate(&r->req, m.route->flags)) < 0)
             return queue_error(r, err);
     }
+    if (m.route->flags & GW_BODY_STREAM)
+        return stream_begin(r);
     return MHD_YES;
 }
 
@@ -470,6 +602,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     ed_log_set_request_id(r->request_id);
+    if (r->req.route != NULL && (r->req.route->flags & GW_BODY_STREAM)) {
+        if (*upload_data_size > 0) {
+            size_t n = *upload_data_size;
+            *upload_data_size = 0;
+            ret = stream_chunk(r, upload_data, n);
+        } else {
+            ret = stream_end(r);
+        }
+        ed_log_set_request_id(NULL);
+        return ret;
+    }
     if (*upload_data_size > 0) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
@@ -509,6 +652,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (r == NULL)
         return;
     *con_cls = NULL;
+    if (r->sink != NULL) {
+        ed_log_set_request_id(r->request_id);
+        sink_abort(r);     /* the client went away (or we stopped) mid-body */
+        ed_log_set_request_id(NULL);
+    }
     /* Kept alive: the next request's headers are due within the idle
      * allowance, however slowly they trickle in. */
     conn_set_deadline(conn, ed_mono_ns() + secs_ns(s->pub.cfg.conn_timeout_s > s->pub.cfg.header_timeout_s

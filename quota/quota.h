@@ -54,6 +54,7 @@ typedef struct quota_tier {
     int64_t free_gpu_ms_per_day;
     int64_t job_disk_bytes;     /* what one job may write (work + output dirs); 0: no limit */
     int64_t workspace_bytes;    /* what one project's working tree may hold; 0: no limit */
+    int64_t dataset_bytes;      /* what one user's datasets may store (distinct blobs); 0: no limit */
 } quota_tier;
 
 /* 1 if a tier of that name exists, 0 if not, negative on a store error. */
@@ -66,18 +67,19 @@ int quota_tier_get(quota_tier *out, ed_store *st, const char *name);
 typedef struct quota_tier_change {
     int     max_kernels, max_gpus_per_job, weight, allow_egress;
     int64_t max_session_ms, idle_timeout_ms, overdraft_mcoins, free_gpu_ms_per_day;
-    int64_t job_disk_bytes, workspace_bytes;
+    int64_t job_disk_bytes, workspace_bytes, dataset_bytes;
 } quota_tier_change;
 #define QUOTA_TIER_KEEP                                                                             \
     ((quota_tier_change){.max_kernels = -1, .max_gpus_per_job = -1, .weight = -1, .allow_egress = -1, \
                          .max_session_ms = -1, .idle_timeout_ms = -1, .overdraft_mcoins = -1,         \
-                         .free_gpu_ms_per_day = -1, .job_disk_bytes = -1, .workspace_bytes = -1})
+                         .free_gpu_ms_per_day = -1, .job_disk_bytes = -1, .workspace_bytes = -1, \
+                         .dataset_bytes = -1})
 /* Apply `u` to tier `name` in one statement (the tiers table is quota/'s;
  * scheduler/, projects/ and the gateway change it through here).
  * ED_ENOTFOUND for an unknown tier; ED_EINVAL for a limit out of range
  * (weight 1..1000, max_kernels 0..1000, max_gpus_per_job 0..64, times
  * 1 s..30 days, overdraft <= 1e12 mcoins, free_gpu_ms_per_day <= 1 day);
- * ED_EUNPROC naming the field for job_disk_bytes or workspace_bytes other
+ * ED_EUNPROC naming the field for job_disk_bytes, workspace_bytes or dataset_bytes other
  * than 0 (no limit) or 1 MiB..1 PiB. Nothing is changed on an error. */
 int quota_tier_update(ed_store *st, const char *name, const quota_tier_change *u);
 /* Call fn for each tier in name order; a non-zero return from fn stops and is

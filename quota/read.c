@@ -78,11 +78,13 @@ static void tier_from_row(quota_tier *t, sqlite3_stmt *s)
     t->free_gpu_ms_per_day = sqlite3_column_int64(s, 8);
     t->job_disk_bytes = sqlite3_column_int64(s, 9);
     t->workspace_bytes = sqlite3_column_int64(s, 10);
+    t->dataset_bytes = sqlite3_column_int64(s, 11);
 }
 
 #define TIER_COLUMNS                                                                         \
     "name, max_kernels, max_gpus_per_job, max_session_ms, idle_timeout_ms, weight, "         \
-    "allow_egress, overdraft_mcoins, free_gpu_ms_per_day, job_disk_bytes, workspace_bytes"
+    "allow_egress, overdraft_mcoins, free_gpu_ms_per_day, job_disk_bytes, workspace_bytes, " \
+    "dataset_bytes"
 
 int quota_tier_get(quota_tier *out, ed_store *st, const char *name)
 {
@@ -135,7 +137,8 @@ int quota_tier_update(ed_store *st, const char *name, const quota_tier_change *u
         return ed_error_set(ED_EINVAL, "tier values out of range (weight 1..1000, max_kernels 0..1000, "
                                        "max_gpus_per_job 0..64, times 1 s..30 days, free_gpu_ms_per_day <= 1 day)");
     if ((err = bytes_limit_check(u->job_disk_bytes, "job_disk_bytes")) < 0 ||
-        (err = bytes_limit_check(u->workspace_bytes, "workspace_bytes")) < 0)
+        (err = bytes_limit_check(u->workspace_bytes, "workspace_bytes")) < 0 ||
+        (err = bytes_limit_check(u->dataset_bytes, "dataset_bytes")) < 0)
         return err;
     if ((err = ed_store_prepare(&s, st,
                                 "UPDATE tiers SET "
@@ -149,6 +152,7 @@ int quota_tier_update(ed_store *st, const char *name, const quota_tier_change *u
                                 "free_gpu_ms_per_day = CASE WHEN ?9 >= 0 THEN ?9 ELSE free_gpu_ms_per_day END, "
                                 "job_disk_bytes = CASE WHEN ?11 >= 0 THEN ?11 ELSE job_disk_bytes END, "
                                 "workspace_bytes = CASE WHEN ?12 >= 0 THEN ?12 ELSE workspace_bytes END, "
+                                "dataset_bytes = CASE WHEN ?13 >= 0 THEN ?13 ELSE dataset_bytes END, "
                                 "updated_at = ?10 WHERE name = ?1")) < 0)
         return err;
     sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
@@ -163,6 +167,7 @@ int quota_tier_update(ed_store *st, const char *name, const quota_tier_change *u
     sqlite3_bind_int64(s, 10, ed_now_ms());
     sqlite3_bind_int64(s, 11, u->job_disk_bytes);
     sqlite3_bind_int64(s, 12, u->workspace_bytes);
+    sqlite3_bind_int64(s, 13, u->dataset_bytes);
     if ((err = quota__step_write(st, s, "update tier")) < 0)
         return err;
     if (sqlite3_changes(ed_store_db(st)) == 0)
