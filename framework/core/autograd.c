@@ -42,8 +42,11 @@ struct fw_node {
     meta *in_meta;
     meta *out_meta;
     fw_tensor **saved;
+    signed char *saved_out;  /* per slot: index of this node's output saved there, or -1 */
     fw_tensor **grads;       /* per output, during backward */
     void *attr;
+    void (*attr_free)(void *attr);   /* custom nodes: drops the callback's context */
+    fw_hook *hooks;                  /* gradient hooks on outputs */
     /* traversal state */
     unsigned epoch;
     int deps;
@@ -51,6 +54,11 @@ struct fw_node {
 };
 
 static _Thread_local bool grad_off;
+
+static inline bool is_float(fw_dtype dt)
+{
+    return dt == FW_FLOAT32 || dt == FW_FLOAT64 || dt == FW_FLOAT16 || dt == FW_BFLOAT16;
+}
 
 bool fw_grad_enabled(void) { return !grad_off; }
 
@@ -65,11 +73,19 @@ bool fw_op_needs_grad(int n, fw_tensor *const *inputs)
 {
     if (grad_off)
         return false;
+    /* integer and bool tensors may carry stop_gradient=false (Paddle
+     * accepts it) but no gradient flows through them */
     for (int i = 0; i < n; i++)
-        if (inputs[i] && !inputs[i]->stop_gradient)
+        if (inputs[i] && !inputs[i]->stop_gradient && is_float(inputs[i]->dtype))
             return true;
     return false;
 }
+
+/* Set while a backward with create_graph runs on this thread: backward
+ * functions then build their gradients from recorded (differentiable) ops. */
+static _Thread_local bool creating_graph;
+
+bool fw__autograd_creating_graph(void) { return creating_graph; }
 
 /* ---- node lifetime --------------------------------------------------------------- */
 
@@ -86,6 +102,9 @@ static void node_destroy(fw_node *n)
         fw_tensor_unref(n->saved[i]);
     for (int i = 0; i < n->n_out; i++)
         fw_tensor_unref(n->grads[i]);
+    if (n->attr_free)
+        n->attr_free(n->attr);
+    fw__hooks_free(n->hooks);
     fw__small_free(n, n->block);
 }
 
@@ -128,7 +147,7 @@ int fw_node_record(fw_node **out, const char *name, fw_backward_fn backward,
                    fw_tensor *const *outputs, int n_saved, size_t attr_size)
 {
     fw_node *n;
-    size_t sz, off_edges, off_in, off_out, off_saved, off_grads, off_attr, block;
+    size_t sz, off_edges, off_in, off_out, off_saved, off_sout, off_grads, off_attr, block;
     char *base;
 
     *out = NULL;
@@ -141,6 +160,7 @@ int fw_node_record(fw_node **out, const char *name, fw_backward_fn backward,
     off_in = sz;     sz += align16(sizeof(meta) * (size_t)n_in);
     off_out = sz;    sz += align16(sizeof(meta) * (size_t)n_out);
     off_saved = sz;  sz += align16(sizeof(fw_tensor *) * (size_t)n_saved);
+    off_sout = sz;   sz += align16((size_t)n_saved);
     off_grads = sz;  sz += align16(sizeof(fw_tensor *) * (size_t)n_out);
     off_attr = sz;   sz += align16(attr_size);
     if ((base = fw__small_alloc(sz, &block)) == NULL)
@@ -159,14 +179,18 @@ int fw_node_record(fw_node **out, const char *name, fw_backward_fn backward,
     n->in_meta = (meta *)(base + off_in);
     n->out_meta = (meta *)(base + off_out);
     n->saved = (fw_tensor **)(base + off_saved);
+    n->saved_out = (signed char *)(base + off_sout);
     n->grads = (fw_tensor **)(base + off_grads);
     n->attr = attr_size ? base + off_attr : NULL;
+    n->attr_free = NULL;
+    n->hooks = NULL;
     n->epoch = 0;
     n->deps = 0;
     n->next = NULL;
     if (attr_size)
         memset(n->attr, 0, attr_size);
     memset(n->saved, 0, sizeof(fw_tensor *) * (size_t)n_saved);
+    memset(n->saved_out, -1, (size_t)n_saved);
     memset(n->grads, 0, sizeof(fw_tensor *) * (size_t)n_out);
     for (int i = 0; i < n_in; i++) {
         fw_tensor *x = inputs[i];
@@ -181,7 +205,7 @@ int fw_node_record(fw_node **out, const char *name, fw_backward_fn backward,
             continue;
         }
         set_meta(&n->in_meta[i], x);
-        if (x->stop_gradient)
+        if (x->stop_gradient || !is_float(x->dtype))
             continue;
         if (x->grad_fn) {
             e->fn = x->grad_fn;
@@ -211,10 +235,13 @@ int fw_node_save(fw_node *n, int slot, fw_tensor *t)
 
     if (slot < 0 || slot >= n->n_saved)
         return fw_error_set(FW_EINTERNAL, "%s: save slot %d out of range", n->name, slot);
+    n->saved_out[slot] = -1;
     if (t && t->grad_fn == n) {
-        /* An output of this node: keep a detached alias (no cycle). */
+        /* An output of this node: keep a detached alias (no cycle). A
+         * backward with create_graph reattaches it while the node runs. */
         if ((err = fw__tensor_view(&keep, t, t->shape, t->strides, t->ndim, t->offset)) < 0)
             return err;
+        n->saved_out[slot] = (signed char)t->out_idx;
     } else {
         keep = fw_tensor_ref(t);
     }
@@ -254,9 +281,8 @@ int fw_tensor_set_stop_gradient(fw_tensor *t, bool stop)
 {
     if (t == NULL)
         return fw_error_set(FW_EINVAL, "set_stop_gradient: tensor is NULL");
-    if (!stop && !fw_dtype_is_float(t->dtype))
-        return fw_error_set(FW_EDTYPE, "set_stop_gradient: only float tensors can require "
-                                       "grad, not %s", fw_dtype_name(t->dtype));
+    /* Paddle accepts stop_gradient=false on integer tensors; ops treat them
+     * as constants (fw_op_needs_grad), so no gradient flows. */
     t->stop_gradient = stop;
     return 0;
 }
@@ -298,19 +324,200 @@ void fw_tensor_clear_grad(fw_tensor *t, bool set_to_zero)
     }
 }
 
+/* ---- hooks and custom nodes ---------------------------------------------------------- */
+
+void fw__hooks_free(fw_hook *h)
+{
+    while (h) {
+        fw_hook *next = h->next;
+        if (h->free_ctx)
+            h->free_ctx(h->ctx);
+        free(h);
+        h = next;
+    }
+}
+
+int fw_tensor_register_hook(fw_tensor *t, fw_grad_hook_fn fn, void *ctx,
+                            void (*free_ctx)(void *ctx))
+{
+    fw_hook *h, **tail;
+
+    if (t == NULL || fn == NULL)
+        return fw_error_set(FW_EINVAL, "register_hook: tensor or hook is NULL");
+    if (t->stop_gradient)
+        return fw_error_set(FW_EGRAD, "register_hook: cannot register a hook on a tensor "
+                                      "with stop_gradient=True");
+    if ((h = calloc(1, sizeof(*h))) == NULL)
+        return fw_error_set(FW_ENOMEM, "register_hook: out of memory");
+    h->fn = fn;
+    h->ctx = ctx;
+    h->free_ctx = free_ctx;
+    h->out_idx = t->out_idx;
+    /* run in registration order */
+    tail = t->grad_fn ? &t->grad_fn->hooks : &t->hooks;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = h;
+    return 0;
+}
+
+/* Runs the hooks of list h that watch output idx on *g (replaced in place). */
+static int run_hooks(fw_hook *h, int idx, fw_tensor **g)
+{
+    for (; h; h = h->next) {
+        fw_tensor *r = NULL;
+        int err;
+        if (h->out_idx != idx || *g == NULL)
+            continue;
+        if ((err = h->fn(h->ctx, *g, &r)) < 0) {
+            fw_tensor_unref(r);
+            return err;
+        }
+        if (r) {
+            if (!fw_shape_equal(r->shape, r->ndim, (*g)->shape, (*g)->ndim) ||
+                r->dtype != (*g)->dtype) {
+                char a[128], b[128];
+                fw_error_set(FW_ESHAPE, "hook: returned a gradient of shape %s %s for one of "
+                             "shape %s %s", fw_tensor_shape_str(a, sizeof(a), r),
+                             fw_dtype_name(r->dtype), fw_tensor_shape_str(b, sizeof(b), *g),
+                             fw_dtype_name((*g)->dtype));
+                fw_tensor_unref(r);
+                return FW_ESHAPE;
+            }
+            fw_tensor_unref(*g);
+            *g = r;
+        }
+    }
+    return 0;
+}
+
+typedef struct custom_attr {
+    fw_custom_backward_fn fn;
+    void *ctx;
+    void (*free_ctx)(void *ctx);
+} custom_attr;
+
+static int custom_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
+{
+    custom_attr *a = fw_node_attr(n);
+    int err = a->fn(a->ctx, n->n_out, gout, n->n_in, gin);
+    if (err < 0)
+        return err;
+    for (int i = 0; i < n->n_in; i++) {
+        if (gin[i] && (gin[i]->dtype != n->in_meta[i].dtype) && is_float(gin[i]->dtype)) {
+            fw_tensor *c = NULL;
+            if ((err = fw_cast(&c, gin[i], n->in_meta[i].dtype)) < 0)
+                return err;
+            fw_tensor_unref(gin[i]);
+            gin[i] = c;
+        }
+    }
+    return 0;
+}
+
+static void custom_free(void *attr)
+{
+    custom_attr *a = attr;
+    if (a->free_ctx)
+        a->free_ctx(a->ctx);
+}
+
+int fw_custom_node(int n_in, fw_tensor *const *inputs, int n_out, fw_tensor *const *outputs,
+                   fw_custom_backward_fn fn, void *ctx, void (*free_ctx)(void *ctx))
+{
+    fw_node *n = NULL;
+    int err;
+
+    if (n_in < 0 || n_out < 1 || fn == NULL || (n_in > 0 && inputs == NULL) || outputs == NULL)
+        return fw_error_set(FW_EINVAL, "custom op: bad arguments");
+    for (int j = 0; j < n_out; j++) {
+        if (outputs[j] == NULL)
+            return fw_error_set(FW_EINVAL, "custom op: output %d is NULL", j);
+        if (!is_float(outputs[j]->dtype))
+            return fw_error_set(FW_EDTYPE, "custom op: output %d is %s; only float outputs "
+                                "carry gradients", j, fw_dtype_name(outputs[j]->dtype));
+        for (int k = 0; k < j; k++)
+            if (outputs[k] == outputs[j])
+                return fw_error_set(FW_EINVAL, "custom op: output %d is output %d again", j, k);
+    }
+    if ((err = fw_node_record(&n, "PyLayer", custom_backward, n_in, inputs, n_out, outputs, 0,
+                              sizeof(custom_attr))) < 0)
+        return err;
+    if (n == NULL) {      /* nothing to record: the caller keeps its context */
+        return 0;
+    }
+    custom_attr *a = fw_node_attr(n);
+    a->fn = fn;
+    a->ctx = ctx;
+    a->free_ctx = free_ctx;
+    n->attr_free = custom_free;
+    return 1;
+}
+
 /* ---- backward ------------------------------------------------------------------------ */
 
 int fw__copy_cast(fw_tensor **out, fw_tensor *x, fw_dtype dt);
 
+/* What one run of the engine does with the gradients that reach leaves:
+ * accumulate into their .grad (backward), or capture the gradients of the
+ * given inputs only (paddle.grad). */
+typedef struct capture {
+    int n;
+    fw_tensor *const *inputs;
+    fw_tensor **grads;        /* per input, owned */
+} capture;
+
+/* *dst += g (takes g), out of place: for graphs being built and captures */
+static int add_into(fw_tensor **dst, fw_tensor *g)
+{
+    fw_tensor *sum = NULL;
+    int err;
+
+    if (*dst == NULL) {
+        *dst = g;
+        return 0;
+    }
+    err = fw_add(&sum, *dst, g);
+    fw_tensor_unref(g);
+    if (err < 0)
+        return err;
+    fw_tensor_unref(*dst);
+    *dst = sum;
+    return 0;
+}
+
 /* leaf->grad += g (takes g). */
-static int accumulate_leaf(fw_tensor *leaf, fw_tensor *g)
+static int accumulate_leaf(fw_tensor *leaf, fw_tensor *g, capture *cap)
 {
     int err = 0;
 
+    if (leaf->hooks && (err = run_hooks(leaf->hooks, 0, &g)) < 0) {
+        fw_tensor_unref(g);
+        return err;
+    }
+    if (cap) {
+        for (int k = 0; k < cap->n; k++)
+            if (cap->inputs[k] == leaf)
+                return add_into(&cap->grads[k], g);
+        fw_tensor_unref(g);         /* paddle.grad touches no other leaf */
+        return 0;
+    }
+    if (creating_graph) {
+        /* keep the gradient's history: out-of-place, cast with a node */
+        if (g->dtype != leaf->dtype) {
+            fw_tensor *c = NULL;
+            err = fw_cast(&c, g, leaf->dtype);
+            fw_tensor_unref(g);
+            if (err < 0)
+                return err;
+            g = c;
+        }
+        return add_into(&leaf->grad, g);
+    }
     if (leaf->grad == NULL) {
         if (g->dtype == leaf->dtype && fw_tensor_is_contiguous(g) &&
             atomic_load(&g->refs) == 1 && atomic_load(&g->storage->refs) == 1 &&
-            g->offset == 0) {
+            g->offset == 0 && g->grad_fn == NULL) {
             leaf->grad = g;              /* nobody else sees g: keep it */
             return 0;
         }
@@ -330,9 +537,15 @@ static int accumulate_leaf(fw_tensor *leaf, fw_tensor *g)
         if (err < 0)
             return err;
     }
-    if (!fw_tensor_is_contiguous(leaf->grad)) {   /* user-set view: make it ours */
+    if (!fw_tensor_is_contiguous(leaf->grad) || leaf->grad->grad_fn ||
+        atomic_load(&leaf->grad->storage->refs) != 1) {
+        /* a user-set view, a gradient with history (from create_graph) or one
+         * shared with another tensor (paddle.grad's result): make it ours */
         fw_tensor *d;
-        if ((err = fw_op_dense(&d, leaf->grad)) < 0) {
+        bool was = fw_set_grad_enabled(false);
+        err = fw_tensor_clone(&d, leaf->grad);
+        fw_set_grad_enabled(was);
+        if (err < 0) {
             fw_tensor_unref(gc);
             return err;
         }
@@ -362,25 +575,6 @@ static int accumulate_leaf(fw_tensor *leaf, fw_tensor *g)
     return err;
 }
 
-/* node->grads[idx] += g (takes g). */
-static int accumulate_node(fw_node *n, int idx, fw_tensor *g)
-{
-    fw_tensor *sum;
-    int err;
-
-    if (n->grads[idx] == NULL) {
-        n->grads[idx] = g;
-        return 0;
-    }
-    err = fw_add(&sum, n->grads[idx], g);
-    fw_tensor_unref(g);
-    if (err < 0)
-        return err;
-    fw_tensor_unref(n->grads[idx]);
-    n->grads[idx] = sum;
-    return 0;
-}
-
 static unsigned next_epoch(void)
 {
     static atomic_uint epoch;
@@ -406,64 +600,125 @@ static int push(nodelist *l, fw_node *x)
     return 0;
 }
 
-static int run_graph(fw_node *root, int root_idx, fw_tensor *root_grad, bool retain)
+/* With create_graph, a saved output of n is a detached alias; while n's
+ * backward runs, swap in an alias whose history is n itself, so the
+ * gradient the backward builds from it differentiates through n too. */
+static int attach_saved_outputs(fw_node *n, fw_tensor **orig)
+{
+    for (int s = 0; s < n->n_saved; s++) {
+        fw_tensor *t = n->saved[s], *v = NULL;
+        int err;
+        orig[s] = NULL;
+        if (t == NULL || n->saved_out[s] < 0)
+            continue;
+        if ((err = fw__tensor_view(&v, t, t->shape, t->strides, t->ndim, t->offset)) < 0)
+            return err;
+        v->grad_fn = n;
+        v->out_idx = n->saved_out[s];
+        v->stop_gradient = false;
+        fw__node_ref(n);
+        orig[s] = t;
+        n->saved[s] = v;
+    }
+    return 0;
+}
+
+static void detach_saved_outputs(fw_node *n, fw_tensor **orig)
+{
+    for (int s = 0; s < n->n_saved; s++)
+        if (orig[s]) {
+            fw_tensor *v = n->saved[s];
+            n->saved[s] = orig[s];
+            orig[s] = NULL;
+            fw_tensor_unref(v);      /* drops its ref on n; n is alive (in the graph) */
+        }
+}
+
+/* Runs the graph upstream of roots[i] (node, output index) with gradients
+ * rgrads[i] (taken). */
+static int run_graph(int nr, fw_node *const *roots, const int *ridx, fw_tensor **rgrads,
+                     bool retain, capture *cap)
 {
     nodelist all = {0}, stack = {0};
     unsigned epoch = next_epoch();
     int err = 0;
-    fw_tensor *gin_small[16];
-    fw_tensor **gin = NULL;
+    fw_tensor *gin_small[16], *orig_small[16];
+    fw_tensor **gin = NULL, **orig = NULL;
 
     /* 1. collect reachable nodes; count dependencies */
-    root->epoch = epoch;
-    root->deps = 0;
-    if ((err = push(&all, root)) < 0 || (err = push(&stack, root)) < 0)
-        goto out_nograds;
-    while (stack.n > 0) {
-        fw_node *n = stack.v[--stack.n];
-        if (n->released) {
-            err = fw_error_set(FW_EGRAD, "backward: the graph through '%s' was already freed "
-                                         "by an earlier backward; pass retain_graph=true to "
-                                         "the first backward to run it twice", n->name);
+    for (int r = 0; r < nr; r++) {
+        fw_node *root = roots[r];
+        if (root->epoch == epoch)
+            continue;
+        root->epoch = epoch;
+        root->deps = 0;
+        if ((err = push(&all, root)) < 0 || (err = push(&stack, root)) < 0)
             goto out_nograds;
-        }
-        for (int i = 0; i < n->n_in; i++) {
-            fw_node *u = n->edges[i].fn;
-            if (u == NULL)
-                continue;
-            if (u->epoch != epoch) {
-                u->epoch = epoch;
-                u->deps = 0;
-                if ((err = push(&all, u)) < 0 || (err = push(&stack, u)) < 0)
-                    goto out_nograds;
+        while (stack.n > 0) {
+            fw_node *n = stack.v[--stack.n];
+            if (n->released) {
+                err = fw_error_set(FW_EGRAD, "backward: the graph through '%s' was already "
+                                   "freed by an earlier backward; pass retain_graph=true "
+                                   "to the first backward to run it twice", n->name);
+                goto out_nograds;
             }
-            u->deps++;
+            for (int i = 0; i < n->n_in; i++) {
+                fw_node *u = n->edges[i].fn;
+                if (u == NULL)
+                    continue;
+                if (u->epoch != epoch) {
+                    u->epoch = epoch;
+                    u->deps = 0;
+                    if ((err = push(&all, u)) < 0 || (err = push(&stack, u)) < 0)
+                        goto out_nograds;
+                }
+                u->deps++;
+            }
         }
     }
 
     /* 2. Kahn: run nodes whose consumers have all delivered */
-    root->grads[root_idx] = root_grad;
-    root_grad = NULL;
+    for (int r = 0; r < nr; r++) {
+        fw_tensor *g = rgrads[r];
+        rgrads[r] = NULL;
+        if ((err = add_into(&roots[r]->grads[ridx[r]], g)) < 0)
+            goto out;
+    }
     stack.n = 0;
-    push(&stack, root);                     /* capacity exists */
+    for (size_t k = 0; k < all.n; k++)
+        if (all.v[k]->deps == 0)
+            push(&stack, all.v[k]);         /* capacity exists */
     while (stack.n > 0) {
         fw_node *n = stack.v[--stack.n];
         bool any = false;
+        if (n->hooks)
+            for (int j = 0; j < n->n_out && err == 0; j++)
+                err = run_hooks(n->hooks, j, &n->grads[j]);
+        if (cap && err == 0)          /* paddle.grad of a result of an op */
+            for (int k = 0; k < cap->n; k++)
+                if (cap->inputs[k]->grad_fn == n && n->grads[cap->inputs[k]->out_idx])
+                    err = add_into(&cap->grads[k],
+                                   fw_tensor_ref(n->grads[cap->inputs[k]->out_idx]));
         for (int j = 0; j < n->n_out; j++)
             any |= n->grads[j] != NULL;
         gin = n->n_in <= 16 ? gin_small : calloc((size_t)n->n_in, sizeof(*gin));
-        if (gin == NULL) {
+        orig = n->n_saved <= 16 ? orig_small : calloc((size_t)n->n_saved, sizeof(*orig));
+        if (gin == NULL || orig == NULL) {
             err = fw_error_set(FW_ENOMEM, "backward: out of memory");
             goto out;
         }
         memset(gin, 0, sizeof(*gin) * (size_t)n->n_in);
-        if (any) {
+        memset(orig, 0, sizeof(*orig) * (size_t)n->n_saved);
+        if (any && err == 0) {
             for (int j = 0; j < n->n_out && err == 0; j++)
                 if (n->grads[j] == NULL)
                     err = fw_op_zeros(&n->grads[j], n->out_meta[j].device, n->out_meta[j].dtype,
                                       n->out_meta[j].shape, n->out_meta[j].ndim);
+            if (err == 0 && creating_graph)
+                err = attach_saved_outputs(n, orig);
             if (err == 0)
                 err = n->backward(n, gin, n->grads);
+            detach_saved_outputs(n, orig);
         }
         for (int j = 0; j < n->n_out; j++) {
             fw_tensor_unref(n->grads[j]);
@@ -486,10 +741,10 @@ static int run_graph(fw_node *root, int root_idx, fw_tensor *root_grad, bool ret
                                        fw_tensor_shape_str(a, sizeof(a), g), i,
                                        fw_shape_format(b, sizeof(b), m->shape, m->ndim));
                 } else if (e->fn) {
-                    err = accumulate_node(e->fn, e->out_idx, g);
+                    err = add_into(&e->fn->grads[e->out_idx], g);
                     g = NULL;
                 } else {
-                    err = accumulate_leaf(e->leaf, g);
+                    err = accumulate_leaf(e->leaf, g, cap);
                     g = NULL;
                 }
             }
@@ -499,7 +754,9 @@ static int run_graph(fw_node *root, int root_idx, fw_tensor *root_grad, bool ret
         }
         if (gin != gin_small)
             free(gin);
-        gin = NULL;
+        if (orig != orig_small)
+            free(orig);
+        gin = orig = NULL;
         if (!retain) {
             /* Only a node that dropped saved tensors cannot run again
              * (like PyTorch): add, views, casts keep working. */
@@ -514,53 +771,147 @@ static int run_graph(fw_node *root, int root_idx, fw_tensor *root_grad, bool ret
             goto out;
     }
 out:
+    if (gin != gin_small)
+        free(gin);
+    if (orig != orig_small)
+        free(orig);
     for (size_t k = 0; k < all.n; k++)
         for (int j = 0; j < all.v[k]->n_out; j++) {
             fw_tensor_unref(all.v[k]->grads[j]);
             all.v[k]->grads[j] = NULL;
         }
 out_nograds:
-    fw_tensor_unref(root_grad);
+    for (int r = 0; r < nr; r++) {
+        fw_tensor_unref(rgrads[r]);
+        rgrads[r] = NULL;
+    }
     free(all.v);
     free(stack.v);
     return err;
 }
 
-int fw_tensor_backward(fw_tensor *t, fw_tensor *grad, bool retain_graph)
+/* The starting gradient for t: grad checked against t, or ones. */
+static int root_grad(fw_tensor **g, fw_tensor *t, fw_tensor *grad, const char *what)
+{
+    char a[128], b[128];
+
+    *g = NULL;
+    if (t == NULL)
+        return fw_error_set(FW_EINVAL, "%s: tensor is NULL", what);
+    if (t->stop_gradient || !is_float(t->dtype))
+        return fw_error_set(FW_EGRAD, "%s: tensor has stop_gradient=true and no grad "
+                            "history (did an input need grad? was no-grad mode on?)", what);
+    if (grad == NULL)
+        return fw_ones_like(g, t);     /* Paddle: ones, whatever the shape */
+    if (!fw_shape_equal(grad->shape, grad->ndim, t->shape, t->ndim))
+        return fw_error_set(FW_ESHAPE, "%s: grad shape %s differs from tensor shape %s", what,
+                            fw_tensor_shape_str(a, sizeof(a), grad),
+                            fw_tensor_shape_str(b, sizeof(b), t));
+    if (grad->dtype != t->dtype)
+        return fw_error_set(FW_EDTYPE, "%s: grad dtype %s differs from tensor dtype %s", what,
+                            fw_dtype_name(grad->dtype), fw_dtype_name(t->dtype));
+    if (grad->device != t->device)
+        return fw_error_set(FW_EDEVICE, "%s: grad is on another device", what);
+    *g = fw_tensor_ref(grad);
+    return 0;
+}
+
+/* Runs the engine over roots outs[] with grad mode and creating_graph set
+ * for the duration. */
+static int engine(int n, fw_tensor *const *outs, fw_tensor **gs, bool retain, bool create,
+                  capture *cap)
+{
+    fw_node *small_n[8], **nodes = small_n;
+    int small_i[8], *idx = small_i, nr = 0, err = 0;
+    bool was, was_creating = creating_graph;
+
+    if (n > 8) {
+        nodes = malloc(sizeof(*nodes) * (size_t)n);
+        idx = malloc(sizeof(*idx) * (size_t)n);
+        if (nodes == NULL || idx == NULL) {
+            err = fw_error_set(FW_ENOMEM, "backward: out of memory");
+            goto out;
+        }
+    }
+    was = fw_set_grad_enabled(create);
+    creating_graph = create;
+    for (int i = 0; i < n && err == 0; i++) {
+        if (outs[i]->grad_fn == NULL) {     /* a leaf root: its gradient is gs[i] */
+            fw_tensor *g = gs[i];
+            gs[i] = NULL;
+            err = accumulate_leaf(outs[i], g, cap);
+            continue;
+        }
+        nodes[nr] = outs[i]->grad_fn;
+        idx[nr] = outs[i]->out_idx;
+        gs[nr] = gs[i];
+        if (nr != i)
+            gs[i] = NULL;
+        nr++;
+    }
+    if (err == 0 && nr > 0)
+        err = run_graph(nr, nodes, idx, gs, retain || create, cap);
+    creating_graph = was_creating;
+    fw_set_grad_enabled(was);
+out:
+    for (int i = 0; i < n; i++) {
+        fw_tensor_unref(gs[i]);
+        gs[i] = NULL;
+    }
+    if (nodes != small_n)
+        free(nodes);
+    if (idx != small_i)
+        free(idx);
+    return err;
+}
+
+int fw_tensor_backward_ex(fw_tensor *t, fw_tensor *grad, bool retain_graph, bool create_graph)
 {
     fw_tensor *g = NULL;
-    char a[128], b[128];
     int err;
 
-    if (t == NULL)
-        return fw_error_set(FW_EINVAL, "backward: tensor is NULL");
-    if (t->stop_gradient)
-        return fw_error_set(FW_EGRAD, "backward: tensor has stop_gradient=true and no grad "
-                                      "history (did an input need grad? was no-grad mode on?)");
-    if (grad == NULL) {
-        if (t->numel != 1)
-            return fw_error_set(FW_ESHAPE, "backward: grad must be given for a tensor of shape "
-                                "%s (only 1-element tensors default to ones)",
-                                fw_tensor_shape_str(a, sizeof(a), t));
-        if ((err = fw_ones_like(&g, t)) < 0)
-            return err;
-    } else {
-        if (!fw_shape_equal(grad->shape, grad->ndim, t->shape, t->ndim))
-            return fw_error_set(FW_ESHAPE, "backward: grad shape %s differs from tensor shape %s",
-                                fw_tensor_shape_str(a, sizeof(a), grad),
-                                fw_tensor_shape_str(b, sizeof(b), t));
-        if (grad->dtype != t->dtype)
-            return fw_error_set(FW_EDTYPE, "backward: grad dtype %s differs from tensor dtype %s",
-                                fw_dtype_name(grad->dtype), fw_dtype_name(t->dtype));
-        if (grad->device != t->device)
-            return fw_error_set(FW_EDEVICE, "backward: grad is on another device");
-        g = fw_tensor_ref(grad);
+    if ((err = root_grad(&g, t, grad, "backward")) < 0)
+        return err;
+    return engine(1, &t, &g, retain_graph, create_graph, NULL);
+}
+
+int fw_tensor_backward(fw_tensor *t, fw_tensor *grad, bool retain_graph)
+{
+    return fw_tensor_backward_ex(t, grad, retain_graph, false);
+}
+
+int fw_autograd_grad(fw_tensor **grads, int n_out, fw_tensor *const *outputs,
+                     fw_tensor *const *grad_outputs, int n_in, fw_tensor *const *inputs,
+                     bool retain_graph, bool create_graph)
+{
+    fw_tensor **gs;
+    capture cap;
+    int err = 0;
+
+    if (grads == NULL || n_out < 1 || n_in < 1 || outputs == NULL || inputs == NULL)
+        return fw_error_set(FW_EINVAL, "grad: need at least one output and one input");
+    for (int k = 0; k < n_in; k++) {
+        grads[k] = NULL;
+        if (inputs[k] == NULL)
+            return fw_error_set(FW_EINVAL, "grad: input %d is NULL", k);
     }
-    bool was = fw_set_grad_enabled(false);
-    if (t->grad_fn == NULL)
-        err = accumulate_leaf(t, g);
-    else
-        err = run_graph(t->grad_fn, t->out_idx, g, retain_graph);
-    fw_set_grad_enabled(was);
+    if ((gs = calloc((size_t)n_out, sizeof(*gs))) == NULL)
+        return fw_error_set(FW_ENOMEM, "grad: out of memory");
+    for (int i = 0; i < n_out && err == 0; i++)
+        err = root_grad(&gs[i], outputs[i], grad_outputs ? grad_outputs[i] : NULL, "grad");
+    if (err == 0) {
+        cap.n = n_in;
+        cap.inputs = inputs;
+        cap.grads = grads;
+        err = engine(n_out, outputs, gs, retain_graph, create_graph, &cap);
+    }
+    for (int i = 0; i < n_out; i++)
+        fw_tensor_unref(gs[i]);
+    free(gs);
+    if (err < 0)
+        for (int k = 0; k < n_in; k++) {
+            fw_tensor_unref(grads[k]);
+            grads[k] = NULL;
+        }
     return err;
 }

@@ -40,8 +40,20 @@ struct fw_tensor {
     fw_storage *storage;
     fw_tensor *grad;                /* accumulated gradient (leaves) */
     struct fw_node *grad_fn;        /* NULL for a leaf; owned ref */
+    struct fw_hook *hooks;          /* gradient hooks of a leaf (autograd.c) */
     void *user;                     /* language binding slot */
 };
+
+/* Gradient hooks (fw_tensor_register_hook): a list on a leaf tensor or on a
+ * node (per output). */
+typedef struct fw_hook {
+    fw_grad_hook_fn fn;
+    void *ctx;
+    void (*free_ctx)(void *ctx);
+    int out_idx;
+    struct fw_hook *next;
+} fw_hook;
+void fw__hooks_free(fw_hook *h);
 
 /* Element pointer of the first element (host-addressable devices). */
 static inline void *fw__ptr(const fw_tensor *t)

@@ -175,4 +175,16 @@ const char *fw_node_name(const fw_node *node);
 /* The node that produced t (borrowed) or NULL for a leaf. */
 fw_node *fw_tensor_grad_fn(const fw_tensor *t);
 
+/* ---- higher-order gradients ------------------------------------------------ */
+
+/* True while a backward with create_graph runs on this thread (grad mode
+ * is then on inside backward callbacks, and an output saved with
+ * fw_node_save has this node as history while the node runs). A backward
+ * that uses a fused kernel computes its result with recorded ops instead
+ * when this is set, so the gradient is differentiable. */
+bool fw__autograd_creating_graph(void);
+/* Unary ops' derivative with recorded ops (ops/unary_grad.c): g * f'(x). */
+int fw__unary_grad_graph(fw_tensor **out, int op_code, double alpha, fw_tensor *g,
+                         fw_tensor *x, fw_tensor *y);
+
 #endif

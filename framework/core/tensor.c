@@ -81,6 +81,7 @@ static fw_tensor *handle_new(void)
     t->offset = 0;
     t->grad = NULL;
     t->grad_fn = NULL;
+    t->hooks = NULL;
     t->user = NULL;
     t->storage = NULL;
     return t;
@@ -100,6 +101,7 @@ void fw_tensor_unref(fw_tensor *t)
     fw__storage_unref(t->storage);
     fw_tensor_unref(t->grad);
     fw__node_unref(t->grad_fn);
+    fw__hooks_free(t->hooks);
     fw__small_free(t, HANDLE_BLOCK);
 }
 

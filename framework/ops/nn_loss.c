@@ -391,6 +391,19 @@ static int pw_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
     fw_tensor *g = NULL;
     int err;
 
+    if (fw__autograd_creating_graph() && a->kind == FW__NN_LOSS_MSE) {
+        /* differentiable: dx = 2 (x - y) g, dy = -dx */
+        fw_tensor *d = NULL, *dx = NULL;
+        if ((err = fw_sub(&d, x, y)) == 0 && (err = fw_mul(&g, d, gout[0])) == 0 &&
+            (err = fw_mul_scalar(&dx, g, 2.0)) == 0 && fw_node_needs_grad(n, 1))
+            err = fw_neg(&gin[1], dx);
+        if (err == 0 && fw_node_needs_grad(n, 0))
+            gin[0] = fw_tensor_ref(dx);
+        fw_tensor_unref(d);
+        fw_tensor_unref(g);
+        fw_tensor_unref(dx);
+        return err;
+    }
     if ((err = fw_op_dense(&g, gout[0])) < 0)
         return err;
     /* gin: dx, dy */

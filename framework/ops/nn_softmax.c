@@ -8,7 +8,31 @@
 typedef struct sm_attr {
     int64_t outer, C, inner;
     int log_form;
+    int axis;
 } sm_attr;
+
+/* With create_graph: the same gradient from recorded ops (y is the saved
+ * output, which the engine attaches to this node while it runs):
+ * softmax dx = y (g - sum(g y)), log_softmax dx = g - exp(y) sum(g). */
+static int softmax_backward_graph(const sm_attr *a, fw_tensor **dx, fw_tensor *y, fw_tensor *g)
+{
+    fw_tensor *t = NULL, *s = NULL, *u = NULL;
+    int err;
+
+    if (a->log_form) {
+        if ((err = fw_sum(&s, g, &a->axis, 1, true)) == 0 && (err = fw_exp(&t, y)) == 0 &&
+            (err = fw_mul(&u, t, s)) == 0)
+            err = fw_sub(dx, g, u);
+    } else {
+        if ((err = fw_mul(&t, g, y)) == 0 && (err = fw_sum(&s, t, &a->axis, 1, true)) == 0 &&
+            (err = fw_sub(&u, g, s)) == 0)
+            err = fw_mul(dx, y, u);
+    }
+    fw_tensor_unref(t);
+    fw_tensor_unref(s);
+    fw_tensor_unref(u);
+    return err;
+}
 
 static int softmax_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 {
@@ -16,6 +40,8 @@ static int softmax_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
     fw_tensor *y = fw_node_saved(n, 0), *g = NULL, *dx = NULL;
     int err;
 
+    if (fw__autograd_creating_graph())
+        return fw_node_needs_grad(n, 0) ? softmax_backward_graph(a, &gin[0], y, gout[0]) : 0;
     if ((err = fw__nn_grad1_begin(&g, &dx, n, gout[0])) < 0)
         return err;
     if (a->log_form)
@@ -33,7 +59,7 @@ static int softmax_common(fw_tensor **out, fw_tensor *x, int axis, int log_form)
 {
     const char *op = log_form ? "log_softmax" : "softmax";
     fw_tensor *xd = NULL, *y = NULL;
-    sm_attr a = {1, 1, 1, log_form};
+    sm_attr a = {1, 1, 1, log_form, 0};
     int ax, err;
 
     *out = NULL;
@@ -41,6 +67,7 @@ static int softmax_common(fw_tensor **out, fw_tensor *x, int axis, int log_form)
         return err;
     if ((err = fw_op_axis(&ax, op, axis, x->ndim)) < 0)
         return err;
+    a.axis = ax;
     for (int d = 0; d < x->ndim; d++) {
         if (d < ax)
             a.outer *= x->shape[d];

@@ -16,6 +16,8 @@ static int unary_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 
     if (!fw_node_needs_grad(n, 0))
         return 0;
+    if (fw__autograd_creating_graph())
+        return fw__unary_grad_graph(&gin[0], at->op, at->alpha, gout[0], x, y);
     if ((be = fw_backend_require(x->device, fw_node_name(n))) == NULL)
         return FW_EDEVICE;
     if ((err = fw_op_dense(&g, gout[0])) < 0)

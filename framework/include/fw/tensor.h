@@ -226,14 +226,51 @@ int fw_tensor_set_grad(fw_tensor *t, fw_tensor *g);
 void fw_tensor_clear_grad(fw_tensor *t, bool set_to_zero);
 
 /* Backpropagate from t. grad is dL/dt (same shape and dtype as t), or NULL
- * for a 1-element t, meaning ones. Gradients accumulate into the .grad of
- * every leaf reached that has stop_gradient false. Unless retain_graph,
- * the graph's saved tensors are freed afterwards and a second backward
- * through a node that had saved tensors (mul, exp, matmul, ...) fails with
- * FW_EGRAD; nodes that save nothing (add, views, casts) can run again. Errors: FW_EGRAD (t has stop_gradient
- * true / no graph; graph already freed), FW_ESHAPE (grad NULL for a
- * non-scalar, or grad shape differs), FW_EDTYPE. Runs with grad mode off. */
+ * for ones (Paddle: a non-scalar t starts from a gradient of ones).
+ * Gradients accumulate into the .grad of every leaf reached that has
+ * stop_gradient false. Unless retain_graph, the graph's saved tensors are
+ * freed afterwards and a second backward through a node that had saved
+ * tensors (mul, exp, matmul, ...) fails with FW_EGRAD; nodes that save
+ * nothing (add, views, casts) can run again. Errors: FW_EGRAD (t has
+ * stop_gradient true / no graph; graph already freed), FW_ESHAPE (grad
+ * shape differs), FW_EDTYPE. Runs with grad mode off. */
 int fw_tensor_backward(fw_tensor *t, fw_tensor *grad, bool retain_graph);
+/* Same, and with create_graph the backward runs with grad mode on: the
+ * gradients are themselves differentiable (leaves' .grad get a grad
+ * history), for second derivatives. create_graph implies retain_graph. */
+int fw_tensor_backward_ex(fw_tensor *t, fw_tensor *grad, bool retain_graph,
+                          bool create_graph);
+/* paddle.grad: grads[k] = d(sum_i outputs[i] * grad_outputs[i]) / inputs[k]
+ * (grad_outputs may be NULL or hold NULLs: ones). Inputs may be leaves or
+ * results of ops; grads[k] is NULL when inputs[k] is not reached. Nothing
+ * accumulates into any tensor's .grad. With create_graph the results are
+ * differentiable. Errors as fw_tensor_backward; FW_EINVAL for bad counts. */
+int fw_autograd_grad(fw_tensor **grads, int n_out, fw_tensor *const *outputs,
+                     fw_tensor *const *grad_outputs, int n_in, fw_tensor *const *inputs,
+                     bool retain_graph, bool create_graph);
+
+/* Gradient hooks: fn(ctx, grad, &replacement) runs when t's gradient is
+ * computed (a result of an op: once, with its total gradient; a leaf: on
+ * each gradient that arrives, before it accumulates). It may set
+ * *replacement to a new reference of the same shape and dtype, used in
+ * place of grad; it returns 0 or a negative FW_E* (backward stops with it).
+ * free_ctx(ctx) runs when the hook is dropped with the graph or tensor. */
+typedef int (*fw_grad_hook_fn)(void *ctx, fw_tensor *grad, fw_tensor **replacement);
+int fw_tensor_register_hook(fw_tensor *t, fw_grad_hook_fn fn, void *ctx,
+                            void (*free_ctx)(void *ctx));
+
+/* A node whose backward is a callback (custom ops written in a language
+ * binding: paddle.autograd.PyLayer). outputs must be tensors no other graph
+ * produced (fresh or detached); they get this node as grad history when
+ * grad mode is on and an input needs grad (otherwise nothing is recorded).
+ * The callback receives one gradient per output (zeros for those that got
+ * none) and sets gin[i] (new refs, input i's shape and dtype, or NULL). */
+typedef int (*fw_custom_backward_fn)(void *ctx, int n_out, fw_tensor *const *gout,
+                                     int n_in, fw_tensor **gin);
+/* Returns 1 when a node was recorded (it now owns ctx: free_ctx runs with
+ * the graph), 0 when not (the caller keeps ctx). */
+int fw_custom_node(int n_in, fw_tensor *const *inputs, int n_out, fw_tensor *const *outputs,
+                   fw_custom_backward_fn fn, void *ctx, void (*free_ctx)(void *ctx));
 
 /* Grad mode (thread-local, default on). While off, ops record no graph
  * and their results are leaves with stop_gradient true (paddle.no_grad). */

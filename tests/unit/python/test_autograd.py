@@ -66,8 +66,10 @@ class TestBackward(unittest.TestCase):
         y = x * 3
         y.backward(paddle.to_tensor([1.0, 10.0]))
         np.testing.assert_allclose(x.grad.numpy(), [3, 30])
-        with self.assertRaises(ValueError):
-            (x * 3).backward()
+        # Paddle: a non-scalar tensor starts from a gradient of ones
+        x.clear_grad()
+        (x * 3).backward()
+        np.testing.assert_allclose(x.grad.numpy(), [3, 3])
 
     def test_no_grad_context_and_decorator(self):
         x = paddle.to_tensor([1.0], stop_gradient=False)
