@@ -10,6 +10,7 @@
  * sent: `event: end` with data {"status":"dead","stop_reason":...}, and the
  * response ends. Comments (": hb") every 15 s keep the connection alive.
  */
+#include "dataset_mounts.h"
 #include "gw_int.h"
 #include "kh.h"
 #include "sched.h"
@@ -93,11 +94,15 @@ static int list_kernels(gw_request *req, gw_response *res)
 static int get_kernel(gw_request *req, gw_response *res)
 {
     kh_kernel k;
+    json_t *o;
     int err;
 
     if ((err = kh_kernel_get(&k, req->srv->kernels, req->auth.user_id, req->params[0])) < 0)
         return err;
-    return gw_respond_json(res, 200, kernel_json(req, &k));
+    /* the datasets its current process mounts, with their versions */
+    if ((o = kernel_json(req, &k)) != NULL)
+        json_object_set_new(o, "datasets", gw__job_datasets_json(req->srv, k.job_id));
+    return gw_respond_json(res, 200, o);
 }
 
 static int delete_kernel(gw_request *req, gw_response *res)

@@ -13,6 +13,7 @@
  * charged_mcoins once it has finished and everything was sent.
  */
 #include "auth_int.h"
+#include "dataset_mounts.h"
 #include "gw_int.h"
 #include "proj.h"
 #include "proj_ws.h"
@@ -64,6 +65,7 @@ int gw__sched_start(gw_server *srv)
     cfg.key_budget_arg = srv;
     if ((err = sched_open(&srv->sched, srv->store, &cfg)) < 0)
         return err;
+    gw__dataset_mounts_install(srv);     /* datasets in kernels and jobs (dataset_mounts.c) */
     /* workspace quotas use the mechanism the scheduler probed (proj_ws.h) */
     return srv->projects ? proj_root_set_disk(srv->projects, sched_disk(srv->sched)) : 0;
 }
@@ -138,7 +140,7 @@ static json_t *job_json(gw_request *req, const sched_job_info *j)
     if ((args = json_loads(j->args_json, 0, &e)) == NULL)
         args = json_array();
     return job_disk_json(req, j, json_pack("{s:I, s:s, s:s, s:o, s:s, s:o, s:s, s:i, s:I, s:i, s:I, s:o, s:o, s:I, s:s, s:o, s:o, "
-                     "s:I, s:I, s:i}",
+                     "s:I, s:I, s:i, s:o}",
                      "id", (json_int_t)j->id, "status", j->status, "project_id", j->project_id, "version",
                      j->version[0] ? json_string(j->version) : json_null(), "entry", j->entry, "args", args,
                      "resource", j->resource, "gpus", j->gpus, "max_runtime_s", (json_int_t)(j->max_runtime_ms / 1000),
@@ -148,7 +150,8 @@ static json_t *job_json(gw_request *req, const sched_job_info *j)
                      j->failure_reason[0] ? json_string(j->failure_reason) : json_null(), "charged_mcoins",
                      (json_int_t)j->charged_mcoins, "created_at", gw__time(req, j->created_at), "started_at",
                      time_or_null(req, j->started_at), "ended_at", time_or_null(req, j->ended_at), "cpu_ms",
-                     (json_int_t)j->cpu_ms, "peak_mem_bytes", (json_int_t)j->peak_mem_bytes, "attempt", j->attempt));
+                     (json_int_t)j->cpu_ms, "peak_mem_bytes", (json_int_t)j->peak_mem_bytes, "attempt", j->attempt,
+                     "datasets", gw__job_datasets_json(req->srv, j->id)));
 }
 
 /* Admins (role admin, scope admin) see every job; others their own. */

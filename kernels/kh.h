@@ -133,6 +133,12 @@ int kh_kernel_restart(kh_kernel *out, kh_hub *h, int64_t user_id, const char *id
  * Either way the kernel's Jupyter sessions (table jupyter_sessions) go. */
 int kh_kernel_shutdown(kh_hub *h, int64_t user_id, const char *id, const char *reason);
 
+/* The id of the kernel whose current or a past process is scheduler job
+ * `job_id` into out (for "running kernel <id>" when a dataset it mounts
+ * cannot be deleted). ED_ENOTFOUND when no kernel ran as that job, or the
+ * hub is NULL. */
+int kh_kernel_of_job(char out[KH_ID_LEN], kh_hub *h, int64_t job_id);
+
 /* ---- live usage (usage.c) ------------------------------------------------------ */
 
 struct sched_usage;

@@ -760,3 +760,26 @@ int kh_kernel_restart(kh_kernel *out, kh_hub *h, int64_t user_id, const char *id
     return 0;
 }
 
+
+int kh_kernel_of_job(char out[KH_ID_LEN], kh_hub *h, int64_t job_id)
+{
+    sqlite3_stmt *q = NULL;
+    int rc, err;
+
+    out[0] = '\0';
+    if (h == NULL)
+        return ed_error_set(ED_ENOTFOUND, "no kernel ran as job %lld", (long long)job_id);
+    /* jobs.id is the current process's: a restart moves kernels.job_id on */
+    if ((err = ed_store_prepare(&q, h->cfg.store, "SELECT id FROM kernels WHERE job_id = ?1 LIMIT 1")) < 0)
+        return err;
+    sqlite3_bind_int64(q, 1, job_id);
+    rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW)
+        snprintf(out, KH_ID_LEN, "%s", (const char *)sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    if (rc == SQLITE_ROW)
+        return 0;
+    if (rc != SQLITE_DONE)
+        return ed_store_error(ed_store_db(h->cfg.store), rc, "kernel of job");
+    return ed_error_set(ED_ENOTFOUND, "no kernel ran as job %lld", (long long)job_id);
+}

@@ -347,6 +347,10 @@ static int build_plan(sbx_plan *p, const sbx_spec *s, dev_t *gpu_devs, size_t *n
         return err;
     p->mops[p->n_mops - 1].bytes = 16 << 20;
     p->mops[p->n_mops - 1].mode = 0755;
+    /* where datasets are bound (read-only binds beneath it, made after
+     * it); there in every sandbox so EDDY_DATA_DIR always names a folder */
+    if ((err = add_mop(p, SBX_MOP_DIR, NULL, "/home/aistudio/data")) < 0)
+        return err;
 
     for (size_t i = 0; i < s->n_tmpfs; i++) {
         if (!valid_inside(s->tmpfs[i].dst) || reserved_dst(s->tmpfs[i].dst) || s->tmpfs[i].bytes <= 0)

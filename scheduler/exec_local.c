@@ -111,16 +111,46 @@ static const char RANKS_SH[] =
     "done\n"
     "rc=0; for p in $pids; do wait $p || rc=$?; done; exit $rc\n";
 
+/* EDDY_DATASETS=[{"name":"owner/slug","version":3,"path":"/home/aistudio/data/owner-slug"}, ...]
+ * (always set, "[]" when none), malloc'd into *out. */
+static int datasets_env_make(char **out, const sched_mount *m, size_t n)
+{
+    json_t *a = json_array();
+    char *text;
+    size_t len;
+
+    *out = NULL;
+    for (size_t i = 0; a && i < n; i++)
+        if (json_array_append_new(a, json_pack("{s:s, s:I, s:s}", "name", m[i].name, "version",
+                                               (json_int_t)m[i].version, "path", m[i].path)) < 0) {
+            json_decref(a);
+            a = NULL;
+        }
+    text = a ? json_dumps(a, JSON_COMPACT) : NULL;
+    json_decref(a);
+    if (!text)
+        return ed_error_set(ED_ENOMEM, "EDDY_DATASETS");
+    len = strlen(text) + sizeof("EDDY_DATASETS=");
+    if ((*out = malloc(len)) == NULL) {
+        free(text);
+        return ed_error_set(ED_ENOMEM, "EDDY_DATASETS");
+    }
+    snprintf(*out, len, "EDDY_DATASETS=%s", text);
+    free(text);
+    return 0;
+}
+
 static int local_launch(sched *s, sched__running *r, const sched_job_info *j, const sched_resource *cls,
                         bool egress, const char *job_dir)
 {
     char kernel[512] = "", kdir[512], work[760], output[760], entry_in[300], nb_out[400], paddle[512];
     char tree[760];
-    char *argv[MAX_ARGS + 8], *env[24];
+    char *argv[MAX_ARGS + 8], *env[26];
     char envbuf[24][700];
+    char *datasets_env = NULL;
     json_t *args = NULL;
     sbx_spec sp;
-    sbx_bind rw[2], ro[2];
+    sbx_bind rw[2], ro[2 + SCHED_MOUNTS_MAX];
     size_t na = 0, ne = 0, nlen = strlen(j->entry);
     bool notebook = nlen > 6 && strcmp(j->entry + nlen - 6, ".ipynb") == 0;
     bool simulated = sched__simulated(s, cls);
@@ -245,8 +275,13 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
         if (simulated)
             ENV("EDDY_SIMULATED_GPUS=1");
     }
-    env[ne] = NULL;
 #undef ENV
+    /* the datasets (mounts.c): where they are, and which versions */
+    if ((err = datasets_env_make(&datasets_env, r->mounts, r->n_mounts)) < 0)
+        goto out;
+    env[ne++] = "EDDY_DATA_DIR=" SCHED_DATA_DIR;
+    env[ne++] = datasets_env;
+    env[ne] = NULL;
 
     if ((err = sched__disk_job_attach(s, j->id)) < 0)   /* its disk quota tree, again after a restart */
         goto out;
@@ -294,6 +329,11 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
             goto out;
         }
     }
+    /* each dataset's read-only tree (hard links to 0444 blobs) bound
+     * read-only at SCHED_DATA_DIR/<owner>-<slug>: nothing copied, writes
+     * fail with EROFS */
+    for (size_t i = 0; i < r->n_mounts && i < SCHED_MOUNTS_MAX; i++)
+        ro[sp.n_ro++] = (sbx_bind){r->mounts[i].tree, r->mounts[i].path, 0};
     sp.mem_bytes = (int64_t)(cls->memory_mb > 0 ? cls->memory_mb : 1024) * (r->units > 0 ? r->units : 1) << 20;
     sp.cpu_millis = (cls->cpus > 0 ? cls->cpus : 1) * 1000 * (r->units > 0 ? r->units : 1);
     sp.pids = 256 * (r->units > 0 ? r->units : 1);
@@ -326,6 +366,7 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
     }
 out:
     json_decref(args);
+    free(datasets_env);
     if (ksock[0] >= 0)
         close(ksock[0]);
     if (ksock[1] >= 0)

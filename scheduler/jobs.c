@@ -351,6 +351,8 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
     const char *args = sp->args_json ? sp->args_json : "[]";
     json_t *av = NULL;
     sqlite3_stmt *q = NULL;
+    sched_mount *mounts = NULL;
+    size_t n_mounts = 0;
     int gpus = sp->gpus, units, rc, err;
 
     memset(out, 0, sizeof(*out));
@@ -434,6 +436,10 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
                             (long long)bal.coins_mcoins, (long long)hold,
                             (long long)(cls.price_mcoins_per_hour * units), cls.name);
 
+    /* the datasets it would mount: one the user cannot see refuses it now */
+    if ((err = sched__mounts_resolve(&mounts, &n_mounts, s, sp->user_id, sp->project_id)) < 0)
+        return err;
+
     /* the row first (for its id), then the tree, then queue it */
     if ((err = ed_store_prepare(&q, s->st,
                                 "INSERT INTO jobs(user_id, project_id, version, entry, args, resource, gpus, units, "
@@ -460,6 +466,7 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
     rc = ed_store_step(q);
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE) {
+        free(mounts);
         err = ed_store_error(ed_store_db(s->st), rc, "insert job");
         if (err == ED_EEXISTS && sp->idem_key && idem_find(&existing, s, sp->user_id, sp->idem_key) == 0 &&
             existing > 0)
@@ -467,6 +474,10 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
         return err;
     }
     id = sqlite3_last_insert_rowid(ed_store_db(s->st));
+    err = sched__mounts_record(s, id, mounts, n_mounts);
+    free(mounts);
+    if (err < 0)
+        goto fail;
     /* metered against the key (or against none: the id may be reused) */
     snprintf(ref, sizeof(ref), "job:%lld", (long long)id);
     if ((err = quota_budget_ref_set(s->st, ref, key)) < 0)

@@ -331,6 +331,58 @@ void sched_kernel_hook_set(sched *s, sched_kernel_fn fn, void *arg);
  * or idmapped bind mounts are missing (the message says which). */
 int sched_kernel_submit(sched_job_info *out, sched *s, const sched_job_spec *spec);
 
+/* ---- datasets a job or kernel mounts (mounts.c) ----------------------------
+ *
+ * A project lists datasets (datasets/ds.h, project_datasets); every kernel
+ * and job of it sees each read-only at /home/aistudio/data/<owner>-<slug>/.
+ * The scheduler knows nothing of datasets: the gateway installs a resolver
+ * (sched_mounts_fn_set) that answers, for a user and a project, what to
+ * mount, "latest" resolved to a number then. It is called at submit (a
+ * dataset the user cannot see refuses the submit with the resolver's error)
+ * and again when the job starts (a version published meanwhile is what it
+ * runs with; a dataset that became invisible fails the start: failure
+ * reason user_error, the log says which). What a job ran with is recorded
+ * (table job_datasets, migration 0015) and never changes afterwards.
+ *
+ * Inside: EDDY_DATA_DIR=/home/aistudio/data and EDDY_DATASETS, a JSON list
+ * [{"name":"owner/slug","version":3,"path":"/home/aistudio/data/owner-slug"}].
+ */
+#define SCHED_MOUNTS_MAX   20                      /* = DS_ATTACH_MAX */
+#define SCHED_DATA_DIR     "/home/aistudio/data"
+
+typedef struct sched_mount {
+    char    dataset_id[40];
+    char    name[100];        /* "owner/slug" */
+    int64_t version;          /* the number it runs with */
+    char    path[200];        /* inside: /home/aistudio/data/<owner>-<slug> */
+    char    tree[700];        /* on the host: the version's read-only tree (absolute, beneath the
+                               * data directory); "" in a recorded job's list */
+} sched_mount;
+
+/* What user `user_id` starting work in `project_id` mounts: *out (malloc'd,
+ * NULL when nothing; the scheduler frees it) and its length (at most
+ * SCHED_MOUNTS_MAX). The resolver fills name, version, dataset_id and tree;
+ * path too, or leaves it "" for the scheduler to make from name
+ * ("owner/slug" -> SCHED_DATA_DIR/owner-slug, "-2", "-3" ... when two names
+ * make one directory). 0 or an ED_E* code with the error set (the submit
+ * answers it). Called from any thread, with the scheduler's lock possibly
+ * held: it must not call into the scheduler. */
+typedef int (*sched_mounts_fn)(sched_mount **out, size_t *out_n, int64_t user_id, const char *project_id,
+                               void *arg);
+/* Install the resolver (NULL: nothing is mounted). Set once at start. */
+void sched_mounts_fn_set(sched *s, sched_mounts_fn fn, void *arg);
+
+/* What job `job_id` mounts (queued: what it would mount if it started now;
+ * started: exactly what it ran with), tree "". *out malloc'd (NULL when
+ * none). No ownership check: the caller has read the job or kernel. */
+int sched_job_datasets(sched_mount **out, size_t *out_n, sched *s, int64_t job_id);
+
+/* Whether a queued or running job or kernel mounts version `version` of
+ * dataset `dataset_id` (0: any version): 1 with *out_job the first such
+ * job's id and *out_kernel true when it is a kernel's; 0 when none. For the
+ * datasets' in-use hook (deleting a version in use is refused). */
+int sched_dataset_in_use(int64_t *out_job, bool *out_kernel, sched *s, const char *dataset_id, int64_t version);
+
 /* ---- live usage of running work (usage.c, gpu_usage.c) ----
  *
  * What a job or kernel uses now, for live meters: CPU and memory from its

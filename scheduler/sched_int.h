@@ -37,6 +37,8 @@ typedef struct sched__running {
     struct sbx_job  *job;
     struct sbx_slot *slot;
     int      log_fd;
+    sched_mount *mounts;          /* start_job -> launch only: the datasets it mounts (mounts.c) */
+    size_t   n_mounts;
 } sched__running;
 
 /* One execution backend (a table of functions, so a "slurm" one can join).
@@ -80,6 +82,8 @@ struct sched {
     int64_t          swept_at;          /* retention.c: last sweep (ms), 0 before the first */
     int              idmap;             /* kernels.c: 0 not probed, 1 idmapped binds work, -1 not */
     char             idmap_why[256];    /* kernels.c: what is missing when idmap is -1 */
+    sched_mounts_fn  mounts_fn;         /* mounts.c: the datasets a start mounts (the gateway's) */
+    void            *mounts_arg;
 };
 
 /* Discover GPUs at run time (dlopen of NVML, then libcuda); 0 when neither
@@ -159,6 +163,13 @@ bool sched__locked(const sched *s);
  *                | queued                      (preempted and requeued)
  * Ended states never change. For asserts at every write of a status. */
 bool sched__job_transition_ok(const char *from, const char *to);
+
+/* mounts.c: what user `user_id` starting in `project_id` mounts, through
+ * the resolver (nothing without one, or without a project), checked and
+ * with every path made. Caller frees *out. */
+int sched__mounts_resolve(sched_mount **out, size_t *out_n, sched *s, int64_t user_id, const char *project_id);
+/* Replace job `job_id`'s recorded mounts (table job_datasets). */
+int sched__mounts_record(sched *s, int64_t job_id, const sched_mount *m, size_t n);
 
 /* From the scheduler loop, with s->mu held (released while it works). */
 void sched__retention_sweep(sched *s);

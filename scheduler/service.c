@@ -643,7 +643,26 @@ static int start_job(sched *s, int64_t id, const sched_resource *cls, size_t ncl
     r->log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (j.attempt > 0)
         sched__log_notice(r, "attempt %d", j.attempt + 1);
-    if ((err = s->exec->launch(s, r, &j, c, tier.allow_egress, dir)) < 0) {
+    /* its datasets: "latest" resolved now, and recorded as what it runs
+     * with; one the user can no longer see fails the start, never a run
+     * without its data */
+    if ((err = sched__mounts_resolve(&r->mounts, &r->n_mounts, s, j.user_id, j.project_id)) < 0 ||
+        (err = sched__mounts_record(s, id, r->mounts, r->n_mounts)) < 0) {
+        sched__outcome o = {0};
+        bool platform = err == ED_EIO || err == ED_ENOMEM || err == ED_EBUSY;
+        sched__log_notice(r, "could not start: %s", ed_error_last());
+        ed_log_info("sched.start", "job %lld: datasets: %s", (long long)id, ed_error_last());
+        free(r->mounts);
+        r->mounts = NULL;
+        snprintf(r->stop_reason, sizeof(r->stop_reason), "%s", platform ? "platform_error" : "user_error");
+        finish_run(s, r, &o, ed_now_ms());
+        return 0;
+    }
+    err = s->exec->launch(s, r, &j, c, tier.allow_egress, dir);
+    free(r->mounts);    /* recorded; the sandbox has its binds */
+    r->mounts = NULL;
+    r->n_mounts = 0;
+    if (err < 0) {
         sched__outcome o = {0};
         sched__log_notice(r, "could not start: %s", ed_error_last());
         ed_log_error("sched.start", "job %lld: %s", (long long)id, ed_error_last());

@@ -1,0 +1,140 @@
+/*
+ * dataset_mounts.c - datasets in kernels and jobs (README.md "Datasets in
+ * kernels and jobs"). The scheduler knows nothing of datasets/ and
+ * datasets/ nothing of jobs, so the gateway joins them:
+ *   - the scheduler's mounts resolver: ds_project_mounts for the starting
+ *     user and project ("latest" resolved, trees built), each owner's
+ *     username from accounts/ for /home/aistudio/data/<owner>-<slug>;
+ *   - the datasets' in-use hook: a queued or running job or kernel that
+ *     mounts the version (scheduler job_datasets), then whatever else was
+ *     added (competitions), so deleting it is 409 with the reason.
+ */
+#include "dataset_mounts.h"
+
+#include "acct.h"
+#include "kh.h"
+#include "sched.h"
+
+#include "ed_error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define IN_USE_MAX 4
+
+static struct {
+    ds_in_use_fn fn;
+    void *payload;
+} in_use_more[IN_USE_MAX];
+static size_t n_in_use_more;
+
+static int resolve(sched_mount **out, size_t *out_n, int64_t user_id, const char *project_id, void *arg)
+{
+    gw_server *srv = arg;
+    ds_mount *m = NULL;
+    sched_mount *v = NULL;
+    size_t n = 0;
+    int err;
+
+    *out = NULL;
+    *out_n = 0;
+    if (srv->datasets == NULL)
+        return 0;
+    if ((err = ds_project_mounts(&m, &n, srv->datasets, user_id, project_id)) < 0) {
+        /* the project is fine; one of its datasets is not: say so (422),
+         * not "not found" as if the project were missing */
+        if (err == ED_ENOTFOUND) {
+            char why[400];
+            snprintf(why, sizeof(why), "%s", ed_error_last());   /* the message is rewritten below */
+            return ed_error_set(ED_EUNPROC, "cannot start: %s; detach it from the project (or ask its owner "
+                                "to share it again)", why);
+        }
+        return err;
+    }
+    if (n == 0)
+        return 0;
+    if ((v = calloc(n, sizeof(*v))) == NULL) {
+        ds_mounts_free(m, n);
+        return ed_error_set(ED_ENOMEM, "mounts");
+    }
+    for (size_t i = 0; i < n; i++) {
+        acct_user owner;
+        if ((err = acct_user_get(&owner, srv->store, m[i].owner_id)) < 0) {
+            err = ed_error_set(err == ED_ENOTFOUND ? ED_EUNPROC : err,
+                               "cannot start: the owner of dataset %s is gone", m[i].dataset_id);
+            goto fail;
+        }
+        snprintf(v[i].dataset_id, sizeof(v[i].dataset_id), "%s", m[i].dataset_id);
+        v[i].version = m[i].version;
+        if ((size_t)snprintf(v[i].name, sizeof(v[i].name), "%s/%s", owner.username, m[i].slug) >=
+                sizeof(v[i].name) ||
+            (size_t)snprintf(v[i].tree, sizeof(v[i].tree), "%s", m[i].tree) >= sizeof(v[i].tree)) {
+            err = ed_error_set(ED_EIO, "dataset %s: a name or path is too long to mount", m[i].dataset_id);
+            goto fail;
+        }
+    }
+    ds_mounts_free(m, n);
+    *out = v;
+    *out_n = n;
+    return 0;
+fail:
+    ds_mounts_free(m, n);
+    free(v);
+    return err;
+}
+
+static int in_use(char *why, size_t why_len, const char *id, int64_t number, void *payload)
+{
+    gw_server *srv = payload;
+    int64_t job = 0;
+    bool kernel = false;
+    int err;
+
+    if (srv->sched && (err = sched_dataset_in_use(&job, &kernel, srv->sched, id, number)) != 0) {
+        char kid[KH_ID_LEN];
+        if (err < 0)
+            return err;
+        if (kernel && kh_kernel_of_job(kid, srv->kernels, job) == 0)
+            snprintf(why, why_len, "running kernel %s", kid);
+        else
+            snprintf(why, why_len, "%s %lld", kernel ? "a running kernel's job" : "running job", (long long)job);
+        return 1;
+    }
+    for (size_t i = 0; i < n_in_use_more; i++)
+        if ((err = in_use_more[i].fn(why, why_len, id, number, in_use_more[i].payload)) != 0)
+            return err;
+    return 0;
+}
+
+int gw__dataset_in_use_add(ds_in_use_fn fn, void *payload)
+{
+    if (n_in_use_more == IN_USE_MAX)
+        return ed_error_set(ED_EINVAL, "at most %d dataset in-use hooks", IN_USE_MAX);
+    in_use_more[n_in_use_more].fn = fn;
+    in_use_more[n_in_use_more++].payload = payload;
+    return 0;
+}
+
+void gw__dataset_mounts_install(gw_server *srv)
+{
+    if (srv->sched)
+        sched_mounts_fn_set(srv->sched, resolve, srv);
+    if (srv->datasets)
+        ds_in_use_fn_set(srv->datasets, in_use, srv);
+}
+
+json_t *gw__job_datasets_json(gw_server *srv, int64_t job_id)
+{
+    sched_mount *m = NULL;
+    size_t n = 0;
+    json_t *a = json_array();
+
+    if (!a || !srv->sched || job_id <= 0 || sched_job_datasets(&m, &n, srv->sched, job_id) < 0)
+        return a;
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:s}", "dataset_id", m[i].dataset_id, "name",
+                                           m[i].name, "version", (json_int_t)m[i].version, "path", m[i].path));
+    free(m);
+    return a;
+}

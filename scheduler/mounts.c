@@ -1,0 +1,221 @@
+/*
+ * mounts.c - the datasets a job or kernel mounts (sched.h "datasets a job or
+ * kernel mounts"): the gateway's resolver asked at submit and at start, the
+ * paths inside made and checked, what a job ran with recorded in
+ * job_datasets (migration 0015), and the in-use question the datasets'
+ * delete asks.
+ *
+ * The resolver's answer is checked as if it were hostile, because it ends up
+ * as bind mounts and an environment variable: at most SCHED_MOUNTS_MAX,
+ * names "owner/slug" of [A-Za-z0-9._-] only, trees absolute without "..",
+ * and paths inside only SCHED_DATA_DIR/<one component>.
+ */
+#include "sched.h"
+#include "sched_int.h"
+
+#include "ed_error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sched_mounts_fn_set(sched *s, sched_mounts_fn fn, void *arg)
+{
+    sched__lock(s);
+    s->mounts_fn = fn;
+    s->mounts_arg = arg;
+    sched__unlock(s);
+}
+
+static bool name_ok(const char *name)
+{
+    const char *slash = strchr(name, '/');
+    size_t n = strlen(name);
+
+    if (!slash || slash == name || !slash[1] || strchr(slash + 1, '/') || n >= 100)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == '-' || c == '/'))
+            return false;
+    }
+    return strstr(name, "..") == NULL && name[0] != '.' && slash[1] != '.';
+}
+
+static bool tree_ok(const char *tree)
+{
+    size_t n = strnlen(tree, 700);
+    return n > 1 && n < 700 && tree[0] == '/' && strstr(tree, "/../") == NULL && strstr(tree, "/./") == NULL &&
+           !(n >= 3 && strcmp(tree + n - 3, "/..") == 0);
+}
+
+/* SCHED_DATA_DIR/owner-slug, with -2, -3 ... while an earlier mount has it
+ * ("a-b/c" and "a/b-c" make the same name). */
+static void make_path(sched_mount *m, size_t i)
+{
+    char base[100];
+    const char *slash = strchr(m[i].name, '/');
+
+    snprintf(base, sizeof(base), "%.*s-%s", (int)(slash - m[i].name), m[i].name, slash + 1);
+    snprintf(m[i].path, sizeof(m[i].path), "%s/%s", SCHED_DATA_DIR, base);
+    for (int k = 2; k < 100; k++) {
+        bool taken = false;
+        for (size_t j = 0; j < i && !taken; j++)
+            taken = strcmp(m[j].path, m[i].path) == 0;
+        if (!taken)
+            return;
+        snprintf(m[i].path, sizeof(m[i].path), "%s/%s-%d", SCHED_DATA_DIR, base, k);
+    }
+}
+
+int sched__mounts_resolve(sched_mount **out, size_t *out_n, sched *s, int64_t user_id, const char *project_id)
+{
+    sched_mounts_fn fn;
+    void *arg;
+    sched_mount *m = NULL;
+    size_t n = 0;
+    bool relock = sched__locked(s);
+    int err;
+
+    *out = NULL;
+    *out_n = 0;
+    if (!project_id || !project_id[0])
+        return 0;           /* a job without a project mounts nothing */
+    if (!relock)
+        sched__lock(s);
+    fn = s->mounts_fn;
+    arg = s->mounts_arg;
+    if (!relock)
+        sched__unlock(s);
+    if (!fn)
+        return 0;
+    if ((err = fn(&m, &n, user_id, project_id, arg)) < 0) {
+        free(m);
+        return err;
+    }
+    if (n > SCHED_MOUNTS_MAX) {
+        free(m);
+        return ed_error_set(ED_EINVAL, "a project mounts at most %d datasets", SCHED_MOUNTS_MAX);
+    }
+    for (size_t i = 0; i < n; i++) {
+        m[i].name[sizeof(m[i].name) - 1] = '\0';
+        m[i].tree[sizeof(m[i].tree) - 1] = '\0';
+        m[i].dataset_id[sizeof(m[i].dataset_id) - 1] = '\0';
+        if (!name_ok(m[i].name) || !tree_ok(m[i].tree) || m[i].version <= 0 || !m[i].dataset_id[0]) {
+            err = ed_error_set(ED_EIO, "dataset mount %zu ('%s' version %lld) is malformed", i, m[i].name,
+                               (long long)m[i].version);
+            free(m);
+            return err;
+        }
+        make_path(m, i);
+    }
+    if (n == 0) {
+        free(m);
+        m = NULL;
+    }
+    *out = m;
+    *out_n = n;
+    return 0;
+}
+
+int sched__mounts_record(sched *s, int64_t job_id, const sched_mount *m, size_t n)
+{
+    sqlite3_stmt *q = NULL;
+    int rc, err;
+
+    if ((err = ed_store_begin(s->st)) < 0)
+        return err;
+    if ((err = ed_store_prepare(&q, s->st, "DELETE FROM job_datasets WHERE job_id = ?1")) < 0)
+        goto fail;
+    sqlite3_bind_int64(q, 1, job_id);
+    rc = sqlite3_step(q);
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE) {
+        err = ed_store_error(ed_store_db(s->st), rc, "job datasets");
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((err = ed_store_prepare(&q, s->st,
+                                    "INSERT INTO job_datasets(job_id, pos, dataset_id, name, version, path) "
+                                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6)")) < 0)
+            goto fail;
+        sqlite3_bind_int64(q, 1, job_id);
+        sqlite3_bind_int(q, 2, (int)i);
+        sqlite3_bind_text(q, 3, m[i].dataset_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 4, m[i].name, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(q, 5, m[i].version);
+        sqlite3_bind_text(q, 6, m[i].path, -1, SQLITE_STATIC);
+        rc = sqlite3_step(q);
+        sqlite3_finalize(q);
+        if (rc != SQLITE_DONE) {
+            err = ed_store_error(ed_store_db(s->st), rc, "job datasets");
+            goto fail;
+        }
+    }
+    return ed_store_commit(s->st);
+fail:
+    ed_store_rollback(s->st);
+    return err;
+}
+
+int sched_job_datasets(sched_mount **out, size_t *out_n, sched *s, int64_t job_id)
+{
+    sqlite3_stmt *q = NULL;
+    sched_mount *m = NULL;
+    size_t n = 0;
+    int rc, err;
+
+    *out = NULL;
+    *out_n = 0;
+    if ((err = ed_store_prepare(&q, s->st,
+                                "SELECT dataset_id, name, version, path FROM job_datasets WHERE job_id = ?1 "
+                                "ORDER BY pos LIMIT ?2")) < 0)
+        return err;
+    sqlite3_bind_int64(q, 1, job_id);
+    sqlite3_bind_int(q, 2, SCHED_MOUNTS_MAX);
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (!m && (m = calloc(SCHED_MOUNTS_MAX, sizeof(*m))) == NULL) {
+            sqlite3_finalize(q);
+            return ed_error_set(ED_ENOMEM, "job datasets");
+        }
+        snprintf(m[n].dataset_id, sizeof(m[n].dataset_id), "%s", (const char *)sqlite3_column_text(q, 0));
+        snprintf(m[n].name, sizeof(m[n].name), "%s", (const char *)sqlite3_column_text(q, 1));
+        m[n].version = sqlite3_column_int64(q, 2);
+        snprintf(m[n].path, sizeof(m[n].path), "%s", (const char *)sqlite3_column_text(q, 3));
+        n++;
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE) {
+        free(m);
+        return ed_store_error(ed_store_db(s->st), rc, "job datasets");
+    }
+    *out = m;
+    *out_n = n;
+    return 0;
+}
+
+int sched_dataset_in_use(int64_t *out_job, bool *out_kernel, sched *s, const char *dataset_id, int64_t version)
+{
+    sqlite3_stmt *q = NULL;
+    int rc, err;
+
+    *out_job = 0;
+    *out_kernel = false;
+    if ((err = ed_store_prepare(&q, s->st,
+                                "SELECT j.id, j.kind FROM job_datasets d JOIN jobs j ON j.id = d.job_id "
+                                "WHERE d.dataset_id = ?1 AND (?2 = 0 OR d.version = ?2) "
+                                "AND j.status IN ('preparing', 'queued', 'running') ORDER BY j.id LIMIT 1")) < 0)
+        return err;
+    sqlite3_bind_text(q, 1, dataset_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, version);
+    rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW) {
+        *out_job = sqlite3_column_int64(q, 0);
+        *out_kernel = sqlite3_column_text(q, 1) && strcmp((const char *)sqlite3_column_text(q, 1), "kernel") == 0;
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return ed_store_error(ed_store_db(s->st), rc, "datasets in use");
+    return rc == SQLITE_ROW;
+}
