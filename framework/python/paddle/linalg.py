@@ -1,0 +1,10 @@
+"""paddle.linalg (Paddle's python/paddle/linalg.py): the linear-algebra
+namespace; every function lives in paddle/tensor/linalg.py."""
+from .tensor.linalg import (  # noqa: F401
+    cholesky, cholesky_solve, cond, det, eigh, eigvalsh, inv, lstsq, matrix_norm, matrix_power,
+    matrix_rank, multi_dot, norm, pinv, qr, slogdet, solve, svd, svdvals, triangular_solve,
+    vector_norm)
+
+__all__ = ['cholesky', 'cholesky_solve', 'cond', 'det', 'eigh', 'eigvalsh', 'inv', 'lstsq',
+           'matrix_norm', 'matrix_power', 'matrix_rank', 'multi_dot', 'norm', 'pinv', 'qr',
+           'slogdet', 'solve', 'svd', 'svdvals', 'triangular_solve', 'vector_norm']
