@@ -215,7 +215,7 @@ int ds_draft_put_fd(ds_file *out, ds *d, int64_t user, const char *id, const cha
     mt = media_type ? media_type : ds__media_type(path);
     pthread_rwlock_rdlock(&d->blob_lock);
     if ((err = ds__blob_from_fd(sha, &size, d, fd, d->lim.file_max_bytes)) == 0 &&
-        (err = ds__quota_check(d, owner, size, quota_bytes)) == 0)
+        (err = ds__quota_check_blob(d, owner, sha, size, quota_bytes)) == 0)
         err = ds__draft_commit(d, id, path, sha, size, mt, NULL);
     pthread_rwlock_unlock(&d->blob_lock);
     /* a blob placed but not committed has no row: ds_gc's next pass or the

@@ -64,6 +64,9 @@ const char *ds__media_type(const char *path);
 int ds__usage(int64_t *out, ds *d, int64_t owner);
 /* ED_EQUOTA when quota > 0 and usage + add > quota. */
 int ds__quota_check(ds *d, int64_t owner, int64_t add, int64_t quota);
+/* ds__quota_check for one blob: nothing is added when the owner's datasets
+ * hold blob `sha` already (usage counts distinct blobs). */
+int ds__quota_check_blob(ds *d, int64_t owner, const char *sha, int64_t size, int64_t quota);
 
 /* Remove `name` beneath `dir_fd` whatever it is, making read-only
  * directories writable on the way (trees are 0555). Missing is fine. */

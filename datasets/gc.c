@@ -68,6 +68,30 @@ int ds__quota_check(ds *d, int64_t owner, int64_t add, int64_t quota)
     return 0;
 }
 
+int ds__quota_check_blob(ds *d, int64_t owner, const char *sha, int64_t size, int64_t quota)
+{
+    sqlite3_stmt *q = NULL;
+    int rc, err;
+
+    if (quota <= 0)
+        return 0;
+    if ((err = ed_store_prepare(&q, d->st,
+                                "SELECT 1 FROM dataset_files f JOIN datasets s ON s.id = f.dataset_id "
+                                "WHERE s.owner_id = ?1 AND f.sha256 = ?2 UNION ALL SELECT 1 FROM "
+                                "dataset_draft_files f JOIN datasets s ON s.id = f.dataset_id "
+                                "WHERE s.owner_id = ?1 AND f.sha256 = ?2 LIMIT 1")) < 0)
+        return err;
+    sqlite3_bind_int64(q, 1, owner);
+    sqlite3_bind_text(q, 2, sha, -1, SQLITE_STATIC);
+    rc = sqlite3_step(q);
+    sqlite3_finalize(q);
+    if (rc == SQLITE_ROW)
+        return 0;           /* held already: it costs nothing more */
+    if (rc != SQLITE_DONE)
+        return ed_store_error(ed_store_db(d->st), rc, "dataset usage");
+    return ds__quota_check(d, owner, size, quota);
+}
+
 /* ---- blob files without rows --------------------------------------------- */
 
 static bool blob_row_exists(sqlite3_stmt *q, const char *sha)

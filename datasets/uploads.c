@@ -107,7 +107,7 @@ int ds_upload_open(char out_id[DS_ID_LEN], ds *d, int64_t user, const char *id, 
     if (size > d->lim.file_max_bytes)
         return ed_error_set(ED_ETOOBIG, "a file of %lld bytes is larger than the limit of %lld bytes",
                             (long long)size, (long long)d->lim.file_max_bytes);
-    if ((err = ds__quota_check(d, owner, size, quota_bytes)) < 0)
+    if ((err = ds__quota_check_blob(d, owner, sha, size, quota_bytes)) < 0)
         return err;
     if ((err = ed_store_prepare(&q, d->st, "SELECT COUNT(*) FROM dataset_uploads WHERE dataset_id = ?")) < 0)
         return err;

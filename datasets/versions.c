@@ -140,6 +140,14 @@ static int publish_body(void *p)
         return err;
     if (atomic_load(&fail_publish))
         return ed_error_set(ED_EIO, "publish: failure injected before commit");
+    {
+        /* Test-only, off unless the test server's environment sets it: hold
+         * the publish transaction open (everything written, nothing
+         * committed) so a test can kill -9 the server mid-publish. */
+        const char *ms = getenv("EDDY_TEST_DS_PUBLISH_SLEEP_MS");
+        if (ms != NULL && atoi(ms) > 0)
+            usleep((useconds_t)atoi(ms) * 1000);
+    }
     return 0;
 }
 

@@ -28,4 +28,11 @@ json_t *gw__ds_files_json(const ds_file_list *l);
 /* The owner's username into out (size >= 33); "" when the user is gone. */
 void gw__ds_owner_name(char *out, size_t size, gw_server *srv, int64_t owner_id);
 
+/* datasets_gc.c: ds_gc at start and every 10 minutes on a thread of its
+ * own; stop joins it (NULL-safe). server.c starts it after ds_open and stops
+ * it before ds_free. */
+struct gw_ds_gc;
+int  gw__ds_gc_start(struct gw_ds_gc **out, ds *d);
+void gw__ds_gc_stop(struct gw_ds_gc *g);
+
 #endif

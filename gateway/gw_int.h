@@ -124,6 +124,7 @@ struct gw_server {
     struct sched       *sched;       /* scheduler (sched_routes.c: gw__sched_start/stop) */
     struct kh_hub      *kernels;     /* interactive kernels (kernels/kh.h; server.c: kh_hub_start/stop) */
     struct ds          *datasets;    /* datasets/ds.h: opened before the scheduler (it mounts them), freed after it */
+    struct gw_ds_gc    *ds_gc;       /* datasets_gc.c: the store's periodic gc */
 };
 
 /* ---- request accessors (all strings borrowed for the request) ---------- */

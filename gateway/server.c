@@ -19,6 +19,7 @@
 #include "kh.h"
 #include "proj.h"
 #include "ds.h"
+#include "datasets_int.h"
 
 #include "ed_buf.h"
 #include "ed_crypto.h"
@@ -1218,6 +1219,7 @@ static void srv_free(gw_srv *s)
     s->pub.kernels = NULL;
     gw__sched_stop(&s->pub);      /* before the store it uses closes */
     proj_root_free(s->pub.projects);
+    gw__ds_gc_stop(s->pub.ds_gc);
     ds_free(s->pub.datasets);
     gw__ratelimit_free(s->pub.ratelimit);
     gw__metrics_free(s->pub.metrics);
@@ -1270,7 +1272,8 @@ int gw_server_start(gw_server **out, const gw_config *cfg)
     if ((err = proj_root_open(&s->pub.projects, s->pub.store, path, cfg->user_storage_bytes)) < 0)
         goto fail;
     proj_root_set_large_file_bytes(s->pub.projects, cfg->version_large_file_bytes);
-    if ((err = ds_open(&s->pub.datasets, s->pub.store, cfg->data_dir, NULL)) < 0)
+    if ((err = ds_open(&s->pub.datasets, s->pub.store, cfg->data_dir, NULL)) < 0 ||
+        (err = gw__ds_gc_start(&s->pub.ds_gc, s->pub.datasets)) < 0)
         goto fail;
     if ((err = gw__sched_start(&s->pub)) < 0 || (err = kernels_start(&s->pub)) < 0)
         goto fail;
