@@ -219,4 +219,58 @@ int cli_project_resolve(char *out, size_t n, cli *c, const char *ref);
  * cli_report(). */
 int cli_done(cli *c, int err);
 
+/* ---- large transfers (transfer.c) -------------------------------------------- */
+
+/* Takes `n` bytes of a response body as they arrive; 0 to go on, or a
+ * negative code (with its message) to stop the transfer. */
+typedef int (*cli_sink_fn)(const char *buf, size_t n, void *payload);
+
+/* One request whose bodies never sit whole in memory: with src_fd >= 0 the
+ * request body is src_len bytes of that file from src_off, read as curl
+ * sends them (PUT unless `method` says otherwise); a 2xx response body goes
+ * to `sink` (NULL: dropped) as it arrives, a refusal's body to r->body (its
+ * first MiB) and becomes "<code>: <message>" like cli_call's. `headers`:
+ * extra NULL-terminated lines ("Range: bytes=10-"). r->status and
+ * r->headers as cli_call fills them. No retries: the caller decides (a
+ * chunk is resumed from the server's offset). CLI_ETRANSPORT when the
+ * connection failed or broke (a body slower than 1 byte/s for 60 s counts),
+ * or the sink's code. For tests, EDDY_TEST_UPLOAD_DROP_AFTER=N breaks the
+ * connection once after N request-body bytes of this process
+ * (EDDY_TEST_UPLOAD_DROP_KILL=1: SIGKILL there instead). */
+int cli_stream(cli_resp *r, cli *c, const char *method, const char *path, const char *const *headers,
+               int src_fd, int64_t src_off, int64_t src_len, cli_sink_fn sink, void *payload);
+
+/* A file being written under a local directory as cli_write_under does
+ * (checked path, no link followed, a temporary name renamed at the end),
+ * for bodies that arrive in pieces. */
+typedef struct cli_under {
+    int  dfd, fd;
+    char name[256], tmp[300];
+} cli_under;
+/* Open `root`/`rel` for writing (ED_EPERM for an unsafe path or a link on
+ * the way, ED_EIO). Then cli_under_write, and cli_under_commit (rename into
+ * place) or cli_under_abort (nothing is left). */
+int  cli_under_open(cli_under *f, const char *root, const char *rel);
+int  cli_under_write(cli_under *f, const void *buf, size_t len);
+int  cli_under_commit(cli_under *f);
+void cli_under_abort(cli_under *f);
+
+/* ---- unpacking a dataset version's archive (untar.c) -------------------------- */
+
+/* A tar read as it arrives and written under `root` (borrowed), each entry
+ * through cli_under_open: only regular files (directories are implied) that
+ * `files` (a version's manifest, [{path, size, sha256}], copied) lists, with
+ * that size and sha256; a link, a special file, an unlisted path or a wrong
+ * hash stops it with a message (ED_EPERM, ED_EIO), leaving no partial file. */
+typedef struct cli_untar cli_untar;
+int  cli_untar_new(cli_untar **out, const char *root, const json_t *files);
+/* A cli_sink_fn: feed the next bytes (payload is the cli_untar). */
+int  cli_untar_feed(const char *buf, size_t n, void *payload);
+/* After the last byte: ED_EIO unless the archive ended properly with every
+ * file of the manifest written. */
+int  cli_untar_finish(cli_untar *u);
+size_t  cli_untar_files(const cli_untar *u);
+int64_t cli_untar_bytes(const cli_untar *u);
+void cli_untar_free(cli_untar *u);
+
 #endif

@@ -37,5 +37,6 @@ int cmd_client_jobs(int argc, char **argv, const cli_globals *g);      /* client
 int cmd_client_resources(int argc, char **argv, const cli_globals *g);
 int cmd_client_kernels(int argc, char **argv, const cli_globals *g);   /* client_kernels.c */
 int cmd_client_admin(int argc, char **argv, const cli_globals *g);     /* client_admin.c: eddy admin-remote */
+int cmd_client_datasets(int argc, char **argv, const cli_globals *g);  /* client_datasets.c */
 
 #endif

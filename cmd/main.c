@@ -36,6 +36,7 @@ static const struct {
     {"resources", NULL, cmd_client_resources, "client: resource classes and their prices"},
     {"kernels", NULL, cmd_client_kernels, "client: interactive kernels (start, list, exec, stop)"},
     {"admin-remote", NULL, cmd_client_admin, "client: admin over the API (users, grant, verify)"},
+    {"datasets", NULL, cmd_client_datasets, "client: datasets (create, ls, upload, download, from-job, attach, rm)"},
 };
 
 static void usage(FILE *f)

@@ -15,11 +15,10 @@
  * per connection, and a slow reader holds no more than that (the connection
  * is only asked for more when the socket takes it).
  */
-#include "gw_int.h"
-#include "ds.h"
+#include "datasets_int.h"
+#include "quota.h"
 #include "proj.h"
 #include "sched.h"
-#include "acct.h"
 
 #include "ed_error.h"
 #include "ed_fs.h"
@@ -243,6 +242,7 @@ static int get_file(gw_request *req, gw_response *res)
     const char *range = gw_request_header(req, "Range");
     const char *if_range = gw_request_header(req, "If-Range");
     char etag[DS_SHA256_LEN + 2], cd[300], cr[80];
+    const char *ctype;
     ds_file file = {0};
     byte_range r = {0, 0};
     struct stat sb;
@@ -285,14 +285,18 @@ static int get_file(gw_request *req, gw_response *res)
     }
     free(file.path);
     file.path = NULL;
+    /* the response outlives this frame: its media type lives in the request's arena */
+    if ((ctype = ed_arena_strdup(req->arena, file.media_type[0] ? file.media_type : "application/octet-stream")) ==
+        NULL) {
+        close(fd);
+        return ed_error_set(ED_ENOMEM, "content type");
+    }
     if (kind == RANGE_ONE) {
         snprintf(cr, sizeof(cr), "bytes %lld-%lld/%lld", (long long)r.start, (long long)r.end, (long long)size);
         gw_response_header(res, "Content-Range", cr);
-        return respond_fd(res, req, 206, file.media_type[0] ? file.media_type : "application/octet-stream", fd,
-                          r.start, r.end - r.start + 1);
+        return respond_fd(res, req, 206, ctype, fd, r.start, r.end - r.start + 1);
     }
-    return respond_fd(res, req, 200, file.media_type[0] ? file.media_type : "application/octet-stream", fd, 0,
-                      size);
+    return respond_fd(res, req, 200, ctype, fd, 0, size);
 fail:
     close(fd);
     free(file.path);
@@ -486,9 +490,8 @@ static int get_archive(gw_request *req, gw_response *res)
     const char *id = req->params[0];
     ds_dataset *set = NULL;
     tar_stream *t = NULL;
-    acct_user owner;
+    char owner[40], cd[200];
     int64_t number = 0;
-    char cd[200];
     int err;
 
     if ((err = parse_version(&number, req->params[1])) < 0 ||
@@ -508,9 +511,10 @@ static int get_archive(gw_request *req, gw_response *res)
         err = ed_error_set(ED_EINTERNAL, "version %lld came without its manifest", (long long)t->v->number);
         goto fail;
     }
-    if (acct_user_get(&owner, req->srv->store, set->owner_id) < 0)
-        snprintf(owner.username, sizeof(owner.username), "%lld", (long long)set->owner_id);
-    snprintf(cd, sizeof(cd), "attachment; filename=\"%s-%s-v%lld.tar\"", owner.username, set->slug,
+    gw__ds_owner_name(owner, sizeof(owner), req->srv, set->owner_id);
+    if (owner[0] == '\0')      /* the owner is gone: still a usable name */
+        snprintf(owner, sizeof(owner), "%lld", (long long)set->owner_id);
+    snprintf(cd, sizeof(cd), "attachment; filename=\"%s-%s-v%lld.tar\"", owner, set->slug,
              (long long)t->v->number);
     gw_response_header(res, "Content-Disposition", cd);
     ds_dataset_free(set);
@@ -779,39 +783,17 @@ static int project_tree(int *out_fd, gw_request *req, const char *pid)
     return 0;
 }
 
-static json_t *file_json(const ds_file *f)
-{
-    return json_pack("{s:s, s:I, s:s, s:s}", "path", f->path, "size", (json_int_t)f->size, "sha256", f->sha256,
-                     "media_type", f->media_type);
-}
-
-static json_t *version_json(gw_request *req, const ds_version *v)
-{
-    json_t *files = json_array(), *src = NULL, *o;
-
-    for (size_t i = 0; files && v->files && i < v->files->count; i++)
-        if (json_array_append_new(files, file_json(&v->files->items[i])) < 0) {
-            json_decref(files);
-            files = NULL;
-        }
-    if (files == NULL)
-        return NULL;
-    if (v->source)
-        src = json_loads(v->source, 0, NULL);
-    o = json_pack("{s:I, s:s, s:o, s:I, s:I, s:I, s:s, s:o}", "number", (json_int_t)v->number, "message",
-                  v->message ? v->message : "", "source", src ? src : json_null(), "size_bytes",
-                  (json_int_t)v->size_bytes, "file_count", (json_int_t)v->file_count, "created_by",
-                  (json_int_t)v->created_by, "created_at", gw__time(req, v->created_at), "files", files);
-    return o;
-}
-
-/* The owner's dataset quota in bytes (0: none). Per-tier dataset quotas are
- * quota/'s; until the tier carries one, ds_draft_put_fd's file limit and the
- * file count here bound a call. */
+/* The storage limit of the caller's tier for datasets (quota/), 0: none.
+ * Only the owner adds versions, so the caller's tier is the owner's. */
 static int64_t dataset_quota(gw_request *req)
 {
-    (void)req;
-    return 0;
+    quota_tier t;
+
+    if (req->auth.tier == NULL || quota_tier_get(&t, req->srv->store, req->auth.tier) < 0) {
+        ed_error_clear();
+        return 0;
+    }
+    return t.dataset_bytes;
 }
 
 /* POST /api/v1/datasets/{id}/versions/from {job_id | project_id, paths?,
@@ -933,7 +915,7 @@ static int post_from(gw_request *req, gw_response *res)
     }
     if ((err = ds_version_publish(&v, req->srv->datasets, req->auth.user_id, id, message, source)) < 0)
         goto done;
-    if ((out = version_json(req, v)) == NULL) {
+    if ((out = gw__ds_version_json(v)) == NULL) {
         err = ed_error_set(ED_ENOMEM, "version");
         goto done;
     }
