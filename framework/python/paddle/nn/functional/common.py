@@ -88,71 +88,126 @@ def cosine_similarity(x1, x2, axis=1, eps=1e-8):
     return _C.divide(dot, _C.maximum(_C.multiply(n1, n2), float(eps)))
 
 
-def _interp_axis(x, axis, out_size, mode, align_corners, align_mode):
-    """Resample one spatial axis of x to out_size (nearest or linear)."""
-    in_size = x.shape[axis]
-    if out_size == in_size:
-        return x
-    if mode == 'nearest':
-        if align_corners:
-            ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
-            src = np.floor(np.arange(out_size) * ratio + 0.5)
-        else:
-            src = np.floor(np.arange(out_size) * (in_size / out_size))
-        idx = np.clip(src, 0, in_size - 1).astype('int64')
-        return _C.index_select(x, to_tensor(idx), axis)
+def _src_coords(in_size, out_size, align_corners, align_mode, ratio):
+    """Source coordinates of the output samples along one axis (Paddle's and
+    PyTorch's convention: half-pixel centres unless align_corners)."""
+    i = np.arange(out_size, dtype=np.float64)
     if align_corners:
-        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
-        src = np.arange(out_size) * ratio
-    elif align_mode == 0:
-        src = (np.arange(out_size) + 0.5) * (in_size / out_size) - 0.5
-    else:
-        src = np.arange(out_size) * (in_size / out_size)
-    src = np.clip(src, 0, in_size - 1)
-    i0 = np.floor(src).astype('int64')
-    i1 = np.minimum(i0 + 1, in_size - 1)
-    lam = (src - i0).astype(np.float64 if str(x.dtype).endswith('float64') else np.float32)
+        r = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+        return i * r
+    r = ratio if ratio is not None else in_size / out_size
+    if align_mode == 0:
+        return (i + 0.5) * r - 0.5
+    return i * r
+
+
+def _cubic_weights(t, a=-0.75):
+    """Keys' cubic convolution weights of the four taps at -1, 0, 1, 2 for
+    fractional offsets t (A = -0.75, as Paddle and PyTorch)."""
+    def near(d):
+        return ((a + 2) * d - (a + 3)) * d * d + 1
+
+    def far(d):
+        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _interp_axis(x, axis, out_size, mode, align_corners, align_mode, ratio=None):
+    """Resample one spatial axis of x to out_size (nearest, linear or cubic):
+    gathers of whole slices (index_select) and weighted sums, so gradients
+    flow to x."""
+    in_size = x.shape[axis]
+    if out_size == in_size and ratio in (None, 1.0):
+        return x
+    npdt = np.float64 if str(x.dtype).endswith('float64') else np.float32
     shape = [1] * x.ndim
     shape[axis] = out_size
-    w1 = to_tensor(lam.reshape(shape))
-    a = _C.index_select(x, to_tensor(i0), axis)
-    b = _C.index_select(x, to_tensor(i1), axis)
-    return _C.add(a, _C.multiply(_C.subtract(b, a), w1))
+
+    def take(idx):
+        return _C.index_select(x, to_tensor(np.clip(idx, 0, in_size - 1).astype('int64')), axis)
+
+    def weight(w):
+        return to_tensor(np.asarray(w, dtype=npdt).reshape(shape))
+
+    if mode == 'nearest':
+        if align_corners:
+            r = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+            src = np.floor(np.arange(out_size) * r + 0.5)
+        else:
+            r = ratio if ratio is not None else in_size / out_size
+            src = np.floor(np.arange(out_size) * r)
+        return take(src)
+    src = _src_coords(in_size, out_size, align_corners, align_mode, ratio)
+    if mode == 'cubic':
+        i0 = np.floor(src)
+        t = src - i0
+        out = None
+        for k, w in zip(range(-1, 3), _cubic_weights(t)):
+            term = _C.multiply(take(i0 + k), weight(w))
+            out = term if out is None else _C.add(out, term)
+        return out
+    src = np.clip(src, 0, in_size - 1)
+    i0 = np.floor(src)
+    i1 = np.minimum(i0 + 1, in_size - 1)
+    a = take(i0)
+    b = take(i1)
+    return _C.add(a, _C.multiply(_C.subtract(b, a), weight(src - i0)))
 
 
 def interpolate(x, size=None, scale_factor=None, mode='nearest', align_corners=False,
                 align_mode=0, data_format=None, recompute_scale_factor=None, name=None):
     """Resize the spatial axes of NCL / NCHW / NCDHW input: modes nearest,
-    linear, bilinear, trilinear (separable linear interpolation)."""
+    linear, bilinear, trilinear (separable linear interpolation) and bicubic
+    (separable Keys cubic, A = -0.75). With scale_factor (and no
+    recompute_scale_factor) the source step is 1/scale_factor, as in Paddle."""
     _check_tensor(x, 'interpolate')
     mode = mode.lower()
-    if mode not in ('nearest', 'linear', 'bilinear', 'trilinear'):
-        raise NotImplementedError("interpolate: mode {} is not supported".format(mode))
+    if mode not in ('nearest', 'linear', 'bilinear', 'trilinear', 'bicubic'):
+        raise ValueError("interpolate: mode should be nearest, linear, bilinear, trilinear or "
+                         "bicubic, got {}".format(mode))
     nsp = x.ndim - 2
     if nsp < 1:
         raise ValueError("interpolate: x must be at least 3-D, got {}".format(list(x.shape)))
+    want = {'linear': 1, 'bilinear': 2, 'bicubic': 2, 'trilinear': 3}.get(mode)
+    if want is not None and want != nsp:
+        raise ValueError("interpolate: mode {} needs a {}-D input, got {}".format(
+            mode, want + 2, list(x.shape)))
+    if align_corners and mode == 'nearest':
+        raise ValueError("interpolate: align_corners is only valid for linear, bilinear, "
+                         "trilinear and bicubic modes")
     if data_format is None:
         data_format = {1: 'NCW', 2: 'NCHW', 3: 'NCDHW'}.get(nsp, 'NCHW')
     moved = data_format in ('NWC', 'NLC', 'NHWC', 'NDHWC')
     if moved:
         x = _C.transpose(x, [0, x.ndim - 1] + list(range(1, x.ndim - 1)))
     spatial = list(x.shape[2:])
+    ratios = [None] * nsp
     if size is not None:
         if hasattr(size, 'tolist'):
             size = size.tolist()
-        out = [int(size)] * nsp if isinstance(size, numbers.Integral) else [int(s) for s in size]
+        if isinstance(size, numbers.Integral):
+            out = [int(size)] * nsp
+        else:
+            out = [int(s.item()) if hasattr(s, 'item') else int(s) for s in size]
     elif scale_factor is not None:
+        if hasattr(scale_factor, 'tolist'):
+            scale_factor = scale_factor.tolist()
         sf = [float(scale_factor)] * nsp if isinstance(scale_factor, numbers.Real) \
             else [float(s) for s in scale_factor]
+        if len(sf) != nsp or any(f <= 0 for f in sf):
+            raise ValueError("interpolate: scale_factor {} must hold {} positive numbers".format(
+                scale_factor, nsp))
         out = [int(s * f) for s, f in zip(spatial, sf)]
+        if not recompute_scale_factor:
+            ratios = [1.0 / f for f in sf]
     else:
         raise ValueError("interpolate: one of size and scale_factor must be given")
     if len(out) != nsp or any(o <= 0 for o in out):
         raise ValueError("interpolate: bad output size {} for input {}".format(
             out, list(x.shape)))
-    kind = 'nearest' if mode == 'nearest' else 'linear'
+    kind = {'nearest': 'nearest', 'bicubic': 'cubic'}.get(mode, 'linear')
     for i in range(nsp):
-        x = _interp_axis(x, 2 + i, out[i], kind, align_corners, align_mode)
+        x = _interp_axis(x, 2 + i, out[i], kind, align_corners, align_mode, ratios[i])
     return _from_nchw(x, moved)
 
 
