@@ -343,14 +343,29 @@ int ds_draft_unpack(int64_t *out_files, ds *d, int64_t user, const char *id, con
 /* ---- previews and stats (preview.c) -------------------------------------- */
 
 /* A preview of one version's file as API.md's JSON object: {kind: "table"|
- * "image"|"text"|"json"|"none", ...}: a table's columns with inferred types
- * and its first rows and row count, an image's size and base64 PNG
- * thumbnail, the head of a text or JSON file. Computed once per blob (by a
- * background worker; ds_preview_get never reads a large file on the
- * caller's thread): *out_pending is true while it is not ready yet. *out is
- * a malloc'd JSON text. ED_ENOTFOUND as ds_version_file_open. */
+ * "image"|"text"|"json"|"none", size, media_type, ...}: a table's
+ * delimiter, header, columns [{name, type}] (int, float, bool, date,
+ * string), first 20 rows and row_count; an image's width, height and
+ * thumbnail (data:image/png;base64, at most 256 px a side); the head of a
+ * text or JSON file (text, truncated); "none" with binary or error. Computed
+ * once per blob by a background worker (ds_preview_get never reads a large
+ * file or decodes on the caller's thread): *out_pending is true (and *out
+ * NULL) while it is not ready yet, and the blob is queued. *out is a
+ * malloc'd JSON text. ED_ENOTFOUND as ds_version_file_open. */
 int ds_preview_get(char **out, bool *out_pending, ds *d, int64_t user, const char *id, int64_t number,
                    const char *path);
+
+/* Queue the previews of every file of version `number` (0: the latest) of
+ * dataset `id` that has none yet, so they are ready before anyone asks. The
+ * gateway's publish route calls it right after ds_version_publish (access
+ * was checked there; no user here). Returns at once. */
+int ds_previews_enqueue_version(ds *d, const char *id, int64_t number);
+
+/* A version's stats from its manifest (cheap: no file is read) as a JSON
+ * text: {version, files, size_bytes, by_type: [{media_type, files, bytes}],
+ * by_extension: [{extension, files, bytes}]}, each list largest first
+ * (extension "" for none, lower-case). Access as ds_version_get. */
+int ds_version_stats(char **out, ds *d, int64_t user, const char *id, int64_t number);
 
 /* For tests only: make the next publishes fail just before COMMIT. */
 void ds__fail_publish_before_commit(bool on);
