@@ -90,17 +90,43 @@ class ClipGradByValue(ClipGradBase):
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
-    """Clip the grads of `parameters` to global norm max_norm; returns the norm."""
+    """Scale the grads of `parameters` in place so their joint norm_type-norm
+    (2 by default, inf for the largest |g|) is at most max_norm (factor
+    max_norm / (norm + 1e-6), as Paddle); returns the norm before clipping."""
     import paddle
-    if norm_type != 2.0:
-        raise NotImplementedError("clip_grad_norm_: only norm_type 2 is supported")
     if isinstance(parameters, paddle.Tensor):
         parameters = [parameters]
     params = [p for p in parameters if p.grad is not None]
     if not params:
         return paddle.to_tensor(0.0)
-    norm = _C().clip_grad_by_global_norm(params, float(max_norm))
-    return paddle.to_tensor(norm, dtype='float32')
+    norm_type = float(norm_type)
+    if norm_type == 2.0 and not error_if_nonfinite:
+        norm = _C().clip_grad_by_global_norm(params, float(max_norm))
+        return paddle.to_tensor(norm, dtype='float32')
+    grads = [p.grad for p in params]
+    if norm_type == float('inf'):
+        norms = [paddle.max(paddle.abs(g)) for g in grads]
+        total = norms[0] if len(norms) == 1 else paddle.max(paddle.stack(norms))
+    elif norm_type > 0:
+        acc = None
+        for g in grads:
+            term = paddle.sum(paddle.pow(paddle.abs(paddle.cast(g, 'float64')), norm_type))
+            acc = term if acc is None else acc + term
+        total = paddle.pow(acc, 1.0 / norm_type)
+    else:
+        raise ValueError("clip_grad_norm_: norm_type must be positive or inf, got {}".format(
+            norm_type))
+    total = paddle.cast(total, 'float32')
+    if error_if_nonfinite and not bool(paddle.isfinite(total)):
+        raise RuntimeError("The total norm of {} order of the gradients from `parameters` is "
+                           "non-finite, so it cannot be clipped. In any case, disable this error "
+                           "and scale the gradient by non-finite norm, set "
+                           "`error_if_nonfinite=False`".format(norm_type))
+    coef = float(max_norm) / (float(total) + 1e-6)
+    if coef < 1.0:
+        for g in grads:
+            g._assign(_C().multiply(g, coef))
+    return total
 
 
 def clip_grad_value_(parameters, clip_value):

@@ -6,7 +6,7 @@ from .. import initializer as I
 from .layers import Layer
 
 __all__ = ['BatchNorm', 'BatchNorm1D', 'BatchNorm2D', 'BatchNorm3D', 'LayerNorm', 'GroupNorm',
-           'InstanceNorm1D', 'InstanceNorm2D', 'InstanceNorm3D']
+           'InstanceNorm1D', 'InstanceNorm2D', 'InstanceNorm3D', 'SpectralNorm']
 
 
 class _BatchNormBase(Layer):
@@ -232,3 +232,57 @@ class InstanceNorm3D(_InstanceNormBase):
     def __init__(self, num_features, epsilon=1e-05, momentum=0.9, weight_attr=None,
                  bias_attr=None, data_format='NCDHW', name=None):
         super().__init__(num_features, epsilon, momentum, weight_attr, bias_attr, data_format)
+
+
+class SpectralNorm(Layer):
+    """SpectralNorm(weight_shape, dim=0, power_iters=1, eps=1e-12,
+    dtype='float32'): forward(weight) -> weight / sigma, sigma estimated by
+    power_iters power iterations on the non-trainable weight_u [h] and
+    weight_v [w] (h = weight_shape[dim], w the product of the others),
+    updated on every call."""
+
+    def __init__(self, weight_shape, dim=0, power_iters=1, eps=1e-12, dtype='float32'):
+        super().__init__()
+        import numpy as np
+        import paddle
+        weight_shape = [int(v) for v in weight_shape]
+        if not weight_shape or any(v <= 0 for v in weight_shape):
+            raise ValueError("SpectralNorm: bad weight_shape {}".format(weight_shape))
+        if dim < 0:
+            dim += len(weight_shape)
+        if not 0 <= dim < len(weight_shape):
+            raise ValueError("SpectralNorm: dim is out of range for weight_shape {}".format(
+                weight_shape))
+        self._power_iters = int(power_iters)
+        self._eps = float(eps)
+        self._dim = dim
+        self._weight_shape = weight_shape
+        h = weight_shape[dim]
+        w = int(np.prod(weight_shape)) // h
+        self.weight_u = self.create_parameter([h], attr=paddle.ParamAttr(trainable=False),
+                                              dtype=dtype, default_initializer=I.Normal(0., 1.))
+        self.weight_u.stop_gradient = True
+        self.weight_v = self.create_parameter([w], attr=paddle.ParamAttr(trainable=False),
+                                              dtype=dtype, default_initializer=I.Normal(0., 1.))
+        self.weight_v.stop_gradient = True
+
+    def forward(self, weight):
+        import paddle
+        if list(weight.shape) != self._weight_shape:
+            raise ValueError("SpectralNorm: expected a weight of shape {}, got {}".format(
+                self._weight_shape, list(weight.shape)))
+        mat = weight
+        if self._dim != 0:
+            perm = [self._dim] + [d for d in range(weight.ndim) if d != self._dim]
+            mat = paddle.transpose(mat, perm)
+        mat = paddle.reshape(mat, [mat.shape[0], -1])
+        with paddle.no_grad():
+            m = mat.detach()
+            u, v = self.weight_u.detach(), self.weight_v.detach()
+            for _ in range(self._power_iters):
+                v = F.normalize(paddle.matmul(m, u, transpose_x=True), axis=0, epsilon=self._eps)
+                u = F.normalize(paddle.matmul(m, v), axis=0, epsilon=self._eps)
+            self.weight_u.set_value(u.numpy())
+            self.weight_v.set_value(v.numpy())
+        sigma = paddle.sum(u * paddle.matmul(mat, v))
+        return weight / sigma

@@ -1,21 +1,9 @@
-"""paddle.nn.utils: parameter helpers."""
-import numpy as np
-
+"""paddle.nn.utils: parameter helpers (weight and spectral normalisation,
+gradient clipping, flattening parameters to one vector and back)."""
 from ..clip import clip_grad_norm_, clip_grad_value_  # noqa: F401
+from .spectral_norm_hook import spectral_norm  # noqa: F401
+from .transform_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
+from .weight_norm_hook import remove_weight_norm, weight_norm  # noqa: F401
 
-__all__ = ['parameters_to_vector', 'vector_to_parameters', 'clip_grad_norm_',
-           'clip_grad_value_']
-
-
-def parameters_to_vector(parameters, name=None):
-    import paddle
-    return paddle.concat([paddle.reshape(p, [-1]) for p in parameters], axis=0)
-
-
-def vector_to_parameters(vec, parameters, name=None):
-    arr = vec.numpy()
-    off = 0
-    for p in parameters:
-        n = int(np.prod(p.shape))
-        p.set_value(arr[off:off + n].reshape(p.shape))
-        off += n
+__all__ = ['weight_norm', 'remove_weight_norm', 'spectral_norm', 'parameters_to_vector',
+           'vector_to_parameters', 'clip_grad_norm_', 'clip_grad_value_']
