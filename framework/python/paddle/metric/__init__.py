@@ -1,4 +1,4 @@
-"""paddle.metric: Metric, Accuracy, Precision, Recall, accuracy().
+"""paddle.metric: Metric, Accuracy, Precision, Recall, Auc, accuracy().
 
 Metric objects follow Paddle's protocol used by paddle.Model:
 compute(pred, label) runs on Tensors (in C), update(*numpy) accumulates on the
@@ -9,7 +9,7 @@ import numpy as np
 
 from paddle._lazy import paddle as _paddle
 
-__all__ = ['Metric', 'Accuracy', 'Precision', 'Recall', 'accuracy']
+__all__ = ['Metric', 'Accuracy', 'Precision', 'Recall', 'Auc', 'accuracy']
 
 
 def _to_numpy(x):
@@ -110,6 +110,14 @@ class Accuracy(Metric):
         return self._name
 
 
+def _binary_preds(preds):
+    """Probabilities -> 0/1 predictions, rounding 0.5 up (Paddle's floor(p + 0.5))."""
+    p = _to_numpy(preds)
+    if p.dtype.kind not in 'fiub':
+        raise ValueError("The 'preds' must be a numpy ndarray or Tensor of numbers")
+    return np.floor(p.astype(np.float64) + 0.5).astype('int32').reshape(-1)
+
+
 class Precision(Metric):
     """Binary precision over predictions > 0.5."""
 
@@ -120,7 +128,7 @@ class Precision(Metric):
         self._name = name
 
     def update(self, preds, labels):
-        preds = np.rint(_to_numpy(preds)).astype('int32').reshape(-1)
+        preds = _binary_preds(preds)
         labels = _to_numpy(labels).astype('int32').reshape(-1)
         self.tp += int(np.sum((preds == 1) & (labels == 1)))
         self.fp += int(np.sum((preds == 1) & (labels == 0)))
@@ -147,7 +155,7 @@ class Recall(Metric):
         self._name = name
 
     def update(self, preds, labels):
-        preds = np.rint(_to_numpy(preds)).astype('int32').reshape(-1)
+        preds = _binary_preds(preds)
         labels = _to_numpy(labels).astype('int32').reshape(-1)
         self.tp += int(np.sum((preds == 1) & (labels == 1)))
         self.fn += int(np.sum((preds == 0) & (labels == 1)))
@@ -159,6 +167,77 @@ class Recall(Metric):
     def reset(self):
         self.tp = 0
         self.fn = 0
+
+    def name(self):
+        return self._name
+
+
+class Auc(Metric):
+    """Area under the ROC (or PR) curve from binned probabilities, as
+    Paddle's: update(preds [N, 2] class probabilities (column 1 is the
+    positive class; [N] or [N, 1] is taken as that column), labels [N] or
+    [N, 1]) counts each sample into one of num_thresholds + 1 buckets;
+    accumulate() integrates the curve with the trapezoid rule."""
+
+    def __init__(self, curve='ROC', num_thresholds=4095, name='auc', *args, **kwargs):
+        super().__init__()
+        if curve not in ('ROC', 'PR'):
+            raise ValueError("Auc: curve must be 'ROC' or 'PR', got {!r}".format(curve))
+        if int(num_thresholds) <= 0:
+            raise ValueError("Auc: num_thresholds must be positive, got {}".format(
+                num_thresholds))
+        self._curve = curve
+        self._num_thresholds = int(num_thresholds)
+        self._name = name
+        self.reset()
+
+    def update(self, preds, labels):
+        preds = _to_numpy(preds).astype(np.float64)
+        labels = _to_numpy(labels).reshape(-1)
+        if preds.ndim == 2 and preds.shape[1] >= 2:
+            pos = preds[:, 1]
+        elif preds.ndim == 2 and preds.shape[1] == 1 or preds.ndim == 1:
+            pos = preds.reshape(-1)
+        else:
+            raise ValueError("Auc: preds must be [N, 2] (or [N] / [N, 1]), got shape {}".format(
+                list(preds.shape)))
+        if pos.shape[0] != labels.shape[0]:
+            raise ValueError("Auc: {} predictions but {} labels".format(pos.shape[0],
+                                                                        labels.shape[0]))
+        if pos.size and (np.nanmin(pos) < 0 or np.nanmax(pos) > 1 or np.isnan(pos).any()):
+            raise ValueError("Auc: predicted probabilities must be in [0, 1]")
+        bins = (pos * self._num_thresholds).astype(np.int64)
+        n = self._num_thresholds + 1
+        is_pos = labels.astype(bool)
+        self._stat_pos += np.bincount(bins[is_pos], minlength=n)[:n]
+        self._stat_neg += np.bincount(bins[~is_pos], minlength=n)[:n]
+
+    @staticmethod
+    def trapezoid_area(x1, x2, y1, y2):
+        return abs(x1 - x2) * (y1 + y2) / 2.0
+
+    def accumulate(self):
+        # walk the thresholds from high to low: cumulative positives/negatives
+        tp = np.cumsum(self._stat_pos[::-1])
+        fp = np.cumsum(self._stat_neg[::-1])
+        tot_pos, tot_neg = (tp[-1], fp[-1]) if tp.size else (0.0, 0.0)
+        if tot_pos <= 0 or tot_neg <= 0:
+            return 0.0
+        tp_prev = np.concatenate([[0.0], tp[:-1]])
+        fp_prev = np.concatenate([[0.0], fp[:-1]])
+        if self._curve == 'ROC':
+            area = np.sum(np.abs(fp - fp_prev) * (tp + tp_prev) / 2.0)
+            return float(area / tot_pos / tot_neg)
+        # PR: recall on x, precision on y
+        prec = np.where(tp + fp > 0, tp / np.maximum(tp + fp, 1), 1.0)
+        prec_prev = np.concatenate([[1.0], prec[:-1]])
+        rec = tp / tot_pos
+        rec_prev = np.concatenate([[0.0], rec[:-1]])
+        return float(np.sum(np.abs(rec - rec_prev) * (prec + prec_prev) / 2.0))
+
+    def reset(self):
+        self._stat_pos = np.zeros(self._num_thresholds + 1)
+        self._stat_neg = np.zeros(self._num_thresholds + 1)
 
     def name(self):
         return self._name
