@@ -60,7 +60,7 @@
 #define SBX_WIRE_VERSION 2             /* 2: bind flags (SBX_BIND_*), IDMAP_PROBE */
 #define SBX_WIRE_HDR     16
 #define SBX_WIRE_MAX     (128 * 1024)  /* largest message, header included */
-#define SBX_WIRE_STR_MAX 4096          /* longest string */
+#define SBX_WIRE_STR_MAX 8192          /* longest string (EDDY_DATASETS of 20 mounts: 5.4 KiB at most) */
 #define SBX_WIRE_ARGS    256           /* argv, env entries */
 #define SBX_WIRE_BINDS   64            /* ro, rw binds each */
 #define SBX_WIRE_TMPFS   16
