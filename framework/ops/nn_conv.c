@@ -13,12 +13,41 @@ typedef struct linear_attr {
     int64_t M, K, N;
 } linear_attr;
 
+/* With create_graph: dx = g w^T, dw = x^T g, db = sum(g) from recorded
+ * matmuls over [M, K] / [M, N] views, so the gradients differentiate again. */
+static int linear_backward_graph(fw_node *n, const linear_attr *a, fw_tensor **gin,
+                                 fw_tensor *x, fw_tensor *w, fw_tensor *gout)
+{
+    fw_tensor *g2 = NULL, *x2 = NULL, *t = NULL;
+    int64_t gs[2] = {a->M, a->N}, xs[2] = {a->M, a->K};
+    int nd, err, ax0 = 0;
+    const int64_t *shape;
+
+    if ((err = fw_reshape(&g2, gout, gs, 2)) < 0)
+        return err;
+    if (fw_node_needs_grad(n, 0)) {
+        shape = fw_node_input_shape(n, 0, &nd);
+        if ((err = fw_matmul(&t, g2, w, false, true)) == 0)
+            err = fw_reshape(&gin[0], t, shape, nd);
+    }
+    if (err == 0 && fw_node_needs_grad(n, 1) && (err = fw_reshape(&x2, x, xs, 2)) == 0)
+        err = fw_matmul(&gin[1], x2, g2, true, false);
+    if (err == 0 && fw_node_needs_grad(n, 2))
+        err = fw_sum(&gin[2], g2, &ax0, 1, false);
+    fw_tensor_unref(g2);
+    fw_tensor_unref(x2);
+    fw_tensor_unref(t);
+    return err;
+}
+
 static int linear_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 {
     const linear_attr *a = fw_node_attr(n);
     fw_tensor *x = fw_node_saved(n, 0), *w = fw_node_saved(n, 1), *g = NULL;
     int err;
 
+    if (fw__autograd_creating_graph())
+        return linear_backward_graph(n, a, gin, x, w, gout[0]);
     if ((err = fw_op_dense(&g, gout[0])) < 0)
         return err;
     /* gin: dx, dw, db */

@@ -20,10 +20,81 @@ typedef struct cls_attr {
     int kind;
     int use_softmax;
     int64_t outer, C, inner, ignore_index;
+    int axis;          /* the class axis of the input */
 } cls_attr;
 
+/* With create_graph: the gradient from recorded ops, so it differentiates
+ * again. The labels (and class weights) are constants: T holds the target
+ * per element (one-hot times w[y], or the soft labels) and R its sum over
+ * the class axis, so
+ *   softmax CE: dx = g (softmax(x) R - T);  CE on probabilities:
+ *   dx = -g T / x;  nll: dx = -g T. */
+static int cls_backward_graph(fw_node *n, const cls_attr *a, fw_tensor **dx, fw_tensor *gout)
+{
+    fw_tensor *lab = fw_node_saved(n, 0), *w = fw_node_saved(n, 2), *x = fw_node_saved(n, 3);
+    fw_tensor *T = NULL, *R = NULL, *g = NULL, *p = NULL, *u = NULL, *v = NULL;
+    int64_t gshape[FW_MAX_DIMS];
+    int nd, ax = a->axis, err;
+    const int64_t *xs = fw_node_input_shape(n, 0, &nd);
+    fw_dtype dt = x->dtype;
+
+    if (a->kind == CLS_CE_SOFT && w != NULL)
+        return fw_error_set(FW_EUNSUPPORTED, "cross_entropy: second derivatives with soft "
+                            "labels and class weights are not supported");
+    memcpy(gshape, xs, sizeof(int64_t) * (size_t)nd);
+    gshape[ax] = 1;
+    if (a->kind == CLS_CE_SOFT) {
+        T = fw_tensor_ref(lab);
+        if ((err = fw_sum(&R, T, &ax, 1, true)) < 0)
+            goto out;
+    } else {
+        const int64_t *ids = fw__ptr(lab);
+        if ((err = fw_op_zeros(&T, FW_CPU, dt, xs, nd)) < 0 ||
+            (err = fw_op_zeros(&R, FW_CPU, dt, gshape, nd)) < 0)
+            goto out;
+        for (int64_t s = 0; s < a->outer * a->inner; s++) {
+            int64_t oo = s / a->inner, ii = s % a->inner, y = ids[s];
+            double wy;
+            if (y == a->ignore_index || y < 0 || y >= a->C)
+                continue;
+            wy = w == NULL ? 1.0 : dt == FW_FLOAT32 ? (double)((float *)fw__ptr(w))[y]
+                                                    : ((double *)fw__ptr(w))[y];
+            int64_t at = (oo * a->C + y) * a->inner + ii;
+            if (dt == FW_FLOAT32) {
+                ((float *)fw__ptr(T))[at] = (float)wy;
+                ((float *)fw__ptr(R))[s] = (float)wy;
+            } else {
+                ((double *)fw__ptr(T))[at] = wy;
+                ((double *)fw__ptr(R))[s] = wy;
+            }
+        }
+    }
+    if ((err = fw_reshape(&g, gout, gshape, nd)) < 0)
+        goto out;
+    if (a->kind != CLS_NLL && a->use_softmax) {
+        if ((err = fw_softmax(&p, x, ax)) == 0 && (err = fw_mul(&u, p, R)) == 0 &&
+            (err = fw_sub(&v, u, T)) == 0)
+            err = fw_mul(dx, g, v);
+    } else if (a->kind != CLS_NLL) {
+        if ((err = fw_div(&u, T, x)) == 0 && (err = fw_mul(&v, g, u)) == 0)
+            err = fw_neg(dx, v);
+    } else {
+        if ((err = fw_mul(&v, g, T)) == 0)
+            err = fw_neg(dx, v);
+    }
+out:
+    fw_tensor_unref(T);
+    fw_tensor_unref(R);
+    fw_tensor_unref(g);
+    fw_tensor_unref(p);
+    fw_tensor_unref(u);
+    fw_tensor_unref(v);
+    return err;
+}
+
 /* saved: 0 labels (int64 [outer*inner] or soft [outer, C, inner]),
- * 1 log-softmax (use_softmax) or the dense input, 2 weight or NULL */
+ * 1 log-softmax (use_softmax) or the dense input, 2 weight or NULL,
+ * 3 the input itself (for backward with create_graph) */
 static int cls_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 {
     const cls_attr *a = fw_node_attr(n);
@@ -31,6 +102,8 @@ static int cls_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
     fw_tensor *g = NULL, *dx = NULL;
     int err;
 
+    if (fw__autograd_creating_graph())
+        return fw_node_needs_grad(n, 0) ? cls_backward_graph(n, a, &gin[0], gout[0]) : 0;
     if ((err = fw__nn_grad1_begin(&g, &dx, n, gout[0])) < 0)
         return err;
     if (a->kind == CLS_CE_HARD)
@@ -74,8 +147,8 @@ static int cls_loss(fw_tensor **out, const char *op, fw_tensor *x, fw_tensor *xd
     else
         FW__NN_CALL(x->dtype, fw__nn_nll_fwd, fw__ptr(loss), fw__ptr(xd), fw__ptr(lab),
                     fw__nn_ptr(w), a->outer, a->C, a->inner, a->ignore_index);
-    if ((err = fw__nn_record(op, cls_backward, 1, &x, loss, a, sizeof(*a), 3,
-                             (fw_tensor *[]){lab, lsm != NULL ? lsm : xd, w})) < 0)
+    if ((err = fw__nn_record(op, cls_backward, 1, &x, loss, a, sizeof(*a), 4,
+                             (fw_tensor *[]){lab, lsm != NULL ? lsm : xd, w, x})) < 0)
         goto fail;
     fw_tensor_unref(lsm);
     *out = loss;
@@ -172,6 +245,7 @@ int fw_cross_entropy(fw_tensor **out, fw_tensor *input, fw_tensor *label,
     }
     a.use_softmax = o->use_softmax;
     a.ignore_index = o->ignore_index;
+    a.axis = ax;
     if ((err = check_class_weight("cross_entropy", o->weight, input, a.C)) < 0)
         return err;
     soft = o->soft_label;
@@ -331,6 +405,7 @@ int fw_nll_loss(fw_tensor **out, fw_tensor *input, fw_tensor *label, fw_tensor *
                             fw_shape_format(s1, sizeof(s1), label->shape, label->ndim),
                             fw_shape_format(s2, sizeof(s2), input->shape, input->ndim));
     a.kind = CLS_NLL;
+    a.axis = 1;
     a.outer = input->shape[0];
     a.C = input->shape[1];
     a.inner = 1;

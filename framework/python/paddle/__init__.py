@@ -40,7 +40,8 @@ from paddle.tensor import (  # noqa: E402,F401
     gather_nd, take_along_axis, put_along_axis, scatter, index_add, unique, matmul, mm, bmm,
     dot, outer, t, reshape, reshape_, flatten, squeeze, unsqueeze, transpose, moveaxis,
     swapaxes, concat, stack, split, chunk, unbind, tile, expand, expand_as, broadcast_to,
-    broadcast_tensors, cast, flip, roll, shape, rank, increment, diag, kron, einsum)
+    broadcast_tensors, cast, flip, roll, shape, rank, increment, diag, kron, einsum, dist,
+    tolist)
 
 CUDAPinnedPlace = CUDAPinnedPlace
 dtype = dtype

@@ -15,6 +15,8 @@ PyObject *pyc_raise(int rc)
 {
     const char *msg = fw_error_last();
     PyObject *exc;
+    if (pyc_restore_callback_error())   /* a Python hook's own exception */
+        return NULL;
     switch (rc) {
     case FW_ENOMEM: exc = PyExc_MemoryError; break;
     case FW_EDTYPE: exc = PyExc_TypeError; break;

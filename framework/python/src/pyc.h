@@ -22,6 +22,7 @@ typedef struct {
     PyObject *dict;      /* user attributes (like Paddle's Tensor), lazily */
     PyObject *weakrefs;  /* weak references list */
     char persistable;
+    char is_grad;        /* returned by .grad: prints stop_gradient=False like Paddle */
 } PycTensor;
 
 extern PyTypeObject *pyc_tensor_type;
@@ -106,6 +107,10 @@ extern PyMethodDef pyc_random_methods[];
 extern PyMethodDef pyc_ops_methods[];
 extern PyMethodDef pyc_index_methods[];
 extern PyMethodDef pyc_nn_methods[];
+extern PyMethodDef pyc_autograd_methods[];
+/* autograd.c: re-raise an exception a Python hook or PyLayer.backward raised
+ * inside the engine (1 when one was pending). */
+int pyc_restore_callback_error(void);
 int pyc_tensor_type_init(PyObject *module);
 int pyc_optim_init(PyObject *module);
 

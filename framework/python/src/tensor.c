@@ -27,6 +27,7 @@ PyObject *pyc_wrap(fw_tensor *t)
     o->dict = NULL;
     o->weakrefs = NULL;
     o->persistable = 0;
+    o->is_grad = 0;
     return (PyObject *)o;
 }
 
@@ -262,7 +263,15 @@ static PyObject *get_grad(PyObject *self, void *c)
     fw_tensor *g = fw_tensor_grad(pyc_t(self));
     if (!g)
         Py_RETURN_NONE;
-    return pyc_wrap(fw_tensor_ref(g));
+    PyObject *r = pyc_wrap(fw_tensor_ref(g));
+    if (r)
+        ((PycTensor *)r)->is_grad = 1;
+    return r;
+}
+
+static PyObject *get_is_grad(PyObject *self, void *c)
+{
+    return PyBool_FromLong(((PycTensor *)self)->is_grad);
 }
 
 static int set_grad(PyObject *self, PyObject *v, void *c)
@@ -340,6 +349,7 @@ static PyGetSetDef tensor_getset[] = {
     {"is_leaf", get_is_leaf, NULL, "no grad history", NULL},
     {"stop_gradient", get_stop_gradient, set_stop_gradient, "no gradient when True", NULL},
     {"grad", get_grad, set_grad, "accumulated gradient or None", NULL},
+    {"_is_grad", get_is_grad, NULL, "whether this came from .grad (printing)", NULL},
     {"name", get_name, set_name, "tensor name", NULL},
     {"persistable", get_persistable, set_persistable, "persistable flag", NULL},
     {"T", get_T, NULL, "axes reversed", NULL},

@@ -68,44 +68,35 @@ def is_grad_enabled():
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=False, no_grad_vars=None):
-    """paddle.grad: gradients of outputs with respect to inputs (leaf tensors
-    with stop_gradient=False), returned as a list; inputs' own .grad is left
-    as it was. create_graph=True (higher-order) is not supported yet."""
-    if create_graph:
-        raise NotImplementedError("paddle.grad: create_graph=True (higher-order gradients) "
-                                  "is not supported by this build")
+    """paddle.grad: the gradients of outputs with respect to inputs (leaves or
+    results of ops), as a list; nothing accumulates into any .grad. With
+    create_graph=True the results are differentiable (second derivatives);
+    retain_graph defaults to create_graph. An input the outputs do not depend
+    on is an error unless allow_unused=True (then its entry is None)."""
     T = _C.Tensor
     outs = [outputs] if isinstance(outputs, T) else list(outputs)
     ins = [inputs] if isinstance(inputs, T) else list(inputs)
-    if grad_outputs is None:
-        gos = [None] * len(outs)
-    else:
+    if not outs or not ins:
+        raise ValueError("paddle.grad: outputs and inputs must not be empty")
+    if grad_outputs is not None:
         gos = [grad_outputs] if isinstance(grad_outputs, T) else list(grad_outputs)
         if len(gos) != len(outs):
             raise ValueError("paddle.grad: {} grad_outputs for {} outputs".format(
                 len(gos), len(outs)))
+    else:
+        gos = None
     for t in ins:
         if not isinstance(t, T):
             raise TypeError("paddle.grad: inputs must be Tensors, got {}".format(
                 type(t).__name__))
-        if not t.is_leaf:
-            raise NotImplementedError("paddle.grad: only leaf inputs are supported by this "
-                                      "build (got a Tensor computed by an op)")
         if t.stop_gradient:
             raise ValueError("paddle.grad: an input has stop_gradient=True")
-    saved = [t.grad for t in ins]
-    for t in ins:
-        t.grad = None
-    try:
-        for i, (o, g) in enumerate(zip(outs, gos)):
-            keep = bool(retain_graph) or i < len(outs) - 1
-            o.backward(g, retain_graph=keep)
-        res = [t.grad for t in ins]
-    finally:
-        for t, s in zip(ins, saved):
-            t.grad = s
-    for r in res:
-        if r is None and not allow_unused:
-            raise RuntimeError("paddle.grad: an input is not used to compute the outputs "
-                               "(pass allow_unused=True)")
+    if no_grad_vars is not None:
+        raise NotImplementedError("paddle.grad: no_grad_vars is not supported by this build")
+    if retain_graph is None:
+        retain_graph = create_graph
+    res = _C.grad(outs, ins, gos, bool(retain_graph), bool(create_graph))
+    if not allow_unused and any(r is None for r in res):
+        raise RuntimeError("paddle.grad: an input is not used to compute the outputs "
+                           "(pass allow_unused=True)")
     return res

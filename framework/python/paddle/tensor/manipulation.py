@@ -170,3 +170,8 @@ def unique(x, return_index=False, return_inverse=False, return_counts=False, axi
 def masked_fill(x, mask, value, name=None):
     v = value if isinstance(value, Tensor) else _C.full([], float(value), x.dtype)
     return _C.where(mask, _C.cast(v, x.dtype) if v.dtype != x.dtype else v, x)
+
+
+def tolist(x):
+    """paddle.tolist: the tensor's values as (nested) Python lists."""
+    return x._numpy().tolist()

@@ -294,3 +294,22 @@ def mm(input, mat2, name=None):  # noqa: A002
 # This module held every function of paddle.tensor before the package followed
 # Paddle's module layout; those names still import from here.
 __getattr__ = _forward_to(__name__, 'paddle.tensor')
+
+
+def dist(x, y, p=2, name=None):
+    """The p-norm of x - y (broadcast), a 0-D tensor: p=0 counts the nonzero
+    elements, inf/-inf take the largest/smallest |x - y|, otherwise
+    (sum |x - y|^p)^(1/p). Differentiable in x and y (Paddle's paddle.dist)."""
+    z = _C.abs(_C.subtract(_t(x), _t(y)))
+    p = float(p)
+    if p == 0:
+        return _C.sum(_C.cast(_C.not_equal(z, _t(0.0)), z.dtype), None, False)
+    if p == float('inf'):
+        return _C.max(z, None, False)
+    if p == float('-inf'):
+        return _C.min(z, None, False)
+    if p == 1:
+        return _C.sum(z, None, False)
+    s = _C.sum(_C.pow(z, _t(p)), None, False) if p != 2 else \
+        _C.sum(_C.multiply(z, z), None, False)
+    return _C.pow(s, _t(1.0 / p))

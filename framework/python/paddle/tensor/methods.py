@@ -1,4 +1,6 @@
 """Tensor methods written in Python, attached to _C.Tensor (a heap type)."""
+import weakref
+
 import numpy as np
 
 from paddle import _C
@@ -133,8 +135,47 @@ def _element_size(self):
             'int64': 8, 'bool': 1, 'uint8': 1}[self.dtype.name]
 
 
+class TensorHookRemoveHelper:
+    """What Tensor.register_hook returns: remove() unregisters the hook."""
+
+    def __init__(self, cell):
+        self._cell = cell
+
+    def remove(self):
+        removed = self._cell[0] is not None
+        self._cell[0] = None
+        return removed
+
+
 def _register_hook(self, hook):
-    raise NotImplementedError("Tensor.register_hook is not supported by this build yet")
+    """hook(grad) runs when this tensor's gradient is computed and may
+    return a Tensor to use instead (None keeps grad)."""
+    if self.stop_gradient:
+        raise RuntimeError("Cannot register hook on a tensor that stop gradient.")
+    return TensorHookRemoveHelper(_C.register_hook(self, hook))
+
+
+def _retain_grads(self):
+    """Keep this (non-leaf) tensor's gradient in .grad after backward."""
+    if self.stop_gradient:
+        raise RuntimeError("retain_grads: the tensor has stop_gradient=True")
+    if self.is_leaf or getattr(self, '_retains_grad', False):
+        return
+    ref = weakref.ref(self)      # the hook lives in the graph: no cycle back to self
+
+    def keep(g):
+        t = ref()
+        if t is not None:
+            prev = _C.set_grad_enabled(False)
+            try:
+                t.grad = g.detach() if t.grad is None else t.grad + g
+            finally:
+                _C.set_grad_enabled(prev)
+        return None
+    _C.register_hook(self, keep)
+    self._retains_grad = True
+
+
 
 
 def _expand_as(self, y, name=None):
@@ -148,7 +189,7 @@ _METHODS = {
     'set_value': _set_value, '__floordiv__': _floordiv, '__rfloordiv__': _rfloordiv,
     '__mod__': _mod, '__rmod__': _rmod, 'gradient': _gradient,
     'uniform_': _uniform_, 'normal_': _normal_, 'to': _to, 'element_size': _element_size,
-    'register_hook': _register_hook, 'expand_as': _expand_as,
+    'register_hook': _register_hook, 'retain_grads': _retain_grads, 'expand_as': _expand_as,
     'cpu': lambda self: self, 'cuda': lambda self, *a, **k: self,
     'pin_memory': lambda self: self, 'value': lambda self: self,
     'get_tensor': lambda self: self, '_is_initialized': lambda self: True,
@@ -186,7 +227,7 @@ _FORWARD = [
     'take_along_axis', 'put_along_axis', 'scatter', 'index_add', 'unique', 'matmul', 'mm',
     'bmm', 'dot', 'outer', 't', 'flatten', 'squeeze', 'unsqueeze', 'transpose', 'moveaxis',
     'swapaxes', 'split', 'chunk', 'unbind', 'tile', 'expand', 'broadcast_to', 'flip', 'roll',
-    'erf', 'diag', 'kron', 'tril', 'triu', 'where', 'pad', 'one_hot',
+    'erf', 'diag', 'kron', 'tril', 'triu', 'where', 'pad', 'one_hot', 'dist',
 ]
 
 

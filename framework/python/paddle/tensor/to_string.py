@@ -110,8 +110,10 @@ def tensor_to_string(t, prefix='Tensor'):
     else:
         max_width, signed = 0, False
     data = _format_tensor(a, summary, indent=indent, max_width=max_width, signed=signed)
+    # a gradient read from .grad prints stop_gradient=False, as Paddle's does
+    sg = t.stop_gradient and not getattr(t, '_is_grad', False)
     return ('{prefix}(shape={shape}, dtype={dtype}, place={place}, stop_gradient={sg},\n'
             '{indent}{data})').format(prefix=prefix, shape=shape, dtype=t.dtype.name
                                       if hasattr(t.dtype, 'name') else t.dtype,
-                                      place=t.place, sg=t.stop_gradient, indent=' ' * indent,
+                                      place=t.place, sg=sg, indent=' ' * indent,
                                       data=data)

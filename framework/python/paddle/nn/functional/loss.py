@@ -41,6 +41,11 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction='mean'
     _check_tensor(input, 'cross_entropy', 'input')
     _check_tensor(label, 'cross_entropy', 'label')
     _reduction(reduction, 'softmax_cross_entropy')
+    if label_smoothing > 0 and not soft_label and label.dtype.is_floating_point and \
+            list(label.shape) == list(input.shape):
+        # Paddle: with label_smoothing the labels become soft (one-hot for hard
+        # ones); float labels of the input's shape already are, and get smoothed
+        soft_label = True
     return _C.cross_entropy(input, label, weight, int(ignore_index), reduction,
                             bool(soft_label), int(axis), bool(use_softmax),
                             float(label_smoothing))

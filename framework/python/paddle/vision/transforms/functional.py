@@ -70,8 +70,8 @@ def normalize(img, mean, std, data_format='CHW', to_rgb=False):
     """(img - mean) / std per channel; PIL images become float32 arrays."""
     _check(img, 'normalize')
     if _is_tensor(img):
-        if to_rgb:
-            raise NotImplementedError("normalize: to_rgb on Tensors is not supported")
+        # Paddle's tensor path (functional_tensor.normalize) ignores to_rgb:
+        # the same numbers come out here
         m, s = _mean_std_tensors(tuple(np.ravel(mean).tolist()), tuple(np.ravel(std).tolist()),
                                  data_format, str(img.dtype))
         return (img - m) / s
