@@ -95,3 +95,18 @@ export async function writeFile(projectId, path, body, { etag } = {}) {
 
 // A write refused because the file changed since it was read.
 export function isStale(e) { return e instanceof ApiError && e.status === 412; }
+
+// ---- datasets (API.md "Datasets") -----------------------------------------------
+const encSegs = (p) => p.split('/').map(encodeURIComponent).join('/');
+export const dsUrl = (id) => `/api/v1/datasets/${encodeURIComponent(id)}`;
+// A version's file (n: a number or "latest"); a plain GET with the session
+// cookie, so a link with `download` streams it to disk.
+export const dsFileUrl = (id, n, path) => `${dsUrl(id)}/versions/${n}/files/${encSegs(path)}`;
+export const dsArchiveUrl = (id, n) => `${dsUrl(id)}/versions/${n}/archive`;
+export const dsPreviewUrl = (id, n, path) => `${dsUrl(id)}/versions/${n}/preview/${encSegs(path)}`;
+export const dsDraftFileUrl = (id, path) => `${dsUrl(id)}/draft/files/${encSegs(path)}`;
+// Where kernels and jobs see a dataset (read-only).
+export const dsMountPath = (d) => `/home/aistudio/data/${d.owner}-${d.slug}/`;
+// A 404 from the router itself (the server has no such route yet), rather
+// than from a handler (no such dataset).
+export const noRoute = (e) => e instanceof ApiError && e.status === 404 && /no route for/i.test(e.message || '');

@@ -1,7 +1,7 @@
 // The notebook's side panel, left of the cells: the project's files
-// (filebrowser.js) and the notebook's table of contents (toc.js), each a
-// section that folds. The panel collapses to a thin strip (its toggle
-// button), is resizable by its right edge (drag, or arrow keys on it), and remembers open/closed, width and folded sections in
+// (filebrowser.js), its attached datasets (datasets_panel.js) and the
+// notebook's table of contents (toc.js), each a section that folds. The
+// panel collapses to a thin strip (its toggle button), is resizable by its right edge (drag, or arrow keys on it), and remembers open/closed, width and folded sections in
 // localStorage; on a narrow screen it starts collapsed. While collapsed (or
 // its Files section folded) the file list is not polled.
 import './sidepanel.css';
@@ -9,6 +9,7 @@ import { h } from './ui.js';
 import { onLeave } from './app.js';
 import { fileBrowser } from './filebrowser.js';
 import { tableOfContents } from './toc.js';
+import { datasetsPanel } from './datasets_panel.js';
 
 const KEY = 'eddy.sidepanel';
 const MIN_W = 180, MAX_W = 560, DEFAULT_W = 256;   // px (default 16rem)
@@ -22,6 +23,7 @@ function loadState() {
     width: Math.min(MAX_W, Math.max(MIN_W, Number(s.width) || DEFAULT_W)),
     files: s.files !== false,
     contents: s.contents !== false,
+    datasets: s.datasets !== false,
   };
 }
 
@@ -40,6 +42,7 @@ export function sidePanel(nb) {
         sec.classList.toggle('folded', !state[key]);
         save();
         if (key === 'files' && state.files) files.refresh();
+        if (key === 'datasets' && state.datasets) datasets.refresh();
       },
     }, h('span', { class: 'sp-caret', 'aria-hidden': 'true' }), title);
     const sec = h('section', { class: `sp-section sp-${key}${state[key] ? '' : ' folded'}`, 'data-testid': testid, 'aria-label': title }, head, h('div', { class: 'sp-body' }, body));
@@ -48,15 +51,19 @@ export function sidePanel(nb) {
 
   const files = fileBrowser(nb, { active: () => open && state.files });
   const toc = tableOfContents(nb);
+  // Attached datasets change only through this section (or another client):
+  // loaded when shown, not polled.
+  const datasets = datasetsPanel(nb, { active: () => open && state.datasets });
   const toggle = h('button', {
     class: 'sp-toggle', 'data-testid': 'side-panel-toggle',
-    onclick: () => { open = !open; state.open = open; apply(); save(); if (open) files.refresh(); },
+    onclick: () => { open = !open; state.open = open; apply(); save(); if (open) { files.refresh(); if (!datasets.loaded()) datasets.refresh(); } },
   });
   const handle = h('div', { class: 'sp-resize', role: 'separator', 'aria-orientation': 'vertical', 'aria-label': 'Resize the side panel', tabindex: '0' });
   const inner = h('div', { class: 'sp-inner' },
     section('files', 'Files', 'side-files', files.el),
+    section('datasets', 'Datasets', 'side-datasets', datasets.el),
     section('contents', 'Contents', 'side-contents', toc.el));
-  const el = h('aside', { class: 'side-panel', 'data-testid': 'side-panel', 'aria-label': 'Files and contents' }, toggle, inner, handle);
+  const el = h('aside', { class: 'side-panel', 'data-testid': 'side-panel', 'aria-label': 'Files, datasets and contents' }, toggle, inner, handle);
 
   function apply() {
     el.classList.toggle('collapsed', !open);
@@ -88,6 +95,7 @@ export function sidePanel(nb) {
   });
 
   apply();
+  datasets.refresh();
   onLeave(() => { files.stop(); toc.stop(); });
   return el;
 }

@@ -1,9 +1,11 @@
 // Jobs: submit a batch job, list them, and one job's live status, logs,
-// artifacts (download, or copy them into a project's workspace) and charge.
+// artifacts (download, copy them into a project's workspace, or save them as
+// a version of a dataset) and charge.
 import { api, listAll, request, ApiError } from '../api.js';
 import { h, clear, table, busy, toast, coins, duration, when, bytes, unavailable, download, errorBox } from '../ui.js';
 import { app, navigate, onLeave } from '../app.js';
 import { resourcePicker, stat } from '../widgets.js';
+import { saveOutputAsDataset } from '../datasets_save.js';
 
 const enc = encodeURIComponent;
 const FINISHED = new Set(['succeeded', 'failed', 'cancelled']);
@@ -80,7 +82,8 @@ export async function jobPage(id) {
     clear(arts, h('h2', null, 'Artifacts'), table(['File', 'Size', ''], items.map((a) => {
       const b = h('button', { class: 'small', onclick: () => busy(b, async () => download(await (await request('GET', `/api/v1/jobs/${enc(id)}/artifacts/${a.path.split('/').map(enc).join('/')}`, { raw: true })).blob(), a.path.split('/').pop())) }, 'Download');
       return h('tr', null, h('td', null, a.path), h('td', null, bytes(a.size)), h('td', null, b));
-    }), { 'data-testid': 'artifacts' }), items.length ? await copyArtifactsForm(id, job) : null);
+    }), { 'data-testid': 'artifacts' }), items.length ? await copyArtifactsForm(id, job) : null,
+    items.length && FINISHED.has(job.status) ? await saveOutputAsDataset(id) : null);
   }
   try { await refresh(); }
   catch (e) { if (e instanceof ApiError && e.status === 404) return h('div', { class: 'page' }, h('h1', null, `Job #${id}`), unavailable('Jobs')); throw e; }
