@@ -9,10 +9,13 @@ __all__ = ['RMSProp', 'Adagrad']
 
 class _ElementwiseOptimizer(Optimizer):
     _state_names = ()
+    _fold_weight_decay = True     # L2 decay as g + wd * p before _update
 
     def __init__(self, learning_rate, parameters, weight_decay, grad_clip, name):
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
         self._state = {}        # (param index, state name) -> Tensor
+        self._steps = {}        # param index -> updates made (t, from 1 in _update)
+        self._t = 0
 
     def _lr_of(self, i, p):
         scale = 1.0
@@ -39,11 +42,14 @@ class _ElementwiseOptimizer(Optimizer):
                 g = p.grad
                 if g is None or p.stop_gradient:
                     continue
-                if wd:
+                if wd and self._fold_weight_decay:
                     g = g + wd * p
                 st = {n: self._state.get((i, n)) for n in self._state_names}
                 if any(v is None for v in st.values()):
                     st = self._init_state(p)
+                self._t = self._steps.get(i, 0) + 1
+                self._steps[i] = self._t
+                self._cur = (i, p)
                 new_p, st = self._update(p, g, st, self._lr_of(i, p))
                 p._assign(new_p)
                 for n, v in st.items():
@@ -52,11 +58,18 @@ class _ElementwiseOptimizer(Optimizer):
     def _build(self):
         return None
 
+    def _state_shape(self, name, p):
+        return list(p.shape)
+
     def state_dict(self):
         from . import lr as lr_mod
         out = {}
+        import paddle
         for (i, n), v in self._state.items():
             out['{}_{}_0'.format(self._param_name(self._parameter_list[i], i), n)] = v
+        for i, t in self._steps.items():
+            out['{}_step_0'.format(self._param_name(self._parameter_list[i], i))] = \
+                paddle.to_tensor([float(t)], dtype='float32')
         if isinstance(self._learning_rate, lr_mod.LRScheduler):
             out['LR_Scheduler'] = self._learning_rate.state_dict()
         return out
@@ -69,15 +82,20 @@ class _ElementwiseOptimizer(Optimizer):
         if sched is not None and isinstance(self._learning_rate, lr_mod.LRScheduler):
             self._learning_rate.set_state_dict(sched)
         for i, p in enumerate(self._parameter_list):
+            key = '{}_step_0'.format(self._param_name(p, i))
+            if key in state_dict:
+                v = state_dict[key]
+                self._steps[i] = int(float(np.asarray(v.numpy() if hasattr(v, 'numpy')
+                                                      else v).reshape(-1)[0]))
             for n in self._state_names:
                 key = '{}_{}_0'.format(self._param_name(p, i), n)
                 if key in state_dict:
                     v = state_dict[key]
                     if not isinstance(v, paddle.Tensor):
                         v = paddle.to_tensor(np.asarray(v))
-                    if list(v.shape) != list(p.shape):
-                        raise ValueError("{}: shape {} does not match the parameter's {}"
-                                         .format(key, list(v.shape), list(p.shape)))
+                    if list(v.shape) != self._state_shape(n, p):
+                        raise ValueError("{}: shape {} does not match the expected {}"
+                                         .format(key, list(v.shape), self._state_shape(n, p)))
                     self._state[(i, n)] = paddle.cast(v, p.dtype)
 
     set_dict = set_state_dict
