@@ -30,6 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -469,6 +472,71 @@ START_TEST(archive_lists_and_extracts_as_the_manifest)
 }
 END_TEST
 
+/* The server's resident memory (VmRSS) in KiB. */
+static long server_rss_kib(void)
+{
+    char path[64], buf[4096], *p;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)srv.pid);
+    it_slurp(buf, sizeof(buf), path);
+    p = strstr(buf, "VmRSS:");
+    return p ? strtol(p + 6, NULL, 10) : -1;
+}
+
+/* A client that reads a 160 MiB archive slowly holds the server to a
+ * block and a buffer: its memory does not grow by the archive while the
+ * reader stalls, and the whole archive still arrives afterwards. */
+START_TEST(archive_survives_a_slow_reader)
+{
+    const size_t n = (size_t)160 << 20;
+    char *bin = malloc(n), id[64], req[1400], buf[65536];
+    struct sockaddr_in a = {0};
+    long before, during;
+    long long got = 0;
+    ssize_t k;
+    int fd;
+
+    ck_assert_ptr_nonnull(bin);
+    for (size_t i = 0; i < n; i++)
+        bin[i] = (char)(i * 131 + (i >> 20));
+    dataset_make(id, &alice, "Slow", "private");
+    draft_put(&alice, id, "blob.bin", bin, n);
+    free(bin);
+    json_decref(publish(&alice, id, "slow"));
+    before = server_rss_kib();
+    ck_assert_int_gt(before, 0);
+
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    {
+        int small = 4096;   /* a small receive window: the server cannot push the archive into our socket */
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    }
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)srv.port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    snprintf(req, sizeof(req),
+             "GET /api/v1/datasets/%s/versions/1/archive HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\nConnection: close\r\n\r\n",
+             id, alice.cookie);
+    ck_assert_int_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+    k = read(fd, buf, sizeof(buf));
+    ck_assert_int_gt(k, 0);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "%.200s", buf);
+    got += k;
+    /* stall: the server must wait for us, not read ahead into memory */
+    for (int i = 0; i < 10; i++)
+        usleep(100000);
+    during = server_rss_kib();
+    printf("slow reader: server RSS %ld KiB before, %ld KiB while the reader stalls\n", before, during);
+    ck_assert_msg(during - before < 48 * 1024, "the server grew by %ld KiB while the reader stalled", during - before);
+    while ((k = read(fd, buf, sizeof(buf))) > 0)
+        got += k;
+    close(fd);
+    ck_assert_msg(got > (long long)n, "only %lld bytes came", got);
+}
+END_TEST
+
 /* ---- from a project ------------------------------------------------------------------ */
 
 static void project_make(char pid[64], const user *u, const char *name)
@@ -605,6 +673,7 @@ END_TEST
 int main(void)
 {
     const TTest *tests[] = {file_ranges_etag_and_conditionals, large_file_uploaded_then_read_in_ranges,
-                            archive_lists_and_extracts_as_the_manifest, version_from_a_project, NULL};
+                            archive_lists_and_extracts_as_the_manifest, archive_survives_a_slow_reader,
+                            version_from_a_project, NULL};
     return it_tests_run("dataset_files", 200, setup, teardown, tests);
 }
