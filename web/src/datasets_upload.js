@@ -13,7 +13,7 @@ import { api, ApiError } from './api.js';
 import { app } from './app.js';
 
 export const CHUNK = 8 << 20;
-const SUBTLE_MAX = 64 << 20;      // crypto.subtle.digest wants the whole file in memory
+const SUBTLE_MAX = 16 << 20;      // crypto.subtle.digest wants the whole file in memory
 const RETRIES = 8;                 // failed chunks in a row before giving up
 const enc = encodeURIComponent;
 const KEY = 'eddy.dsupload.';

@@ -125,7 +125,7 @@ export async function versionView(d, n) {
         h('button', {
           class: 'ds-row', style: { paddingLeft: `${depth * 1.1 + 0.3}rem` },
           onclick: () => { const open = li.getAttribute('aria-expanded') !== 'true'; li.setAttribute('aria-expanded', String(open)); kids.hidden = !open; },
-        }, h('span', { class: 'ds-caret', 'aria-hidden': 'true' }), h('span', { class: 'ds-name' }, `${node.name}/`), h('span', { class: 'ds-fsize' }, `${node.count} files · ${size(node.size)}`)),
+        }, h('span', { class: 'ds-caret', 'aria-hidden': 'true' }), h('span', { class: 'ds-name' }, `${node.name}/`), h('span', { class: 'ds-fsize' }, `${node.count} file${node.count === 1 ? '' : 's'} · ${size(node.size)}`)),
         kids);
       return li;
     }

@@ -6,13 +6,17 @@
 // from the server's offset to 100% without sending the file again and land
 // with the sha256 computed here; publish v1; the CSV's preview table (column
 // types, row count), the PNG's thumbnail; a file downloaded and compared; a
-// second version. Then the dataset attached in a notebook's side panel of a
+// second version; an upload cut off by going offline, resumed after the app
+// is loaded again by choosing the same file (only the missing bytes sent).
+// "Save output as dataset" on a finished job's page. Then the dataset attached in a notebook's side panel of a
 // project of the module's own, read from a kernel cell at
 // /home/aistudio/data/<owner>-<slug>/ (skipped, saying why, where the host
 // cannot run kernels), and detached. The module deletes its project and
 // dataset and leaves no kernel running.
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 
 const MiB = 1 << 20;
@@ -46,9 +50,9 @@ function png(w, h) {
 }
 
 // Bytes that do not compress or repeat by chunk.
-function bigFile(size) {
+function bigFile(size, seed = 0x12345678) {
   const b = Buffer.alloc(size);
-  let x = 0x12345678;
+  let x = seed;
   for (let i = 0; i < size; i += 4) { x ^= x << 13; x ^= x >>> 17; x ^= x << 5; b.writeUInt32LE(x >>> 0, i); }
   return b;
 }
@@ -63,6 +67,20 @@ async function stopKernels(page) {
     for (const k of live) await fetch(`/api/v1/kernels/${k.id}`, { method: 'DELETE', headers: { 'X-CSRF-Token': csrf } });
     return live.length;
   });
+}
+
+// Until every kernel of the user is dead (a stopped kernel's mounts are in
+// use until it is gone).
+async function waitNoKernels(page) {
+  for (let i = 0; i < 60; i++) {
+    const live = await page.evaluate(async () => {
+      const r = await fetch('/api/v1/kernels');
+      return r.ok ? (await r.json()).items.filter((k) => k.status !== 'dead').length : 0;
+    });
+    if (!live) return;
+    await page.waitForTimeout(500);
+  }
+  throw new Error('a kernel is still running 30 s after it was stopped');
 }
 
 export async function run(t) {
@@ -201,6 +219,52 @@ export async function run(t) {
     await shot(page, '86-datasets-list');
   });
 
+  await t.test('datasets_upload_resumes_after_a_reload', async () => {
+    assert(ds, 'the dataset exists');
+    // a file on disk, so that choosing it again gives the same size and mtime
+    const dir = mkdtempSync(join(tmpdir(), 'eddy-e2e-ds-'));
+    const path = join(dir, 'again.bin');
+    const again = bigFile(20 * MiB, 0x9e3779b9);
+    writeFileSync(path, again);
+    try {
+      await inApp(`/datasets/${ds.owner}/${ds.slug}`);
+      await page.waitForSelector('[data-testid=ds-upload-input]');
+      // the first chunk arrives, then the network is gone
+      let puts = 0;
+      await page.route('**/api/v1/uploads/*', (route) => {
+        if (route.request().method() !== 'PUT') return route.continue();
+        return ++puts === 1 ? route.continue() : route.abort('internetdisconnected');
+      });
+      await page.fill('[data-testid=ds-upload-dir]', 'raw');
+      await page.setInputFiles('[data-testid=ds-upload-input]', path);
+      await page.waitForSelector('[data-testid=ds-upload][data-path="raw/again.bin"][data-state=retrying]', { timeout: 30000 });
+      await page.unroute('**/api/v1/uploads/*');
+      const saved = await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('eddy.dsupload.')));
+      assert(saved.length === 1 && saved[0].endsWith(':raw/again.bin'), `the upload is remembered: ${saved}`);
+      // the app loaded afresh (a reload), the same file chosen again
+      await page.goto(`${t.base}/projects`);
+      await page.waitForSelector('[data-testid=projects]');
+      await inApp(`/datasets/${ds.owner}/${ds.slug}`);
+      await page.waitForSelector('[data-testid=ds-upload-input]');
+      let sent = 0;
+      await page.route('**/api/v1/uploads/*', (route) => {
+        const req = route.request();
+        if (req.method() === 'PUT') sent += (req.postDataBuffer() || Buffer.alloc(0)).length;
+        return route.continue();
+      });
+      await page.fill('[data-testid=ds-upload-dir]', 'raw');
+      await page.setInputFiles('[data-testid=ds-upload-input]', path);
+      await page.waitForSelector('[data-testid=ds-upload][data-path="raw/again.bin"][data-state=done]', { timeout: 60000 });
+      await page.unroute('**/api/v1/uploads/*');
+      assert(sent === again.length - 8 * MiB, `only the missing bytes went: ${sent} of ${again.length}`);
+      const f = (await draft()).find((x) => x.path === 'raw/again.bin');
+      assert(f && f.sha256 === sha256(again), `again.bin arrived whole: ${JSON.stringify(f)}`);
+      const left = await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('eddy.dsupload.')));
+      assert(left.length === 0, `a finished upload is forgotten: ${left}`);
+      await shot(page, '81-datasets-upload-resumed');
+    } finally { rmSync(dir, { recursive: true, force: true }); }
+  });
+
   await t.test('datasets_attach_read_in_a_kernel_and_detach', async () => {
     assert(ds, 'the dataset exists');
     const r = await rest(page, 'POST', '/api/v1/projects', { name: `datasets-${stamp}`, visibility: 'private' });
@@ -225,7 +289,7 @@ export async function run(t) {
     assert((await page.textContent(`[data-testid=dsp-item][data-dataset="${ds.id}"] [data-testid=dsp-path]`)).startsWith(mount), 'the mount path is shown');
     const att = JSON.parse((await t.fetchJson(page, `/api/v1/projects/${pid}/datasets`)).body).items;
     assert(att.length === 1 && att[0].dataset_id === ds.id && att[0].version === 'latest', `attached: ${JSON.stringify(att)}`);
-    await shot(page, '87-datasets-side-panel');
+    await shot(page, '88-datasets-side-panel');
 
     // read it from a kernel (the module's own project: its notebook only)
     let skip = null;
@@ -244,14 +308,50 @@ export async function run(t) {
       await shot(page, '88-datasets-kernel-reads');
       assert(text.includes('sepal_length,petals,wild,species'), `the kernel read the CSV: ${text}`);
       assert(text.includes(`${ds.owner}/${ds.slug}`) && text.includes("'flower.png', 'iris.csv'"), `EDDY_DATASETS and the listing: ${text}`);
+      // the running kernel mounts v2: deleting it is refused, and the page says why
+      const nbUrl = page.url();
+      await inApp(`/datasets/${ds.owner}/${ds.slug}`);
+      await page.click('[data-testid=ds-version-delete-2]');
+      await page.click('[data-testid=ds-version-delete-confirm]');
+      await page.waitForSelector('.toast.error:has-text("Not deleted")');
+      await shot(page, '88-datasets-version-in-use');
+      await page.goto(nbUrl);
+      await page.waitForSelector(`[data-testid=dsp-item][data-dataset="${ds.id}"]`);
     }
     await stopKernels(page);
+    await waitNoKernels(page);
 
     await page.click(`[data-testid=dsp-item][data-dataset="${ds.id}"] [data-testid=dsp-detach]`);
     await page.waitForSelector(`[data-testid=dsp-item][data-dataset="${ds.id}"]`, { state: 'detached' });
     const after = JSON.parse((await t.fetchJson(page, `/api/v1/projects/${pid}/datasets`)).body).items;
     assert(after.length === 0, `detached: ${JSON.stringify(after)}`);
     if (skip) return { skip };
+  });
+
+  await t.test('datasets_save_job_output_as_a_dataset', async () => {
+    assert(pid, 'the module made its project');
+    const code = 'import os\nout = os.environ.get("EDDY_OUTPUT_DIR", ".")\nos.makedirs(os.path.join(out, "preds"), exist_ok=True)\nopen(os.path.join(out, "preds", "a.csv"), "w").write("id,p\\n1,0.5\\n")\nopen(os.path.join(out, "model.txt"), "w").write("weights\\n")\n';
+    const w = await rest(page, 'PUT', t.fileUrl(pid, 'make.py'), code);
+    assert(w.status === 201 || w.status === 200, `PUT make.py ${w.status}`);
+    const j = await rest(page, 'POST', '/api/v1/jobs', { project_id: pid, entry: 'make.py', resource: 'cpu-basic' });
+    assert(j.status === 201 || j.status === 202, `POST job ${j.status}: ${j.body}`);
+    const job = JSON.parse(j.body);
+    await page.goto(`${t.base}/jobs/${job.id}`);
+    await page.waitForSelector('.badge:has-text("succeeded")', { timeout: 60000 });
+    await page.waitForSelector('[data-testid=save-ds]', { timeout: 15000 });
+    const dsName = `job output ${stamp}`;
+    await page.fill('[data-testid=save-ds-name]', dsName);
+    await page.fill('[data-testid=save-ds-message]', 'predictions of the e2e job');
+    await page.click('[data-testid=save-ds]');
+    await page.waitForSelector('[data-testid=save-ds-link]', { timeout: 20000 });
+    await shot(page, '87-datasets-from-job');
+    await page.click('[data-testid=save-ds-link]');
+    await page.waitForSelector('[data-testid=ds-version][data-number="1"]');
+    const paths = await page.$$eval('[data-testid=ds-file]', (els) => els.map((e) => e.dataset.path).sort());
+    assert(paths.includes('model.txt') && paths.includes('preds/a.csv'), `the job's files: ${paths}`);
+    assert(/job #/.test(await page.textContent('[data-testid=ds-versions]')), 'the version names its job');
+    const id = await page.getAttribute('[data-testid=dataset-page]', 'data-id');
+    await rest(page, 'DELETE', `/api/v1/datasets/${id}`);
   });
 
   await t.test('datasets_delete_from_the_page', async () => {
