@@ -365,6 +365,8 @@ START_TEST(others_private_datasets_are_refused_and_an_invisible_one_fails_the_st
     it_request(&r, &srv, "POST", "/api/v1/kernels", body, a.hdrs);
     ck_assert_msg(r.status == 422 && r.body && strstr(r.body, idq), "kernel start: %ld %s", r.status, r.body);
     it_resp_free(&r);
+    /* through the Jupyter Server API too */
+    ck_assert_int_eq(it_kernel_post(NULL, 0, code, sizeof(code), &srv, a.hdrs, "/api/kernels", pid), 422);
     /* a job too */
     ck_assert_int_eq(it_job_submit(&job, code, sizeof(code), &srv, a.hdrs, pid, NULL, "train.py", 60, NULL), 422);
     shutdown_all();
