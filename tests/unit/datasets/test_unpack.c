@@ -390,6 +390,15 @@ START_TEST(too_many_entries_truncated_archives_and_the_quota_are_refused)
         refused("q.tgz", NULL, used + (2 << 20), ED_EQUOTA, "quota");
         ck_assert_int_eq(ds_draft_unpack(NULL, d, ALICE, set->id, "q.tgz", NULL, used + (4 << 20)), 0);
     }
+
+    /* the server's per-file limit holds for an archive's entries too */
+    {
+        static const item big[] = {{"ok.txt", 'f', "small", 0}, {"big.txt", 'f', NULL, 5000}};
+        ds_free(d);
+        ck_assert_int_eq(ds_open(&d, st, dir, &(ds_limits){1000, INT64_C(3600000)}), 0);
+        put_archive("lim.tgz", TGZ, big, 2);
+        refused("lim.tgz", NULL, 0, ED_ETOOBIG, "'big.txt' is larger than the file limit of 1000 bytes");
+    }
 }
 END_TEST
 
