@@ -420,5 +420,80 @@ class TestEinsum(TorchCase):
                 paddle.einsum(eq, *ops)
 
 
+class TestMoreFunctional(TorchCase):
+    @needs_torch
+    def test_unfold_fold_against_torch(self):
+        x = self.rng.standard_normal((2, 3, 7, 8)).astype('float32')
+        for k, st, p, d in ((3, 1, 0, 1), ((2, 3), 2, 1, 2)):
+            self.check(lambda x: F.unfold(x, k, st, p, d),
+                       lambda x: TF.unfold(x, k, dilation=d, padding=p, stride=st), [x])
+            cols = TF.unfold(torch.tensor(x), k, dilation=d, padding=p, stride=st).numpy()
+            self.check(lambda c: F.fold(c, [7, 8], k, st, p, d),
+                       lambda c: TF.fold(c, (7, 8), k, dilation=d, padding=p, stride=st), [cols])
+        self.assertEqual(paddle.nn.Unfold(2)(paddle.rand([1, 3, 4, 4])).shape, [1, 12, 9])
+        with self.assertRaises(ValueError):
+            F.fold(paddle.rand([1, 12, 8]), [4, 4], 2)
+
+    @needs_torch
+    def test_local_response_norm_against_torch(self):
+        x = self.rng.standard_normal((2, 6, 4, 5)).astype('float32')
+        for size in (2, 3, 5):
+            self.check(lambda x: F.local_response_norm(x, size),
+                       lambda x: TF.local_response_norm(x, size), [x], 1e-5)
+
+    def test_scaled_dot_product_attention(self):
+        q = self.rng.standard_normal((2, 5, 3, 4)).astype('float32')
+        k = self.rng.standard_normal((2, 6, 3, 4)).astype('float32')
+        v = self.rng.standard_normal((2, 6, 3, 4)).astype('float32')
+        for causal in (False, True):
+            out = F.scaled_dot_product_attention(paddle.to_tensor(q), paddle.to_tensor(k),
+                                                 paddle.to_tensor(v), is_causal=causal)
+            s = np.einsum('bqhd,bkhd->bhqk', q, k) / 2.0
+            if causal:
+                s = np.where(np.tril(np.ones((5, 6))) > 0, s, -np.inf)
+            w = np.exp(s - s.max(-1, keepdims=True))
+            w /= w.sum(-1, keepdims=True)
+            np.testing.assert_allclose(out.numpy(), np.einsum('bhqk,bkhd->bqhd', w, v),
+                                       atol=1e-5)
+
+    def test_small_functions(self):
+        np.testing.assert_array_equal(
+            F.sequence_mask(paddle.to_tensor([3, 1]), 4).numpy(), [[1, 1, 1, 0], [1, 0, 0, 0]])
+        self.assertEqual(F.sequence_mask(paddle.to_tensor([10, 9, 8])).shape, [3, 10])
+        x = paddle.to_tensor(np.arange(8, dtype='float32').reshape(1, 4, 1, 2))
+        np.testing.assert_array_equal(F.maxout(x, 2).numpy().ravel(), [2, 3, 6, 7])
+        np.testing.assert_array_equal(F.thresholded_relu(paddle.to_tensor([2., 0., 1.])).numpy(),
+                                      [2., 0., 0.])
+        hard = F.gumbel_softmax(paddle.randn([4, 5]), hard=True).numpy()
+        np.testing.assert_array_equal(hard.sum(1), np.ones(4))
+        self.assertEqual(set(np.unique(hard)), {0.0, 1.0})
+        np.testing.assert_allclose(
+            paddle.nn.Softmax2D()(paddle.rand([1, 2, 3, 3])).sum(1).numpy(), np.ones((1, 3, 3)),
+            rtol=1e-6)
+        self.assertEqual(paddle.nn.ZeroPad2D([1, 0, 2, 0])(paddle.rand([1, 3, 4, 4])).shape,
+                         [1, 3, 6, 5])
+        ev = paddle.nn.RReLU(0.1, 0.3)
+        ev.eval()
+        np.testing.assert_allclose(ev(paddle.to_tensor([-1.0, 2.0])).numpy(), [-0.2, 2.0])
+        pd = paddle.nn.ParameterDict({'a': paddle.create_parameter([2], 'float32')})
+        self.assertEqual((len(pd), len(pd.parameters())), (1, 1))
+        t = F.temporal_shift(paddle.to_tensor(np.arange(1, 9, dtype='float32')
+                                              .reshape(2, 4, 1, 1)), 2, 0.25)
+        np.testing.assert_array_equal(t.numpy().reshape(2, 4), [[0, 6, 3, 4], [1, 0, 7, 8]])
+
+    def test_sequential_append_insert_extend(self):
+        s = paddle.nn.Sequential(paddle.nn.Linear(2, 3), paddle.nn.ReLU())
+        s.append(paddle.nn.Linear(3, 4))
+        s.insert(1, paddle.nn.Tanh())
+        s.extend(paddle.nn.Sequential(paddle.nn.Sigmoid()))
+        self.assertEqual([type(m).__name__ for m in s],
+                         ['Linear', 'Tanh', 'ReLU', 'Linear', 'Sigmoid'])
+        self.assertEqual(list(s.state_dict().keys()), ['0.weight', '0.bias', '3.weight',
+                                                       '3.bias'])
+        self.assertEqual(s(paddle.ones([1, 2])).shape, [1, 4])
+        with self.assertRaises(IndexError):
+            s.insert(9, paddle.nn.ReLU())
+
+
 if __name__ == '__main__':
     unittest.main()

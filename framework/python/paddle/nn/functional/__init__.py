@@ -9,12 +9,13 @@ from C ops.
 """
 from ...tensor.manipulation import flatten  # noqa: F401
 from .activation import (  # noqa: F401
+    gumbel_softmax, maxout, rrelu, thresholded_relu,
     celu, elu, gelu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, leaky_relu,
     log_sigmoid, log_softmax, mish, prelu, relu, relu6, relu_, selu, sigmoid, silu, softmax,
     softmax_, softplus, softshrink, softsign, swish, tanh, tanh_, tanhshrink)
 from .common import (  # noqa: F401
-    alpha_dropout, cosine_similarity, dropout, dropout2d, interpolate, label_smooth, linear,
-    pad, upsample)
+    alpha_dropout, cosine_similarity, dropout, dropout2d, dropout3d, fold, interpolate,
+    label_smooth, linear, pad, unfold, upsample, zeropad2d)
 from .conv import conv1d, conv1d_transpose, conv2d, conv2d_transpose  # noqa: F401
 from .distance import pairwise_distance  # noqa: F401
 from .input import embedding, one_hot  # noqa: F401
@@ -22,7 +23,10 @@ from .loss import (  # noqa: F401
     binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, kl_div, l1_loss,
     margin_ranking_loss, mse_loss, nll_loss, sigmoid_focal_loss, smooth_l1_loss,
     softmax_with_cross_entropy, square_error_cost)
-from .norm import batch_norm, group_norm, instance_norm, layer_norm, normalize  # noqa: F401
+from .norm import (  # noqa: F401
+    batch_norm, group_norm, instance_norm, layer_norm, local_response_norm, normalize)
+from .extension import sequence_mask, temporal_shift  # noqa: F401
+from .flash_attention import scaled_dot_product_attention  # noqa: F401
 from .vision import (  # noqa: F401
     affine_grid, channel_shuffle, grid_sample, pixel_shuffle, pixel_unshuffle)
 from . import vision  # noqa: F401
@@ -43,5 +47,7 @@ __all__ = [
     'pad', 'normalize', 'cosine_similarity', 'label_smooth', 'square_error_cost',
     'sigmoid_focal_loss', 'flatten', 'pairwise_distance', 'interpolate', 'upsample',
     'conv1d_transpose', 'conv2d_transpose', 'affine_grid', 'channel_shuffle', 'grid_sample',
-    'pixel_shuffle', 'pixel_unshuffle', 'group_norm', 'instance_norm',
+    'pixel_shuffle', 'pixel_unshuffle', 'group_norm', 'instance_norm', 'gumbel_softmax',
+    'maxout', 'rrelu', 'thresholded_relu', 'dropout3d', 'fold', 'unfold', 'zeropad2d',
+    'local_response_norm', 'sequence_mask', 'temporal_shift', 'scaled_dot_product_attention',
 ]

@@ -156,6 +156,62 @@ def glu(x, axis=-1, name=None):
     return _C.multiply(a, _C.sigmoid(b))
 
 
+def maxout(x, groups, axis=1, name=None):
+    """Max over each run of `groups` consecutive channels: C -> C / groups."""
+    _check_tensor(x, 'maxout')
+    nd = x.ndim
+    ax = axis + nd if axis < 0 else axis
+    if ax not in (1, nd - 1):
+        raise ValueError("maxout: axis must be 1 or -1, got {}".format(axis))
+    c = x.shape[ax]
+    groups = int(groups)
+    if groups <= 0 or c % groups:
+        raise ValueError("maxout: channels ({}) must be divisible by groups ({})".format(
+            c, groups))
+    shape = list(x.shape[:ax]) + [c // groups, groups] + list(x.shape[ax + 1:])
+    return _C.max(_C.reshape(x, shape), [ax + 1], False)
+
+
+def thresholded_relu(x, threshold=1.0, value=0.0, name=None):
+    """x where x > threshold, else value."""
+    _check_tensor(x, 'thresholded_relu')
+    keep = _C.greater_than(x, float(threshold))
+    return _C.where(keep, x, float(value))
+
+
+def rrelu(x, lower=1. / 8., upper=1. / 3., training=True, name=None):
+    """Randomised leaky ReLU: slope ~ U(lower, upper) per element in training,
+    (lower + upper) / 2 otherwise."""
+    _check_tensor(x, 'rrelu')
+    if not 0 <= lower <= upper <= 1:
+        raise ValueError("rrelu: need 0 <= lower <= upper <= 1, got {} and {}".format(
+            lower, upper))
+    if not training:
+        return _C.leaky_relu(x, (lower + upper) / 2.0)
+    dt = str(x.dtype).replace('paddle.', '')
+    slope = _C.add(_C.multiply(_C.rand(list(x.shape), dt), float(upper - lower)), float(lower))
+    return _C.where(_C.greater_equal(x, 0.0), x, _C.multiply(x, slope))
+
+
+def gumbel_softmax(x, temperature=1.0, hard=False, axis=-1, name=None):
+    """softmax((x + Gumbel noise) / temperature); hard=True returns one-hot
+    samples with the soft sample's gradient (straight-through)."""
+    _check_tensor(x, 'gumbel_softmax')
+    if temperature <= 0:
+        raise ValueError("gumbel_softmax: temperature must be positive, got {}".format(
+            temperature))
+    dt = str(x.dtype).replace('paddle.', '')
+    u = _C.clip(_C.rand(list(x.shape), dt), 1e-20, 1.0)
+    g = _C.neg(_C.log(_C.neg(_C.log(u))))
+    y = _C.softmax(_C.divide(_C.add(x, g), float(temperature)), axis)
+    if not hard:
+        return y
+    idx = _C.argmax(y, axis, True)
+    from paddle.tensor.manipulation import put_along_axis
+    hard_y = put_along_axis(_C.multiply(y.detach(), 0.0), idx, 1.0, axis)
+    return _C.add(_C.subtract(hard_y, y.detach()), y)
+
+
 # This module held every function of paddle.nn.functional before the package followed
 # Paddle's module layout; those names still import from here.
 __getattr__ = _forward_to(__name__, 'paddle.nn.functional')

@@ -216,6 +216,86 @@ def upsample(x, size=None, scale_factor=None, mode='nearest', align_corners=Fals
     return interpolate(x, size, scale_factor, mode, align_corners, align_mode, data_format)
 
 
+def _unfold_args(kernel_sizes, strides, paddings, dilations, fname):
+    from ._args import _ntuple
+    k = _ntuple(kernel_sizes, 2, 'kernel_sizes')
+    s = _ntuple(strides, 2, 'strides')
+    d = _ntuple(dilations, 2, 'dilations')
+    if isinstance(paddings, numbers.Integral):
+        p = [int(paddings)] * 4
+    else:
+        p = [int(v) for v in paddings]
+        if len(p) == 2:
+            p = [p[0], p[1], p[0], p[1]]
+        elif len(p) != 4:
+            raise ValueError("{}: paddings should be an int, or a list of 2 or 4 ints, got {}"
+                             .format(fname, paddings))
+    if min(k + s + d) <= 0 or min(p) < 0:
+        raise ValueError("{}: kernel sizes, strides and dilations must be positive and "
+                         "paddings non-negative".format(fname))
+    # Paddle's 4-int order is [top, left, bottom, right]; conv2d takes {top, bottom, left, right}
+    return k, s, d, [p[0], p[2], p[1], p[3]]
+
+
+def _patch_kernel(c, k, dtype):
+    """[c*kh*kw, 1, kh, kw] one-hot kernels: a grouped conv with them copies
+    every kernel position of every channel into its own output channel."""
+    eye = np.eye(k[0] * k[1]).reshape(k[0] * k[1], 1, k[0], k[1])
+    w = to_tensor(np.tile(eye, (c, 1, 1, 1)))
+    return _C.cast(w, str(dtype).replace('paddle.', ''))
+
+
+def unfold(x, kernel_sizes, strides=1, paddings=0, dilations=1, name=None):
+    """im2col: x [N, C, H, W] -> [N, C*kh*kw, L] sliding blocks (as a grouped
+    convolution with one-hot kernels, so it runs on the conv path)."""
+    _check_tensor(x, 'unfold')
+    if x.ndim != 4:
+        raise ValueError("unfold: x must be 4-D [N, C, H, W], got {}".format(list(x.shape)))
+    k, s, d, p = _unfold_args(kernel_sizes, strides, paddings, dilations, 'unfold')
+    n, c = x.shape[0], x.shape[1]
+    out = _C.conv2d(x, _patch_kernel(c, k, x.dtype), None, s, p, d, c)
+    return _C.reshape(out, [n, c * k[0] * k[1], -1])
+
+
+def fold(x, output_sizes, kernel_sizes, strides=1, paddings=0, dilations=1, name=None):
+    """col2im, the adjoint of unfold: x [N, C*kh*kw, L] -> [N, C, H, W],
+    overlapping values summed (a transposed grouped convolution)."""
+    from ._args import _ntuple
+    from .conv import _conv_transpose_nd
+    _check_tensor(x, 'fold')
+    if x.ndim != 3:
+        raise ValueError("fold: x must be 3-D [N, C*kh*kw, L], got {}".format(list(x.shape)))
+    k, s, d, p = _unfold_args(kernel_sizes, strides, paddings, dilations, 'fold')
+    osz = _ntuple(output_sizes, 2, 'output_sizes')
+    n, ckk, length = x.shape
+    if ckk % (k[0] * k[1]):
+        raise ValueError("fold: x.shape[1] ({}) must be divisible by kh*kw ({})".format(
+            ckk, k[0] * k[1]))
+    c = ckk // (k[0] * k[1])
+    blocks = [(osz[i] + p[2 * i] + p[2 * i + 1] - d[i] * (k[i] - 1) - 1) // s[i] + 1
+              for i in range(2)]
+    if blocks[0] * blocks[1] != length:
+        raise ValueError("fold: expected {} blocks for output {} but x has {}".format(
+            blocks[0] * blocks[1], osz, length))
+    cols = _C.reshape(x, [n, ckk] + blocks)
+    return _conv_transpose_nd(cols, _patch_kernel(c, k, x.dtype), None, s, p, 0, c, d, osz, 2,
+                              'fold')
+
+
+def zeropad2d(x, padding, data_format='NCHW', name=None):
+    """Zero padding of the last two spatial axes: padding int or
+    [left, right, top, bottom]."""
+    if isinstance(padding, numbers.Integral):
+        padding = [int(padding)] * 4
+    return pad(x, list(padding), mode='constant', value=0.0, data_format=data_format)
+
+
+def dropout3d(x, p=0.5, training=True, data_format='NCDHW', name=None):
+    if x.ndim != 5:
+        raise ValueError("dropout3d: x must be 5-D, got {}".format(list(x.shape)))
+    return dropout(x, p, axis=[0, 1] if data_format == 'NCDHW' else [0, 4], training=training)
+
+
 # This module held every function of paddle.nn.functional before the package followed
 # Paddle's module layout; those names still import from here.
 __getattr__ = _forward_to(__name__, 'paddle.nn.functional')

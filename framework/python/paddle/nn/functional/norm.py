@@ -104,6 +104,33 @@ def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None
     return _from_nchw(out, moved)
 
 
+def local_response_norm(x, size, alpha=1e-4, beta=0.75, k=1.0, data_format='NCHW',
+                        name=None):
+    """x / (k + alpha/size * sum of x^2 over `size` neighbouring channels)^beta
+    (the window is centred, zero-padded: size//2 before, (size-1)//2 after)."""
+    _check_tensor(x, 'local_response_norm')
+    if x.ndim < 3:
+        raise ValueError("local_response_norm: x must be at least 3-D, got {}".format(
+            list(x.shape)))
+    size = int(size)
+    if size <= 0:
+        raise ValueError("local_response_norm: size must be positive, got {}".format(size))
+    moved = False
+    if data_format in ('NHWC', 'NLC', 'NDHWC'):
+        x, moved = _to_nchw(x, data_format, x.ndim - 2)
+    c = x.shape[1]
+    sq = _C.square(x)
+    pads = [0, 0] * x.ndim
+    pads[2], pads[3] = size // 2, (size - 1) // 2
+    sq = _C.pad(sq, pads, 'constant', 0.0)
+    acc = None
+    for i in range(size):          # a window of `size` channel slices, not a loop over elements
+        part = _C.slice(sq, [1], [i], [i + c])
+        acc = part if acc is None else _C.add(acc, part)
+    div = _C.pow(_C.add(_C.multiply(acc, float(alpha) / size), float(k)), float(beta))
+    return _from_nchw(_C.divide(x, div), moved)
+
+
 # This module held every function of paddle.nn.functional before the package followed
 # Paddle's module layout; those names still import from here.
 __getattr__ = _forward_to(__name__, 'paddle.nn.functional')

@@ -6,7 +6,7 @@ from .layers import Layer
 __all__ = ['ReLU', 'ReLU6', 'Sigmoid', 'Tanh', 'Softmax', 'LogSoftmax', 'GELU', 'LeakyReLU',
            'ELU', 'SELU', 'CELU', 'Silu', 'Swish', 'Mish', 'Softplus', 'Softsign', 'Hardswish',
            'Hardsigmoid', 'Hardtanh', 'Tanhshrink', 'LogSigmoid', 'PReLU', 'GLU',
-           'Softshrink', 'Hardshrink']
+           'Softshrink', 'Hardshrink', 'Maxout', 'Softmax2D', 'ThresholdedReLU', 'RReLU']
 
 
 def _simple(cls_name, fn, doc):
@@ -200,3 +200,54 @@ class GLU(Layer):
 
     def extra_repr(self):
         return 'axis={}'.format(self._axis)
+
+
+class Maxout(Layer):
+    """Maxout(groups, axis=1): max over each run of `groups` channels."""
+
+    def __init__(self, groups, axis=1, name=None):
+        super().__init__()
+        self._groups = groups
+        self._axis = axis
+
+    def forward(self, x):
+        return F.maxout(x, self._groups, self._axis)
+
+    def extra_repr(self):
+        return 'groups={}, axis={}'.format(self._groups, self._axis)
+
+
+class Softmax2D(Layer):
+    """Softmax over the channel axis of [N, C, H, W] or [C, H, W] input."""
+
+    def forward(self, x):
+        if x.ndim not in (3, 4):
+            raise ValueError("Softmax2D: expected a 3-D or 4-D input, got {}".format(
+                list(x.shape)))
+        return F.softmax(x, axis=-3)
+
+
+class ThresholdedReLU(Layer):
+    def __init__(self, threshold=1.0, value=0.0, name=None):
+        super().__init__()
+        self._threshold = threshold
+        self._value = value
+
+    def forward(self, x):
+        return F.thresholded_relu(x, self._threshold, self._value)
+
+    def extra_repr(self):
+        return 'threshold={}'.format(self._threshold)
+
+
+class RReLU(Layer):
+    def __init__(self, lower=1. / 8., upper=1. / 3., name=None):
+        super().__init__()
+        self._lower = lower
+        self._upper = upper
+
+    def forward(self, x):
+        return F.rrelu(x, self._lower, self._upper, training=self.training)
+
+    def extra_repr(self):
+        return 'lower={}, upper={}'.format(self._lower, self._upper)

@@ -251,3 +251,83 @@ class UpsamplingBilinear2D(Upsample):
 
 
 __all__ += ['Upsample', 'UpsamplingNearest2D', 'UpsamplingBilinear2D']
+
+
+class Dropout3D(Layer):
+    def __init__(self, p=0.5, data_format='NCDHW', name=None):
+        super().__init__()
+        self.p = p
+        self.data_format = data_format
+
+    def forward(self, input):
+        return F.dropout3d(input, p=self.p, training=self.training, data_format=self.data_format)
+
+    def extra_repr(self):
+        return 'p={}, data_format={}'.format(self.p, self.data_format)
+
+
+class ZeroPad2D(Layer):
+    """ZeroPad2D(padding): int or [left, right, top, bottom]."""
+
+    def __init__(self, padding, data_format='NCHW', name=None):
+        super().__init__()
+        self._pad = [int(padding)] * 4 if isinstance(padding, int) else list(padding)
+        self._data_format = data_format
+
+    def forward(self, x):
+        return F.zeropad2d(x, self._pad, self._data_format)
+
+    def extra_repr(self):
+        return 'padding={}'.format(self._pad)
+
+
+class Unfold(Layer):
+    """Unfold(kernel_sizes, dilations=1, paddings=0, strides=1): im2col."""
+
+    def __init__(self, kernel_sizes, dilations=1, paddings=0, strides=1, name=None):
+        super().__init__()
+        self._args = (kernel_sizes, strides, paddings, dilations)
+
+    def forward(self, x):
+        k, s, p, d = self._args
+        return F.unfold(x, k, s, p, d)
+
+    def extra_repr(self):
+        return 'kernel_sizes={}, dilations={}, paddings={}, strides={}'.format(
+            self._args[0], self._args[3], self._args[2], self._args[1])
+
+
+class Fold(Layer):
+    """Fold(output_sizes, kernel_sizes, dilations=1, paddings=0, strides=1): col2im."""
+
+    def __init__(self, output_sizes, kernel_sizes, dilations=1, paddings=0, strides=1,
+                 name=None):
+        super().__init__()
+        self._args = (output_sizes, kernel_sizes, strides, paddings, dilations)
+
+    def forward(self, x):
+        o, k, s, p, d = self._args
+        return F.fold(x, o, k, s, p, d)
+
+    def extra_repr(self):
+        return 'output_sizes={}, kernel_sizes={}'.format(self._args[0], self._args[1])
+
+
+class PairwiseDistance(Layer):
+    """PairwiseDistance(p=2.0, epsilon=1e-6, keepdim=False): ||x - y + eps||_p
+    over the last axis."""
+
+    def __init__(self, p=2.0, epsilon=1e-6, keepdim=False, name=None):
+        super().__init__()
+        self.p = p
+        self.epsilon = epsilon
+        self.keepdim = keepdim
+
+    def forward(self, x, y):
+        return F.pairwise_distance(x, y, self.p, self.epsilon, self.keepdim)
+
+    def extra_repr(self):
+        return 'p={}'.format(self.p)
+
+
+__all__ += ['Dropout3D', 'ZeroPad2D', 'Unfold', 'Fold', 'PairwiseDistance']

@@ -1,9 +1,9 @@
-"""Containers: Sequential, LayerList, LayerDict, ParameterList."""
+"""Containers: Sequential, LayerList, LayerDict, ParameterList, ParameterDict."""
 import collections
 
 from .layers import Layer
 
-__all__ = ['Sequential', 'LayerList', 'LayerDict', 'ParameterList']
+__all__ = ['Sequential', 'LayerList', 'LayerDict', 'ParameterList', 'ParameterDict']
 
 
 class Sequential(Layer):
@@ -56,6 +56,36 @@ class Sequential(Layer):
         for layer in self._sub_layers.values():
             input = layer(input)
         return input
+
+    def append(self, layer):
+        """Add layer at the end (named by its position); returns self."""
+        self.add_sublayer(str(len(self._sub_layers)), layer)
+        return self
+
+    def insert(self, index, layer):
+        """Insert layer before position index; positional names after it shift
+        by one (named entries keep their names). Returns self."""
+        if not isinstance(layer, Layer):
+            raise TypeError("Sequential.insert: expected a Layer, got {}".format(
+                type(layer).__name__))
+        n = len(self._sub_layers)
+        if not -n <= index <= n:
+            raise IndexError("Index out of range: {}".format(index))
+        if index < 0:
+            index += n
+        items = list(self._sub_layers.items())
+        items.insert(index, (None, layer))
+        self._sub_layers.clear()
+        for i, (name, sub) in enumerate(items):
+            key = str(i) if name is None or name.isdigit() else name
+            self._sub_layers[key] = sub
+        return self
+
+    def extend(self, sequential):
+        """Append every layer of an iterable of layers (e.g. another Sequential)."""
+        for layer in sequential:
+            self.append(layer)
+        return self
 
 
 class LayerList(Layer):
@@ -188,3 +218,47 @@ class ParameterList(Layer):
     def append(self, parameter):
         self.add_parameter(str(len(self._parameters)), parameter)
         return self
+
+
+class ParameterDict(Layer):
+    """ParameterDict(parameters=None): parameters by name (a dict, or (name,
+    parameter) pairs); registered so parameters() and state_dict() see them."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key):
+        return self._parameters[key]
+
+    def __setitem__(self, key, param):
+        self.add_parameter(str(key), param)
+
+    def __delitem__(self, key):
+        del self._parameters[key]
+
+    def __contains__(self, key):
+        return key in self._parameters
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters)
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def values(self):
+        return self._parameters.values()
+
+    def items(self):
+        return self._parameters.items()
+
+    def update(self, parameters):
+        items = parameters.items() if hasattr(parameters, 'items') else parameters
+        for item in items:
+            if len(item) != 2:
+                raise ValueError("ParameterDict.update: expected (name, parameter) pairs")
+            self.add_parameter(str(item[0]), item[1])

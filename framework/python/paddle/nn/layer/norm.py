@@ -6,7 +6,8 @@ from .. import initializer as I
 from .layers import Layer
 
 __all__ = ['BatchNorm', 'BatchNorm1D', 'BatchNorm2D', 'BatchNorm3D', 'LayerNorm', 'GroupNorm',
-           'InstanceNorm1D', 'InstanceNorm2D', 'InstanceNorm3D', 'SpectralNorm']
+           'InstanceNorm1D', 'InstanceNorm2D', 'InstanceNorm3D', 'SpectralNorm',
+           'LocalResponseNorm']
 
 
 class _BatchNormBase(Layer):
@@ -286,3 +287,20 @@ class SpectralNorm(Layer):
             self.weight_v.set_value(v.numpy())
         sigma = paddle.sum(u * paddle.matmul(mat, v))
         return weight / sigma
+
+
+class LocalResponseNorm(Layer):
+    """LocalResponseNorm(size, alpha=1e-4, beta=0.75, k=1.0, data_format='NCHW')."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0, data_format='NCHW', name=None):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+        self.data_format = data_format
+
+    def forward(self, x):
+        return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k,
+                                     self.data_format)
+
+    def extra_repr(self):
+        return 'size={}, alpha={}, beta={}, k={}'.format(self.size, self.alpha, self.beta,
+                                                         self.k)
