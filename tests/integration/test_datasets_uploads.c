@@ -516,6 +516,40 @@ START_TEST(kill9_mid_publish)
 }
 END_TEST
 
+/* A client that stops sending in the middle of a chunk is cut off by the
+ * idle timeout like any slow client; the chunk is aborted (the offset
+ * stays) and the upload takes the chunk again at once. */
+START_TEST(stalled_chunk_times_out)
+{
+    const size_t n = 1 << 20;
+    char id[37], uid[37], dir[256], range[120], buf[256];
+    char *b = random_bytes(n, 5);
+    const char *env[] = {"EDDY_CONN_TIMEOUT_S=2", NULL};
+    struct timeval tv = {60, 0};
+    it_resp r;
+    ssize_t got;
+    int fd;
+
+    snprintf(dir, sizeof(dir), "%s", srv.data_dir);
+    srv.keep_data = 1;
+    ck_assert_int_eq(it_server_stop(&srv), 0);
+    ck_assert_int_eq(it_server_start_in(&srv, dir, env), 0);
+    make_dataset(id, &alice);
+    open_upload(uid, &alice, id, "s.bin", b, n);
+    snprintf(range, sizeof(range), "Content-Range: bytes 0-%zu/%zu", n - 1, n);
+    fd = raw_put(&alice, uid, range, n, b, 1000);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    got = read(fd, buf, sizeof(buf));   /* the server closes: 0 (or a reset) */
+    ck_assert_int_le(got, 0);
+    close(fd);
+    ck_assert_int_eq(offset_of(&alice, uid), 0);
+    ck_assert_int_eq(chunk(&r, &alice, uid, b, 0, n, n), 200);
+    ck_assert(json_is_true(json_object_get(r.json, "done")));
+    it_resp_free(&r);
+    free(b);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("dataset uploads");
@@ -528,6 +562,7 @@ static Suite *suite(void)
     tcase_add_test(tc, big_upload_cut_mid_chunk);
     tcase_add_test(tc, kill9_mid_upload);
     tcase_add_test(tc, kill9_mid_publish);
+    tcase_add_test(tc, stalled_chunk_times_out);
     suite_add_tcase(s, tc);
     return s;
 }
