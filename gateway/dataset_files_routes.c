@@ -807,8 +807,10 @@ static int64_t dataset_quota(gw_request *req)
  * dataset's draft with ds_draft_put_fd at dest_dir/<its path>: the bytes never
  * pass through the client. Then the draft is published with source
  * {"job_id": N} or {"project_id": "..."}. The draft holds the latest version's
- * files, so the new version is the latest one plus (or with replaced) these
- * files.
+ * files (and whatever was put since), so the new version is that plus (or
+ * with replaced) these files; to drop old files, remove them from the draft
+ * first. A failure after some files were put leaves them in the draft (the
+ * published versions are untouched); the call can simply be repeated.
  *
  * Symbolic links, FIFOs, sockets and devices are skipped (listed in
  * `skipped`); a path in `paths` that is a link is 422. At most
