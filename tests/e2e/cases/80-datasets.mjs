@@ -58,6 +58,26 @@ function bigFile(size, seed = 0x12345678) {
 }
 const sha256 = (b) => createHash('sha256').update(b).digest('hex');
 
+// A ustar archive of [{name, data}] (regular files), written by hand.
+function tarOf(files) {
+  const parts = [];
+  for (const f of files) {
+    const hdr = Buffer.alloc(512);
+    const put = (off, len, str) => hdr.write(str, off, len, 'ascii');
+    put(0, 100, f.name);
+    put(100, 8, '0000644\0'); put(108, 8, '0000000\0'); put(116, 8, '0000000\0');
+    put(124, 12, f.data.length.toString(8).padStart(11, '0') + '\0');
+    put(136, 12, Math.floor(Date.now() / 1000).toString(8).padStart(11, '0') + '\0');
+    put(148, 8, '        '); put(156, 1, '0'); put(257, 6, 'ustar\0'); put(263, 2, '00');
+    let sum = 0;
+    for (const b of hdr) sum += b;
+    put(148, 8, sum.toString(8).padStart(6, '0') + '\0 ');
+    parts.push(hdr, f.data, Buffer.alloc((512 - (f.data.length % 512)) % 512));
+  }
+  parts.push(Buffer.alloc(1024));
+  return Buffer.concat(parts);
+}
+
 async function stopKernels(page) {
   return page.evaluate(async () => {
     const csrf = (await (await fetch('/api/v1/me')).json()).csrf_token;
@@ -85,6 +105,17 @@ async function waitNoKernels(page) {
 
 export async function run(t) {
   const { page, assert, shot, rest } = t;
+
+  await t.test('datasets_sha256_matches_node_crypto', async () => {
+    // the incremental hash the upload worker uses, fed in uneven pieces
+    const { Sha256 } = await import(new URL('../../../web/src/sha256.js', import.meta.url));
+    for (const n of [0, 1, 55, 56, 63, 64, 65, 119, 120, 128, 1000, 3 * MiB + 17]) {
+      const d = bigFile(n + (4 - (n % 4)) % 4, 0x2545f491 + n).subarray(0, n);
+      const h = new Sha256();
+      for (let i = 0, k = 1; i < n; i += k, k = (k * 7 + 3) % 4099 + 1) h.update(d.subarray(i, i + k));
+      assert(h.hex() === sha256(d), `sha256 of ${n} bytes`);
+    }
+  });
   const stamp = Date.now().toString(36);
   const name = `Iris e2e ${stamp}`;
   const slug = `iris-e2e-${stamp}`;
@@ -193,12 +224,24 @@ export async function run(t) {
     assert(tar.suggestedFilename() === `${ds.owner}-${ds.slug}-v1.tar`, `archive name ${tar.suggestedFilename()}`);
     assert(readFileSync(await tar.path()).length > big.length, 'the archive holds the version');
 
-    // v2: remove the big file from the draft, publish; v1 is still there
+    // the owner edits the card
+    await page.click('[data-testid=ds-edit]');
+    await page.fill('[data-testid=edit-dataset] [data-testid=ds-description]', '## Edited card\n\nNow with an archive.');
+    await page.click('[data-testid=edit-dataset-ok]');
+    await page.waitForSelector('[data-testid=ds-card-md] h2:has-text("Edited card")');
+
+    // v2: remove the big file from the draft, add a .tar unpacked on publish; v1 is still there
     await page.click('[data-testid=ds-draft-file][data-path="raw/big.bin"] [data-testid=ds-draft-remove]');
     await page.waitForSelector('[data-testid=ds-draft-file][data-path="raw/big.bin"]', { state: 'detached' });
+    const inner = Buffer.from('packed inside a tar\n');
+    await page.setInputFiles('[data-testid=ds-upload-input]', { name: 'extra.tar', mimeType: 'application/x-tar', buffer: tarOf([{ name: 'inner/a.txt', data: inner }]) });
+    await page.waitForSelector('[data-testid=ds-draft-file][data-path="extra.tar"]');
+    await page.check('[data-testid=ds-unpack]');
     await page.fill('[data-testid=ds-publish-message]', 'without the big file');
     await page.click('[data-testid=ds-publish]');
     await page.waitForSelector('[data-testid=ds-version][data-number="2"]');
+    const v2 = await page.$$eval('[data-testid=ds-file]', (els) => els.map((e) => e.dataset.path).sort());
+    assert(v2.join(',') === 'flower.png,inner/a.txt,iris.csv', `v2 has the archive unpacked: ${v2}`);
     const rows = await page.$$eval('[data-testid=ds-versions] tbody tr', (trs) => trs.map((r) => r.dataset.version));
     assert(rows.join(',') === '2,1', `versions newest first: ${rows}`);
     // publishing an unchanged draft says why not
@@ -307,13 +350,14 @@ export async function run(t) {
       const text = await page.textContent('.cell .outputs');
       await shot(page, '88-datasets-kernel-reads');
       assert(text.includes('sepal_length,petals,wild,species'), `the kernel read the CSV: ${text}`);
-      assert(text.includes(`${ds.owner}/${ds.slug}`) && text.includes("'flower.png', 'iris.csv'"), `EDDY_DATASETS and the listing: ${text}`);
+      assert(text.includes(`${ds.owner}/${ds.slug}`) && text.includes("'flower.png', 'inner', 'iris.csv'"), `EDDY_DATASETS and the listing: ${text}`);
       // the running kernel mounts v2: deleting it is refused, and the page says why
       const nbUrl = page.url();
       await inApp(`/datasets/${ds.owner}/${ds.slug}`);
       await page.click('[data-testid=ds-version-delete-2]');
       await page.click('[data-testid=ds-version-delete-confirm]');
-      await page.waitForSelector('.toast.error:has-text("Not deleted")');
+      await page.waitForSelector('[data-testid=ds-refused] .error-box:has-text("Not deleted")');
+      assert(/in use|kernel/i.test(await page.textContent('[data-testid=ds-refused]')), 'the reason names what uses it');
       await shot(page, '88-datasets-version-in-use');
       await page.goto(nbUrl);
       await page.waitForSelector(`[data-testid=dsp-item][data-dataset="${ds.id}"]`);

@@ -173,6 +173,9 @@ export async function datasetPage(idOrOwner, slug) {
   versions.sort((a, b) => b.number - a.number);
   const selected = Number(new URLSearchParams(location.search).get('v')) || (versions[0] && versions[0].number) || 0;
   const own = !!d.can_write;
+  // Why a delete was refused (409: a kernel or job uses it, a project pins it).
+  const refused = h('div', { 'data-testid': 'ds-refused', 'aria-live': 'polite' });
+  const refuse = (e) => clear(refused, errorBox(`Not deleted: ${e.message}`));
 
   // the card
   const cardBody = h('div', { class: 'markdown ds-card-md', 'data-testid': 'ds-card-md' });
@@ -189,7 +192,7 @@ export async function datasetPage(idOrOwner, slug) {
       const ok = await modal({ title: `Delete ${d.name}?`, message: 'Every version and file of this dataset goes, and projects that attach it lose it. This cannot be undone.', actions: [{ label: 'Delete dataset', value: true, kind: 'danger', testid: 'ds-delete-confirm' }] });
       if (!ok) return;
       try { await api.del(dsUrl(d.id)); toast(`Deleted ${d.name}`); navigate('/datasets'); }
-      catch (e) { toast(e.status === 409 ? `Not deleted: ${e.message}` : e.message, 'error'); }
+      catch (e) { if (e.status === 409) refuse(e); else toast(e.message, 'error'); }
     },
   }, 'Delete dataset') : null;
 
@@ -201,7 +204,7 @@ export async function datasetPage(idOrOwner, slug) {
         const ok = await modal({ title: `Delete version ${v.number}?`, message: 'Its files go unless another version has them. Jobs that used it keep their record; its number is never reused.', actions: [{ label: 'Delete version', value: true, kind: 'danger', testid: 'ds-version-delete-confirm' }] });
         if (!ok) return;
         try { await api.del(`${dsUrl(d.id)}/versions/${v.number}`); toast(`Deleted version ${v.number}`); history.replaceState(null, '', location.pathname); await rerender(); }
-        catch (e) { if (e.status === 409) toast(`Not deleted: ${e.message}`, 'error'); else throw e; }
+        catch (e) { if (e.status === 409) refuse(e); else throw e; }
       }),
     }, 'Delete') : null;
     return h('tr', { class: v.number === selected ? 'sel' : null, 'data-version': v.number },
@@ -211,7 +214,7 @@ export async function datasetPage(idOrOwner, slug) {
       h('td', null, when(v.created_at)), h('td', null, sourceText(v.source)), h('td', null, rm));
   });
 
-  const view = selected ? await versionView(d, selected) : h('p', { class: 'muted', 'data-testid': 'ds-no-version' }, own ? 'No version yet: upload files to the draft below and publish one.' : 'No version published yet.');
+  const view = selected ? await versionView(d, selected) : h('section', { class: 'card' }, h('p', { class: 'muted', 'data-testid': 'ds-no-version' }, own ? 'No version yet: upload files to the draft below and publish one.' : 'No version published yet.'));
   page.append(
     h('div', { class: 'page-head' },
       h('h1', null, h('a', { href: '/datasets' }, 'Datasets'), ' / ', h('span', { 'data-testid': 'ds-title' }, d.name)),
@@ -219,6 +222,7 @@ export async function datasetPage(idOrOwner, slug) {
     h('div', { class: 'ds-meta' }, h('code', null, `${d.owner}/${d.slug}`), visBadge(d.visibility),
       d.license ? h('span', { 'data-testid': 'ds-license-shown' }, `License: ${d.license}`) : h('span', { class: 'muted' }, 'No license given'),
       tagList(d.tags), h('span', { class: 'muted' }, `updated ${when(d.updated_at)}`)),
+    refused,
     h('section', { class: 'card' }, cardBody),
     h('section', { class: 'card' }, h('h2', null, 'Versions'), table(['Version', 'Message', 'Size', 'Files', 'Published', 'Source', ''], vRows, { 'data-testid': 'ds-versions' })),
     ...[view].flat(),
