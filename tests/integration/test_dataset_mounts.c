@@ -466,6 +466,7 @@ START_TEST(mnist_from_a_mount_trains_lenet)
         ds_put(&a, id, names[i], bytes, len);
         free(bytes);
     }
+    it_dir_remove(tmp);     /* uploaded: nothing is left behind when a check below fails */
     ck_assert_int_eq(ds_publish(&a, id), 1);
     ck_assert_int_eq(ds_attach(&a, pid, id, 0), 200);
     it_ck_kernel_start(kid, sizeof(kid), &srv, a.hdrs, pid);
@@ -485,7 +486,6 @@ START_TEST(mnist_from_a_mount_trains_lenet)
     json_decref(o);
     free(out);
     shutdown_all();
-    it_dir_remove(tmp);
 }
 END_TEST
 
