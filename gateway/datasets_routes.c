@@ -433,6 +433,12 @@ static int publish_version(gw_request *req, gw_response *res)
     if ((err = ds_version_publish(&v, ds_of(req), req->auth.user_id, req->params[0],
                                   message ? message : "", NULL)) < 0)
         return err;
+    /* previews computed before anyone asks (a background worker; returns at once) */
+    if (ds_previews_enqueue_version(ds_of(req), req->params[0], v->number) < 0) {
+        ed_log_warn("datasets.preview", "cannot queue the previews of %s v%lld: %s", req->params[0],
+                    (long long)v->number, ed_error_last());
+        ed_error_clear();
+    }
     out = gw__ds_version_json(v);
     ds_version_free(v);
     return respond(res, 201, out);
