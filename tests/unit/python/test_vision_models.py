@@ -1,5 +1,5 @@
-"""paddle.vision.models Tier 2 (AlexNet, MobileNetV1/V2 next to LeNet, VGG,
-ResNet) and paddle.metric.Auc/Precision/Recall (issue 18): output shapes,
+"""paddle.vision.models Tier 2 (AlexNet, MobileNetV1/V2/V3, SqueezeNet,
+ShuffleNetV2, ResNeXt next to LeNet, VGG, ResNet) and paddle.metric.Auc/Precision/Recall (issue 18): output shapes,
 parameter counts equal to the published architectures' (so the layers are
 the real ones), Paddle's layer names, a training step, the pretrained=True
 error; Auc against scikit-learn's and Paddle's bucketed algorithm."""
@@ -26,6 +26,13 @@ class TestModels(unittest.TestCase):
         self.assertEqual(n_trainable(M.resnet50()), 25557032)
         self.assertEqual(n_trainable(M.vgg11()), 132863336)
         self.assertEqual(n_trainable(M.vgg16()), 138357544)
+        self.assertEqual(n_trainable(M.resnext50_32x4d()), 25028904)
+        self.assertEqual(n_trainable(M.squeezenet1_0()), 1248424)
+        self.assertEqual(n_trainable(M.squeezenet1_1()), 1235496)
+        self.assertEqual(n_trainable(M.shufflenet_v2_x1_0()), 2278604)
+        self.assertEqual(n_trainable(M.shufflenet_v2_x0_5()), 1366792)
+        self.assertEqual(n_trainable(M.mobilenet_v3_large()), 5483032)
+        self.assertEqual(n_trainable(M.mobilenet_v3_small()), 2542856)
 
     def test_forward_shapes(self):
         self.assertEqual(M.AlexNet(num_classes=10)(paddle.randn([1, 3, 224, 224])).shape, [1, 10])
@@ -33,7 +40,9 @@ class TestModels(unittest.TestCase):
                          [1, 256, 6, 6])
         for net in (M.MobileNetV1(scale=0.5, num_classes=7), M.MobileNetV2(scale=0.5,
                                                                              num_classes=7),
-                    M.resnet18(num_classes=7), M.LeNet(num_classes=7)):
+                    M.resnet18(num_classes=7), M.LeNet(num_classes=7),
+                    M.MobileNetV3Small(scale=0.5, num_classes=7), M.squeezenet1_1(num_classes=7),
+                    M.shufflenet_v2_swish(num_classes=7), M.resnext50_32x4d(num_classes=7)):
             shape = [2, 1, 28, 28] if isinstance(net, M.LeNet) else [2, 3, 64, 64]
             self.assertEqual(net(paddle.randn(shape)).shape, [2, 7], type(net).__name__)
         feats = M.MobileNetV2(num_classes=0, with_pool=False)(paddle.randn([1, 3, 64, 64]))
@@ -68,7 +77,9 @@ class TestModels(unittest.TestCase):
         self.assertLess(losses[-1], losses[0])
 
     def test_pretrained_is_a_clear_error(self):
-        for fn in (M.alexnet, M.mobilenet_v1, M.mobilenet_v2, M.resnet18, M.vgg16):
+        for fn in (M.alexnet, M.mobilenet_v1, M.mobilenet_v2, M.resnet18, M.vgg16,
+                   M.mobilenet_v3_large, M.squeezenet1_0, M.shufflenet_v2_x1_0,
+                   M.resnext50_32x4d):
             with self.assertRaisesRegex(ValueError, 'no network'):
                 fn(pretrained=True)
 

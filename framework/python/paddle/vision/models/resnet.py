@@ -5,7 +5,9 @@ from paddle import nn
 from ._pretrained import no_pretrained
 
 __all__ = ['ResNet', 'BasicBlock', 'BottleneckBlock', 'resnet18', 'resnet34', 'resnet50',
-           'resnet101', 'resnet152', 'wide_resnet50_2', 'wide_resnet101_2']
+           'resnet101', 'resnet152', 'wide_resnet50_2', 'wide_resnet101_2', 'resnext50_32x4d',
+           'resnext50_64x4d', 'resnext101_32x4d', 'resnext101_64x4d', 'resnext152_32x4d',
+           'resnext152_64x4d']
 
 
 class BasicBlock(nn.Layer):
@@ -164,3 +166,33 @@ def wide_resnet50_2(pretrained=False, **kwargs):
 def wide_resnet101_2(pretrained=False, **kwargs):
     kwargs['width'] = 64 * 2
     return _resnet('wide_resnet101_2', BottleneckBlock, 101, pretrained, **kwargs)
+
+
+def _resnext(name, depth, groups, width, pretrained, **kwargs):
+    kwargs['groups'] = groups
+    kwargs['width'] = width
+    return _resnet(name, BottleneckBlock, depth, pretrained, **kwargs)
+
+
+def resnext50_32x4d(pretrained=False, **kwargs):
+    return _resnext('resnext50_32x4d', 50, 32, 4, pretrained, **kwargs)
+
+
+def resnext50_64x4d(pretrained=False, **kwargs):
+    return _resnext('resnext50_64x4d', 50, 64, 4, pretrained, **kwargs)
+
+
+def resnext101_32x4d(pretrained=False, **kwargs):
+    return _resnext('resnext101_32x4d', 101, 32, 4, pretrained, **kwargs)
+
+
+def resnext101_64x4d(pretrained=False, **kwargs):
+    return _resnext('resnext101_64x4d', 101, 64, 4, pretrained, **kwargs)
+
+
+def resnext152_32x4d(pretrained=False, **kwargs):
+    return _resnext('resnext152_32x4d', 152, 32, 4, pretrained, **kwargs)
+
+
+def resnext152_64x4d(pretrained=False, **kwargs):
+    return _resnext('resnext152_64x4d', 152, 64, 4, pretrained, **kwargs)
