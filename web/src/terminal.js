@@ -11,6 +11,15 @@
 // sessionStorage per project, so after a reload the button reconnects to the
 // same shell; the socket reconnects by itself when it drops (a server
 // restart of the connection, a page too slow for a flood of output).
+//
+// The shell learns the screen's size only once it has held for a moment, and
+// never a size no dock has: the layout can give the screen a width of a few
+// pixels for a frame (seen as a modal dialog opens over the page: the fit
+// said 2 columns, then 168), and a shell told so redraws its prompt for 2
+// columns; told the real width again, bash's readline erases the ~15 lines
+// it then thinks its prompt took, i.e. the screen above the prompt. Those
+// erasures are output like any other, so the server's replay after a reload
+// replayed them too and the screen came back empty.
 import { Terminal } from '@xterm/xterm';
 import { FitAddon } from '@xterm/addon-fit';
 import '@xterm/xterm/css/xterm.css';
@@ -22,6 +31,11 @@ import { onLeave } from './app.js';
 const enc = encodeURIComponent;
 const RECONNECT_MS = 1000;
 const MIN_H = 120;
+// No dock is smaller than this (MIN_H gives 5 rows; a phone 40 columns): a
+// smaller fit is a layout of a moment, ignored.
+const MIN_COLS = 20;
+const MIN_ROWS = 2;
+const SIZE_SETTLE_MS = 200;   // the shell gets a size that held this long
 
 let dock = null;   // the page's one terminal dock
 
@@ -105,7 +119,7 @@ class TerminalDock {
     if (this.disposed || this.ended) return;
     const ws = new WebSocket(this.url());
     this.ws = ws;
-    ws.onopen = () => { this.state.textContent = ''; this.sentSize = null; this.refit(); };
+    ws.onopen = () => { this.state.textContent = ''; this.sentSize = null; this.refit(); this.sendSize(); };
     ws.onmessage = (ev) => {
       let m;
       try { m = JSON.parse(ev.data); } catch { return; }
@@ -145,11 +159,22 @@ class TerminalDock {
     if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(msg));
   }
 
+  // Fit xterm to the screen's box, and tell the shell once the size settles.
   refit() {
     if (this.disposed || this.el.hidden) return;
-    try { this.fit.fit(); } catch { return; }
+    let dims;
+    try { dims = this.fit.proposeDimensions(); } catch { return; }
+    if (!dims || !(dims.cols >= MIN_COLS && dims.rows >= MIN_ROWS)) return;   // not laid out: keep the last size
+    if (dims.cols !== this.term.cols || dims.rows !== this.term.rows) this.term.resize(dims.cols, dims.rows);
+    clearTimeout(this.sizeTimer);
+    this.sizeTimer = setTimeout(() => this.sendSize(), SIZE_SETTLE_MS);
+  }
+
+  sendSize() {
+    clearTimeout(this.sizeTimer);
+    this.sizeTimer = null;
     const size = `${this.term.rows}x${this.term.cols}`;
-    if (size !== this.sentSize && this.ws && this.ws.readyState === WebSocket.OPEN) {
+    if (!this.disposed && size !== this.sentSize && this.ws && this.ws.readyState === WebSocket.OPEN) {
       this.sentSize = size;
       this.send(['set_size', this.term.rows, this.term.cols]);
     }
@@ -210,6 +235,7 @@ class TerminalDock {
     if (this.disposed) return;
     this.disposed = true;
     clearTimeout(this.retry);
+    clearTimeout(this.sizeTimer);
     if (this.ws) { const ws = this.ws; this.ws = null; ws.close(); }
     this.resizer.disconnect();
     this.nb.events?.removeEventListener('kernel', this.onKernel);
