@@ -10,6 +10,7 @@ import { onLeave } from './app.js';
 import { uploadDatasetFile, cancelUpload, hasSavedUpload } from './datasets_upload.js';
 
 const ARCHIVE = /\.(zip|tar|tgz|tar\.gz|tar\.bz2|tar\.xz)$/i;
+const MAX_ROWS = 2000;   // draft rows drawn at most
 const rate = (bps) => (bps > 0 ? `${size(Math.round(bps))}/s` : '');
 
 export async function draftView(d, { latest, onPublished }) {
@@ -25,18 +26,24 @@ export async function draftView(d, { latest, onPublished }) {
     draft = Array.isArray(r) ? r : r.files || r.items || [];
     draft.sort((a, b) => a.path.localeCompare(b.path));
     const base = new Map(((latest && latest.files) || []).map((f) => [f.path, f.sha256]));
+    const state = (f) => (!latest ? '' : !base.has(f.path) ? 'new' : base.get(f.path) !== f.sha256 ? 'changed' : '');
+    const changes = latest ? draft.filter(state).length + [...base.keys()].filter((p) => !draft.some((f) => f.path === p)).length : 0;
+    const total = draft.reduce((a, f) => a + f.size, 0);
     clear(list, draft.length
-      ? h('table', { class: 'table' },
+      ? [h('p', { class: 'muted', 'data-testid': 'ds-draft-summary' }, `${draft.length} file${draft.length === 1 ? '' : 's'} · ${size(total)}`,
+        latest ? (changes ? ` · ${changes} change${changes === 1 ? '' : 's'} since v${latest.number}` : ` · the same as v${latest.number}`) : ''),
+      h('div', { class: 'ds-draft-list' }, h('table', { class: 'table' },
         h('thead', null, h('tr', null, h('th', null, 'File'), h('th', null, 'Size'), h('th', null, ''), h('th', null, ''))),
-        h('tbody', null, draft.map((f) => {
+        h('tbody', null, draft.slice(0, MAX_ROWS).map((f) => {
           const rm = h('button', {
             class: 'small', 'data-testid': 'ds-draft-remove',
             onclick: () => busy(rm, async () => { await api.del(dsDraftFileUrl(d.id, f.path)); await refresh(); }),
           }, 'Remove');
-          const state = !latest ? '' : !base.has(f.path) ? 'new' : base.get(f.path) !== f.sha256 ? 'changed' : '';
+          const st = state(f);
           return h('tr', { 'data-path': f.path, 'data-testid': 'ds-draft-file' }, h('td', null, h('code', null, f.path)), h('td', { class: 'num' }, size(f.size)),
-            h('td', null, state ? h('span', { class: 'badge' }, state) : null), h('td', null, rm));
-        })))
+            h('td', null, st ? h('span', { class: 'badge' }, st) : null), h('td', null, rm));
+        })))),
+      draft.length > MAX_ROWS ? h('p', { class: 'muted' }, `The first ${MAX_ROWS} are listed.`) : null]
       : h('p', { class: 'muted' }, 'The draft is empty: add files below.'));
     const archives = draft.filter((f) => ARCHIVE.test(f.path)).map((f) => f.path);
     unpackLabel.style.display = archives.length ? '' : 'none';   // .check's display would beat [hidden]

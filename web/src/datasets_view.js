@@ -9,6 +9,8 @@ import { h, clear, size, toast } from './ui.js';
 import { onLeave } from './app.js';
 
 const PREVIEW_TRIES = 120;   // ~2 min of 202s (Retry-After 1 s) before giving up
+const OPEN_ALL = 200;        // versions with at most this many files start with every folder open
+const MAX_CHILDREN = 1000;   // rows drawn per folder
 
 // The flat manifest as a tree: {name, path, dir, children: Map, file}.
 function buildTree(files) {
@@ -118,15 +120,31 @@ export async function versionView(d, n) {
     if (my === previewSeq && !stopped) clear(preview, head, h('p', { class: 'muted' }, 'The preview is still being computed: select the file again later.'));
   }
 
+  // A folder's rows are made when it is first opened: a version may have
+  // 100,000 files. Small versions start with every folder open.
+  const openAll = files.length <= OPEN_ALL;
+  const children = (node, depth) => {
+    const all = sorted(node);
+    const rows = all.slice(0, MAX_CHILDREN).map((c) => item(c, depth + 1));
+    if (all.length > MAX_CHILDREN) rows.push(h('li', { class: 'muted ds-more', style: { paddingLeft: `${depth * 1.1 + 1.5}rem` } }, `… and ${all.length - MAX_CHILDREN} more here (download the version to see them all)`));
+    return rows;
+  };
   function item(node, depth) {
     if (node.dir) {
-      const kids = h('ul', { role: 'group' }, sorted(node).map((c) => item(c, depth + 1)));
-      const li = h('li', { class: 'ds-dir', role: 'treeitem', 'aria-expanded': 'true', 'data-path': node.path },
+      const kids = h('ul', { role: 'group', hidden: !openAll });
+      let made = false;
+      const setOpen = (open) => {
+        if (open && !made) { kids.append(...children(node, depth)); made = true; }
+        li.setAttribute('aria-expanded', String(open));
+        kids.hidden = !open;
+      };
+      const li = h('li', { class: 'ds-dir', role: 'treeitem', 'data-path': node.path },
         h('button', {
           class: 'ds-row', style: { paddingLeft: `${depth * 1.1 + 0.3}rem` },
-          onclick: () => { const open = li.getAttribute('aria-expanded') !== 'true'; li.setAttribute('aria-expanded', String(open)); kids.hidden = !open; },
+          onclick: () => setOpen(li.getAttribute('aria-expanded') !== 'true'),
         }, h('span', { class: 'ds-caret', 'aria-hidden': 'true' }), h('span', { class: 'ds-name' }, `${node.name}/`), h('span', { class: 'ds-fsize' }, `${node.count} file${node.count === 1 ? '' : 's'} · ${size(node.size)}`)),
         kids);
+      setOpen(openAll);
       return li;
     }
     const f = node.file;
@@ -134,7 +152,7 @@ export async function versionView(d, n) {
       h('button', { class: 'ds-row', style: { paddingLeft: `${depth * 1.1 + 1.2}rem` }, onclick: () => show(f) },
         h('span', { class: 'ds-name' }, node.name), h('span', { class: 'ds-fsize' }, size(f.size))));
   }
-  treeEl.append(...sorted(tree).map((c) => item(c, 0)));
+  treeEl.append(...children(tree, -1));
 
   const stats = h('p', { class: 'muted ds-stats', 'data-testid': 'ds-stats' }, `${files.length} file${files.length === 1 ? '' : 's'} · ${size(v.size_bytes)}`);
   api.get(`${dsUrl(d.id)}/versions/${n}/stats`).then((s) => {
@@ -144,7 +162,16 @@ export async function versionView(d, n) {
   const archive = h('a', { class: 'button', href: dsArchiveUrl(d.id, n), download: `${d.owner}-${d.slug}-v${n}.tar`, 'data-testid': 'ds-download-archive' }, `Download v${n} (.tar)`);
   const want = new URLSearchParams(location.search).get('f');
   const start = files.find((f) => f.path === want) || files[0];
-  if (start) show(start);
+  // the file asked for (?f=) is shown with its folders open
+  if (start) {
+    const parts = start.path.split('/').slice(0, -1);
+    for (let i = 1; i <= parts.length; i++) {
+      const p = parts.slice(0, i).join('/');
+      const dir = [...treeEl.querySelectorAll('.ds-dir')].find((e) => e.dataset.path === p && e.getAttribute('aria-expanded') !== 'true');
+      if (dir) dir.firstChild.click();
+    }
+    show(start);
+  }
   return [
     h('section', { class: 'card ds-version', 'data-testid': 'ds-version', 'data-number': n },
       h('div', { class: 'ds-version-head' }, h('h2', null, `Version ${n}`), v.message ? h('span', { class: 'muted' }, v.message) : null, h('span', { class: 'spacer' }), archive),

@@ -398,6 +398,41 @@ export async function run(t) {
     await rest(page, 'DELETE', `/api/v1/datasets/${id}`);
   });
 
+  await t.test('datasets_large_version_tree_opens_folders_on_demand', async () => {
+    // 250 files in 5 folders (through the API): too many to open every folder
+    const c = await rest(page, 'POST', '/api/v1/datasets', { name: `many ${stamp}`, visibility: 'private' });
+    assert(c.status === 201, `POST dataset ${c.status}: ${c.body}`);
+    const many = JSON.parse(c.body);
+    try {
+      const puts = await page.evaluate(async (id) => {
+        const csrf = (await (await fetch('/api/v1/me')).json()).csrf_token;
+        const bad = [];
+        for (let i = 0; i < 250; i += 25) {
+          await Promise.all(Array.from({ length: 25 }, async (_, k) => {
+            const n = i + k;
+            const r = await fetch(`/api/v1/datasets/${id}/draft/files/part${n % 5}/f${n}.txt`, { method: 'PUT', headers: { 'X-CSRF-Token': csrf }, body: `file ${n}\n` });
+            if (!r.ok) bad.push(`${n}: ${r.status}`);
+          }));
+        }
+        return bad;
+      }, many.id);
+      assert(puts.length === 0, `draft PUTs: ${puts}`);
+      const v = await rest(page, 'POST', `/api/v1/datasets/${many.id}/versions`, { message: 'many files' });
+      assert(v.status === 201, `publish ${v.status}: ${v.body}`);
+      await inApp(`/datasets/${many.owner}/${many.slug}?v=1&f=part3/f8.txt`);
+      await page.waitForSelector('[data-testid=ds-file][data-path="part3/f8.txt"].sel');
+      assert(await page.getAttribute('.ds-dir[data-path="part3"]', 'aria-expanded') === 'true', 'the asked-for file\'s folder is open');
+      assert(await page.getAttribute('.ds-dir[data-path="part1"]', 'aria-expanded') === 'false', 'other folders start closed');
+      assert(!(await page.$('[data-testid=ds-file][data-path="part1/f1.txt"]')), 'a closed folder has no rows yet');
+      await page.click('.ds-dir[data-path="part1"] > button');
+      await page.waitForSelector('[data-testid=ds-file][data-path="part1/f1.txt"]');
+      assert((await page.$$('.ds-dir[data-path="part1"] [data-testid=ds-file]')).length === 50, 'an opened folder lists its 50 files');
+      await page.waitForSelector('[data-testid=ds-preview-text]', { timeout: 60000 });
+      assert((await page.textContent('[data-testid=ds-preview-text]')).includes('file 8'), 'a text file\'s head');
+      await shot(page, '86-datasets-many-files');
+    } finally { await rest(page, 'DELETE', `/api/v1/datasets/${many.id}`); }
+  });
+
   await t.test('datasets_delete_from_the_page', async () => {
     assert(ds, 'the dataset exists');
     await inApp(`/datasets/${ds.owner}/${ds.slug}`);

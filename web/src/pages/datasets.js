@@ -93,13 +93,13 @@ export async function datasetsPage() {
   const grid = h('div', { class: 'ds-grid', 'data-testid': 'datasets' });
   let seq = 0;
 
-  async function load() {
+  async function load(first = false) {
     const my = ++seq;
     const query = { q: state.q || undefined, tag: state.tag || undefined };
     if (state.filter === 'mine') query.owner = app.me.username;
     let items;
     try { items = await listAll('/api/v1/datasets', query, 500); }
-    catch (e) { if (my === seq) clear(grid, errorBox(e)); return; }
+    catch (e) { if (first) throw e; if (my === seq) clear(grid, errorBox(e)); return; }
     if (my !== seq) return;
     const mine = (d) => d.owner === app.me.username || d.owner_id === app.me.id;
     if (state.filter === 'shared') items = items.filter((d) => !mine(d) && d.visibility !== 'public');
@@ -134,9 +134,8 @@ export async function datasetsPage() {
   tag.addEventListener('change', () => { state.tag = tag.value.trim(); load(); });
   onLeave(() => clearTimeout(timer));
 
-  try { await api.get('/api/v1/datasets', { query: { limit: 1 } }); }
+  try { await load(true); }
   catch (e) { if (noRoute(e)) return notAvailable('Datasets'); throw e; }
-  await load();
   const create = h('button', {
     class: 'primary', 'data-testid': 'new-dataset-button',
     onclick: async () => { const d = await newDatasetDialog(); if (d) { toast(`Created ${d.name}`); navigate(datasetHref(d)); } },
