@@ -37,6 +37,7 @@
 #define UPLOAD_FILES_MAX 100000               /* files one upload takes (a version's limit) */
 #define DIR_DEPTH_MAX   32
 #define DL_RETRIES      5
+#define LS_PAGES        100                   /* pages of 500 `datasets ls` reads */
 
 static const cli_col dataset_cols[] = {
     {"ID", "id", CLI_FMT_TEXT},           {"OWNER", "owner", CLI_FMT_TEXT},
@@ -1110,13 +1111,37 @@ static int cmd_ls(int argc, char **argv, const cli_globals *g)
         if (!(eo && eq && et))
             return cli_done(c, ed_error_set(ED_ENOMEM, "query"));
     }
-    if ((err = cli_call_json(&j, c, "GET", path, NULL, 0)) == 0) {
-        if (g->json)
-            print_json(j);
-        else
-            cli_print_table(json_object_get(j, "items"), dataset_cols, sizeof(dataset_cols) / sizeof(dataset_cols[0]));
+    /* every page (next_offset), at most LS_PAGES of 500 */
+    {
+        json_t *all = json_array();
+        long long next = 0;
+        char page[1300];
+        if (all == NULL)
+            return cli_done(c, ed_error_set(ED_ENOMEM, "list"));
+        for (int pages = 0; pages < LS_PAGES; pages++) {
+            json_t *nx;
+            snprintf(page, sizeof(page), "%s&offset=%lld", path, next);
+            if ((err = cli_call_json(&j, c, "GET", page, NULL, 0)) < 0)
+                break;
+            json_array_extend(all, json_object_get(j, "items"));
+            nx = json_object_get(j, "next_offset");
+            next = json_is_integer(nx) ? (long long)json_integer_value(nx) : -1;
+            json_decref(j);
+            j = NULL;
+            if (next <= 0)
+                break;
+        }
+        if (err == 0) {
+            if (g->json) {
+                json_t *o = json_pack("{s:O}", "items", all);
+                print_json(o);
+                json_decref(o);
+            } else {
+                cli_print_table(all, dataset_cols, sizeof(dataset_cols) / sizeof(dataset_cols[0]));
+            }
+        }
+        json_decref(all);
     }
-    json_decref(j);
     return cli_done(c, err);
 }
 
