@@ -1,5 +1,5 @@
 """paddle.vision.models Tier 2 (AlexNet, MobileNetV1/V2/V3, SqueezeNet,
-ShuffleNetV2, ResNeXt next to LeNet, VGG, ResNet) and paddle.metric.Auc/Precision/Recall (issue 18): output shapes,
+ShuffleNetV2, ResNeXt, DenseNet, GoogLeNet next to LeNet, VGG, ResNet) and paddle.metric.Auc/Precision/Recall (issue 18): output shapes,
 parameter counts equal to the published architectures' (so the layers are
 the real ones), Paddle's layer names, a training step, the pretrained=True
 error; Auc against scikit-learn's and Paddle's bucketed algorithm."""
@@ -33,6 +33,8 @@ class TestModels(unittest.TestCase):
         self.assertEqual(n_trainable(M.shufflenet_v2_x0_5()), 1366792)
         self.assertEqual(n_trainable(M.mobilenet_v3_large()), 5483032)
         self.assertEqual(n_trainable(M.mobilenet_v3_small()), 2542856)
+        self.assertEqual(n_trainable(M.densenet121()), 7978856)
+        self.assertEqual(n_trainable(M.densenet161()), 28681000)
 
     def test_forward_shapes(self):
         self.assertEqual(M.AlexNet(num_classes=10)(paddle.randn([1, 3, 224, 224])).shape, [1, 10])
@@ -49,6 +51,13 @@ class TestModels(unittest.TestCase):
         self.assertEqual(feats.shape, [1, 1280, 2, 2])
         self.assertEqual(M.MobileNetV1(num_classes=0)(paddle.randn([1, 3, 32, 32])).shape,
                          [1, 1024, 1, 1])
+
+    def test_googlenet_returns_main_and_aux_logits(self):
+        outs = M.googlenet(num_classes=10)(paddle.randn([1, 3, 224, 224]))
+        self.assertEqual([o.shape for o in outs], [[1, 10], [1, 10], [1, 10]])
+        feats = M.GoogLeNet(num_classes=0)(paddle.randn([1, 3, 224, 224]))
+        self.assertEqual([o.shape for o in feats], [[1, 1024, 1, 1], [1, 512, 3, 3],
+                                                    [1, 528, 3, 3]])
 
     def test_paddle_layer_names(self):
         names = [n for n, _ in M.MobileNetV1(scale=0.25).named_sublayers()]
@@ -79,7 +88,7 @@ class TestModels(unittest.TestCase):
     def test_pretrained_is_a_clear_error(self):
         for fn in (M.alexnet, M.mobilenet_v1, M.mobilenet_v2, M.resnet18, M.vgg16,
                    M.mobilenet_v3_large, M.squeezenet1_0, M.shufflenet_v2_x1_0,
-                   M.resnext50_32x4d):
+                   M.resnext50_32x4d, M.densenet121, M.googlenet):
             with self.assertRaisesRegex(ValueError, 'no network'):
                 fn(pretrained=True)
 

@@ -1,4 +1,7 @@
 from .alexnet import AlexNet, alexnet  # noqa: F401
+from .densenet import (DenseNet, densenet121, densenet161, densenet169,  # noqa: F401
+                       densenet201, densenet264)
+from .googlenet import GoogLeNet, googlenet  # noqa: F401
 from .lenet import LeNet  # noqa: F401
 from .mobilenetv1 import MobileNetV1, mobilenet_v1  # noqa: F401
 from .mobilenetv2 import MobileNetV2, mobilenet_v2  # noqa: F401
@@ -22,4 +25,6 @@ __all__ = ['LeNet', 'ResNet', 'BasicBlock', 'BottleneckBlock', 'resnet18', 'resn
            'MobileNetV3Small', 'MobileNetV3Large', 'mobilenet_v3_small', 'mobilenet_v3_large',
            'SqueezeNet', 'squeezenet1_0', 'squeezenet1_1', 'ShuffleNetV2', 'shufflenet_v2_x0_25',
            'shufflenet_v2_x0_33', 'shufflenet_v2_x0_5', 'shufflenet_v2_x1_0',
-           'shufflenet_v2_x1_5', 'shufflenet_v2_x2_0', 'shufflenet_v2_swish']
+           'shufflenet_v2_x1_5', 'shufflenet_v2_x2_0', 'shufflenet_v2_swish', 'DenseNet',
+           'densenet121', 'densenet161', 'densenet169', 'densenet201', 'densenet264',
+           'GoogLeNet', 'googlenet']
