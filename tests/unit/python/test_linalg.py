@@ -84,6 +84,41 @@ class TestValuesAndGradients(unittest.TestCase):
         self.compare('vector norm axis', lambda a: L.vector_norm(a, 3, axis=1),
                      lambda a: tl.vector_norm(a, 3, dim=1), A)
 
+    @needs_torch
+    def test_statistics_exp_lu_against_torch(self):
+        tl = torch.linalg
+        L = paddle.linalg
+        X = rng.standard_normal((3, 6))
+        self.compare('cov', L.cov, torch.cov, X)
+        self.compare('cov rowvar=False', lambda x: L.cov(x, rowvar=False),
+                     lambda x: torch.cov(x.T), X)
+        fw, aw = np.array([1, 2, 1, 3, 1, 2]), rng.random(6)
+        self.compare('cov weights',
+                     lambda x: L.cov(x, fweights=paddle.to_tensor(fw),
+                                     aweights=paddle.to_tensor(aw)),
+                     lambda x: torch.cov(x, fweights=torch.tensor(fw),
+                                         aweights=torch.tensor(aw)), X)
+        self.compare('corrcoef', L.corrcoef, torch.corrcoef, X)
+        self.compare('matrix_exp', L.matrix_exp, tl.matrix_exp, A, tol=1e-12)
+        self.compare('matrix_exp scaled', L.matrix_exp, tl.matrix_exp, 3 * A, tol=1e-11)
+        chol = np.linalg.cholesky(SPD[0])
+        self.compare('cholesky_inverse', L.cholesky_inverse, torch.cholesky_inverse, chol)
+        self.compare('vecdot', L.vecdot, lambda a, b: (a * b).sum(-1), A, A[::-1].copy())
+        lu, piv = L.lu(paddle.to_tensor(A))
+        tlu, tpiv = tl.lu_factor(torch.tensor(A))
+        np.testing.assert_allclose(lu.numpy(), tlu.numpy(), atol=1e-12)
+        np.testing.assert_array_equal(piv.numpy(), tpiv.numpy())
+        self.assertEqual(piv.dtype, paddle.int32)
+        p, lo, up = L.lu_unpack(lu, piv)
+        np.testing.assert_allclose((p @ lo @ up).numpy(), A, atol=1e-12)
+        np.testing.assert_allclose(L.lu_solve(paddle.to_tensor(B), lu, piv).numpy(),
+                                   np.linalg.solve(A, B), atol=1e-12)
+        rect = rng.standard_normal((5, 3))
+        lu, piv, info = L.lu(paddle.to_tensor(rect), get_infos=True)
+        p, lo, up = L.lu_unpack(lu, piv)
+        np.testing.assert_allclose((p @ lo @ up).numpy(), rect, atol=1e-12)
+        self.assertEqual(int(info), 0)
+
     def test_gradients_by_finite_differences(self):
         L = paddle.linalg
         cases = [('inv', L.inv, np.linalg.inv, A[0]),

@@ -572,3 +572,181 @@ def multi_dot(x, name=None):
     if last_vec:
         out = paddle.squeeze(out, [-1])
     return out
+
+
+# ---------------------------------------------------------------- statistics, LU, exp
+
+def vecdot(x, y, axis=-1, name=None):
+    """sum(x * y) over axis (broadcast)."""
+    return _C.sum(_C.multiply(x, y), [axis], False)
+
+
+def cov(x, rowvar=True, ddof=True, fweights=None, aweights=None, name=None):
+    """Covariance of the variables (rows, or columns when rowvar=False) of a
+    1-D/2-D x, as numpy.cov: ddof=True divides by N - 1 (weighted: the
+    frequency/analytic weights' effective count); differentiable in x."""
+    paddle = _paddle()
+    if not isinstance(x, _C.Tensor):
+        raise TypeError("cov: x must be a Tensor, got {}".format(type(x).__name__))
+    if x.ndim > 2:
+        raise ValueError("cov: x must be 1-D or 2-D, got shape {}".format(list(x.shape)))
+    dt = _dtype_name(x)
+    if dt not in ('float32', 'float64'):
+        x = _C.cast(x, 'float32')
+        dt = 'float32'
+    if x.ndim == 1:
+        x = _C.unsqueeze(x, [0])
+    if not rowvar and x.shape[0] != 1:
+        x = _mT(x)
+    n = x.shape[1]
+    w = None
+    if fweights is not None:
+        fw = fweights.numpy() if isinstance(fweights, _C.Tensor) else np.asarray(fweights)
+        if fw.ndim != 1 or fw.shape[0] != n or np.any(fw < 0) or \
+                not np.all(np.equal(np.mod(fw, 1), 0)):
+            raise ValueError("cov: fweights must be {} non-negative integers".format(n))
+        w = fw.astype(np.float64)
+    if aweights is not None:
+        aw = aweights.numpy() if isinstance(aweights, _C.Tensor) else np.asarray(aweights)
+        if aw.ndim != 1 or aw.shape[0] != n or np.any(aw < 0):
+            raise ValueError("cov: aweights must be {} non-negative numbers".format(n))
+        aw = aw.astype(np.float64)
+        w = aw if w is None else w * aw
+    d = 1 if ddof is True else (0 if ddof is False else int(ddof))
+    if w is None:
+        mean = _C.mean(x, [1], True)
+        fact = n - d
+        xm = _C.subtract(x, mean)
+        c = _C.divide(_mm(xm, _mT(xm)), float(fact))
+    else:
+        wsum = w.sum()
+        wt = _const(w[None, :], x)
+        mean = _C.divide(_C.sum(_C.multiply(x, wt), [1], True), float(wsum))
+        if d == 0:
+            fact = wsum
+        elif aweights is None:
+            fact = wsum - d
+        else:
+            fact = wsum - d * (w * aw).sum() / wsum
+        xm = _C.subtract(x, mean)
+        c = _C.divide(_mm(_C.multiply(xm, wt), _mT(xm)), float(fact))
+    if c.shape == [1, 1]:
+        return paddle.reshape(c, [])
+    return c
+
+
+def corrcoef(x, rowvar=True, name=None):
+    """Pearson correlation coefficients: cov / sqrt(var_i var_j), clipped to [-1, 1]."""
+    c = cov(x, rowvar)
+    if c.ndim == 0:
+        return _C.divide(c, c)
+    d = _C.sum(_C.multiply(c, _eye_like(c.shape[0], c)), [-1], False)
+    s = _C.sqrt(d)
+    c = _C.divide(_C.divide(c, _C.unsqueeze(s, [-1])), _C.unsqueeze(s, [-2]))
+    return _C.clip(c, -1.0, 1.0)
+
+
+def cholesky_inverse(x, upper=False, name=None):
+    """Inverse of A from its Cholesky factor (A = L L^T, or U^T U with upper)."""
+    _check(x, 'cholesky_inverse')
+    a = _mm(_mT(x), x) if upper else _mm(x, _mT(x))
+    return inv(a)
+
+
+def _getrf(a):
+    """LU with partial pivoting of a batch [..., m, n] (the pivots LAPACK's
+    getrf picks: the largest |value| of each column, first on ties).
+    Returns the packed LU, 1-based pivots [..., k] and infos [...]."""
+    a = np.array(a, dtype=a.dtype, copy=True)
+    m, n = a.shape[-2], a.shape[-1]
+    k = min(m, n)
+    batch = a.shape[:-2]
+    a = a.reshape((-1, m, n))
+    piv = np.zeros((a.shape[0], k), dtype=np.int32)
+    info = np.zeros(a.shape[0], dtype=np.int32)
+    rows = np.arange(a.shape[0])
+    for j in range(k):
+        p = j + np.argmax(np.abs(a[:, j:, j]), axis=1)
+        piv[:, j] = p + 1
+        swap = p != j
+        if np.any(swap):
+            tmp = a[rows[swap], j, :].copy()
+            a[rows[swap], j, :] = a[rows[swap], p[swap], :]
+            a[rows[swap], p[swap], :] = tmp
+        pivot = a[:, j, j]
+        zero = pivot == 0
+        info[(info == 0) & zero] = j + 1
+        safe = np.where(zero, 1.0, pivot)
+        a[:, j + 1:, j] = np.where(zero[:, None], a[:, j + 1:, j], a[:, j + 1:, j] / safe[:, None])
+        a[:, j + 1:, j + 1:] -= a[:, j + 1:, j:j + 1] * a[:, j:j + 1, j + 1:]
+    return (a.reshape(batch + (m, n)), piv.reshape(batch + (k,)), info.reshape(batch))
+
+
+def lu(x, pivot=True, get_infos=False, name=None):
+    """LU factorisation with partial pivoting -> (LU packed, pivots [*, k]
+    int32, 1-based as LAPACK's getrf) and infos when get_infos; no gradient."""
+    paddle = _paddle()
+    _check(x, 'lu', square=False)
+    if not pivot:
+        raise NotImplementedError("lu: pivot=False is not supported on CPU (as in Paddle)")
+    packed, piv, info = _getrf(_np_of(x).astype(np.float64))
+    out = (_const(packed, x), paddle.to_tensor(piv))
+    if get_infos:
+        out = out + (paddle.to_tensor(info),)
+    return out
+
+
+def lu_unpack(x, y, unpack_ludata=True, unpack_pivots=True, name=None):
+    """(P, L, U) from lu()'s packed factors x and pivots y, with A = P L U."""
+    paddle = _paddle()
+    m, n = x.shape[-2], x.shape[-1]
+    k = min(m, n)
+    p = l_ = u = None
+    if unpack_ludata:
+        lower = np.tril(np.ones((m, k)), -1)
+        l_ = _C.add(_C.multiply(_C.slice(x, [x.ndim - 1], [0], [k]), _const(lower, x)),
+                    _const(np.eye(m, k), x))
+        u = _C.multiply(_C.slice(x, [x.ndim - 2], [0], [k]), _const(np.triu(np.ones((k, n))), x))
+    if unpack_pivots:
+        piv = y.numpy().astype(np.int64) - 1
+        batch = piv.shape[:-1]
+        flat = piv.reshape(-1, piv.shape[-1])
+        perms = np.tile(np.arange(m), (flat.shape[0], 1))
+        for b in range(flat.shape[0]):
+            for j, pj in enumerate(flat[b]):
+                perms[b, [j, pj]] = perms[b, [pj, j]]
+        pm = np.zeros((flat.shape[0], m, m))
+        for b in range(flat.shape[0]):
+            pm[b, perms[b], np.arange(m)] = 1.0
+        p = _const(pm.reshape(batch + (m, m)), x)
+    return p, l_, u
+
+
+def lu_solve(b, lu_data, pivots, trans='N', name=None):
+    """X with A X = b (trans 'N'), A^T X = b ('T' or 'C'), from lu()'s factors."""
+    p, l_, u = lu_unpack(lu_data, pivots)
+    if trans == 'N':
+        a = _mm(p, _mm(l_, u))
+    elif trans in ('T', 'C'):
+        a = _mT(_mm(p, _mm(l_, u)))
+    else:
+        raise ValueError("lu_solve: trans must be 'N', 'T' or 'C', got {!r}".format(trans))
+    return solve(a, b)
+
+
+def matrix_exp(x, name=None):
+    """exp(A) by scaling and squaring a degree-18 Taylor polynomial (Horner);
+    every step is a differentiable matmul."""
+    _check(x, 'matrix_exp')
+    a = _np_of(x)
+    nrm = float(np.max(np.abs(a).sum(axis=-1))) if a.size else 0.0
+    s = max(0, int(np.ceil(np.log2(nrm / 0.5)))) if nrm > 0.5 else 0
+    y = _C.multiply(x, 1.0 / (2 ** s))
+    n = x.shape[-1]
+    eye = _eye_like(n, x)
+    r = eye
+    for k in range(18, 0, -1):
+        r = _C.add(eye, _C.divide(_mm(y, r), float(k)))
+    for _ in range(s):
+        r = _mm(r, r)
+    return r
