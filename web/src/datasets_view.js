@@ -28,7 +28,7 @@ function buildTree(files) {
   }
   return root;
 }
-const sorted = (node) => [...node.children.values()].sort((a, b) => (a.dir !== b.dir ? (a.dir ? -1 : 1) : a.name.localeCompare(b.name)));
+const sorted = (node) => [...node.children.values()].sort((a, b) => (a.dir !== b.dir ? (a.dir ? -1 : 1) : a.name.localeCompare(b.name, undefined, { numeric: true })));
 
 // Copy `text`, with a toast either way.
 export async function copyText(text) {

@@ -224,6 +224,15 @@ export async function run(t) {
     assert(tar.suggestedFilename() === `${ds.owner}-${ds.slug}-v1.tar`, `archive name ${tar.suggestedFilename()}`);
     assert(readFileSync(await tar.path()).length > big.length, 'the archive holds the version');
 
+    // sharing: an unknown user is refused with the server's message, a real one is not
+    await page.click('[data-testid=ds-share]');
+    await page.fill('[data-testid=ds-share-user]', `nobody-${stamp}`);
+    await page.click('[data-testid=share-dataset-ok]');
+    await page.waitForSelector('[data-testid=ds-share-error] .error-box');
+    await page.fill('[data-testid=ds-share-user]', t.ADMIN.username);
+    await page.click('[data-testid=share-dataset-ok]');
+    await page.waitForSelector('[data-testid=share-dataset]', { state: 'detached' });
+
     // the owner edits the card
     await page.click('[data-testid=ds-edit]');
     await page.fill('[data-testid=edit-dataset] [data-testid=ds-description]', '## Edited card\n\nNow with an archive.');
@@ -260,6 +269,24 @@ export async function run(t) {
     await page.click('[data-testid=ds-filter-mine]');
     await page.waitForSelector(`[data-testid=ds-card][data-slug="${ds.slug}"]`);
     await shot(page, '86-datasets-list');
+
+    // the user it was shared with finds it under "Shared with me", read-only
+    const actx = await t.browser.newContext({ viewport: { width: 1366, height: 820 } });
+    try {
+      const ap = await actx.newPage();
+      ap.setDefaultTimeout(10000);
+      await ap.goto(`${t.base}/login`);
+      await ap.fill('input[name=username]', t.ADMIN.username);
+      await ap.fill('input[name=password]', t.ADMIN.password);
+      await ap.click('button[type=submit]');
+      await ap.waitForURL('**/projects');
+      await ap.click('nav a[href="/datasets"]');
+      await ap.click('[data-testid=ds-filter-shared]');
+      await ap.click(`[data-testid=ds-card][data-slug="${ds.slug}"]`);
+      await ap.waitForSelector('[data-testid=ds-version]');
+      assert(!(await ap.$('[data-testid=ds-draft-card]')) && !(await ap.$('[data-testid=ds-delete]')), 'a reader has no draft and no delete');
+      await shot(ap, '86-datasets-shared-reader');
+    } finally { await actx.close(); }
   });
 
   await t.test('datasets_upload_resumes_after_a_reload', async () => {

@@ -186,6 +186,36 @@ export async function datasetPage(idOrOwner, slug) {
       if (r) { toast('Saved'); await rerender(); }
     },
   }, 'Edit card') : null;
+  // Sharing a private dataset for reading (POST/DELETE .../shares/{username};
+  // the server has no list of shares to show).
+  const share = own && d.visibility === 'private' ? h('button', {
+    'data-testid': 'ds-share', onclick: async () => {
+      const who = h('input', { placeholder: 'username', 'aria-label': 'Username', 'data-testid': 'ds-share-user', required: true });
+      const err = h('div', { 'data-testid': 'ds-share-error' });
+      await formDialog({
+        title: `Share ${d.name}`, testid: 'share-dataset', okLabel: 'Share',
+        form: { el: h('div', null, h('p', { class: 'muted' }, 'The user can see, download and attach it; only you change it. "Stop sharing" takes it back.'), field('Username', who), err),
+          value: () => who.value.trim(), err, focus: () => who.focus() },
+        submit: async (user) => {
+          if (!user) throw new Error('Name a user');
+          await api.post(`${dsUrl(d.id)}/shares/${enc(user)}`);
+          toast(`Shared with ${user}`);
+          return user;
+        },
+      });
+    },
+  }, 'Share…') : null;
+  const unshare = own && d.visibility === 'private' ? h('button', {
+    'data-testid': 'ds-unshare', onclick: async () => {
+      const who = h('input', { placeholder: 'username', 'aria-label': 'Username', 'data-testid': 'ds-unshare-user', required: true });
+      const err = h('div');
+      await formDialog({
+        title: 'Stop sharing', testid: 'unshare-dataset', okLabel: 'Stop sharing',
+        form: { el: h('div', null, field('Username', who), err), value: () => who.value.trim(), err, focus: () => who.focus() },
+        submit: async (user) => { await api.del(`${dsUrl(d.id)}/shares/${enc(user)}`); toast(`${user} no longer sees it`); return user; },
+      });
+    },
+  }, 'Stop sharing…') : null;
   const del = own ? h('button', {
     class: 'danger', 'data-testid': 'ds-delete', onclick: async () => {
       const ok = await modal({ title: `Delete ${d.name}?`, message: 'Every version and file of this dataset goes, and projects that attach it lose it. This cannot be undone.', actions: [{ label: 'Delete dataset', value: true, kind: 'danger', testid: 'ds-delete-confirm' }] });
@@ -217,7 +247,7 @@ export async function datasetPage(idOrOwner, slug) {
   page.append(
     h('div', { class: 'page-head' },
       h('h1', null, h('a', { href: '/datasets' }, 'Datasets'), ' / ', h('span', { 'data-testid': 'ds-title' }, d.name)),
-      h('span', { class: 'spacer' }), edit, del),
+      h('span', { class: 'spacer' }), edit, share, unshare, del),
     h('div', { class: 'ds-meta' }, h('code', null, `${d.owner}/${d.slug}`), visBadge(d.visibility),
       d.license ? h('span', { 'data-testid': 'ds-license-shown' }, `License: ${d.license}`) : h('span', { class: 'muted' }, 'No license given'),
       tagList(d.tags), h('span', { class: 'muted' }, `updated ${when(d.updated_at)}`)),
