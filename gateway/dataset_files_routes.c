@@ -756,31 +756,11 @@ static int job_output(int *out_fd, gw_request *req, int64_t job)
 }
 
 /* The project's working tree: the caller must be able to read the project
- * (its own, or a public one: proj_get), and listing its files first makes
- * projects/ attach a workspace tree that is not yet (a loop-mounted one is
- * empty until then). The tree is DATA/projects/<id>/, the server's own
- * path; what is beneath it is opened only through ed_fs. */
+ * (its own, or a public one); projects/ attaches a workspace tree first.
+ * What is beneath it is opened only through ed_fs. */
 static int project_tree(int *out_fd, gw_request *req, const char *pid)
 {
-    proj *p = NULL;
-    proj_file_list *files = NULL;
-    char path[700];
-    int err;
-
-    *out_fd = -1;
-    if ((err = proj_get(&p, req->srv->projects, req->auth.user_id, pid)) < 0)
-        return err;
-    err = proj_files_list(&files, req->srv->projects, req->auth.user_id, p->id);
-    proj_file_list_free(files);
-    if (err < 0) {
-        proj_free(p);
-        return err;
-    }
-    snprintf(path, sizeof(path), "%s/projects/%s", req->srv->cfg.data_dir, p->id);
-    proj_free(p);
-    if (ed_fs_open_dir(out_fd, path) < 0)
-        return ed_error_set(ED_ENOTFOUND, "project %s has no files", pid);
-    return 0;
+    return proj_tree_open(out_fd, req->srv->projects, req->auth.user_id, pid);
 }
 
 /* The storage limit of the caller's tier for datasets (quota/), 0: none.

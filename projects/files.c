@@ -287,6 +287,20 @@ static int finish(proj_root *r, const char *id, proj *p, int fd, int fd2, int er
 
 /* The walk behind proj_files_list and proj_tree_list (`out_dirs` NULL: no
  * folders). */
+int proj_tree_open(int *out_fd, proj_root *r, int64_t user_id, const char *id)
+{
+    proj *p = NULL;
+    int err;
+
+    *out_fd = -1;
+    proj__lock(r, id);
+    if ((err = proj__load(&p, r, user_id, id, PROJ__READ)) == 0)
+        err = proj__open_dir(out_fd, r, id);
+    proj__unlock(r, id);
+    proj_free(p);
+    return err;
+}
+
 static int list_tree(proj_file_list **out, proj_file_list **out_dirs, proj_root *r,
                      int64_t user_id, const char *id)
 {

@@ -195,6 +195,11 @@ int proj_path_validate(const char *path, size_t len);
  * listed). Readable by whoever can see the project. Caller frees with
  * proj_file_list_free(). */
 int proj_files_list(proj_file_list **out, proj_root *r, int64_t user_id, const char *id);
+/* The project's working tree as an O_DIRECTORY|O_NOFOLLOW descriptor
+ * (caller closes), for code that reads a project's files beneath it with
+ * ed_fs (a dataset version made from a project). Readable by whoever may
+ * read the project: ED_ENOTFOUND otherwise, as proj_get. */
+int proj_tree_open(int *out_fd, proj_root *r, int64_t user_id, const char *id);
 
 /* Read a whole file: from the working tree when `version` is NULL, else as it
  * was in that version (a commit id, or an unambiguous prefix of at least 4 hex
