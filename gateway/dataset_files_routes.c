@@ -897,6 +897,7 @@ static int post_from(gw_request *req, gw_response *res)
     }
     if ((err = ds_version_publish(&v, req->srv->datasets, req->auth.user_id, id, message, source)) < 0)
         goto done;
+    ds_previews_enqueue_version(req->srv->datasets, id, v->number);   /* previews ready before anyone asks */
     if ((out = gw__ds_version_json(v)) == NULL) {
         err = ed_error_set(ED_ENOMEM, "version");
         goto done;
