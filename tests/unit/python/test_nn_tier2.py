@@ -224,6 +224,39 @@ class TestRNN(TorchCase):
             self.assertClose(y, ty, 1e-5)
             self.assertClose(h, th, 1e-5)
 
+    @needs_torch
+    def test_sequence_length_against_torch_packed_sequences(self):
+        for P, T, lstm in ((paddle.nn.LSTM, torch.nn.LSTM, True),
+                           (paddle.nn.GRU, torch.nn.GRU, False),
+                           (paddle.nn.SimpleRNN, torch.nn.RNN, False)):
+            for direction, layers in (('forward', 1), ('bidirect', 2)):
+                r = P(5, 7, num_layers=layers, direction=direction)
+                t = T(5, 7, num_layers=layers, batch_first=True,
+                      bidirectional=direction != 'forward')
+                t.load_state_dict({k: torch.tensor(v.numpy())
+                                   for k, v in r.state_dict().items()})
+                x = self.rng.standard_normal((3, 6, 5)).astype('float32')
+                lens = [6, 4, 1]
+                px = paddle.to_tensor(x, stop_gradient=False)
+                y, st = r(px, sequence_length=paddle.to_tensor(lens))
+                packed = torch.nn.utils.rnn.pack_padded_sequence(
+                    torch.tensor(x), torch.tensor(lens), batch_first=True, enforce_sorted=False)
+                ty, tst = t(packed)
+                ty, _ = torch.nn.utils.rnn.pad_packed_sequence(ty, batch_first=True,
+                                                               total_length=6)
+                msg = '{} {}'.format(P.__name__, direction)
+                self.assertClose(y, ty, 1e-5, msg)
+                if lstm:
+                    self.assertClose(st[0], tst[0], 1e-5, msg)
+                    self.assertClose(st[1], tst[1], 1e-5, msg)
+                else:
+                    self.assertClose(st, tst, 1e-5, msg)
+                y.sum().backward()
+                self.assertEqual(px.grad.shape, [3, 6, 5])
+                np.testing.assert_array_equal(px.grad.numpy()[2, 1:], 0.0)   # padding
+        with self.assertRaises(ValueError):
+            paddle.nn.LSTM(5, 7)(paddle.randn([3, 6, 5]), sequence_length=paddle.to_tensor([7, 1, 1]))
+
     def test_simple_rnn_doc_shapes(self):
         rnn = paddle.nn.SimpleRNN(16, 32, 2)
         y, h = rnn(paddle.randn((4, 23, 16)), paddle.randn((2, 4, 32)))

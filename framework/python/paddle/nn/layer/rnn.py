@@ -84,9 +84,9 @@ class _RNNBase(Layer):
 
     def forward(self, inputs, initial_states=None, sequence_length=None):
         import paddle
+        lens = None
         if sequence_length is not None:
-            raise NotImplementedError("{}: sequence_length is not supported".format(
-                self.__class__.__name__))
+            lens = _lengths(sequence_length, inputs, self.time_major, self.__class__.__name__)
         if inputs.ndim != 3:
             raise ValueError("{}: inputs must be 3-D, got {}".format(self.__class__.__name__,
                                                                      list(inputs.shape)))
@@ -107,6 +107,15 @@ class _RNNBase(Layer):
                 hk = h0[k] if h0 is not None else None
                 ck = c0[k] if c0 is not None else None
                 w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
+                if lens is not None:
+                    y, h, c = _masked_sequence(self._kind, x, hk, ck, w_ih, w_hh, b_ih, b_hh,
+                                               self.time_major, lens, d == 1,
+                                               getattr(self, 'activation', 'tanh'))
+                    hs.append(h)
+                    if lstm:
+                        cs.append(c)
+                    outs.append(y)
+                    continue
                 xin = _flip_time(x, time_axis) if d == 1 else x
                 if self._kind == 'simple':
                     y, h = _simple_sequence(xin, hk, w_ih, w_hh, b_ih, b_hh, self.time_major,
@@ -172,6 +181,75 @@ def _simple_sequence(x, h0, w_ih, w_hh, b_ih, b_hh, time_major, activation):
         ys.append(h)
     y = paddle.stack(ys, axis=0 if time_major else 1)
     return y, h
+
+
+def _lengths(sequence_length, inputs, time_major, who):
+    """sequence_length as a checked int64 numpy vector [B]."""
+    import numpy as np
+    lens = sequence_length.numpy() if hasattr(sequence_length, 'numpy') else \
+        np.asarray(sequence_length)
+    lens = np.asarray(lens).astype(np.int64).reshape(-1)
+    batch = inputs.shape[1 if time_major else 0]
+    steps = inputs.shape[0 if time_major else 1]
+    if lens.shape[0] != batch or lens.min(initial=0) < 0 or lens.max(initial=0) > steps:
+        raise ValueError("{}: sequence_length must hold {} lengths in [0, {}], got {}".format(
+            who, batch, steps, lens.tolist()))
+    return lens
+
+
+def _masked_sequence(kind, x, h0, c0, w_ih, w_hh, b_ih, b_hh, time_major, lens, reverse,
+                     activation):
+    """One direction of one layer over padded sequences (Paddle's rnn op with
+    sequence_length): a sample's state stops changing after its length, its
+    outputs there are zeros, and the reverse direction reads each sequence
+    backwards within its own length. One fused cell op per time step."""
+    import numpy as np
+    import paddle
+    if time_major:
+        x = paddle.transpose(x, [1, 0, 2])
+    b, t_len = x.shape[0], x.shape[1]
+    hsz = w_hh.shape[1]
+    idx = None
+    if reverse:
+        t = np.arange(t_len)[None, :]
+        perm = np.where(t < lens[:, None], lens[:, None] - 1 - t, t)
+        idx = paddle.to_tensor(perm.astype(np.int64))
+
+        def permute(v):
+            ind = paddle.expand(paddle.unsqueeze(idx, -1), [b, t_len, v.shape[-1]])
+            return paddle.take_along_axis(v, ind, 1)
+        x = permute(x)
+    dt = str(x.dtype).replace('paddle.', '')
+    mask = (np.arange(t_len)[:, None] < lens[None, :]).astype(dt)       # [T, B]
+    h = h0 if h0 is not None else paddle.zeros([b, hsz], dtype=dt)
+    c = c0 if c0 is not None else paddle.zeros([b, hsz], dtype=dt)
+    act = paddle.tanh if activation == 'tanh' else F.relu
+    ys = []
+    for step in range(t_len):
+        x_t = x[:, step]
+        if kind == 'lstm':
+            h_new, c_new = _C().lstm_cell(x_t, h, c, w_ih, w_hh, b_ih, b_hh)
+        elif kind == 'gru':
+            h_new = _C().gru_cell(x_t, h, w_ih, w_hh, b_ih, b_hh)
+        else:
+            pre = paddle.matmul(x_t, w_ih, transpose_y=True) + \
+                paddle.matmul(h, w_hh, transpose_y=True)
+            if b_ih is not None:
+                pre = pre + b_ih
+            if b_hh is not None:
+                pre = pre + b_hh
+            h_new = act(pre)
+        m = paddle.to_tensor(mask[step][:, None])
+        h = h_new * m + h * (1.0 - m)
+        if kind == 'lstm':
+            c = c_new * m + c * (1.0 - m)
+        ys.append(h_new * m)
+    y = paddle.stack(ys, axis=1)
+    if reverse:
+        y = permute(y)
+    if time_major:
+        y = paddle.transpose(y, [1, 0, 2])
+    return y, h, (c if kind == 'lstm' else None)
 
 
 class RNNCellBase(Layer):
