@@ -2,7 +2,8 @@
 
 Batches are collated with numpy and turned into one Tensor per field with a
 single paddle.to_tensor call, so the per-batch cost is one copy into C.
-num_workers is accepted and ignored: kernels run single-process.
+num_workers > 0 loads batches in forked worker processes that hand them back
+through shared memory (worker.py).
 """
 import bisect
 import math
@@ -372,9 +373,22 @@ def default_collate_fn(batch):
         "but got {}".format(type(sample)))
 
 
-def get_worker_info():
-    """None: data loading runs in the main process."""
-    return None
+from .worker import WorkerInfo, get_worker_info  # noqa: E402,F401
+
+
+class _SingleProcessIter:
+    """The loader's iterator in the main process (also has Paddle's .next())."""
+
+    def __init__(self, gen):
+        self._gen = gen
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._gen)
+
+    next = __next__
 
 
 class DataLoader:
@@ -394,8 +408,25 @@ class DataLoader:
                  worker_init_fn=None, persistent_workers=False):
         if dataset is None:
             raise ValueError("DataLoader: dataset must not be None")
-        if not isinstance(num_workers, numbers.Integral) or num_workers < 0:
+        if isinstance(num_workers, bool) or not isinstance(num_workers, numbers.Integral) or \
+                num_workers < 0:
             raise ValueError("num_workers should be a non-negative integer")
+        if num_workers > 256:
+            raise ValueError("num_workers {} is over the limit of 256".format(num_workers))
+        if isinstance(prefetch_factor, bool) or not isinstance(prefetch_factor, numbers.Integral) \
+                or not 1 <= prefetch_factor <= 1024:
+            raise ValueError("prefetch_factor should be a positive integer (at most 1024), got {!r}"
+                             .format(prefetch_factor))
+        if not isinstance(timeout, numbers.Real) or timeout < 0:
+            raise ValueError("timeout should be a non-negative number, got {!r}".format(timeout))
+        if worker_init_fn is not None and not callable(worker_init_fn):
+            raise TypeError("worker_init_fn should be callable")
+        self.prefetch_factor = int(prefetch_factor)
+        self.timeout = float(timeout)
+        self.worker_init_fn = worker_init_fn
+        self.persistent_workers = bool(persistent_workers) and num_workers > 0
+        self.use_shared_memory = use_shared_memory
+        self._pool = None
         self.dataset = dataset
         self.return_list = return_list
         self.collate_fn = collate_fn
@@ -451,6 +482,36 @@ class DataLoader:
         return sample
 
     def __iter__(self):
+        if self.num_workers > 0:
+            from .worker import MultiProcessIter, WorkerPool
+            if self._pool is None:
+                self._pool = WorkerPool(self)
+            return MultiProcessIter(self, self._pool)
+        return _SingleProcessIter(self._single_process())
+
+    def _worker_collate(self, samples, batched):
+        """In a worker: the batch (or sample) as a tree of numpy arrays."""
+        from .worker import as_tree, np_collate
+        if not batched:
+            s = samples[0]
+            return as_tree(s, True) if self.collate_fn is None else \
+                as_tree(self.collate_fn(s), False)
+        if self.collate_fn is None:
+            return np_collate(samples)
+        return as_tree(self.collate_fn(samples), False)
+
+    def _drop_pool(self):
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    def __del__(self):
+        try:
+            self._drop_pool()
+        except Exception:
+            pass
+
+    def _single_process(self):
         if self._is_iterable:
             if self.batch_size is None:
                 for s in self.dataset:
