@@ -177,6 +177,6 @@ export async function versionView(d, n) {
       h('div', { class: 'ds-version-head' }, h('h2', null, `Version ${n}`), v.message ? h('span', { class: 'muted' }, v.message) : null, h('span', { class: 'spacer' }), archive),
       stats,
       files.length ? h('div', { class: 'ds-browser' }, h('div', { class: 'ds-tree-wrap' }, treeEl), preview) : h('p', { class: 'muted' }, 'This version has no files.')),
-    howToUse(d, { firstFile: start && start.path }),
+    howToUse(d, { firstFile: (files.find((f) => /\.(csv|tsv)$/i.test(f.path)) || start || {}).path }),
   ];
 }

@@ -285,6 +285,7 @@ export async function run(t) {
       await ap.click(`[data-testid=ds-card][data-slug="${ds.slug}"]`);
       await ap.waitForSelector('[data-testid=ds-version]');
       assert(!(await ap.$('[data-testid=ds-draft-card]')) && !(await ap.$('[data-testid=ds-delete]')), 'a reader has no draft and no delete');
+      assert(!/null|undefined|\[object/.test(await ap.textContent('[data-testid=dataset-page]')), 'nothing shows as null');
       await shot(ap, '86-datasets-shared-reader');
     } finally { await actx.close(); }
   });

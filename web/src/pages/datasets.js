@@ -244,7 +244,8 @@ export async function datasetPage(idOrOwner, slug) {
   });
 
   const view = selected ? await versionView(d, selected) : h('section', { class: 'card' }, h('p', { class: 'muted', 'data-testid': 'ds-no-version' }, own ? 'No version yet: upload files to the draft below and publish one.' : 'No version published yet.'));
-  page.append(
+  const draft = own ? await draftView(d, { latest: versions[0], onPublished: async (v) => { history.replaceState(null, '', `${datasetHref(d)}?v=${v.number}`); await rerender(); } }) : null;
+  page.append(...[
     h('div', { class: 'page-head' },
       h('h1', null, h('a', { href: '/datasets' }, 'Datasets'), ' / ', h('span', { 'data-testid': 'ds-title' }, d.name)),
       h('span', { class: 'spacer' }), edit, share, unshare, del),
@@ -255,7 +256,7 @@ export async function datasetPage(idOrOwner, slug) {
     h('section', { class: 'card' }, cardBody),
     h('section', { class: 'card' }, h('h2', null, 'Versions'), table(['Version', 'Message', 'Size', 'Files', 'Published', 'Source', ''], vRows, { 'data-testid': 'ds-versions' })),
     ...[view].flat(),
-    own ? await draftView(d, { latest: versions[0], onPublished: async (v) => { history.replaceState(null, '', `${datasetHref(d)}?v=${v.number}`); await rerender(); } }) : null);
+    draft].filter(Boolean));   // the DOM's append would write "null"
   return page;
 }
 
