@@ -315,6 +315,32 @@ class TestTransformer(TorchCase):
         self.assertIsNotNone(pre.encoder.norm)
         self.assertIsNotNone(pre.decoder.norm)
 
+    def test_incremental_decoding_with_caches(self):
+        paddle.seed(0)
+        dec = paddle.nn.TransformerDecoder(paddle.nn.TransformerDecoderLayer(16, 4, 32, 0.0), 2)
+        dec.eval()
+        mem, tgt = paddle.randn([2, 5, 16]), paddle.randn([2, 4, 16])
+        mask = paddle.nn.Transformer(16, 4, 1, 1, 32).generate_square_subsequent_mask(4)
+        full = dec(tgt, mem, tgt_mask=mask)
+        cache = dec.gen_cache(mem)
+        steps = []
+        for t in range(4):
+            out, cache = dec(tgt[:, t:t + 1], mem, cache=cache)
+            steps.append(out)
+        np.testing.assert_allclose(paddle.concat(steps, axis=1).numpy(), full.numpy(),
+                                   atol=1e-6)
+        self.assertEqual(cache[0][0].k.shape, [2, 4, 4, 4])     # 4 steps of keys
+        self.assertEqual(cache[0][1].k.shape, [2, 4, 5, 4])     # memory's keys
+        unmasked = dec(tgt, mem)
+        self.assertGreater(float(np.abs(unmasked.numpy() - full.numpy()).max()), 1e-3)
+        mha = paddle.nn.MultiHeadAttention(16, 4, need_weights=True)
+        out, w, c = mha(tgt, tgt, tgt, None, mha.gen_cache(tgt, type=mha.Cache))
+        self.assertEqual((out.shape, w.shape, c.k.shape), ([2, 4, 16], [2, 4, 4, 4],
+                                                           [2, 4, 4, 4]))
+        enc = paddle.nn.TransformerEncoder(paddle.nn.TransformerEncoderLayer(16, 4, 32), 2)
+        out, caches = enc(tgt, cache=enc.gen_cache(tgt))
+        self.assertEqual((out.shape, len(caches)), ([2, 4, 16], 2))
+
     @needs_torch
     def test_against_torch(self):
         paddle.seed(1)

@@ -1,5 +1,6 @@
 """MultiHeadAttention, the Transformer encoder and decoder and Transformer (Paddle's layouts:
 [batch, seq, embed]; attn_mask is bool (True = attend) or float (added)."""
+import collections
 import copy
 
 from paddle._lazy import paddle as _paddle
@@ -57,15 +58,45 @@ class MultiHeadAttention(Layer):
         x = paddle.reshape(x, [b, l, self.num_heads, self.head_dim])
         return paddle.transpose(x, [0, 2, 1, 3])
 
-    def forward(self, query, key=None, value=None, attn_mask=None, cache=None):
+    Cache = collections.namedtuple('Cache', ['k', 'v'])
+    StaticCache = collections.namedtuple('StaticCache', ['k', 'v'])
+
+    def compute_kv(self, key, value):
+        """Projected, head-split keys and values [B, heads, L, head_dim]."""
+        return self._split_heads(self.k_proj(key)), self._split_heads(self.v_proj(value))
+
+    def gen_cache(self, key, value=None, type=Cache):  # noqa: A002 - Paddle's name
+        """StaticCache: k/v computed once from key/value (cross-attention over a
+        fixed memory). Cache: incremental self-attention state, empty (batch
+        from key) unless value is given (then Cache(key, value) as is)."""
         paddle = _paddle()
-        if cache is not None:
-            raise NotImplementedError("MultiHeadAttention: cache is not supported")
+        if type is MultiHeadAttention.StaticCache:
+            k, v = self.compute_kv(key, key if value is None else value)
+            return self.StaticCache(k, v)
+        if value is None:
+            empty = [key.shape[0], self.num_heads, 0, self.head_dim]
+            return self.Cache(paddle.zeros(empty, dtype=key.dtype),
+                              paddle.zeros(empty, dtype=key.dtype))
+        return self.Cache(key, value)
+
+    def forward(self, query, key=None, value=None, attn_mask=None, cache=None):
+        """-> out, or (out, weights) with need_weights; with a cache the
+        (updated) cache is appended: (out, cache) / (out, weights, cache)."""
+        paddle = _paddle()
         key = query if key is None else key
         value = query if value is None else value
         q = self._split_heads(self.q_proj(query))
-        k = self._split_heads(self.k_proj(key))
-        v = self._split_heads(self.v_proj(value))
+        if isinstance(cache, self.StaticCache):
+            k, v = cache.k, cache.v
+        else:
+            k, v = self.compute_kv(key, value)
+        if isinstance(cache, self.Cache):
+            k = paddle.concat([cache.k, k], axis=2)
+            v = paddle.concat([cache.v, v], axis=2)
+            cache = self.Cache(k, v)
+        elif cache is not None and not isinstance(cache, self.StaticCache):
+            raise TypeError("MultiHeadAttention: cache must be a MultiHeadAttention.Cache or "
+                            "StaticCache, got {}".format(type(cache).__name__))
         q = q * (self.head_dim ** -0.5)
         product = paddle.matmul(q, k, transpose_y=True)
         mask = _convert_attention_mask(attn_mask, product.dtype)
@@ -79,9 +110,12 @@ class MultiHeadAttention(Layer):
         out = paddle.transpose(out, [0, 2, 1, 3])
         out = paddle.reshape(out, [out.shape[0], out.shape[1], self.embed_dim])
         out = self.out_proj(out)
+        outs = [out]
         if self.need_weights:
-            return out, weights
-        return out
+            outs.append(weights)
+        if cache is not None:
+            outs.append(cache)
+        return out if len(outs) == 1 else tuple(outs)
 
 
 class TransformerEncoderLayer(Layer):
@@ -116,7 +150,10 @@ class TransformerEncoderLayer(Layer):
         residual = src
         if self.normalize_before:
             src = self.norm1(src)
-        src = self.self_attn(src, src, src, src_mask)
+        if cache is None:
+            src = self.self_attn(src, src, src, src_mask)
+        else:
+            src, cache = self.self_attn(src, src, src, src_mask, cache)
         src = residual + self.dropout1(src)
         if not self.normalize_before:
             src = self.norm1(src)
@@ -127,7 +164,11 @@ class TransformerEncoderLayer(Layer):
         src = residual + self.dropout2(src)
         if not self.normalize_before:
             src = self.norm2(src)
-        return src
+        return src if cache is None else (src, cache)
+
+    def gen_cache(self, src):
+        """An empty incremental cache for self-attention over src's batch."""
+        return self.self_attn.gen_cache(src, type=MultiHeadAttention.Cache)
 
 
 class TransformerEncoder(Layer):
@@ -147,11 +188,19 @@ class TransformerEncoder(Layer):
 
     def forward(self, src, src_mask=None, cache=None):
         out = src
-        for layer in self.layers:
-            out = layer(out, src_mask)
+        new_caches = []
+        for i, layer in enumerate(self.layers):
+            if cache is None:
+                out = layer(out, src_mask)
+            else:
+                out, c = layer(out, src_mask, cache[i])
+                new_caches.append(c)
         if self.norm is not None:
             out = self.norm(out)
-        return out
+        return out if cache is None else (out, new_caches)
+
+    def gen_cache(self, src):
+        return [layer.gen_cache(src) for layer in self.layers]
 
 
 def _attr_list(attr, n):
@@ -202,19 +251,25 @@ class TransformerDecoderLayer(Layer):
         self.activation = getattr(F, activation)
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, cache=None):
-        if cache is not None:
-            raise NotImplementedError("TransformerDecoderLayer: cache is not supported")
+        """With cache = (incremental Cache, StaticCache) from gen_cache(memory)
+        returns (tgt, new cache), for step-by-step decoding."""
         residual = tgt
         if self.normalize_before:
             tgt = self.norm1(tgt)
-        tgt = self.self_attn(tgt, tgt, tgt, tgt_mask)
+        if cache is None:
+            tgt = self.self_attn(tgt, tgt, tgt, tgt_mask)
+        else:
+            tgt, incremental_cache = self.self_attn(tgt, tgt, tgt, tgt_mask, cache[0])
         tgt = residual + self.dropout1(tgt)
         if not self.normalize_before:
             tgt = self.norm1(tgt)
         residual = tgt
         if self.normalize_before:
             tgt = self.norm2(tgt)
-        tgt = self.cross_attn(tgt, memory, memory, memory_mask)
+        if cache is None:
+            tgt = self.cross_attn(tgt, memory, memory, memory_mask)
+        else:
+            tgt, static_cache = self.cross_attn(tgt, memory, memory, memory_mask, cache[1])
         tgt = residual + self.dropout2(tgt)
         if not self.normalize_before:
             tgt = self.norm2(tgt)
@@ -225,7 +280,14 @@ class TransformerDecoderLayer(Layer):
         tgt = residual + self.dropout3(tgt)
         if not self.normalize_before:
             tgt = self.norm3(tgt)
-        return tgt
+        return tgt if cache is None else (tgt, (incremental_cache, static_cache))
+
+    def gen_cache(self, memory):
+        """(empty incremental Cache for self-attention, StaticCache of memory's
+        projected keys/values for cross-attention)."""
+        incremental = self.self_attn.gen_cache(memory, type=MultiHeadAttention.Cache)
+        static = self.cross_attn.gen_cache(memory, memory, type=MultiHeadAttention.StaticCache)
+        return incremental, static
 
 
 class TransformerDecoder(Layer):
@@ -244,14 +306,22 @@ class TransformerDecoder(Layer):
         self.norm = norm
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, cache=None):
-        if cache is not None:
-            raise NotImplementedError("TransformerDecoder: cache is not supported")
         out = tgt
-        for layer in self.layers:
-            out = layer(out, memory, tgt_mask, memory_mask)
+        new_caches = []
+        for i, layer in enumerate(self.layers):
+            if cache is None:
+                out = layer(out, memory, tgt_mask, memory_mask)
+            else:
+                out, c = layer(out, memory, tgt_mask, memory_mask, cache[i])
+                new_caches.append(c)
         if self.norm is not None:
             out = self.norm(out)
-        return out
+        return out if cache is None else (out, new_caches)
+
+    def gen_cache(self, memory, do_zip=False):
+        """Per-layer (incremental, static) caches; do_zip groups them by kind."""
+        cache = [layer.gen_cache(memory) for layer in self.layers]
+        return list(zip(*cache)) if do_zip else cache
 
 
 class Transformer(Layer):
