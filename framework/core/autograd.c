@@ -73,10 +73,10 @@ bool fw_op_needs_grad(int n, fw_tensor *const *inputs)
 {
     if (grad_off)
         return false;
-    /* integer and bool tensors may carry stop_gradient=false (Paddle
-     * accepts it) but no gradient flows through them */
+    /* (integer and bool tensors keep stop_gradient true internally: see
+     * fw_tensor_set_stop_gradient) */
     for (int i = 0; i < n; i++)
-        if (inputs[i] && !inputs[i]->stop_gradient && is_float(inputs[i]->dtype))
+        if (inputs[i] && !inputs[i]->stop_gradient)
             return true;
     return false;
 }
@@ -205,7 +205,7 @@ int fw_node_record(fw_node **out, const char *name, fw_backward_fn backward,
             continue;
         }
         set_meta(&n->in_meta[i], x);
-        if (x->stop_gradient || !is_float(x->dtype))
+        if (x->stop_gradient)
             continue;
         if (x->grad_fn) {
             e->fn = x->grad_fn;
@@ -275,14 +275,23 @@ fw_node *fw_tensor_grad_fn(const fw_tensor *t) { return t->grad_fn; }
 
 /* ---- tensor-level autograd state ---------------------------------------------------- */
 
-bool fw_tensor_stop_gradient(const fw_tensor *t) { return t->stop_gradient; }
+bool fw_tensor_stop_gradient(const fw_tensor *t)
+{
+    return t->stop_gradient && !t->int_grad_flag;
+}
 
 int fw_tensor_set_stop_gradient(fw_tensor *t, bool stop)
 {
     if (t == NULL)
         return fw_error_set(FW_EINVAL, "set_stop_gradient: tensor is NULL");
-    /* Paddle accepts stop_gradient=false on integer tensors; ops treat them
-     * as constants (fw_op_needs_grad), so no gradient flows. */
+    /* Paddle accepts stop_gradient=false on integer tensors, and no
+     * gradient flows through them: the flag is only reported back, while
+     * the field ops test stays true (so fw_op_needs_grad needs no dtype
+     * test on its hot path). */
+    if (!is_float(t->dtype)) {
+        t->int_grad_flag = !stop;
+        return 0;
+    }
     t->stop_gradient = stop;
     return 0;
 }
@@ -702,23 +711,30 @@ static int run_graph(int nr, fw_node *const *roots, const int *ridx, fw_tensor *
         for (int j = 0; j < n->n_out; j++)
             any |= n->grads[j] != NULL;
         gin = n->n_in <= 16 ? gin_small : calloc((size_t)n->n_in, sizeof(*gin));
-        orig = n->n_saved <= 16 ? orig_small : calloc((size_t)n->n_saved, sizeof(*orig));
-        if (gin == NULL || orig == NULL) {
+        if (gin == NULL) {
             err = fw_error_set(FW_ENOMEM, "backward: out of memory");
             goto out;
         }
         memset(gin, 0, sizeof(*gin) * (size_t)n->n_in);
-        memset(orig, 0, sizeof(*orig) * (size_t)n->n_saved);
         if (any && err == 0) {
             for (int j = 0; j < n->n_out && err == 0; j++)
                 if (n->grads[j] == NULL)
                     err = fw_op_zeros(&n->grads[j], n->out_meta[j].device, n->out_meta[j].dtype,
                                       n->out_meta[j].shape, n->out_meta[j].ndim);
-            if (err == 0 && creating_graph)
-                err = attach_saved_outputs(n, orig);
+            if (err == 0 && creating_graph && n->n_saved > 0) {
+                orig = n->n_saved <= 16 ? orig_small
+                                        : calloc((size_t)n->n_saved, sizeof(*orig));
+                if (orig == NULL) {
+                    err = fw_error_set(FW_ENOMEM, "backward: out of memory");
+                } else {
+                    memset(orig, 0, sizeof(*orig) * (size_t)n->n_saved);
+                    err = attach_saved_outputs(n, orig);
+                }
+            }
             if (err == 0)
                 err = n->backward(n, gin, n->grads);
-            detach_saved_outputs(n, orig);
+            if (orig)
+                detach_saved_outputs(n, orig);
         }
         for (int j = 0; j < n->n_out; j++) {
             fw_tensor_unref(n->grads[j]);
@@ -754,7 +770,7 @@ static int run_graph(int nr, fw_node *const *roots, const int *ridx, fw_tensor *
         }
         if (gin != gin_small)
             free(gin);
-        if (orig != orig_small)
+        if (orig && orig != orig_small)
             free(orig);
         gin = orig = NULL;
         if (!retain) {
@@ -771,9 +787,9 @@ static int run_graph(int nr, fw_node *const *roots, const int *ridx, fw_tensor *
             goto out;
     }
 out:
-    if (gin != gin_small)
+    if (gin && gin != gin_small)
         free(gin);
-    if (orig != orig_small)
+    if (orig && orig != orig_small)
         free(orig);
     for (size_t k = 0; k < all.n; k++)
         for (int j = 0; j < all.v[k]->n_out; j++) {

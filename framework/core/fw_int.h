@@ -31,7 +31,8 @@ struct fw_tensor {
     fw_dtype dtype;
     fw_device device;
     int ndim;
-    bool stop_gradient;
+    bool stop_gradient;             /* always true for non-float dtypes, see: */
+    bool int_grad_flag;             /* stop_gradient=false asked of a non-float tensor */
     int out_idx;                    /* which output of grad_fn this is */
     int64_t numel;
     int64_t offset;                 /* elements into storage */

@@ -77,6 +77,7 @@ static fw_tensor *handle_new(void)
         return NULL;
     atomic_init(&t->refs, 1);
     t->stop_gradient = true;
+    t->int_grad_flag = false;
     t->out_idx = 0;
     t->offset = 0;
     t->grad = NULL;
