@@ -494,6 +494,19 @@ class TestMoreFunctional(TorchCase):
             F.fold(paddle.rand([1, 12, 8]), [4, 4], 2)
 
     @needs_torch
+    def test_adaptive_max_pool_any_size_against_torch(self):
+        x = self.rng.standard_normal((2, 3, 7, 10)).astype('float32')
+        self.check(lambda x: F.adaptive_max_pool2d(x, [3, 4]),
+                   lambda x: TF.adaptive_max_pool2d(x, (3, 4)), [x])
+        _, mask = F.adaptive_max_pool2d(paddle.to_tensor(x), [3, 4], return_mask=True)
+        _, tmask = TF.adaptive_max_pool2d(torch.tensor(x), (3, 4), return_indices=True)
+        np.testing.assert_array_equal(mask.numpy(), tmask.numpy())
+        x1 = x[:, :, 0].copy()
+        self.check(lambda x: F.adaptive_max_pool1d(x, 4), lambda x: TF.adaptive_max_pool1d(x, 4),
+                   [x1])
+        self.assertEqual(paddle.nn.AdaptiveMaxPool1D(3)(paddle.to_tensor(x1)).shape, [2, 3, 3])
+
+    @needs_torch
     def test_local_response_norm_against_torch(self):
         x = self.rng.standard_normal((2, 6, 4, 5)).astype('float32')
         for size in (2, 3, 5):

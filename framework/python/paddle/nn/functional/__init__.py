@@ -31,6 +31,7 @@ from .vision import (  # noqa: F401
     affine_grid, channel_shuffle, grid_sample, pixel_shuffle, pixel_unshuffle)
 from . import vision  # noqa: F401
 from .pooling import (  # noqa: F401
+    adaptive_max_pool1d,
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d,
     max_pool1d, max_pool2d)
 
@@ -50,4 +51,5 @@ __all__ = [
     'pixel_shuffle', 'pixel_unshuffle', 'group_norm', 'instance_norm', 'gumbel_softmax',
     'maxout', 'rrelu', 'thresholded_relu', 'dropout3d', 'fold', 'unfold', 'zeropad2d',
     'local_response_norm', 'sequence_mask', 'temporal_shift', 'scaled_dot_product_attention',
+    'adaptive_max_pool1d',
 ]

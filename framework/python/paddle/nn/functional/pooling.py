@@ -80,17 +80,56 @@ def adaptive_avg_pool2d(x, output_size, data_format='NCHW', name=None):
     return _from_nchw(_C.adaptive_avg_pool2d(x, osz), moved)
 
 
+def _adaptive_bounds(n, out):
+    """PyTorch/Paddle adaptive windows: [floor(i*n/out), ceil((i+1)*n/out))."""
+    return [((i * n) // out, -((-(i + 1) * n) // out)) for i in range(out)]
+
+
 def adaptive_max_pool2d(x, output_size, return_mask=False, name=None):
+    """Max over adaptive windows; sizes that divide the input use the C
+    max_pool2d, others a max per window row then per window column (max is
+    separable over rectangles), so gradients flow through C max/slice ops.
+    The mask holds each maximum's flat h*W+w index."""
+    _check_tensor(x, 'adaptive_max_pool2d')
+    if x.ndim != 4:
+        raise ValueError("adaptive_max_pool2d: x must be 4-D, got {}".format(list(x.shape)))
     if isinstance(output_size, numbers.Integral):
         osz = [int(output_size)] * 2
     else:
         osz = [x.shape[2 + i] if v is None else int(v) for i, v in enumerate(output_size)]
+    if len(osz) != 2 or min(osz) <= 0:
+        raise ValueError("adaptive_max_pool2d: bad output_size {}".format(output_size))
     h, w = x.shape[2], x.shape[3]
-    if h % osz[0] or w % osz[1]:
-        raise NotImplementedError("adaptive_max_pool2d: input size must be divisible by "
-                                  "output_size, got {} and {}".format([h, w], osz))
-    k = [h // osz[0], w // osz[1]]
-    return max_pool2d(x, k, k, 0, return_mask=return_mask)
+    if h % osz[0] == 0 and w % osz[1] == 0:
+        k = [h // osz[0], w // osz[1]]
+        return max_pool2d(x, k, k, 0, return_mask=return_mask)
+    rows = [_C.max(_C.slice(x, [2], [a], [b]), [2], True) for a, b in _adaptive_bounds(h, osz[0])]
+    y = _C.concat(rows, 2)
+    cols = [_C.max(_C.slice(y, [3], [a], [b]), [3], True) for a, b in _adaptive_bounds(w, osz[1])]
+    out = _C.concat(cols, 3)
+    if not return_mask:
+        return out
+    import numpy as np
+    from paddle.tensor.creation import to_tensor
+    a = x.numpy()
+    mask = np.zeros(a.shape[:2] + tuple(osz), dtype=np.int32)
+    for i, (r0, r1) in enumerate(_adaptive_bounds(h, osz[0])):
+        for j, (c0, c1) in enumerate(_adaptive_bounds(w, osz[1])):
+            win = a[:, :, r0:r1, c0:c1].reshape(a.shape[0], a.shape[1], -1)
+            arg = win.argmax(-1)
+            mask[:, :, i, j] = (r0 + arg // (c1 - c0)) * w + c0 + arg % (c1 - c0)
+    return out, to_tensor(mask)
+
+
+def adaptive_max_pool1d(x, output_size, return_mask=False, name=None):
+    """[N, C, L] -> [N, C, output_size] maxima over adaptive windows."""
+    _check_tensor(x, 'adaptive_max_pool1d')
+    if x.ndim != 3:
+        raise ValueError("adaptive_max_pool1d: x must be 3-D, got {}".format(list(x.shape)))
+    r = adaptive_max_pool2d(_C.unsqueeze(x, [2]), [1, int(output_size)], return_mask)
+    if return_mask:
+        return _C.squeeze(r[0], [2]), _C.squeeze(r[1], [2])
+    return _C.squeeze(r, [2])
 
 
 # This module held every function of paddle.nn.functional before the package followed

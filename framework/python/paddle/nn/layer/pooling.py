@@ -117,3 +117,19 @@ class AdaptiveMaxPool2D(Layer):
 
     def extra_repr(self):
         return 'output_size={}, return_mask={}'.format(self._output_size, self._return_mask)
+
+
+class AdaptiveMaxPool1D(Layer):
+    def __init__(self, output_size, return_mask=False, name=None):
+        super().__init__()
+        self._output_size = output_size
+        self._return_mask = return_mask
+
+    def forward(self, x):
+        return F.adaptive_max_pool1d(x, self._output_size, self._return_mask)
+
+    def extra_repr(self):
+        return 'output_size={}, return_mask={}'.format(self._output_size, self._return_mask)
+
+
+__all__ += ['AdaptiveMaxPool1D']

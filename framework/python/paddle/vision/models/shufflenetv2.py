@@ -69,7 +69,8 @@ class ShuffleNetV2(nn.Layer):
     def __init__(self, scale=1.0, act='relu', num_classes=1000, with_pool=True):
         super().__init__()
         if scale not in _CHANNELS:
-            raise NotImplementedError("This scale size:[{}] is not implemented!".format(scale))
+            raise ValueError("ShuffleNetV2: scale must be one of {}, got {}".format(
+                sorted(_CHANNELS), scale))
         self.scale = scale
         self.num_classes = num_classes
         self.with_pool = with_pool
