@@ -31,15 +31,21 @@ static int respond(gw_response *res, int status, json_t *body)
     return gw_respond_json(res, status, body);
 }
 
+/* can_write: whether this caller may change the project (its files, versions,
+ * settings): only its owner, with a credential that carries scope write. The
+ * web app shows everyone else the read-only page instead of the editor. */
 static json_t *project_json(gw_request *req, const proj *p)
 {
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s?, s:s, s:s, s:I}", "id", p->id, "name",
+    bool can_write = req->auth.user_id != 0 && p->owner_id == req->auth.user_id &&
+                     (req->auth.scopes & GW_SCOPE_WRITE) != 0;
+
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s?, s:s, s:s, s:I, s:b}", "id", p->id, "name",
                      p->name, "description", p->description, "visibility",
                      p->visibility == PROJ_PUBLIC ? "public" : "private", "owner", p->owner,
                      "owner_id", (json_int_t)p->owner_id, "forked_from",
                      p->forked_from[0] ? p->forked_from : NULL, "created_at",
                      gw__time(req, p->created_at), "updated_at", gw__time(req, p->updated_at),
-                     "size_bytes", (json_int_t)p->size_bytes);
+                     "size_bytes", (json_int_t)p->size_bytes, "can_write", can_write);
 }
 
 static json_t *version_json(gw_request *req, const proj_version *v)

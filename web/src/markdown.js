@@ -36,11 +36,51 @@ function hasRawHtml(tokens) {
   return false;
 }
 
-// Render markdown source into `el` (replacing its content).
-export function renderMarkdown(el, src) {
-  const { text, restore } = withMath(src || '');
-  const tokens = marked.lexer(text);
-  const html = DOMPurify.sanitize(restore(marked.parser(tokens)), { USE_PROFILES: { html: true, mathMl: true, svg: true } });
+// nbformat attachments: a Markdown cell's `attachments` ({name: {mime:
+// data}}, what Jupyter stores for an image pasted or dropped into the cell)
+// are referenced as `attachment:name` URLs. While one cell is sanitised its
+// attachments are here, and the hook below turns an <img> whose src names one
+// into a data: URL, for image/* data only (anything else keeps no src).
+// DOMPurify itself would drop the attachment: scheme.
+let cellAttachments = null;
+const IMAGE_MIME = /^image\/[a-z0-9][a-z0-9.+-]*$/i;
+const text = (v) => (Array.isArray(v) ? v.join('') : typeof v === 'string' ? v : '');
+const own = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
+
+export function attachmentUrl(attachments, url) {
+  if (!attachments || typeof attachments !== 'object' || !url.startsWith('attachment:')) return null;
+  let name = url.slice('attachment:'.length);
+  if (!own(attachments, name)) { try { name = decodeURIComponent(name); } catch { return ''; } }
+  const bundle = own(attachments, name) ? attachments[name] : null;
+  if (!bundle || typeof bundle !== 'object') return '';
+  const mime = Object.keys(bundle).find((m) => IMAGE_MIME.test(m) && text(bundle[m]));
+  if (!mime) return '';
+  const data = text(bundle[mime]);
+  if (mime.toLowerCase() === 'image/svg+xml') {
+    // nbformat keeps SVG as text; some writers base64 it like the others
+    const svg = /^\s*</.test(data) ? data : (() => { try { return atob(data.replace(/\s/g, '')); } catch { return ''; } })();
+    return svg ? `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}` : '';
+  }
+  const b64 = data.replace(/\s/g, '');
+  return /^[A-Za-z0-9+/]*={0,2}$/.test(b64) ? `data:${mime.toLowerCase()};base64,${b64}` : '';
+}
+
+DOMPurify.addHook('uponSanitizeAttribute', (node, data) => {
+  if (!cellAttachments || data.attrName !== 'src' || node.nodeName !== 'IMG') return;
+  const url = attachmentUrl(cellAttachments, data.attrValue.trim());
+  if (url !== null) data.attrValue = url;
+});
+
+// Render markdown source into `el` (replacing its content); `attachments`:
+// the cell's nbformat attachments, for its `attachment:name` images.
+export function renderMarkdown(el, src, { attachments = null } = {}) {
+  const { text: md, restore } = withMath(src || '');
+  const tokens = marked.lexer(md);
+  let html;
+  cellAttachments = attachments && typeof attachments === 'object' ? attachments : null;
+  try {
+    html = DOMPurify.sanitize(restore(marked.parser(tokens)), { USE_PROFILES: { html: true, mathMl: true, svg: true } });
+  } finally { cellAttachments = null; }
   el.replaceChildren();
   if (hasRawHtml(tokens)) el.append(sandboxedFrame(html, 'Markdown with HTML'));
   else {

@@ -5,7 +5,9 @@
 // Share dialog, open the link in a browser without a session (cells and
 // outputs read-only, no editor, no kernel), press "Fork to run" (sign in,
 // come back, the fork opens), and see a private project's link answer "not
-// found" to that visitor.
+// found" to that visitor. A second signed-in user who opens the editor URL
+// of the public notebook gets the same read-only page (no editor, no key
+// that edits, runs or saves: no write request leaves the page) and forks it.
 import { readFile } from 'node:fs/promises';
 
 // A 1x1 red PNG.
@@ -180,6 +182,71 @@ export async function run(t) {
         assert((await p3.request.get(`${base}/api/v1/projects/${enc(state.projectId)}`)).status() === 404, 'private: 404, not 401');
         await shot(p3, '69-share-private');
       } finally { await anon2.close(); }
+    }
+  });
+
+  await t.test('another_user_at_the_notebook_url_gets_the_read_only_page_and_forks', async () => {
+    const projUrl = `/api/v1/projects/${enc(state.projectId)}`;
+    const before = JSON.parse((await fetchJson(page, projUrl)).body);
+    assert(before.can_write === true, `the owner may write: ${JSON.stringify(before)}`);
+    // a notebook of the first user's, public, in a saved version (forks copy that)
+    const nb = { ...GOOD, cells: [GOOD.cells[0], GOOD.cells[2]] };
+    let r = await rest(page, 'PUT', fileUrl(state.projectId, 'public-demo.ipynb'), JSON.stringify(nb, null, 1));
+    assert(r.status === 200 || r.status === 201, `PUT the notebook: ${r.status} ${r.body}`);
+    r = await rest(page, 'PATCH', projUrl, { visibility: 'public' });
+    assert(r.status === 200, `PATCH public: ${r.status} ${r.body}`);
+    r = await rest(page, 'POST', `${projUrl}/versions`, { message: 'public demo' });
+    assert(r.status === 201 || r.status === 200, `save a version: ${r.status} ${r.body}`);
+    const saved = (await fetchJson(page, fileUrl(state.projectId, 'public-demo.ipynb'))).body;
+
+    const other = await browser.newContext({ viewport: { width: 1366, height: 820 } });
+    try {
+      const p2 = await other.newPage();
+      p2.setDefaultTimeout(10000);
+      const bob = { username: `bob${Date.now() % 100000}`, email: 'bob@example.org', password: 'battery-staple-7' };
+      await p2.goto(`${base}/login`);
+      const signed = await p2.evaluate(async (u) => {
+        const s = await fetch('/api/v1/auth/signup', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(u) });
+        const l = await fetch('/api/v1/auth/login', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ username: u.username, password: u.password }) });
+        return `${s.status} ${l.status}`;
+      }, bob);
+      assert(signed === '201 200' || signed === '200 200', `sign-up and sign-in: ${signed}`);
+      const seen = JSON.parse((await fetchJson(p2, projUrl)).body);
+      assert(seen.can_write === false && seen.visibility === 'public', `another user may not write: ${JSON.stringify(seen)}`);
+      // every request that would change something, from here on
+      const writes = [];
+      p2.on('request', (q) => { if (!['GET', 'HEAD', 'OPTIONS'].includes(q.method())) writes.push(`${q.method()} ${q.url()}`); });
+
+      await p2.goto(`${state.projectUrl}/notebook/public-demo.ipynb`);
+      await p2.waitForSelector(`[data-testid=share-banner]:has-text("Read-only · ${USER.username}/first-project")`);
+      await p2.waitForSelector('[data-testid=share-not-yours]');
+      assert(await p2.textContent('[data-testid=share-cells] .markdown h1') === 'Shared results', 'Markdown rendered');
+      await p2.waitForFunction(() => { const i = document.querySelector('.cell[data-cell-id=m1] .markdown img'); return i && i.complete && i.naturalWidth === 1; });
+      assert(!(await p2.$('.cm-editor')) && !(await p2.$('[contenteditable=true]')) && !(await p2.$('textarea')), 'nothing to type into');
+      for (const id of ['run', 'run-all', 'save', 'save-version', 'add-cell', 'kernel-status', 'terminal', 'share', 'open-editor'])
+        assert(!(await p2.$(`[data-testid=${id}]`)), `no ${id} control`);
+      // Jupyter's keys do nothing here: select, edit, type, run, save, insert, delete
+      await p2.click('.cell[data-cell-id=c2]');
+      for (const k of ['Enter', 'x', 'Shift+Enter', 'Control+Enter', 'a', 'b', 'd', 'd', 's', 'm', 'Escape']) await p2.keyboard.press(k);
+      await p2.keyboard.type('print("typed")\n');
+      await p2.waitForTimeout(2500);   // longer than the editor's autosave delay
+      assert(writes.length === 0, `no write request: ${writes.join(', ')}`);
+      assert((await fetchJson(page, fileUrl(state.projectId, 'public-demo.ipynb'))).body === saved, 'the notebook is unchanged');
+      assert(!(await p2.$('.cm-editor')), 'still no editor');
+      await shot(p2, '69b-share-other-user');
+
+      await p2.click('[data-testid=fork-to-run]');
+      // the fork's notebook (this page is already at the source's)
+      const projectOf = (u) => decodeURIComponent(new URL(u).pathname.split('/')[2] || '');
+      await p2.waitForURL((u) => /\/notebook\/public-demo\.ipynb$/.test(u.pathname) && projectOf(u.href) !== state.projectId, { timeout: 20000 });
+      const forkId = projectOf(p2.url());
+      await p2.waitForSelector('.cell[data-cell-id=c2] .cm-content');
+      const fork = JSON.parse((await fetchJson(p2, `/api/v1/projects/${enc(forkId)}`)).body);
+      assert(fork.forked_from === state.projectId && fork.owner === bob.username && fork.can_write === true, `the fork is bob's: ${JSON.stringify(fork)}`);
+      await shot(p2, '69c-share-other-user-fork');
+    } finally {
+      await other.close();
+      await rest(page, 'PATCH', projUrl, { visibility: before.visibility });
     }
   });
 }

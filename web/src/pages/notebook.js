@@ -37,11 +37,72 @@ const AUTOSAVE_MAX_MS = 5000;
 
 const newId = () => crypto.randomUUID().replace(/-/g, '').slice(0, 12);
 
+// Images pasted or dropped into a Markdown cell become its attachments;
+// each is kept in the notebook file, so one is bounded.
+const ATTACHMENT_MAX = 5 << 20;
+const PASTABLE = /^image\/(png|jpeg|gif|webp|bmp|svg\+xml)$/i;
+
+function imageFiles(list) {
+  return [...(list || [])].filter((f) => f && PASTABLE.test(f.type));
+}
+
+// A Markdown editor's paste and drop handlers: image files are attached,
+// anything else is CodeMirror's as usual.
+function imagePaste(nb, cell) {
+  return EditorView.domEventHandlers({
+    paste(ev, view) {
+      const files = imageFiles(ev.clipboardData && ev.clipboardData.files);
+      if (!files.length) return false;
+      ev.preventDefault();
+      nb.attachImages(cell, view, files, null);
+      return true;
+    },
+    drop(ev, view) {
+      const files = imageFiles(ev.dataTransfer && ev.dataTransfer.files);
+      if (!files.length) return false;
+      ev.preventDefault();
+      ev.stopPropagation();   // not an upload to the side panel's file browser
+      nb.attachImages(cell, view, files, view.posAtCoords({ x: ev.clientX, y: ev.clientY }));
+      return true;
+    },
+  });
+}
+
+function base64Of(file) {
+  return new Promise((resolve, reject) => {
+    const r = new FileReader();
+    r.onload = () => resolve(String(r.result).replace(/^data:[^,]*,/, ''));
+    r.onerror = () => reject(r.error || new Error('read failed'));
+    r.readAsDataURL(file);
+  });
+}
+
+// The attachment's name: the file's (a clipboard image is "image.png"),
+// made safe, and numbered when another image has it already.
+function attachmentName(atts, fileName, mime, data) {
+  const ext = { 'image/jpeg': 'jpg', 'image/svg+xml': 'svg' }[mime] || mime.split('/')[1];
+  let base = String(fileName || '').replace(/[^\w.-]+/g, '_').replace(/^[._]+/, '').slice(0, 80) || `image.${ext}`;
+  if (!/\.[A-Za-z0-9]+$/.test(base)) base += `.${ext}`;
+  const dot = base.lastIndexOf('.');
+  for (let i = 0, name = base; ; name = `${base.slice(0, dot)}-${++i}${base.slice(dot)}`) {
+    const old = Object.prototype.hasOwnProperty.call(atts, name) ? atts[name] : null;
+    if (!old || (old[mime] === data)) return name;
+  }
+}
+
 export async function notebookPage(projectId, path) {
   const [project, { text, etag }] = await Promise.all([
     api.get(`/api/v1/projects/${enc(projectId)}`),
     readFile(projectId, path).then(async (r) => ({ text: await r.res.text(), etag: r.etag })),
   ]);
+  // Only a caller who may change the project gets the editor (can_write,
+  // from the server); anyone else who can read it (another user, a public
+  // project) gets the read-only page with "Fork to run": no editor, no
+  // kernel, nothing that would save.
+  if (project.can_write !== true) {
+    const { sharePage } = await import('./share.js');
+    return sharePage(projectId, path, { project, text });
+  }
   let nb;
   try { nb = JSON.parse(text); } catch { throw new Error(`${path} is not valid JSON`); }
   const nbv = new Notebook(projectId, path, project, nb, etag);
@@ -178,7 +239,7 @@ class Notebook {
     if (cell.type === 'markdown' && !cell.editing) {
       cell.editor = null;
       const md = h('div', { class: 'markdown', 'data-testid': 'markdown' });
-      renderMarkdown(md, cell.source || '*Empty markdown cell: press Enter to edit*');
+      renderMarkdown(md, cell.source || '*Empty markdown cell: press Enter to edit*', { attachments: cell.attachments });
       md.addEventListener('dblclick', () => this.edit(idx()));
       body.append(md);
     } else {
@@ -217,7 +278,7 @@ class Notebook {
         doc: cell.source,
         extensions: [keys, lineNumbers(), history(), drawSelection(), indentOnInput(), bracketMatching(), highlightActiveLine(),
           syntaxHighlighting(defaultHighlightStyle, { fallback: true }), keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
-          cell.type === 'code' ? python() : cell.type === 'markdown' ? markdown() : [],
+          cell.type === 'code' ? python() : cell.type === 'markdown' ? [markdown(), imagePaste(self, cell)] : [],
           codeIntel(self, cell),
           indentUnit.of('    '), EditorState.tabSize.of(4),
           EditorView.lineWrapping,
@@ -248,7 +309,7 @@ class Notebook {
     this.root && this.root.classList.toggle('edit-mode', mode === 'edit');
     const cell = this.cells[this.sel];
     if (mode === 'command') {
-      if (cell.type === 'markdown' && cell.editing) { cell.editing = false; this.renderCell(cell); }
+      if (cell.type === 'markdown' && cell.editing) { cell.editing = false; this.pruneAttachments(cell); this.renderCell(cell); }
       cell.el.focus({ preventScroll: true });
     }
   }
@@ -310,7 +371,8 @@ class Notebook {
 
   // ---- structure --------------------------------------------------------------
   snapshot(c) {
-    return { cell_type: c.type, id: c.id, metadata: c.metadata, source: c.source, ...(c.type === 'code' ? { outputs: c.outputs, execution_count: c.count === '*' ? null : c.count } : {}) };
+    return { cell_type: c.type, id: c.id, metadata: c.metadata, source: c.source, ...(c.type === 'code' ? { outputs: c.outputs, execution_count: c.count === '*' ? null : c.count } : {}),
+      ...(c.type !== 'code' && c.attachments ? { attachments: c.attachments } : {}) };
   }
 
   insertCell(i, json, edit = false) {
@@ -351,6 +413,41 @@ class Notebook {
     this.renderCell(cell);
     this.touch();
     this.select(i);
+  }
+
+  // ---- attachments (images pasted or dropped into a Markdown cell) ------------------
+  // Store images as the cell's nbformat attachments and reference them as
+  // ![name](attachment:name) at `pos`, as JupyterLab does.
+  async attachImages(cell, view, files, pos) {
+    const added = [];
+    for (const f of files) {
+      if (f.size > ATTACHMENT_MAX) { toast(`${f.name || 'The image'} is over ${ATTACHMENT_MAX >> 20} MiB: not attached`, 'error'); continue; }
+      const mime = f.type.toLowerCase();
+      let data;
+      try { data = mime === 'image/svg+xml' ? await f.text() : await base64Of(f); }
+      catch (e) { toast(`Could not read ${f.name || 'the image'}: ${e.message}`, 'error'); continue; }
+      const atts = { ...(cell.attachments || {}) };
+      const name = attachmentName(atts, f.name, mime, data);
+      atts[name] = { [mime]: data };
+      cell.attachments = atts;
+      added.push(`![${name}](attachment:${encodeURI(name)})`);
+    }
+    if (!added.length || view !== cell.editor) return;
+    const sel = view.state.selection.main, end = view.state.doc.length;
+    const from = Math.min(pos ?? sel.from, end), to = Math.min(pos ?? sel.to, end);
+    const insert = added.join('\n');
+    view.dispatch({ changes: { from, to, insert }, selection: { anchor: from + insert.length } });
+    view.focus();
+  }
+
+  // Attachments no longer referenced from the source go, when the cell is
+  // rendered (Jupyter drops them when it saves).
+  pruneAttachments(cell) {
+    if (!cell.attachments || typeof cell.attachments !== 'object') return;
+    const keep = Object.keys(cell.attachments).filter((n) => cell.source.includes(`attachment:${n}`) || cell.source.includes(`attachment:${encodeURI(n)}`));
+    if (keep.length === Object.keys(cell.attachments).length) return;
+    cell.attachments = keep.length ? Object.fromEntries(keep.map((n) => [n, cell.attachments[n]])) : undefined;
+    this.touch();
   }
 
   // ---- saving -------------------------------------------------------------------
@@ -632,7 +729,7 @@ class Notebook {
   }
 
   async runCell(cell) {
-    if (cell.type === 'markdown') { cell.editing = false; this.renderCell(cell); return; }
+    if (cell.type === 'markdown') { cell.editing = false; this.pruneAttachments(cell); this.renderCell(cell); return; }
     if (cell.type !== 'code' || !cell.source.trim()) return;
     const code = cell.source;
     this.ranHere.add(cell.id);

@@ -1,6 +1,8 @@
 // The read-only notebook page anyone can open while its project is public:
-// /projects/{id}/share/{path} (and the notebook's own URL for a visitor who
-// is not signed in). Cells and outputs are rendered as in the notebook, with
+// /projects/{id}/share/{path}, and the notebook's own URL for anyone who may
+// not change the project (a visitor who is not signed in, or a signed-in
+// user who is not its owner: notebook.js sends them here, by the project's
+// can_write). Cells and outputs are rendered as in the notebook, with
 // the same sanitising (markdown.js, renderOutput), but there is no editor, no
 // kernel and nothing to save. A banner names owner and project and offers
 // "Fork to run": signed in, the project is forked and the same notebook opens
@@ -12,7 +14,7 @@ import { app, navigate } from '../app.js';
 import { renderMarkdown } from '../markdown.js';
 import { nbText } from '../output.js';
 import { renderOutput } from './notebook.js';
-import { shareDialog, withAttachments } from '../notebook_io.js';
+import { shareDialog } from '../notebook_io.js';
 
 const enc = encodeURIComponent;
 const encPath = (p) => p.split('/').map(enc).join('/');
@@ -23,10 +25,11 @@ const encPath = (p) => p.split('/').map(enc).join('/');
 export const AFTER_LOGIN = 'eddy.after_login';
 const PENDING_FORK = 'eddy.pending_fork';
 
-export async function sharePage(projectId, path) {
+// `loaded`: the project and the file's text when the caller has them already.
+export async function sharePage(projectId, path, loaded = null) {
   let project, text;
   try {
-    [project, text] = await Promise.all([
+    [project, text] = loaded ? [loaded.project, loaded.text] : await Promise.all([
       api.get(`/api/v1/projects/${enc(projectId)}`),
       request('GET', filePath(projectId, path), { raw: true }).then((r) => r.text()),
     ]);
@@ -37,7 +40,8 @@ export async function sharePage(projectId, path) {
   let nb;
   try { nb = JSON.parse(text); } catch { throw new Error(`${path} is not a valid notebook`); }
 
-  const mine = app.me && app.me.id === project.owner_id;
+  // the caller may change the project (its owner): offer the editor and Share
+  const mine = !!app.me && project.can_write === true;
   const fork = async () => {
     if (!app.me) {
       // back to this page (also when it was reached at the notebook's URL,
@@ -66,6 +70,7 @@ export async function sharePage(projectId, path) {
   const banner = h('div', { class: 'share-banner', 'data-testid': 'share-banner', role: 'note' },
     h('strong', null, 'Read-only'), ' · ', ownerLink,
     project.visibility !== 'public' ? h('span', { class: 'muted' }, ' (private: only you can see this page)') : null,
+    app.me && !mine ? h('span', { class: 'muted', 'data-testid': 'share-not-yours' }, ' · not your project: fork it to run and edit') : null,
     h('span', { class: 'spacer' }),
     mine ? h('a', { href: `/projects/${enc(projectId)}/notebook/${encPath(path)}`, 'data-testid': 'open-editor' }, 'Open in the editor') : null,
     mine ? h('button', { onclick: () => shareDialog(project, path), 'data-testid': 'share' }, 'Share') : null,
@@ -93,7 +98,7 @@ function cellView(c) {
   let prompt = '';
   if (type === 'markdown') {
     const md = h('div', { class: 'markdown', 'data-testid': 'markdown' });
-    renderMarkdown(md, withAttachments(src, c.attachments));
+    renderMarkdown(md, src, { attachments: c.attachments });
     body.append(md);
   } else if (type === 'code') {
     prompt = `[${c.execution_count ?? ' '}]`;
