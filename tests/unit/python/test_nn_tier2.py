@@ -507,6 +507,44 @@ class TestMoreFunctional(TorchCase):
         self.assertEqual(paddle.nn.AdaptiveMaxPool1D(3)(paddle.to_tensor(x1)).shape, [2, 3, 3])
 
     @needs_torch
+    def test_lp_pool_unpool_bilinear_against_torch(self):
+        x = self.rng.standard_normal((2, 3, 8, 9)).astype('float32')
+        self.check(lambda x: F.lp_pool2d(x, 2, 3, 2), lambda x: TF.lp_pool2d(x, 2, 3, 2), [x],
+                   1e-4)
+        x1 = np.abs(x[:, :, 0]) + 0.1
+        self.check(lambda x: F.lp_pool1d(x, 3, 2), lambda x: TF.lp_pool1d(x, 3, 2), [x1], 1e-4)
+        y, m = F.max_pool2d(paddle.to_tensor(x), 2, 2, return_mask=True)
+        ty, tm = TF.max_pool2d(torch.tensor(x), 2, 2, return_indices=True)
+        self.assertClose(F.max_unpool2d(y, m, 2, 2, output_size=[8, 9]),
+                         TF.max_unpool2d(ty, tm, 2, 2, output_size=[8, 9]))
+        self.assertEqual(paddle.nn.MaxUnPool2D(2)(y, m).shape, [2, 3, 8, 8])
+        with self.assertRaises(ValueError):
+            F.max_unpool2d(y, m, 2, 2, output_size=[2, 2])
+        w = self.rng.standard_normal((5, 3, 4)).astype('float32')
+        a = self.rng.standard_normal((2, 3)).astype('float32')
+        b = self.rng.standard_normal((2, 4)).astype('float32')
+        bias = self.rng.standard_normal((5,)).astype('float32')
+        self.check(F.bilinear, TF.bilinear, [a, b, w, bias], 1e-5)
+
+    def test_sync_batch_norm_flash_attention_pad3d(self):
+        net = paddle.nn.Sequential(paddle.nn.Conv2D(3, 4, 3), paddle.nn.BatchNorm2D(4))
+        bn = net[1]
+        net = paddle.nn.SyncBatchNorm.convert_sync_batchnorm(net)
+        self.assertIsInstance(net[1], paddle.nn.SyncBatchNorm)
+        self.assertIs(net[1].weight, bn.weight)
+        self.assertEqual(net(paddle.randn([2, 3, 5, 5])).shape, [2, 4, 3, 3])
+        q = paddle.randn([2, 5, 2, 4])
+        out, sm = F.flash_attention(q, q, q, causal=True, return_softmax=True)
+        ref = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+        np.testing.assert_allclose(out.numpy(), ref.numpy(), atol=1e-6)
+        self.assertEqual(sm.shape, [2, 2, 5, 5])
+        self.assertEqual(float(sm.numpy()[0, 0, 0, 1:].sum()), 0.0)
+        from paddle.nn.functional.flash_attention import flash_attention
+        self.assertIs(flash_attention, F.flash_attention)
+        self.assertEqual(paddle.nn.Pad3D([1, 1, 0, 0, 2, 0])(paddle.rand([1, 1, 2, 3, 4])).shape,
+                         [1, 1, 4, 3, 6])
+
+    @needs_torch
     def test_local_response_norm_against_torch(self):
         x = self.rng.standard_normal((2, 6, 4, 5)).astype('float32')
         for size in (2, 3, 5):

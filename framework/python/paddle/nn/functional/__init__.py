@@ -14,7 +14,7 @@ from .activation import (  # noqa: F401
     log_sigmoid, log_softmax, mish, prelu, relu, relu6, relu_, selu, sigmoid, silu, softmax,
     softmax_, softplus, softshrink, softsign, swish, tanh, tanh_, tanhshrink)
 from .common import (  # noqa: F401
-    alpha_dropout, cosine_similarity, dropout, dropout2d, dropout3d, fold, interpolate,
+    alpha_dropout, bilinear, cosine_similarity, dropout, dropout2d, dropout3d, fold, interpolate,
     label_smooth, linear, pad, unfold, upsample, zeropad2d)
 from .conv import conv1d, conv1d_transpose, conv2d, conv2d_transpose  # noqa: F401
 from .distance import pairwise_distance  # noqa: F401
@@ -26,12 +26,12 @@ from .loss import (  # noqa: F401
 from .norm import (  # noqa: F401
     batch_norm, group_norm, instance_norm, layer_norm, local_response_norm, normalize)
 from .extension import sequence_mask, temporal_shift  # noqa: F401
-from .flash_attention import scaled_dot_product_attention  # noqa: F401
+from .flash_attention import flash_attention, scaled_dot_product_attention  # noqa: F401
 from .vision import (  # noqa: F401
     affine_grid, channel_shuffle, grid_sample, pixel_shuffle, pixel_unshuffle)
 from . import vision  # noqa: F401
 from .pooling import (  # noqa: F401
-    adaptive_max_pool1d,
+    adaptive_max_pool1d, lp_pool1d, lp_pool2d, max_unpool1d, max_unpool2d,
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d,
     max_pool1d, max_pool2d)
 
@@ -51,5 +51,6 @@ __all__ = [
     'pixel_shuffle', 'pixel_unshuffle', 'group_norm', 'instance_norm', 'gumbel_softmax',
     'maxout', 'rrelu', 'thresholded_relu', 'dropout3d', 'fold', 'unfold', 'zeropad2d',
     'local_response_norm', 'sequence_mask', 'temporal_shift', 'scaled_dot_product_attention',
-    'adaptive_max_pool1d',
+    'adaptive_max_pool1d', 'bilinear', 'flash_attention', 'lp_pool1d', 'lp_pool2d',
+    'max_unpool1d', 'max_unpool2d',
 ]

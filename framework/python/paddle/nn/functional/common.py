@@ -296,6 +296,22 @@ def dropout3d(x, p=0.5, training=True, data_format='NCDHW', name=None):
     return dropout(x, p, axis=[0, 1] if data_format == 'NCDHW' else [0, 4], training=training)
 
 
+def bilinear(x1, x2, weight, bias=None, name=None):
+    """out[b, k] = x1[b] @ weight[k] @ x2[b] + bias[k]; weight [out, in1, in2]."""
+    _check_tensor(x1, 'bilinear', 'x1')
+    _check_tensor(x2, 'bilinear', 'x2')
+    if x1.ndim != 2 or x2.ndim != 2 or weight.ndim != 3 or x1.shape[1] != weight.shape[1] or \
+            x2.shape[1] != weight.shape[2] or x1.shape[0] != x2.shape[0]:
+        raise ValueError("bilinear: shapes x1 {}, x2 {} and weight {} do not match".format(
+            list(x1.shape), list(x2.shape), list(weight.shape)))
+    # [B, 1, 1, in1] x [1, out, in1, in2] -> [B, out, 1, in2]
+    t = _C.matmul(_C.unsqueeze(x1, [1, 2]), _C.unsqueeze(weight, [0]))
+    out = _C.sum(_C.multiply(_C.squeeze(t, [2]), _C.unsqueeze(x2, [1])), [-1], False)
+    if bias is not None:
+        out = _C.add(out, bias)
+    return out
+
+
 # This module held every function of paddle.nn.functional before the package followed
 # Paddle's module layout; those names still import from here.
 __getattr__ = _forward_to(__name__, 'paddle.nn.functional')

@@ -6,7 +6,7 @@ from paddle import _C
 from paddle._lazy import paddle as _paddle
 from ._args import _check_tensor
 
-__all__ = ['scaled_dot_product_attention']
+__all__ = ['scaled_dot_product_attention', 'flash_attention']
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
@@ -44,3 +44,20 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         weights = _C.dropout(weights, float(dropout_p), True, 'upscale_in_train')
     out = _C.matmul(weights, v)
     return _C.transpose(out, [0, 2, 1, 3])
+
+
+def flash_attention(query, key, value, dropout=0.0, causal=False, return_softmax=False,
+                    *, fixed_seed_offset=None, rng_name='', training=True, name=None):
+    """Paddle's flash_attention signature on the same (unfused, CPU) math:
+    [B, L, H, D] in and out -> (out, softmax or None)."""
+    out = scaled_dot_product_attention(query, key, value, None, dropout, causal, training)
+    if not return_softmax:
+        return out, None
+    q = _C.transpose(query, [0, 2, 1, 3])
+    k = _C.transpose(key, [0, 2, 1, 3])
+    scores = _C.multiply(_C.matmul(q, k, False, True), 1.0 / math.sqrt(query.shape[-1]))
+    if causal:
+        paddle = _paddle()
+        keep = paddle.tril(paddle.ones([query.shape[1], key.shape[1]], dtype='bool'))
+        scores = paddle.where(keep, scores, paddle.full_like(scores, float('-inf')))
+    return out, _C.softmax(scores, -1)

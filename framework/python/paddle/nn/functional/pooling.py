@@ -132,6 +132,70 @@ def adaptive_max_pool1d(x, output_size, return_mask=False, name=None):
     return _C.squeeze(r, [2])
 
 
+def lp_pool2d(x, norm_type, kernel_size, stride=None, ceil_mode=False, data_format='NCHW',
+              name=None):
+    """Power-average pooling: (sum over each window of x^p)^(1/p)."""
+    _check_tensor(x, 'lp_pool2d')
+    k = _ntuple(kernel_size, 2, 'kernel_size')
+    p = float(norm_type)
+    if p <= 0:
+        raise ValueError("lp_pool2d: norm_type must be positive, got {}".format(norm_type))
+    out = avg_pool2d(_C.pow(x, p), k, stride, 0, ceil_mode, True, None, data_format)
+    out = _C.multiply(out, float(k[0] * k[1]))
+    return _C.pow(out, 1.0 / p)
+
+
+def lp_pool1d(x, norm_type, kernel_size, stride=None, ceil_mode=False, data_format='NCL',
+              name=None):
+    _check_tensor(x, 'lp_pool1d')
+    if data_format == 'NLC':
+        x = _C.transpose(x, [0, 2, 1])
+    k = _ntuple(kernel_size, 1, 'kernel_size')[0]
+    s = k if stride is None else _ntuple(stride, 1, 'stride')[0]
+    out = lp_pool2d(_C.unsqueeze(x, [2]), norm_type, [1, k], [1, s], ceil_mode)
+    out = _C.squeeze(out, [2])
+    return _C.transpose(out, [0, 2, 1]) if data_format == 'NLC' else out
+
+
+def max_unpool2d(x, indices, kernel_size, stride=None, padding=0, data_format='NCHW',
+                 output_size=None, name=None):
+    """The inverse of max_pool2d(return_mask=True): each value goes back to
+    its flat h*W+w position in a zero [N, C, H, W] output."""
+    from paddle.tensor.creation import zeros
+    from paddle.tensor.manipulation import put_along_axis
+    _check_tensor(x, 'max_unpool2d')
+    if data_format != 'NCHW':
+        raise ValueError("max_unpool2d: data_format must be NCHW, got {}".format(data_format))
+    if x.ndim != 4 or list(indices.shape) != list(x.shape):
+        raise ValueError("max_unpool2d: x and indices must be 4-D of one shape, got {} and {}"
+                         .format(list(x.shape), list(indices.shape)))
+    k = _ntuple(kernel_size, 2, 'kernel_size')
+    s = k if stride is None else _ntuple(stride, 2, 'stride')
+    p = _ntuple(padding, 2, 'padding')
+    if output_size is None:
+        osz = [(x.shape[2 + i] - 1) * s[i] - 2 * p[i] + k[i] for i in range(2)]
+    else:
+        osz = [int(v) for v in list(output_size)[-2:]]
+    n, c = x.shape[0], x.shape[1]
+    idx = _C.reshape(_C.cast(indices, 'int64'), [n, c, -1])
+    if idx.size and (int(idx.numpy().max()) >= osz[0] * osz[1] or int(idx.numpy().min()) < 0):
+        raise ValueError("max_unpool2d: an index is outside the output of size {}".format(osz))
+    flat = zeros([n, c, osz[0] * osz[1]], dtype=x.dtype)
+    out = put_along_axis(flat, idx, _C.reshape(x, [n, c, -1]), 2)
+    return _C.reshape(out, [n, c] + osz)
+
+
+def max_unpool1d(x, indices, kernel_size, stride=None, padding=0, data_format='NCL',
+                 output_size=None, name=None):
+    k = _ntuple(kernel_size, 1, 'kernel_size')[0]
+    s = k if stride is None else _ntuple(stride, 1, 'stride')[0]
+    p = _ntuple(padding, 1, 'padding')[0]
+    osz = None if output_size is None else [1, int(list(output_size)[-1])]
+    out = max_unpool2d(_C.unsqueeze(x, [2]), _C.unsqueeze(indices, [2]), [1, k], [1, s],
+                       [0, p], 'NCHW', osz)
+    return _C.squeeze(out, [2])
+
+
 # This module held every function of paddle.nn.functional before the package followed
 # Paddle's module layout; those names still import from here.
 __getattr__ = _forward_to(__name__, 'paddle.nn.functional')

@@ -203,14 +203,7 @@ class Bilinear(Layer):
         self.bias = self.create_parameter([1, out_features], attr=bias_attr, is_bias=True)
 
     def forward(self, x1, x2):
-        import paddle
-        # [B, in1] x [out, in1, in2] -> [B, out, in2]
-        t = paddle.matmul(paddle.unsqueeze(x1, [1, 2]), paddle.unsqueeze(self.weight, 0))
-        t = paddle.squeeze(t, 2)
-        out = paddle.sum(t * paddle.unsqueeze(x2, 1), axis=-1)
-        if self.bias is not None:
-            out = out + self.bias
-        return out
+        return F.bilinear(x1, x2, self.weight, self.bias)
 
 
 class Upsample(Layer):
@@ -313,6 +306,22 @@ class Fold(Layer):
         return 'output_sizes={}, kernel_sizes={}'.format(self._args[0], self._args[1])
 
 
+class Pad3D(Layer):
+    """Pad3D(padding, mode='constant', value=0.0, data_format='NCDHW'): padding
+    int or [left, right, top, bottom, front, back]."""
+
+    def __init__(self, padding, mode='constant', value=0.0, data_format='NCDHW', name=None):
+        super().__init__()
+        self._pad = [padding] * 6 if isinstance(padding, int) else list(padding)
+        self._mode = mode
+        self._value = value
+        self._data_format = data_format
+
+    def forward(self, x):
+        return F.pad(x, self._pad, mode=self._mode, value=self._value,
+                     data_format=self._data_format)
+
+
 class PairwiseDistance(Layer):
     """PairwiseDistance(p=2.0, epsilon=1e-6, keepdim=False): ||x - y + eps||_p
     over the last axis."""
@@ -330,4 +339,4 @@ class PairwiseDistance(Layer):
         return 'p={}'.format(self.p)
 
 
-__all__ += ['Dropout3D', 'ZeroPad2D', 'Unfold', 'Fold', 'PairwiseDistance']
+__all__ += ['Dropout3D', 'ZeroPad2D', 'Unfold', 'Fold', 'PairwiseDistance', 'Pad3D']

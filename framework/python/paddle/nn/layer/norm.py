@@ -7,7 +7,7 @@ from .layers import Layer
 
 __all__ = ['BatchNorm', 'BatchNorm1D', 'BatchNorm2D', 'BatchNorm3D', 'LayerNorm', 'GroupNorm',
            'InstanceNorm1D', 'InstanceNorm2D', 'InstanceNorm3D', 'SpectralNorm',
-           'LocalResponseNorm']
+           'LocalResponseNorm', 'SyncBatchNorm']
 
 
 class _BatchNormBase(Layer):
@@ -304,3 +304,24 @@ class LocalResponseNorm(Layer):
     def extra_repr(self):
         return 'size={}, alpha={}, beta={}, k={}'.format(self.size, self.alpha, self.beta,
                                                          self.k)
+
+
+class SyncBatchNorm(_BatchNormBase):
+    """SyncBatchNorm(num_features, momentum=0.9, epsilon=1e-05, weight_attr=None,
+    bias_attr=None, data_format='NCHW'): batch norm whose statistics would be
+    reduced across devices; Eddy trains in one process, so it is BatchNorm
+    over any N-D input."""
+
+    @classmethod
+    def convert_sync_batchnorm(cls, layer):
+        """Replace every BatchNorm*D inside layer (or layer itself) by a
+        SyncBatchNorm holding the same parameters and statistics."""
+        if isinstance(layer, _BatchNormBase) and not isinstance(layer, SyncBatchNorm):
+            new = cls(layer._num_features, layer._momentum, layer._epsilon,
+                      data_format=layer._data_format)
+            for name in ('weight', 'bias', '_mean', '_variance'):
+                setattr(new, name, getattr(layer, name))
+            return new
+        for name, sub in list(layer._sub_layers.items()):
+            layer._sub_layers[name] = cls.convert_sync_batchnorm(sub)
+        return layer

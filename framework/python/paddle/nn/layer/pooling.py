@@ -133,3 +133,52 @@ class AdaptiveMaxPool1D(Layer):
 
 
 __all__ += ['AdaptiveMaxPool1D']
+
+
+class LPPool1D(Layer):
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False, data_format='NCL',
+                 name=None):
+        super().__init__()
+        self._args = (norm_type, kernel_size, stride, ceil_mode, data_format)
+
+    def forward(self, x):
+        return F.lp_pool1d(x, *self._args)
+
+    def extra_repr(self):
+        return 'norm_type={}, kernel_size={}'.format(self._args[0], self._args[1])
+
+
+class LPPool2D(Layer):
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False, data_format='NCHW',
+                 name=None):
+        super().__init__()
+        self._args = (norm_type, kernel_size, stride, ceil_mode, data_format)
+
+    def forward(self, x):
+        return F.lp_pool2d(x, *self._args)
+
+    def extra_repr(self):
+        return 'norm_type={}, kernel_size={}'.format(self._args[0], self._args[1])
+
+
+class MaxUnPool2D(Layer):
+    def __init__(self, kernel_size, stride=None, padding=0, data_format='NCHW',
+                 output_size=None, name=None):
+        super().__init__()
+        self._args = (kernel_size, stride, padding, data_format, output_size)
+
+    def forward(self, x, indices):
+        return F.max_unpool2d(x, indices, *self._args)
+
+
+class MaxUnPool1D(Layer):
+    def __init__(self, kernel_size, stride=None, padding=0, data_format='NCL', output_size=None,
+                 name=None):
+        super().__init__()
+        self._args = (kernel_size, stride, padding, data_format, output_size)
+
+    def forward(self, x, indices):
+        return F.max_unpool1d(x, indices, *self._args)
+
+
+__all__ += ['LPPool1D', 'LPPool2D', 'MaxUnPool1D', 'MaxUnPool2D']
