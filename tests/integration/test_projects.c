@@ -224,6 +224,14 @@ START_TEST(notebook_flow_save_version_change_read_old_restore_fork)
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(str(&r, "visibility"), "public");
     it_resp_free(&r);
+    /* can_write: what the web app decides editor or read-only page by */
+    call(&r, &bob, "GET", NULL, 0, "/api/v1/projects/%s", id);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert(json_is_false(json_object_get(r.json, "can_write")));
+    it_resp_free(&r);
+    call(&r, &alice, "GET", NULL, 0, "/api/v1/projects/%s", id);
+    ck_assert(json_is_true(json_object_get(r.json, "can_write")));
+    it_resp_free(&r);
     call(&r, &bob, "POST", NULL, 0, "/api/v1/projects/%s/fork", id);
     ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
     ck_assert_str_eq(str(&r, "owner"), "bob");

@@ -161,23 +161,6 @@ export const isRefused = (e) => e instanceof ApiError && e.status === 422;
 
 // ---- HTML export ------------------------------------------------------------------
 
-// A Markdown cell's source with its attachments (images pasted into the cell
-// in Jupyter or Colab: `![x](attachment:image.png)`) as data: URLs, which the
-// sanitiser and the CSP allow for images.
-export function withAttachments(src, attachments) {
-  if (!attachments || typeof attachments !== 'object') return src;
-  let out = src;
-  for (const [name, bundle] of Object.entries(attachments)) {
-    const mime = bundle && Object.keys(bundle).find((m) => m.startsWith('image/'));
-    if (!mime) continue;
-    const data = mime === 'image/svg+xml'
-      ? `data:image/svg+xml;charset=utf-8,${encodeURIComponent(nbText(bundle[mime]))}`
-      : `data:${mime};base64,${nbText(bundle[mime]).replace(/\s/g, '')}`;
-    out = out.split(`attachment:${name}`).join(data);
-  }
-  return out;
-}
-
 const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
 
 // Sandboxed frames made by the app link its stylesheets; a file must not
@@ -232,7 +215,7 @@ export async function notebookHtml(nb, title) {
     const inner = h('div', { class: 'cell-body' });
     if (c.cell_type === 'markdown') {
       const md = h('div', { class: 'markdown' });
-      renderMarkdown(md, withAttachments(src, c.attachments));
+      renderMarkdown(md, src, { attachments: c.attachments });   // attachment: images as data: URLs
       inner.append(md);
       cell.append(h('div', { class: 'prompt' }), inner);
     } else if (c.cell_type === 'code') {

@@ -234,6 +234,13 @@ export async function run(t) {
       assert((await fetchJson(page, fileUrl(state.projectId, 'public-demo.ipynb'))).body === saved, 'the notebook is unchanged');
       assert(!(await p2.$('.cm-editor')), 'still no editor');
       await shot(p2, '69b-share-other-user');
+      // the plain file editor at its URL is read-only for bob too: no Save, no write
+      await p2.goto(`${state.projectUrl}/edit/public-demo.ipynb`);
+      await p2.waitForSelector('[data-testid=read-only]');
+      assert(await p2.$eval('textarea.editor', (t) => t.readOnly), 'the file editor is read-only');
+      assert(!(await p2.$('button.primary:text("Save")')), 'no Save button');
+      await p2.goto(`${state.projectUrl}/notebook/public-demo.ipynb`);
+      await p2.waitForSelector('[data-testid=fork-to-run]');
 
       await p2.click('[data-testid=fork-to-run]');
       // the fork's notebook (this page is already at the source's)

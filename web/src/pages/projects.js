@@ -320,8 +320,11 @@ async function showDiff(box, id, path, from, to) {
 // A plain-text editor for one working-tree file. It remembers the ETag of what
 // it loaded or saved and saves with If-Match; when the file changed elsewhere
 // meanwhile (412) it asks: reload (discard mine) or overwrite (save mine).
+// Someone who may not write the project (can_write false: another user of a
+// public project, or a read-only key) gets the file read-only, no Save.
 export async function fileEditorPage(id, path) {
   const p = await api.get(projUrl(id));
+  const writable = p.can_write === true;
   let text, etag = null;
   const load = async () => {
     try { const r = await readFile(id, path); text = await r.res.text(); etag = r.etag; }
@@ -330,6 +333,13 @@ export async function fileEditorPage(id, path) {
   await load();
   const area = h('textarea', { class: 'editor', spellcheck: 'false', 'aria-label': `Contents of ${path}` });
   area.value = text;
+  if (!writable) {
+    area.readOnly = true;
+    return h('div', { class: 'page wide' },
+      h('div', { class: 'page-head' }, h('h1', null, h('a', { href: `/projects/${enc(id)}` }, p.name), ' / ', path),
+        h('span', { class: 'muted', 'data-testid': 'read-only' }, 'Read only: not your project')),
+      area);
+  }
   const status = h('span', { class: 'muted', 'aria-live': 'polite', 'data-testid': 'save-status' }, 'Saved');
   const save = async () => {
     let force = false;
