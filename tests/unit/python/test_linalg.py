@@ -119,6 +119,22 @@ class TestValuesAndGradients(unittest.TestCase):
         np.testing.assert_allclose((p @ lo @ up).numpy(), rect, atol=1e-12)
         self.assertEqual(int(info), 0)
 
+    @needs_torch
+    def test_householder_and_lowrank(self):
+        h, tau = torch.geqrf(torch.tensor(TALL))
+        self.compare('householder_product', paddle.linalg.householder_product,
+                     torch.linalg.householder_product, h.numpy(), tau.numpy())
+        x = paddle.to_tensor(TALL[0], stop_gradient=False)
+        u, s, v = paddle.linalg.svd_lowrank(x, q=2)
+        self.assertEqual((u.shape, s.shape, v.shape), ([5, 2], [2], [3, 2]))
+        np.testing.assert_allclose(s.numpy(), np.linalg.svd(TALL[0], compute_uv=False)[:2])
+        s.sum().backward()
+        u0, _, vh0 = np.linalg.svd(TALL[0], full_matrices=False)
+        np.testing.assert_allclose(x.grad.numpy(), u0[:, :2] @ vh0[:2], atol=1e-12)
+        _, s, _ = paddle.linalg.pca_lowrank(paddle.to_tensor(TALL[0]), q=2)
+        centred = TALL[0] - TALL[0].mean(0)
+        np.testing.assert_allclose(s.numpy(), np.linalg.svd(centred, compute_uv=False)[:2])
+
     def test_gradients_by_finite_differences(self):
         L = paddle.linalg
         cases = [('inv', L.inv, np.linalg.inv, A[0]),

@@ -750,3 +750,60 @@ def matrix_exp(x, name=None):
     for _ in range(s):
         r = _mm(r, r)
     return r
+
+
+def svd_lowrank(x, q=None, niter=2, M=None, name=None):
+    """(U [*, m, q], S [*, q], V [*, n, q]) of x - M: the q leading singular
+    triplets, computed exactly (a full SVD, truncated) rather than by random
+    projection, so niter has nothing to do; differentiable like svd."""
+    _check(x, 'svd_lowrank', square=False)
+    if M is not None:
+        x = _C.subtract(x, M)
+    k = min(x.shape[-2], x.shape[-1])
+    q = min(6, k) if q is None else int(q)
+    if not 0 < q <= k:
+        raise ValueError("svd_lowrank: q must be in [1, {}], got {}".format(k, q))
+    u, s, vh = svd(x)
+    nd = x.ndim
+    return (_C.slice(u, [nd - 1], [0], [q]), _C.slice(s, [nd - 2], [0], [q]),
+            _mT(_C.slice(vh, [nd - 2], [0], [q])))
+
+
+def pca_lowrank(x, q=None, center=True, niter=2, name=None):
+    """PCA of the rows of x: svd_lowrank of x minus its column means (when center)."""
+    _check(x, 'pca_lowrank', square=False)
+    if q is None:
+        q = min(6, x.shape[-2], x.shape[-1])
+    if center:
+        x = _C.subtract(x, _C.mean(x, [-2], True))
+    return svd_lowrank(x, q, niter)
+
+
+def householder_product(x, tau, name=None):
+    """Q = H_1 ... H_k from the Householder vectors below the diagonal of x
+    [*, m, n] (unit diagonal implied) and the scalars tau [*, k], as LAPACK's
+    orgqr; differentiable through matmuls."""
+    paddle = _paddle()
+    _check(x, 'householder_product', square=False)
+    m, n = x.shape[-2], x.shape[-1]
+    k = tau.shape[-1]
+    if m < n or k > n or list(tau.shape[:-1]) != list(x.shape[:-2]):
+        raise ValueError("householder_product: x {} and tau {} do not match (need rows >= "
+                         "columns >= len(tau))".format(list(x.shape), list(tau.shape)))
+    nd = x.ndim
+    eye = _eye_like(m, x)
+    q = None
+    for i in range(k):
+        col = _C.slice(x, [nd - 1], [i], [i + 1])                       # [*, m, 1]
+        below = np.zeros((m, 1))
+        below[i + 1:] = 1.0
+        unit = np.zeros((m, 1))
+        unit[i] = 1.0
+        v = _C.add(_C.multiply(col, _const(below, x)), _const(unit, x))
+        t = _C.unsqueeze(_C.slice(tau, [nd - 2], [i], [i + 1]), [-1])    # [*, 1, 1]
+        h = _C.subtract(eye, _C.multiply(_mm(v, _mT(v)), t))
+        q = h if q is None else _mm(q, h)
+    q = eye if q is None else q
+    if q.ndim < nd:
+        q = paddle.expand(q, list(x.shape[:-2]) + [m, m])
+    return _C.slice(q, [nd - 1], [0], [n])
