@@ -255,7 +255,8 @@ class TestRNN(TorchCase):
                 self.assertEqual(px.grad.shape, [3, 6, 5])
                 np.testing.assert_array_equal(px.grad.numpy()[2, 1:], 0.0)   # padding
         with self.assertRaises(ValueError):
-            paddle.nn.LSTM(5, 7)(paddle.randn([3, 6, 5]), sequence_length=paddle.to_tensor([7, 1, 1]))
+            paddle.nn.LSTM(5, 7)(paddle.randn([3, 6, 5]),
+                                 sequence_length=paddle.to_tensor([7, 1, 1]))
 
     def test_simple_rnn_doc_shapes(self):
         rnn = paddle.nn.SimpleRNN(16, 32, 2)
@@ -463,7 +464,8 @@ class TestEinsum(TorchCase):
         cases = [('ii->i', [(4, 4)]), ('ii', [(4, 4)]), ('bij,bjk->bik', [(2, 3, 4), (2, 4, 5)]),
                  ('...ij,...jk', [(2, 1, 3, 4), (5, 4, 2)]), ('ijk->', [(2, 3, 4)]),
                  ('bhqd,bhkd->bhqk', [(2, 3, 5, 4), (2, 3, 6, 4)]),
-                 ('i,ij,jk->k', [(3,), (3, 4), (4, 5)]), ('abc,cd,bd->a', [(2, 3, 4), (4, 5), (3, 5)]),
+                 ('i,ij,jk->k', [(3,), (3, 4), (4, 5)]),
+                 ('abc,cd,bd->a', [(2, 3, 4), (4, 5), (3, 5)]),
                  ('ij,kj', [(3, 4), (5, 4)]), ('iij->j', [(3, 3, 2)]), ('ij,jk', [(1, 4), (4, 5)])]
         for eq, shapes in cases:
             arrs = [self.rng.standard_normal(s) for s in shapes]

@@ -1,5 +1,6 @@
 """paddle.vision.models Tier 2 (AlexNet, MobileNetV1/V2/V3, SqueezeNet,
-ShuffleNetV2, ResNeXt, DenseNet, GoogLeNet next to LeNet, VGG, ResNet) and paddle.metric.Auc/Precision/Recall (issue 18): output shapes,
+ShuffleNetV2, ResNeXt, DenseNet, GoogLeNet next to LeNet, VGG, ResNet) and
+paddle.metric.Auc/Precision/Recall (issue 18): output shapes,
 parameter counts equal to the published architectures' (so the layers are
 the real ones), Paddle's layer names, a training step, the pretrained=True
 error; Auc against scikit-learn's and Paddle's bucketed algorithm."""

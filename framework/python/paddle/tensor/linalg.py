@@ -324,7 +324,6 @@ def solve(x, y, left=True, name=None):
 
 def triangular_solve(x, y, upper=True, transpose=False, unitriangular=False, name=None):
     """X with op(A) X = B for triangular A (only its upper/lower part is read)."""
-    paddle = _paddle()
     _check(x, 'triangular_solve')
     n = x.shape[-1]
     mask = np.triu(np.ones((n, n))) if upper else np.tril(np.ones((n, n)))
@@ -698,7 +697,6 @@ def lu(x, pivot=True, get_infos=False, name=None):
 
 def lu_unpack(x, y, unpack_ludata=True, unpack_pivots=True, name=None):
     """(P, L, U) from lu()'s packed factors x and pivots y, with A = P L U."""
-    paddle = _paddle()
     m, n = x.shape[-2], x.shape[-1]
     k = min(m, n)
     p = l_ = u = None

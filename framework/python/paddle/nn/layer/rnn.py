@@ -1,9 +1,10 @@
 """Recurrent layers: LSTM, GRU (+ LSTMCell, GRUCell), over the framework's
 fused sequence kernels; SimpleRNN (+ SimpleRNNCell: the input projection of
 every step is one matmul, the recurrence a loop of one matmul per step); the
-RNN and BiRNN wrappers that run any cell (RNNCellBase) over time. Weights per layer/direction: weight_ih_l{k}
-[G*H, I], weight_hh_l{k} [G*H, H], bias_ih_l{k}, bias_hh_l{k} [G*H]
-(suffix _reverse for the backward direction), all ~ U(-1/sqrt(H), 1/sqrt(H))."""
+RNN and BiRNN wrappers that run any cell (RNNCellBase) over time. Weights per
+layer/direction: weight_ih_l{k} [G*H, I], weight_hh_l{k} [G*H, H], bias_ih_l{k},
+bias_hh_l{k} [G*H] (suffix _reverse for the backward direction), all
+~ U(-1/sqrt(H), 1/sqrt(H))."""
 import math
 
 from .. import functional as F
