@@ -608,5 +608,62 @@ class TestMoreFunctional(TorchCase):
             s.insert(9, paddle.nn.ReLU())
 
 
+@needs_torch
+class TestThreeD(TorchCase):
+    def test_conv3d_against_torch(self):
+        x = self.rng.standard_normal((2, 4, 6, 7, 8)).astype('float32')
+        for oc, k, st, p, d, g in ((6, 3, 1, 1, 1, 1), (4, (2, 3, 2), (2, 1, 2), (1, 0, 1),
+                                                        (1, 2, 1), 2), (8, 3, 2, 0, 1, 4)):
+            kk = (k,) * 3 if isinstance(k, int) else k
+            w = (self.rng.standard_normal((oc, 4 // g) + kk) * 0.2).astype('float32')
+            b = self.rng.standard_normal(oc).astype('float32')
+            self.check(lambda x, w, b: F.conv3d(x, w, b, st, p, d, g),
+                       lambda x, w, b: TF.conv3d(x, w, b, st, p, d, g), [x, w, b], 1e-4,
+                       msg=str((oc, k, st, p, d, g)))
+        w = (self.rng.standard_normal((4, 3, 3, 3, 3)) * 0.2).astype('float32')
+        self.check(lambda x, w: F.conv3d_transpose(x, w, stride=2, padding=1, output_padding=1),
+                   lambda x, w: TF.conv_transpose3d(x, w, stride=2, padding=1, output_padding=1),
+                   [x, w], 1e-4)
+        m = paddle.nn.Conv3D(4, 6, 3, padding=1)
+        self.assertEqual(m(paddle.to_tensor(x)).shape, [2, 6, 6, 7, 8])
+        self.assertEqual(paddle.nn.Conv3DTranspose(4, 2, 2, stride=2)(paddle.to_tensor(x)).shape,
+                         [2, 2, 12, 14, 16])
+        with self.assertRaises(ValueError):
+            F.conv3d(paddle.to_tensor(x), paddle.randn([2, 3, 3, 3, 3]))
+
+    def test_pool3d_against_torch(self):
+        x = self.rng.standard_normal((2, 4, 6, 7, 8)).astype('float32')
+        for kw in (dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                   dict(kernel_size=(3, 2, 3), stride=(2, 1, 2), padding=(1, 0, 1),
+                        ceil_mode=True)):
+            self.check(lambda x: F.max_pool3d(x, **kw), lambda x: TF.max_pool3d(x, **kw), [x],
+                       msg=str(kw))
+            self.check(lambda x: F.avg_pool3d(x, **kw), lambda x: TF.avg_pool3d(
+                x, count_include_pad=False, **kw), [x], msg=str(kw))
+            if not kw.get('ceil_mode'):
+                self.check(lambda x: F.avg_pool3d(x, exclusive=False, **kw),
+                           lambda x: TF.avg_pool3d(x, count_include_pad=True, **kw), [x])
+        self.check(lambda x: F.adaptive_avg_pool3d(x, [4, 3, 5]),
+                   lambda x: TF.adaptive_avg_pool3d(x, (4, 3, 5)), [x])
+        self.check(lambda x: F.adaptive_max_pool3d(x, [4, 3, 5]),
+                   lambda x: TF.adaptive_max_pool3d(x, (4, 3, 5)), [x])
+        self.assertEqual(paddle.nn.MaxPool3D(2)(paddle.to_tensor(x)).shape, [2, 4, 3, 3, 4])
+        self.assertEqual(paddle.nn.AdaptiveAvgPool3D(1)(paddle.to_tensor(x)).shape,
+                         [2, 4, 1, 1, 1])
+
+    def test_avg_pool3d_ceil_mode_divides_by_the_kernel(self):
+        # Paddle divides by the whole kernel when exclusive=False, even for windows
+        # that ceil_mode cuts short (PyTorch does not)
+        x = self.rng.standard_normal((1, 1, 5, 5, 5)).astype('float32')
+        y = F.avg_pool3d(paddle.to_tensor(x), 2, 2, 0, ceil_mode=True, exclusive=False).numpy()
+        ref = np.zeros((3, 3, 3))
+        for i in range(3):
+            for j in range(3):
+                for k in range(3):
+                    ref[i, j, k] = x[0, 0, 2 * i:2 * i + 2, 2 * j:2 * j + 2,
+                                     2 * k:2 * k + 2].sum() / 8
+        np.testing.assert_allclose(y[0, 0], ref, atol=1e-6)
+
+
 if __name__ == '__main__':
     unittest.main()

@@ -16,7 +16,8 @@ from .activation import (  # noqa: F401
 from .common import (  # noqa: F401
     alpha_dropout, bilinear, cosine_similarity, dropout, dropout2d, dropout3d, fold, interpolate,
     label_smooth, linear, pad, unfold, upsample, zeropad2d)
-from .conv import conv1d, conv1d_transpose, conv2d, conv2d_transpose  # noqa: F401
+from .conv import (  # noqa: F401
+    conv1d, conv1d_transpose, conv2d, conv2d_transpose, conv3d, conv3d_transpose)
 from .distance import pairwise_distance  # noqa: F401
 from .input import embedding, one_hot  # noqa: F401
 from .loss import (  # noqa: F401
@@ -31,7 +32,8 @@ from .vision import (  # noqa: F401
     affine_grid, channel_shuffle, grid_sample, pixel_shuffle, pixel_unshuffle)
 from . import vision  # noqa: F401
 from .pooling import (  # noqa: F401
-    adaptive_max_pool1d, lp_pool1d, lp_pool2d, max_unpool1d, max_unpool2d,
+    adaptive_max_pool1d, lp_pool1d, lp_pool2d, max_unpool1d, max_unpool2d, max_pool3d,
+    avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d,
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d,
     max_pool1d, max_pool2d)
 
@@ -52,5 +54,6 @@ __all__ = [
     'maxout', 'rrelu', 'thresholded_relu', 'dropout3d', 'fold', 'unfold', 'zeropad2d',
     'local_response_norm', 'sequence_mask', 'temporal_shift', 'scaled_dot_product_attention',
     'adaptive_max_pool1d', 'bilinear', 'flash_attention', 'lp_pool1d', 'lp_pool2d',
-    'max_unpool1d', 'max_unpool2d',
+    'max_unpool1d', 'max_unpool2d', 'conv3d', 'conv3d_transpose', 'max_pool3d', 'avg_pool3d',
+    'adaptive_avg_pool3d', 'adaptive_max_pool3d',
 ]

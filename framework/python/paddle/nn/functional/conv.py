@@ -1,4 +1,7 @@
-"""Convolutions (Paddle's paddle/nn/functional/conv.py): one fused C op each."""
+"""Convolutions (Paddle's paddle/nn/functional/conv.py): conv1d/conv2d are
+one fused C op each; conv3d is one conv2d per kernel depth tap over strided
+depth slices; the transposed convolutions are convolutions of the
+zero-stuffed input (all on the im2col + gemm path)."""
 from paddle import _C
 from paddle._lazy import forward_to as _forward_to
 from paddle.tensor.manipulation import flip as _flip
@@ -128,9 +131,73 @@ def _conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups,
     w = _C.transpose(w, [0, 2, 1] + list(range(3, 3 + nd)))
     w = _C.reshape(w, [groups * cog, cin // groups] + ks)
     w = _flip(w, list(range(2, 2 + nd)))
+    if nd == 3:
+        return _conv3d_nc(z, w, bias, [1, 1, 1], [0] * 6, d, groups)
     if nd == 2:
         return _C.conv2d(z, w, bias, [1, 1], [0, 0, 0, 0], d, groups)
     return _C.conv1d(z, w, bias, 1, [0, 0], d[0], groups)
+
+
+def _conv3d_nc(x, weight, bias, stride, pad, dilation, groups):
+    """3-D convolution of channels-first x [N, C, D, H, W] with weight
+    [OC, C/groups, KD, KH, KW] and flat pad [d0, d1, h0, h1, w0, w1]: for each
+    depth tap kd, the input depth slices that tap reads (strided) are batched
+    into one conv2d with weight[:, :, kd]; the taps' outputs are summed."""
+    n, c = x.shape[0], x.shape[1]
+    kd = weight.shape[2]
+    if any(pad[:2]):
+        x = _C.pad(x, [0, 0, 0, 0, pad[0], pad[1], 0, 0, 0, 0], 'constant', 0.0)
+    depth = x.shape[2]
+    od = (depth - dilation[0] * (kd - 1) - 1) // stride[0] + 1
+    if od <= 0:
+        raise ValueError("conv3d: the kernel ({} deep, dilation {}) is larger than the padded "
+                         "input depth {}".format(kd, dilation[0], depth))
+    out = None
+    for t in range(kd):
+        start = t * dilation[0]
+        sl = _C.slice(x, [2], [start], [start + (od - 1) * stride[0] + 1], [stride[0]])
+        sl = _C.reshape(_C.transpose(sl, [0, 2, 1, 3, 4]), [n * od, c] + list(x.shape[3:]))
+        wt = _C.squeeze(_C.slice(weight, [2], [t], [t + 1]), [2])
+        y = _C.conv2d(sl, wt, None, stride[1:], pad[2:], dilation[1:], groups)
+        out = y if out is None else _C.add(out, y)
+    oc, oh, ow = out.shape[1], out.shape[2], out.shape[3]
+    out = _C.transpose(_C.reshape(out, [n, od, oc, oh, ow]), [0, 2, 1, 3, 4])
+    if bias is not None:
+        out = _C.add(out, _C.reshape(bias, [1, oc, 1, 1, 1]))
+    return out
+
+
+def conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
+           data_format='NCDHW', name=None):
+    """x [N, C, D, H, W], weight [OC, C/groups, KD, KH, KW] -> [N, OC, OD, OH, OW]."""
+    _check_tensor(x, 'conv3d')
+    if x.ndim != 5 or weight.ndim != 5:
+        raise ValueError("conv3d: x and weight must be 5-D, got {} and {}".format(
+            list(x.shape), list(weight.shape)))
+    x, moved = _to_nchw(x, data_format, 3)
+    groups = int(groups)
+    if groups <= 0 or x.shape[1] % groups or weight.shape[1] * groups != x.shape[1]:
+        raise ValueError("conv3d: x has {} channels but weight {} with groups {} expects {}"
+                         .format(x.shape[1], list(weight.shape), groups,
+                                 weight.shape[1] * max(groups, 1)))
+    s = _ntuple(stride, 3, 'stride')
+    d = _ntuple(dilation, 3, 'dilation')
+    pad = _conv_padding(padding, 3, list(weight.shape[2:]), s, d, x.shape[2:], 'conv3d')
+    if min(s + d) <= 0 or min(pad) < 0:
+        raise ValueError("conv3d: strides and dilations must be positive, padding non-negative")
+    return _from_nchw(_conv3d_nc(x, weight, bias, s, pad, d, groups), moved)
+
+
+def conv3d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1, data_format='NCDHW', output_size=None, name=None):
+    """x [N, C_in, D, H, W], weight [C_in, C_out/groups, KD, KH, KW] -> [N, C_out, ...]."""
+    _check_tensor(x, 'conv3d_transpose')
+    if x.ndim != 5:
+        raise ValueError("conv3d_transpose: x must be 5-D, got {}".format(list(x.shape)))
+    x, moved = _to_nchw(x, data_format, 3)
+    out = _conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups,
+                             dilation, output_size, 3, 'conv3d_transpose')
+    return _from_nchw(out, moved)
 
 
 def conv2d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,

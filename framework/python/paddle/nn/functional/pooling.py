@@ -196,6 +196,116 @@ def max_unpool1d(x, indices, kernel_size, stride=None, padding=0, data_format='N
     return _C.squeeze(out, [2])
 
 
+def _depth_windows(depth, k, s, p, ceil_mode):
+    """[start, end) of each pooling window along depth in padded coordinates,
+    clipped to the padded extent (PyTorch's/Paddle's output-size rule)."""
+    span = depth + 2 * p - k
+    if span < 0:
+        raise ValueError("pool3d: kernel depth {} is larger than the padded depth {}".format(
+            k, depth + 2 * p))
+    out = (-(-span // s) if ceil_mode else span // s) + 1
+    if ceil_mode and (out - 1) * s >= depth + p:
+        out -= 1
+    return [(i * s, min(i * s + k, depth + 2 * p)) for i in range(out)]
+
+
+def _pool3d_args(x, kernel_size, stride, padding, fname):
+    _check_tensor(x, fname)
+    if x.ndim != 5:
+        raise ValueError("{}: x must be 5-D [N, C, D, H, W], got {}".format(fname,
+                                                                          list(x.shape)))
+    k = _ntuple(kernel_size, 3, 'kernel_size')
+    st = k if stride is None else _ntuple(stride, 3, 'stride')
+    if isinstance(padding, str):
+        raise ValueError("{}: string padding is not supported for 3-D pooling; give ints"
+                         .format(fname))
+    p = _ntuple(padding, 3, 'padding')
+    if min(k + st) <= 0 or min(p) < 0 or any(2 * p[i] > k[i] for i in range(3)):
+        raise ValueError("{}: bad kernel_size {}, stride {} or padding {}".format(
+            fname, k, st, p))
+    return k, st, p
+
+
+def max_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, return_mask=False,
+               data_format='NCDHW', name=None):
+    """Max pooling over [D, H, W]: max_pool2d over (H, W) of every depth slice,
+    then a max over each depth window (max is separable)."""
+    if return_mask:
+        raise NotImplementedError("max_pool3d: return_mask is not supported")
+    x, moved = _to_nchw(x, data_format, 3)
+    k, st, p = _pool3d_args(x, kernel_size, stride, padding, 'max_pool3d')
+    n, c, d = x.shape[0], x.shape[1], x.shape[2]
+    y = max_pool2d(_C.reshape(x, [n, c * d] + list(x.shape[3:])), k[1:], st[1:], p[1:],
+                   ceil_mode=ceil_mode)
+    y = _C.reshape(y, [n, c, d] + list(y.shape[2:]))
+    if p[0]:
+        y = _C.pad(y, [0, 0, 0, 0, p[0], p[0], 0, 0, 0, 0], 'constant', float('-inf'))
+    wins = [_C.max(_C.slice(y, [2], [a], [b]), [2], True)
+            for a, b in _depth_windows(d, k[0], st[0], p[0], ceil_mode)]
+    return _from_nchw(_C.concat(wins, 2), moved)
+
+
+def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True,
+               divisor_override=None, data_format='NCDHW', name=None):
+    """Average pooling over [D, H, W], separable: avg_pool2d over (H, W), then
+    the mean of each depth window (padding excluded from counts when exclusive)."""
+    x, moved = _to_nchw(x, data_format, 3)
+    k, st, p = _pool3d_args(x, kernel_size, stride, padding, 'avg_pool3d')
+    n, c, d = x.shape[0], x.shape[1], x.shape[2]
+    y = avg_pool2d(_C.reshape(x, [n, c * d] + list(x.shape[3:])), k[1:], st[1:], p[1:],
+                   ceil_mode, exclusive)
+    y = _C.reshape(y, [n, c, d] + list(y.shape[2:]))
+    if p[0]:
+        y = _C.pad(y, [0, 0, 0, 0, p[0], p[0], 0, 0, 0, 0], 'constant', 0.0)
+    wins = []
+    for a, b in _depth_windows(d, k[0], st[0], p[0], ceil_mode):
+        total = _C.sum(_C.slice(y, [2], [a], [b]), [2], True)
+        # exclusive: real elements only; otherwise the whole kernel (Paddle's pool kernels
+        # divide by ksize even for windows that ceil_mode cuts short)
+        valid = min(b, d + p[0]) - max(a, p[0]) if exclusive else k[0]
+        wins.append(_C.divide(total, float(max(valid, 1))))
+    out = _C.concat(wins, 2)
+    if divisor_override:
+        out = _C.multiply(out, float(k[0] * k[1] * k[2]) / float(divisor_override))
+    return _from_nchw(out, moved)
+
+
+def _adaptive3d(x, output_size, fname):
+    _check_tensor(x, fname)
+    if x.ndim != 5:
+        raise ValueError("{}: x must be 5-D, got {}".format(fname, list(x.shape)))
+    if isinstance(output_size, numbers.Integral):
+        osz = [int(output_size)] * 3
+    else:
+        osz = [x.shape[2 + i] if v is None else int(v) for i, v in enumerate(output_size)]
+    if len(osz) != 3 or min(osz) <= 0:
+        raise ValueError("{}: bad output_size {}".format(fname, output_size))
+    return osz
+
+
+def adaptive_avg_pool3d(x, output_size, data_format='NCDHW', name=None):
+    x, moved = _to_nchw(x, data_format, 3)
+    osz = _adaptive3d(x, output_size, 'adaptive_avg_pool3d')
+    n, c, d = x.shape[0], x.shape[1], x.shape[2]
+    y = _C.adaptive_avg_pool2d(_C.reshape(x, [n, c * d] + list(x.shape[3:])), osz[1:])
+    y = _C.reshape(y, [n, c, d] + osz[1:])
+    wins = [_C.mean(_C.slice(y, [2], [a], [b]), [2], True)
+            for a, b in _adaptive_bounds(d, osz[0])]
+    return _from_nchw(_C.concat(wins, 2), moved)
+
+
+def adaptive_max_pool3d(x, output_size, return_mask=False, name=None):
+    if return_mask:
+        raise NotImplementedError("adaptive_max_pool3d: return_mask is not supported")
+    osz = _adaptive3d(x, output_size, 'adaptive_max_pool3d')
+    n, c, d = x.shape[0], x.shape[1], x.shape[2]
+    y = adaptive_max_pool2d(_C.reshape(x, [n, c * d] + list(x.shape[3:])), osz[1:])
+    y = _C.reshape(y, [n, c, d] + osz[1:])
+    wins = [_C.max(_C.slice(y, [2], [a], [b]), [2], True)
+            for a, b in _adaptive_bounds(d, osz[0])]
+    return _C.concat(wins, 2)
+
+
 # This module held every function of paddle.nn.functional before the package followed
 # Paddle's module layout; those names still import from here.
 __getattr__ = _forward_to(__name__, 'paddle.nn.functional')

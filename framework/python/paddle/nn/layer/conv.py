@@ -6,7 +6,7 @@ from .. import functional as F
 from .. import initializer as I
 from .layers import Layer
 
-__all__ = ['Conv1D', 'Conv2D', 'Conv1DTranspose', 'Conv2DTranspose']
+__all__ = ['Conv1D', 'Conv2D', 'Conv3D', 'Conv1DTranspose', 'Conv2DTranspose', 'Conv3DTranspose']
 
 
 def _ntuple(v, n, what):
@@ -165,3 +165,40 @@ class Conv1DTranspose(_ConvNd):
                                   padding=self._padding, output_padding=self._output_padding,
                                   groups=self._groups, dilation=self._dilation,
                                   output_size=output_size, data_format=self._data_format)
+
+
+class Conv3D(_ConvNd):
+    """Conv3D(in_channels, out_channels, kernel_size, stride=1, padding=0,
+    dilation=1, groups=1, padding_mode='zeros', weight_attr=None,
+    bias_attr=None, data_format='NCDHW'); weight [out, in/groups, kd, kh, kw]."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, padding_mode='zeros', weight_attr=None, bias_attr=None,
+                 data_format='NCDHW'):
+        super().__init__(in_channels, out_channels, kernel_size, 3, stride, padding, dilation,
+                         groups, padding_mode, weight_attr, bias_attr, data_format)
+
+    def forward(self, x):
+        x, pad = self._pad_input(x)
+        return F.conv3d(x, self.weight, self.bias, stride=self._stride, padding=pad,
+                        dilation=self._dilation, groups=self._groups,
+                        data_format=self._data_format)
+
+
+class Conv3DTranspose(_ConvNd):
+    """Conv3DTranspose(in_channels, out_channels, kernel_size, stride=1,
+    padding=0, output_padding=0, groups=1, dilation=1, weight_attr=None,
+    bias_attr=None, data_format='NCDHW'); weight [in, out/groups, kd, kh, kw]."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, dilation=1, weight_attr=None, bias_attr=None,
+                 data_format='NCDHW'):
+        super().__init__(in_channels, out_channels, kernel_size, 3, stride, padding, dilation,
+                         groups, 'zeros', weight_attr, bias_attr, data_format,
+                         transposed=True, output_padding=output_padding)
+
+    def forward(self, x, output_size=None):
+        return F.conv3d_transpose(x, self.weight, self.bias, stride=self._stride,
+                                  padding=self._padding, output_padding=self._output_padding,
+                                  groups=self._groups, dilation=self._dilation,
+                                  data_format=self._data_format, output_size=output_size)

@@ -182,3 +182,60 @@ class MaxUnPool1D(Layer):
 
 
 __all__ += ['LPPool1D', 'LPPool2D', 'MaxUnPool1D', 'MaxUnPool2D']
+
+
+class MaxPool3D(Layer):
+    def __init__(self, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False,
+                 data_format='NCDHW', name=None):
+        super().__init__()
+        self._args = (kernel_size, stride, padding, ceil_mode, return_mask, data_format)
+
+    def forward(self, x):
+        k, s, p, c, r, f = self._args
+        return F.max_pool3d(x, k, s, p, c, r, f)
+
+    def extra_repr(self):
+        return 'kernel_size={}, stride={}, padding={}'.format(*self._args[:3])
+
+
+class AvgPool3D(Layer):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True,
+                 divisor_override=None, data_format='NCDHW', name=None):
+        super().__init__()
+        self._args = (kernel_size, stride, padding, ceil_mode, exclusive, divisor_override,
+                      data_format)
+
+    def forward(self, x):
+        return F.avg_pool3d(x, *self._args)
+
+    def extra_repr(self):
+        return 'kernel_size={}, stride={}, padding={}'.format(*self._args[:3])
+
+
+class AdaptiveAvgPool3D(Layer):
+    def __init__(self, output_size, data_format='NCDHW', name=None):
+        super().__init__()
+        self._output_size = output_size
+        self._data_format = data_format
+
+    def forward(self, x):
+        return F.adaptive_avg_pool3d(x, self._output_size, self._data_format)
+
+    def extra_repr(self):
+        return 'output_size={}'.format(self._output_size)
+
+
+class AdaptiveMaxPool3D(Layer):
+    def __init__(self, output_size, return_mask=False, name=None):
+        super().__init__()
+        self._output_size = output_size
+        self._return_mask = return_mask
+
+    def forward(self, x):
+        return F.adaptive_max_pool3d(x, self._output_size, self._return_mask)
+
+    def extra_repr(self):
+        return 'output_size={}'.format(self._output_size)
+
+
+__all__ += ['MaxPool3D', 'AvgPool3D', 'AdaptiveAvgPool3D', 'AdaptiveMaxPool3D']
