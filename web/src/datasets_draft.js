@@ -69,6 +69,7 @@ export async function draftView(d, { latest, onPublished }) {
       if (u.ctl.signal.aborted) continue;
       controllers.add(u.ctl);
       u.li.dataset.state = 'uploading';
+      let resumed = 0;
       try {
         await uploadDatasetFile(d.id, u.path, u.file, {
           signal: u.ctl.signal,
@@ -76,6 +77,7 @@ export async function draftView(d, { latest, onPublished }) {
             if (ev.phase === 'hash') { u.bar.value = ev.loaded; u.text.textContent = `checksum ${size(ev.loaded)} of ${size(ev.total)}`; return; }
             if (ev.phase === 'retry') { u.li.dataset.state = 'retrying'; u.text.textContent = `${ev.error}: retrying in ${Math.round(ev.wait / 1000)} s (attempt ${ev.attempt})`; return; }
             u.li.dataset.state = ev.phase === 'done' ? 'done' : 'uploading';
+            if (ev.resumedFrom) resumed = ev.resumedFrom;
             u.bar.value = ev.loaded;
             u.li.dataset.loaded = String(ev.loaded);
             u.text.textContent = `${size(ev.loaded)} of ${size(ev.total)}${ev.phase === 'upload' ? ` · ${rate(ev.rate)}` : ''}${ev.resumedFrom ? ` · resumed at ${size(ev.resumedFrom)}` : ''}`;
@@ -83,7 +85,7 @@ export async function draftView(d, { latest, onPublished }) {
         });
         u.li.dataset.state = 'done';
         u.bar.value = u.file.size || 1;
-        u.text.textContent = `${size(u.file.size)} · done`;
+        u.text.textContent = `${size(u.file.size)} · done${resumed ? ` (resumed at ${size(resumed)})` : ''}`;
         u.cancel.remove();
         await refresh();
       } catch (e) {

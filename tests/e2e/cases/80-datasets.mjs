@@ -124,8 +124,15 @@ export async function run(t) {
   const me = async () => JSON.parse((await t.fetchJson(page, '/api/v1/me')).body);
   const draft = async () => JSON.parse((await t.fetchJson(page, `/api/v1/datasets/${ds.id}/draft`)).body).files;
   // The app's own navigation (the top bar's links), as a user moves around.
+  // Waits for the new page: the router draws a new <main> when it is ready.
   const inApp = async (path) => {
-    await page.evaluate((p) => { history.pushState(null, '', p); dispatchEvent(new PopStateEvent('popstate')); }, path);
+    await page.evaluate((p) => {
+      const old = document.getElementById('main');
+      if (old) old.dataset.old = '1';
+      history.pushState(null, '', p);
+      dispatchEvent(new PopStateEvent('popstate'));
+    }, path);
+    await page.waitForSelector('main#main:not([data-old])');
   };
 
   await t.test('datasets_create_upload_resume_and_publish', async () => {
@@ -328,6 +335,7 @@ export async function run(t) {
       await page.waitForSelector('[data-testid=ds-upload][data-path="raw/again.bin"][data-state=done]', { timeout: 60000 });
       await page.unroute('**/api/v1/uploads/*');
       assert(sent === again.length - 8 * MiB, `only the missing bytes went: ${sent} of ${again.length}`);
+      assert(/resumed at 8 MiB/.test(await page.textContent('[data-testid=ds-upload][data-path="raw/again.bin"]')), 'the row says where it resumed');
       const f = (await draft()).find((x) => x.path === 'raw/again.bin');
       assert(f && f.sha256 === sha256(again), `again.bin arrived whole: ${JSON.stringify(f)}`);
       const left = await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('eddy.dsupload.')));
@@ -378,11 +386,15 @@ export async function run(t) {
       const text = await page.textContent('.cell .outputs');
       await shot(page, '88-datasets-kernel-reads');
       assert(text.includes('sepal_length,petals,wild,species'), `the kernel read the CSV: ${text}`);
-      assert(text.includes(`${ds.owner}/${ds.slug}`) && text.includes("'flower.png', 'inner', 'iris.csv'"), `EDDY_DATASETS and the listing: ${text}`);
-      // the running kernel mounts v2: deleting it is refused, and the page says why
+      // what the latest version holds at its top level, as Python's sorted(os.listdir()) prints it
+      const latest = JSON.parse((await t.fetchJson(page, `/api/v1/datasets/${ds.id}/versions/latest`)).body);
+      const top = [...new Set(latest.files.map((f) => f.path.split('/')[0]))].sort();
+      const listing = `[${top.map((n) => `'${n}'`).join(', ')}]`;
+      assert(text.includes(`"version":${latest.number}`) && text.includes(`${ds.owner}/${ds.slug}`) && text.includes(listing), `EDDY_DATASETS and the listing ${listing}: ${text}`);
+      // the running kernel mounts the latest version: deleting it is refused, and the page says why
       const nbUrl = page.url();
       await inApp(`/datasets/${ds.owner}/${ds.slug}`);
-      await page.click('[data-testid=ds-version-delete-2]');
+      await page.click(`[data-testid=ds-version-delete-${latest.number}]`);
       await page.click('[data-testid=ds-version-delete-confirm]');
       await page.waitForSelector('[data-testid=ds-refused] .error-box:has-text("Not deleted")');
       assert(/in use|kernel/i.test(await page.textContent('[data-testid=ds-refused]')), 'the reason names what uses it');
