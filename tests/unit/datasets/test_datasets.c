@@ -826,6 +826,85 @@ START_TEST(an_upload_survives_a_restart_at_its_durable_offset)
 }
 END_TEST
 
+/* The hash state goes with the durable offset: after a restart the upload
+ * finishes without reading its file again, and a state that is missing or
+ * saved for another offset is rebuilt from the file; a wrong byte in an
+ * early chunk (hashed as it came) still fails the check at the end. */
+START_TEST(an_upload_hash_state_follows_the_offset_and_is_rebuilt_when_missing)
+{
+    ds_dataset *s = mk(ALICE, "hashes", DS_PRIVATE);
+    unsigned char *buf = random_bytes(300000, 4);
+    char sha[65], up[DS_ID_LEN], sql[200];
+    ds_upload_chunk *c = NULL;
+    int64_t off = -1;
+    bool done = false;
+
+    ed_sha256_hex(sha, buf, 300000);
+    ck_assert_int_eq(ds_upload_open(up, d, ALICE, s->id, "h.bin", 300000, sha, 0), 0);
+    ck_assert_int_eq(ds_upload_chunk_begin(&c, d, ALICE, up, 0), 0);
+    write_range(c, buf, 0, 100000);
+    ck_assert_int_eq(ds_upload_chunk_end(&off, NULL, NULL, c), 0);
+    snprintf(sql, sizeof(sql), "SELECT length(hash_state) > 0 FROM dataset_uploads WHERE id = '%s'", up);
+    ck_assert_int_eq(count(sql), 1);
+    /* no state: rebuilt from the durable prefix */
+    snprintf(sql, sizeof(sql), "UPDATE dataset_uploads SET hash_state = NULL WHERE id = '%s'", up);
+    ck_assert_int_eq(ed_store_exec(st, sql), 0);
+    ds_free(d);
+    d = NULL;
+    ck_assert_int_eq(ds_open(&d, st, data_dir, NULL), 0);
+    ck_assert_int_eq(ds_upload_chunk_begin(&c, d, ALICE, up, 100000), 0);
+    write_range(c, buf, 100000, 200000);
+    ck_assert_int_eq(ds_upload_chunk_end(&off, NULL, NULL, c), 0);
+    /* a state saved for another offset (the row's offset moved back): ignored */
+    snprintf(sql, sizeof(sql), "UPDATE dataset_uploads SET durable_offset = 100000 WHERE id = '%s'", up);
+    ck_assert_int_eq(ed_store_exec(st, sql), 0);
+    ck_assert_int_eq(ds_upload_chunk_begin(&c, d, ALICE, up, 100000), 0);
+    write_range(c, buf, 100000, 300000);
+    ck_assert_msg(ds_upload_chunk_end(&off, &done, NULL, c) == 0, "%s", ed_error_last());
+    ck_assert(done);
+    ck_assert_int_eq(count("SELECT COUNT(*) FROM dataset_draft_files WHERE path = 'h.bin'"), 1);
+    /* a byte of the first chunk differs from the declared file: refused at the end */
+    ck_assert_int_eq(ds_upload_open(up, d, ALICE, s->id, "l.bin", 300000, sha, 0), 0);
+    ck_assert_int_eq(ds_upload_chunk_begin(&c, d, ALICE, up, 0), 0);
+    buf[0] ^= 1;
+    write_range(c, buf, 0, 100000);
+    buf[0] ^= 1;
+    ck_assert_int_eq(ds_upload_chunk_end(&off, NULL, NULL, c), 0);
+    ck_assert_int_eq(ds_upload_chunk_begin(&c, d, ALICE, up, 100000), 0);
+    write_range(c, buf, 100000, 300000);
+    ck_assert_int_eq(ds_upload_chunk_end(&off, &done, NULL, c), ED_EINVAL);
+    ck_assert_int_eq(count("SELECT COUNT(*) FROM dataset_draft_files WHERE path = 'l.bin'"), 0);
+    free(buf);
+    ds_dataset_free(s);
+}
+END_TEST
+
+/* Usage counts distinct blobs: bytes the owner holds already cost nothing
+ * more, for a put and for an upload of a declared hash. */
+START_TEST(the_quota_charges_a_blob_the_owner_holds_once)
+{
+    ds_dataset *s = mk(ALICE, "quota-dedup", DS_PRIVATE);
+    char sha[65], up[DS_ID_LEN];
+    int64_t used = -1;
+    int fd;
+
+    put(ALICE, s->id, "a.txt", "0123456789");               /* 10 bytes held */
+    fd = bytes_fd("0123456789", 10);
+    ck_assert_int_eq(ds_draft_put_fd(NULL, d, ALICE, s->id, "copy.txt", fd, NULL, 15), 0);
+    close(fd);
+    fd = bytes_fd("abcdefghij", 10);
+    ck_assert_int_eq(ds_draft_put_fd(NULL, d, ALICE, s->id, "new.txt", fd, NULL, 15), ED_EQUOTA);
+    close(fd);
+    ed_sha256_hex(sha, "0123456789", 10);
+    ck_assert_int_eq(ds_upload_open(up, d, ALICE, s->id, "up.txt", 10, sha, 15), 0);
+    ed_sha256_hex(sha, "abcdefghij", 10);
+    ck_assert_int_eq(ds_upload_open(up, d, ALICE, s->id, "up2.txt", 10, sha, 15), ED_EQUOTA);
+    ck_assert_int_eq(ds_usage_bytes(&used, d, ALICE), 0);
+    ck_assert_int_eq(used, 10);
+    ds_dataset_free(s);
+}
+END_TEST
+
 /* Writers putting the same bytes into several datasets while gc runs: no
  * draft file may end up naming a blob whose file or row gc removed. */
 typedef struct put_arg {
@@ -1131,6 +1210,8 @@ int main(void)
         concurrent_puts_and_gc_never_lose_a_referenced_blob,
         a_project_mounts_visible_datasets_with_latest_resolved_at_start,
         a_kill_during_uploads_and_publishes_leaves_whole_versions_only,
+        an_upload_hash_state_follows_the_offset_and_is_rebuilt_when_missing,
+        the_quota_charges_a_blob_the_owner_holds_once,
         NULL,
     };
     return unit_tests_run("datasets", 120, setup, teardown, tests);
