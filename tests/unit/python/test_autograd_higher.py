@@ -173,6 +173,45 @@ class TestNonScalarBackward(unittest.TestCase):
         sgd.step()
         sgd.clear_grad()
 
+    def test_optimizer_pages_examples(self):
+        # SGD, Momentum, Adam, AdamW, Optimizer.step/clear_grad/get_lr and
+        # L2Decay pages: loss = paddle.mean(out) or out.backward() on a
+        # non-scalar
+        for make in (lambda ps: paddle.optimizer.SGD(learning_rate=0.1, parameters=ps,
+                                                     weight_decay=0.01),
+                     lambda ps: paddle.optimizer.Momentum(learning_rate=0.1, momentum=0.9,
+                                                          parameters=ps, weight_decay=0.01),
+                     lambda ps: paddle.optimizer.Adam(learning_rate=0.1, parameters=ps,
+                                                      beta1=0.9, beta2=0.99),
+                     lambda ps: paddle.optimizer.AdamW(learning_rate=0.1, parameters=ps,
+                                                       weight_decay=0.01),
+                     lambda ps: paddle.optimizer.Momentum(
+                         learning_rate=0.1, parameters=ps,
+                         weight_decay=paddle.regularizer.L2Decay(0.0001))):
+            linear = paddle.nn.Linear(10, 10)
+            inp = paddle.to_tensor(np.random.uniform(-0.1, 0.1, [10, 10]).astype('float32'))
+            out = linear(inp)
+            opt = make(linear.parameters())
+            before = linear.weight.numpy().copy()
+            out.backward()
+            opt.step()
+            opt.clear_grad()
+            self.assertFalse(np.allclose(before, linear.weight.numpy()))
+            self.assertAlmostEqual(opt.get_lr(), 0.1)
+            self.assertTrue((linear.weight.grad is None) or
+                            not linear.weight.grad.numpy().any())
+
+    def test_min_page_example(self):
+        x = paddle.to_tensor([[0.2, 0.3, 0.5, 0.9], [0.1, 0.2, 0.6, 0.7]],
+                             dtype='float64', stop_gradient=False)
+        result1 = paddle.min(x)
+        result1.backward()
+        np.testing.assert_allclose(x.grad.numpy(), [[0, 0, 0, 0], [1, 0, 0, 0]])
+        x.clear_grad()
+        result3 = paddle.min(x, axis=-1)
+        result3.backward()
+        np.testing.assert_allclose(x.grad.numpy(), [[1, 0, 0, 0], [1, 0, 0, 0]])
+
     def test_max_page_example(self):
         # paddle.max's page: gradient flows to every maximal element
         x = paddle.to_tensor([[0.2, 0.3, 0.5, 0.9], [0.1, 0.2, 0.6, 0.7]],

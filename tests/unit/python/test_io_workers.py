@@ -333,3 +333,37 @@ class TestUnderSandboxSeccomp(unittest.TestCase):
 
 if __name__ == '__main__':
     unittest.main()
+
+
+KERNEL = os.environ.get("EDDY_KERNEL_BIN")
+
+
+@unittest.skipUnless(KERNEL and os.path.exists(KERNEL), "eddy-kernel was not built")
+class TestThroughEddyKernel(unittest.TestCase):
+    def test_workers_in_the_kernel(self):
+        # eddy-kernel embeds Python and links paddle._C statically: workers
+        # are forks of the kernel process itself
+        src = textwrap.dedent('''
+            import numpy as np
+            from paddle.io import DataLoader, Dataset, get_worker_info
+            class D(Dataset):
+                def __getitem__(self, i):
+                    return np.full((2,), i, 'float32'), get_worker_info().id
+                def __len__(self):
+                    return 12
+            xs, ws = [], []
+            for x, w in DataLoader(D(), batch_size=3, num_workers=2):
+                xs += x.numpy()[:, 0].tolist()
+                ws += w.numpy().tolist()
+            print('RESULT', xs == list(range(12)), sorted(set(ws)))
+        ''')
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, 'job.py')
+            with open(path, 'w') as f:
+                f.write(src)
+            env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
+            r = subprocess.run([KERNEL, 'run', path], cwd=d, env=env, capture_output=True,
+                               text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        self.assertIn('RESULT True [0, 1]', r.stdout)
