@@ -7,6 +7,7 @@ spectral_norm, clip_grad_norm_, parameters_to_vector), einsum.
 Forward values and gradients are compared with PyTorch (Debian's
 python3-torch) where the ops coincide -- those tests skip, visibly, without
 it -- and with the numbers printed on Paddle's API pages where they give some."""
+import itertools
 import unittest
 
 import numpy as np
@@ -663,6 +664,58 @@ class TestThreeD(TorchCase):
                     ref[i, j, k] = x[0, 0, 2 * i:2 * i + 2, 2 * j:2 * j + 2,
                                      2 * k:2 * k + 2].sum() / 8
         np.testing.assert_allclose(y[0, 0], ref, atol=1e-6)
+
+
+class TestBeamSearch(unittest.TestCase):
+    def test_doc_example_shape(self):
+        emb = paddle.nn.Embedding(100, 32)
+        cell = paddle.nn.GRUCell(input_size=32, hidden_size=32)
+        decoder = paddle.nn.BeamSearchDecoder(cell, start_token=0, end_token=1, beam_size=4,
+                                              embedding_fn=emb,
+                                              output_fn=paddle.nn.Linear(32, 32))
+        enc = paddle.ones((4, 8, 32), dtype=paddle.get_default_dtype())
+        outputs = paddle.nn.dynamic_decode(decoder=decoder,
+                                           inits=cell.get_initial_states(enc), max_step_num=10)
+        self.assertEqual(outputs[0].shape, [4, 11, 4])
+        ids, states, lengths = paddle.nn.dynamic_decode(
+            decoder, inits=cell.get_initial_states(enc), max_step_num=3, return_length=True)
+        self.assertEqual((ids.shape, lengths.shape), ([4, 4, 4], [4, 4]))
+
+    def test_exhaustive_beam_equals_brute_force(self):
+        # a beam as wide as every 3-token sequence must find the best ones
+        paddle.seed(3)
+        vocab, end = 5, 4
+        emb, out = paddle.nn.Embedding(vocab, 8), paddle.nn.Linear(8, vocab)
+        cell = paddle.nn.GRUCell(8, 8)
+        dec = paddle.nn.BeamSearchDecoder(cell, 0, end, beam_size=vocab ** 3, embedding_fn=emb,
+                                          output_fn=out)
+        h0 = paddle.randn([1, 8])
+        ids, st = paddle.nn.dynamic_decode(dec, inits=h0, max_step_num=2)
+
+        def score(seq):
+            h, inp, total = h0, paddle.to_tensor([0]), 0.0
+            for tok in seq:
+                o, h = cell(emb(inp), h)
+                total += F.log_softmax(out(o)).numpy()[0][tok]
+                inp = paddle.to_tensor([tok])
+                if tok == end:
+                    break
+            return total
+        seqs = [s for s in itertools.product(range(vocab), repeat=3)
+                if all(s[j] == end for j in range(3) if end in s[:j])]
+        ranked = sorted(seqs, key=score, reverse=True)
+        got = ids.numpy()[0].T                                   # [beam, time]
+        for k in range(5):
+            self.assertEqual(tuple(got[k]), ranked[k])
+            self.assertAlmostEqual(float(st.log_probs.numpy()[0, k]), score(ranked[k]), places=4)
+
+    def test_gather_tree_doc_example(self):
+        ids = paddle.to_tensor([[[2, 2], [6, 1]], [[3, 9], [6, 1]], [[0, 1], [9, 0]]])
+        parents = paddle.to_tensor([[[0, 0], [1, 1]], [[1, 0], [1, 0]], [[0, 0], [0, 1]]])
+        self.assertEqual(F.gather_tree(ids, parents).numpy().tolist(),
+                         [[[2, 2], [1, 6]], [[3, 3], [6, 1]], [[0, 1], [9, 0]]])
+        with self.assertRaises(ValueError):
+            F.gather_tree(ids, paddle.to_tensor([[[5, 0], [0, 0]]] * 3))
 
 
 if __name__ == '__main__':

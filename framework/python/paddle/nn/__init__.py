@@ -6,6 +6,7 @@ from .layer import *  # noqa: F401,F403
 from .layer import Layer  # noqa: F401
 from .layer import activation, common, container, conv, loss, norm, pooling, rnn  # noqa: F401
 from . import utils  # noqa: F401
+from .decode import BeamSearchDecoder, dynamic_decode  # noqa: F401
 
 
 def __getattr__(name):

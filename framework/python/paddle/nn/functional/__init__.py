@@ -14,7 +14,7 @@ from .activation import (  # noqa: F401
     log_sigmoid, log_softmax, mish, prelu, relu, relu6, relu_, selu, sigmoid, silu, softmax,
     softmax_, softplus, softshrink, softsign, swish, tanh, tanh_, tanhshrink)
 from .common import (  # noqa: F401
-    alpha_dropout, bilinear, cosine_similarity, dropout, dropout2d, dropout3d, fold, interpolate,
+    alpha_dropout, bilinear, feature_alpha_dropout, cosine_similarity, dropout, dropout2d, dropout3d, fold, interpolate,
     label_smooth, linear, pad, unfold, upsample, zeropad2d)
 from .conv import (  # noqa: F401
     conv1d, conv1d_transpose, conv2d, conv2d_transpose, conv3d, conv3d_transpose)
@@ -26,7 +26,7 @@ from .loss import (  # noqa: F401
     softmax_with_cross_entropy, square_error_cost)
 from .norm import (  # noqa: F401
     batch_norm, group_norm, instance_norm, layer_norm, local_response_norm, normalize)
-from .extension import sequence_mask, temporal_shift  # noqa: F401
+from .extension import gather_tree, sequence_mask, temporal_shift  # noqa: F401
 from .flash_attention import flash_attention, scaled_dot_product_attention  # noqa: F401
 from .vision import (  # noqa: F401
     affine_grid, channel_shuffle, grid_sample, pixel_shuffle, pixel_unshuffle)
@@ -55,5 +55,5 @@ __all__ = [
     'local_response_norm', 'sequence_mask', 'temporal_shift', 'scaled_dot_product_attention',
     'adaptive_max_pool1d', 'bilinear', 'flash_attention', 'lp_pool1d', 'lp_pool2d',
     'max_unpool1d', 'max_unpool2d', 'conv3d', 'conv3d_transpose', 'max_pool3d', 'avg_pool3d',
-    'adaptive_avg_pool3d', 'adaptive_max_pool3d',
+    'adaptive_avg_pool3d', 'adaptive_max_pool3d', 'feature_alpha_dropout', 'gather_tree',
 ]

@@ -46,15 +46,18 @@ def dropout2d(x, p=0.5, training=True, data_format='NCHW', name=None):
     return dropout(x, p, axis=[0, 1] if data_format == 'NCHW' else [0, 3], training=training)
 
 
-def alpha_dropout(x, p=0.5, training=True, name=None):
+def alpha_dropout(x, p=0.5, training=True, name=None, _mask_shape=None):
     if not training or p == 0:
         return x
+    if p < 0 or p > 1:
+        raise ValueError("p argument should between 0 and 1, got {}".format(p))
     alpha = 1.6732632423543772848170429916717
     scale = 1.0507009873554804934193349852946
     alpha_p = -alpha * scale
     a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
     b = -a * alpha_p * p
-    keep = _C.cast(_C.greater_equal(_C.rand(x.shape, 'float32'), float(p)), x.dtype)
+    shape = list(x.shape) if _mask_shape is None else _mask_shape
+    keep = _C.cast(_C.greater_equal(_C.rand(shape, 'float32'), float(p)), x.dtype)
     y = _C.add(_C.multiply(x, keep), _C.multiply(_C.subtract(1.0, keep), alpha_p))
     return _C.add(_C.multiply(y, a), b)
 
@@ -310,6 +313,15 @@ def bilinear(x1, x2, weight, bias=None, name=None):
     if bias is not None:
         out = _C.add(out, bias)
     return out
+
+
+def feature_alpha_dropout(x, p=0.5, training=True, name=None):
+    """alpha_dropout that drops whole channels (one draw per [N, C] entry)."""
+    _check_tensor(x, 'feature_alpha_dropout')
+    if x.ndim < 2:
+        raise ValueError("feature_alpha_dropout: x must be at least 2-D, got {}".format(
+            list(x.shape)))
+    return alpha_dropout(x, p, training, _mask_shape=list(x.shape[:2]) + [1] * (x.ndim - 2))
 
 
 # This module held every function of paddle.nn.functional before the package followed

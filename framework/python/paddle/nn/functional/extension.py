@@ -1,9 +1,11 @@
-"""sequence_mask, temporal_shift (Paddle's paddle/nn/functional/extension.py)."""
+"""sequence_mask, temporal_shift, gather_tree (Paddle's paddle/nn/functional/extension.py)."""
+import numpy as np
+
 from paddle import _C
 from paddle._lazy import paddle as _paddle
 from ._args import _check_tensor
 
-__all__ = ['sequence_mask', 'temporal_shift']
+__all__ = ['sequence_mask', 'temporal_shift', 'gather_tree']
 
 
 def sequence_mask(x, maxlen=None, dtype='int64', name=None):
@@ -49,3 +51,28 @@ def temporal_shift(x, seg_num, shift_ratio=0.25, name=None, data_format='NCHW'):
         out = paddle.transpose(out, [0, 2, 3, 1])
     return out
 
+
+
+def gather_tree(ids, parents):
+    """Backtrace beam-search ids [T, B, beam] through parents (the beam each
+    step's entry came from): the full sequence that ends in each final beam.
+    Integer bookkeeping on the host; no gradient (ids are integers)."""
+    paddle = _paddle()
+    _check_tensor(ids, 'gather_tree', 'ids')
+    _check_tensor(parents, 'gather_tree', 'parents')
+    if ids.ndim != 3 or list(ids.shape) != list(parents.shape):
+        raise ValueError("gather_tree: ids and parents must both be [max_time, batch, beam], "
+                         "got {} and {}".format(list(ids.shape), list(parents.shape)))
+    i, par = ids.numpy(), parents.numpy().astype(np.int64)
+    t_len, batch, beam = i.shape
+    if par.size and (par.min() < 0 or par.max() >= beam):
+        raise ValueError("gather_tree: parents must be in [0, {})".format(beam))
+    out = np.empty_like(i)
+    if t_len:
+        out[-1] = i[-1]
+        cur = par[-1]
+        rows = np.arange(batch)[:, None]
+        for t in range(t_len - 2, -1, -1):
+            out[t] = i[t][rows, cur]
+            cur = par[t][rows, cur]
+    return paddle.to_tensor(out)

@@ -339,4 +339,19 @@ class PairwiseDistance(Layer):
         return 'p={}'.format(self.p)
 
 
-__all__ += ['Dropout3D', 'ZeroPad2D', 'Unfold', 'Fold', 'PairwiseDistance', 'Pad3D']
+
+
+class FeatureAlphaDropout(Layer):
+    def __init__(self, p=0.5, name=None):
+        super().__init__()
+        self.p = p
+
+    def forward(self, input):
+        return F.feature_alpha_dropout(input, p=self.p, training=self.training)
+
+    def extra_repr(self):
+        return 'p={}'.format(self.p)
+
+
+__all__ += ['Dropout3D', 'ZeroPad2D', 'Unfold', 'Fold', 'PairwiseDistance', 'Pad3D',
+            'FeatureAlphaDropout']
