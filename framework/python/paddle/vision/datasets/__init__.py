@@ -1,4 +1,5 @@
 from .cifar import Cifar10, Cifar100  # noqa: F401
+from .folder import DatasetFolder, ImageFolder  # noqa: F401
 from .mnist import MNIST, FashionMNIST  # noqa: F401
 
-__all__ = ['MNIST', 'FashionMNIST', 'Cifar10', 'Cifar100']
+__all__ = ['MNIST', 'FashionMNIST', 'Cifar10', 'Cifar100', 'DatasetFolder', 'ImageFolder']
