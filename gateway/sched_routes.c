@@ -265,7 +265,7 @@ static int put_resource(gw_request *req, gw_response *res)
 /* PUT /api/v1/admin/tiers/{name} {max_kernels?, max_gpus_per_job?,
  * max_session_ms?, idle_timeout_ms?, weight?, allow_egress?, overdraft_mcoins?,
  * free_gpu_ms_per_day?, free_ms_per_day?: {class: ms | -1}, job_disk_bytes?,
- * workspace_bytes?} */
+ * workspace_bytes?, dataset_bytes?} */
 static int put_tier(gw_request *req, gw_response *res)
 {
     quota_tier_change u = QUOTA_TIER_KEEP;
@@ -299,6 +299,7 @@ static int put_tier(gw_request *req, gw_response *res)
     GET_INT(u.free_gpu_ms_per_day, "free_gpu_ms_per_day", 0, 86400000);
     GET_INT(u.job_disk_bytes, "job_disk_bytes", 0, INT64_C(1) << 50);   /* disk quotas: 0 no limit */
     GET_INT(u.workspace_bytes, "workspace_bytes", 0, INT64_C(1) << 50); /* a project's tree: 0 no limit */
+    GET_INT(u.dataset_bytes, "dataset_bytes", 0, INT64_C(1) << 50);     /* a user's datasets: 0 no limit */
 #undef GET_INT
     if ((keyenvs = json_object_get(body, "key_envs")) != NULL && (err = gw__tier_key_envs_check(keyenvs)) < 0)
         return err;
@@ -323,6 +324,8 @@ static int put_tier(gw_request *req, gw_response *res)
         return ed_error_set(ED_EUNPROC, "field 'job_disk_bytes' must be 0 (no limit) or at least 1 MiB");
     if (u.workspace_bytes > 0 && u.workspace_bytes < (INT64_C(1) << 20))
         return ed_error_set(ED_EUNPROC, "field 'workspace_bytes' must be 0 (no limit) or at least 1 MiB");
+    if (u.dataset_bytes > 0 && u.dataset_bytes < (INT64_C(1) << 20))
+        return ed_error_set(ED_EUNPROC, "field 'dataset_bytes' must be 0 (no limit) or at least 1 MiB");
     if ((err = quota_tier_update(req->srv->store, t.name, &u)) < 0)
         return err;
     /* a new workspace limit goes to the trees of every project whose owner is in the tier */
@@ -342,12 +345,13 @@ static int put_tier(gw_request *req, gw_response *res)
         return err;
     return gw_respond_json(
         res, 200,
-        json_pack("{s:s, s:i, s:i, s:I, s:I, s:i, s:b, s:I, s:I, s:o, s:I, s:I}", "name", t.name, "max_kernels",
+        json_pack("{s:s, s:i, s:i, s:I, s:I, s:i, s:b, s:I, s:I, s:o, s:I, s:I, s:I}", "name", t.name, "max_kernels",
                   t.max_kernels, "max_gpus_per_job", t.max_gpus_per_job, "max_session_ms",
                   (json_int_t)t.max_session_ms, "idle_timeout_ms", (json_int_t)t.idle_timeout_ms, "weight",
                   t.weight, "allow_egress", t.allow_egress, "overdraft_mcoins", (json_int_t)t.overdraft_mcoins,
                   "free_gpu_ms_per_day", (json_int_t)t.free_gpu_ms_per_day, "key_envs", keyenvs,
-                  "job_disk_bytes", (json_int_t)t.job_disk_bytes, "workspace_bytes", (json_int_t)t.workspace_bytes));
+                  "job_disk_bytes", (json_int_t)t.job_disk_bytes, "workspace_bytes", (json_int_t)t.workspace_bytes,
+                  "dataset_bytes", (json_int_t)t.dataset_bytes));
 }
 
 /* ---- jobs ------------------------------------------------------------------------ */

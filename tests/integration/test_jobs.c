@@ -322,6 +322,14 @@ START_TEST(resources_refusals_cancel_and_admin_only_editing)
         ck_assert_int_eq(r.status, 200);
         ck_assert_int_eq(jint(r.json, "max_kernels"), 2);
         it_resp_free(&r);
+        /* the datasets storage limit: 0 (none) or at least 1 MiB */
+        it_request(&r, &srv, "PUT", "/api/v1/admin/tiers/free", "{\"dataset_bytes\": 100}", ah);
+        ck_assert_msg(r.status == 422 && strstr(r.body, "dataset_bytes"), "%ld %s", r.status, r.body);
+        it_resp_free(&r);
+        it_request(&r, &srv, "PUT", "/api/v1/admin/tiers/free", "{\"dataset_bytes\": 2097152}", ah);
+        ck_assert_int_eq(r.status, 200);
+        ck_assert_int_eq(jint(r.json, "dataset_bytes"), 2097152);
+        it_resp_free(&r);
         it_request(&r, &srv, "PUT", "/api/v1/admin/resources/gpu-h100-80g",
                    "{\"cpus\": 16, \"memory_mb\": 65536, \"gpus\": 1, \"price_mcoins_per_hour\": 20000, "
                    "\"tiers\": [\"premium\"], \"capacity\": null}", ah);
