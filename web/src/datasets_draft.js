@@ -7,7 +7,7 @@
 import { api, dsUrl, dsDraftFileUrl, ApiError } from './api.js';
 import { h, clear, size, toast, busy, errorBox } from './ui.js';
 import { onLeave } from './app.js';
-import { uploadDatasetFile, cancelUpload, hasSavedUpload } from './datasets_upload.js';
+import { uploadDatasetFile, cancelUpload, hasSavedUpload, savedUploads, discardSaved } from './datasets_upload.js';
 
 const ARCHIVE = /\.(zip|tar|tgz|tar\.gz|tar\.bz2|tar\.xz)$/i;
 const MAX_ROWS = 2000;   // draft rows drawn at most
@@ -106,7 +106,12 @@ export async function draftView(d, { latest, onPublished }) {
     for (const f of files) {
       // A folder chosen with webkitdirectory keeps its relative paths.
       const rel = f.webkitRelativePath || f.name;
-      queue.push(uploadRow(f, dir ? `${dir}/${rel}` : rel));
+      // The same file as an interrupted upload goes on where that one was,
+      // whatever folder is typed now.
+      const again = !dir && interrupted.find((p) => p.size === f.size && p.mtime === f.lastModified && p.path.split('/').pop() === f.name && pending.querySelector(`li[data-path="${CSS.escape(p.path)}"]`));
+      const path = again ? again.path : dir ? `${dir}/${rel}` : rel;
+      dropPending(path);
+      queue.push(uploadRow(f, path));
     }
     pump();
   };
@@ -136,6 +141,18 @@ export async function draftView(d, { latest, onPublished }) {
     }),
   }, 'Publish version');
 
+  // Uploads a reload or a failure interrupted: choosing the same file again
+  // (same size and modification time) resumes at the server's offset.
+  const pending = h('ul', { class: 'ds-uploads ds-pending', 'data-testid': 'ds-pending' });
+  const interrupted = await savedUploads(d.id).catch(() => []);
+  for (const p of interrupted) {
+    const discard = h('button', { class: 'small', 'data-testid': 'ds-pending-discard', onclick: async () => { await discardSaved(p.key, p.upload_id); li.remove(); } }, 'Discard');
+    const li = h('li', { 'data-path': p.path, 'data-testid': 'ds-pending-upload' }, h('code', null, p.path),
+      h('progress', { max: String(p.size || 1), value: String(p.offset), 'aria-label': `Interrupted upload of ${p.path}` }),
+      h('span', { class: 'ds-up-text' }, `${size(p.offset)} of ${size(p.size)} sent: choose the same file again to resume`), discard);
+    pending.append(li);
+  }
+  const dropPending = (path) => { for (const li of pending.querySelectorAll('li')) if (li.dataset.path === path) li.remove(); };
   if (latest && !latest.files) {
     try { latest = await api.get(`${dsUrl(d.id)}/versions/${latest.number}`); } catch { /* no "changed" marks */ }
   }
@@ -145,7 +162,7 @@ export async function draftView(d, { latest, onPublished }) {
     h('p', { class: 'muted' }, latest ? `The next version starts from v${latest.number}'s files: upload what is new or changed, remove what should go, then publish.` : 'Upload files, then publish the first version.'),
     list,
     h('div', { class: 'inline-form' }, zone, folder),
-    uploads,
+    pending, uploads,
     h('div', { class: 'inline-form ds-publish' }, message, unpackLabel, publish),
     publishErr);
 }

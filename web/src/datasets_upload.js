@@ -28,6 +28,32 @@ function forget(key) { try { localStorage.removeItem(key); } catch { /* ignore *
 // Whether an upload of this file to this path was started and can resume.
 export function hasSavedUpload(dsId, path, file) { return !!loadSaved(storeKey(dsId, path, file)); }
 
+// Uploads into dataset `dsId` that this browser started and did not finish
+// (a reload, a closed tab, a failure): [{key, path, size, mtime, upload_id, offset}],
+// offset from the server; ones the server no longer has are forgotten.
+export async function savedUploads(dsId) {
+  const prefix = `${KEY}${dsId}:`;
+  let keys = [];
+  try { keys = Object.keys(localStorage).filter((k) => k.startsWith(prefix)); } catch { /* no storage */ }
+  const out = [];
+  for (const key of keys) {
+    const m = /^(\d+):(\d+):(.*)$/.exec(key.slice(prefix.length));
+    const saved = loadSaved(key);
+    if (!m || !saved) { forget(key); continue; }
+    try {
+      const r = await api.get(`/api/v1/uploads/${enc(saved.upload_id)}`);
+      out.push({ key, path: m[3], size: Number(m[1]), mtime: Number(m[2]), upload_id: saved.upload_id, offset: Number(r.offset) || 0 });
+    } catch (e) { if (e instanceof ApiError && e.status === 404) forget(key); }
+  }
+  return out;
+}
+
+// Drop a saved upload (the server's bytes too).
+export async function discardSaved(key, uploadId) {
+  forget(key);
+  try { await api.del(`/api/v1/uploads/${enc(uploadId)}`); } catch { /* gone already */ }
+}
+
 // sha256 of a File as hex; onProgress(bytesHashed).
 export async function sha256File(file, onProgress, signal) {
   if (file.size <= SUBTLE_MAX && crypto.subtle) {

@@ -324,15 +324,20 @@ export async function run(t) {
       await page.waitForSelector('[data-testid=projects]');
       await inApp(`/datasets/${ds.owner}/${ds.slug}`);
       await page.waitForSelector('[data-testid=ds-upload-input]');
+      // the page lists the interrupted upload with what the server holds
+      await page.waitForSelector('[data-testid=ds-pending-upload][data-path="raw/again.bin"]');
+      assert(/8 MiB of 20 MiB/.test(await page.textContent('[data-testid=ds-pending-upload][data-path="raw/again.bin"]')), 'the interrupted upload shows its offset');
+      await shot(page, '81-datasets-upload-interrupted');
       let sent = 0;
       await page.route('**/api/v1/uploads/*', (route) => {
         const req = route.request();
         if (req.method() === 'PUT') sent += (req.postDataBuffer() || Buffer.alloc(0)).length;
         return route.continue();
       });
-      await page.fill('[data-testid=ds-upload-dir]', 'raw');
+      // chosen again without typing its folder: it goes where it was going
       await page.setInputFiles('[data-testid=ds-upload-input]', path);
       await page.waitForSelector('[data-testid=ds-upload][data-path="raw/again.bin"][data-state=done]', { timeout: 60000 });
+      assert(!(await page.$('[data-testid=ds-pending-upload][data-path="raw/again.bin"]')), 'the interrupted row gives way to the upload');
       await page.unroute('**/api/v1/uploads/*');
       assert(sent === again.length - 8 * MiB, `only the missing bytes went: ${sent} of ${again.length}`);
       assert(/resumed at 8 MiB/.test(await page.textContent('[data-testid=ds-upload][data-path="raw/again.bin"]')), 'the row says where it resumed');
