@@ -152,62 +152,14 @@ static bool none_match(const char *list, const char *quoted)
     return false;
 }
 
-/* The bytes [off, end) of an open blob, read in the connection's blocks. */
-typedef struct file_stream {
-    int     fd;
-    int64_t off, end;
-} file_stream;
-
-static long file_fill(void *payload, char *buf, size_t max)
-{
-    file_stream *f = payload;
-    size_t want = (size_t)(f->end - f->off) < max ? (size_t)(f->end - f->off) : max;
-    ssize_t n;
-
-    if (want == 0)
-        return -1;
-    do
-        n = pread(f->fd, buf, want, f->off);
-    while (n < 0 && errno == EINTR);
-    if (n <= 0) {
-        /* blobs never change: a short read is a damaged store */
-        ed_log_error("datasets.download", "blob read at %lld: %s", (long long)f->off,
-                     n < 0 ? strerror(errno) : "unexpected end of file");
-        return -1;
-    }
-    f->off += n;
-    return (long)n;
-}
-
-static void file_release(void *payload)
-{
-    file_stream *f = payload;
-
-    close(f->fd);
-    free(f);
-}
-
-/* Answer bytes [off, off + len) of `fd` (taken: closed on every path). */
+/* Answer bytes [off, off + len) of `fd` (taken: closed on every path):
+ * libmicrohttpd sends them from the descriptor (sendfile), never through
+ * our memory, with a Content-Length. */
 static int respond_fd(gw_response *res, gw_request *req, int status, const char *ctype, int fd, int64_t off,
                       int64_t len)
 {
-    file_stream *f;
-    int err;
-
-    if (len == 0) {
-        close(fd);
-        return gw_respond_bytes(res, status, ctype, NULL, 0);
-    }
-    if ((f = calloc(1, sizeof(*f))) == NULL) {
-        close(fd);
-        return ed_error_set(ED_ENOMEM, "download");
-    }
-    f->fd = fd;
-    f->off = off;
-    f->end = off + len;
-    if ((err = gw_respond_stream(NULL, res, req, status, ctype, 0, file_fill, file_release, f)) < 0)
-        file_release(f);
-    return err;
+    (void)req;
+    return gw_respond_fd(res, status, ctype, fd, (uint64_t)off, (uint64_t)len);
 }
 
 /* The last path component, for Content-Disposition: characters a quoted

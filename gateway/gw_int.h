@@ -98,6 +98,9 @@ typedef struct gw_response {
     ed_arena    *arena;          /* the request's */
     void        *upgrade;        /* ws.c: set by gw_ws_accept, the core answers 101 and hands over the socket */
     struct gw_stream *stream;    /* stream.c: set by gw_respond_stream, the body is produced as it comes */
+    bool         has_fd;         /* gw_respond_fd: the body is fd_len bytes of fd from fd_off */
+    int          fd;             /* owned by the response: closed once sent, or when never queued */
+    uint64_t     fd_off, fd_len;
 } gw_response;
 
 typedef int (*gw_handler)(gw_request *req, gw_response *res);
@@ -192,6 +195,12 @@ int gw_respond_json(gw_response *res, int status, json_t *body);   /* steals bod
 int gw_respond_bytes(gw_response *res, int status, const char *content_type,
                      char *buf, size_t len);                       /* takes buf (malloc'd) */
 int gw_respond_empty(gw_response *res, int status);
+/* Answer `len` bytes of the open regular file `fd` from `off` (takes fd:
+ * closed when the response is done, whatever happens). libmicrohttpd sends
+ * them with sendfile() where it can (MHD_create_response_from_fd_at_offset64),
+ * so the bytes never pass through the server's memory, with a
+ * Content-Length; a slow reader costs nothing but the socket. */
+int gw_respond_fd(gw_response *res, int status, const char *content_type, int fd, uint64_t off, uint64_t len);
 /* 200 {items, next_cursor} for a list paged by id (gw_request_page_id).
  * `items` (taken) was fetched with limit + 1: when it holds more than
  * `limit`, the extra one is dropped and next_cursor is the "id" member of the

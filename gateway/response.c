@@ -8,12 +8,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void set_body(gw_response *res, char *buf, size_t len)
 {
     free(res->body);
     res->body = buf;
     res->body_len = len;
+    if (res->has_fd) {          /* another answer replaces a file (an error after gw_respond_fd) */
+        close(res->fd);
+        res->has_fd = false;
+    }
 }
 
 int gw_respond_json(gw_response *res, int status, json_t *body)
@@ -70,6 +75,18 @@ int gw_respond_empty(gw_response *res, int status)
 {
     res->status = status;
     set_body(res, NULL, 0);
+    return 0;
+}
+
+int gw_respond_fd(gw_response *res, int status, const char *content_type, int fd, uint64_t off, uint64_t len)
+{
+    res->status = status;
+    res->content_type = content_type ? content_type : "application/octet-stream";
+    set_body(res, NULL, 0);
+    res->has_fd = true;
+    res->fd = fd;
+    res->fd_off = off;
+    res->fd_len = len;
     return 0;
 }
 

@@ -130,6 +130,13 @@ static enum MHD_Result queue(gw_rq *r)
     }
     else if (res->stream != NULL)
         mr = gw__stream_mhd_response(res);  /* stream.c: body produced as it comes */
+    else if (res->has_fd) {
+        /* libmicrohttpd owns the descriptor from here (sendfile, closed when done) */
+        mr = MHD_create_response_from_fd_at_offset64(res->fd_len, res->fd, res->fd_off);
+        if (mr == NULL)
+            close(res->fd);
+        res->has_fd = false;
+    }
     else if (res->body != NULL)
         mr = MHD_create_response_from_buffer_with_free_callback(res->body_len, res->body, free);
     else
@@ -680,6 +687,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     }
     ed_buf_free(&r->body);
     free(r->res.body);
+    if (r->res.has_fd)            /* a file response that was never queued */
+        close(r->res.fd);
     ed_arena_free(r->req.arena);  /* r lives in it */
 }
 
