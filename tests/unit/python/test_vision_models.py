@@ -1,5 +1,5 @@
 """paddle.vision.models Tier 2 (AlexNet, MobileNetV1/V2/V3, SqueezeNet,
-ShuffleNetV2, ResNeXt, DenseNet, GoogLeNet next to LeNet, VGG, ResNet) and
+ShuffleNetV2, ResNeXt, DenseNet, GoogLeNet, InceptionV3 next to LeNet, VGG, ResNet) and
 paddle.metric.Auc/Precision/Recall (issue 18): output shapes,
 parameter counts equal to the published architectures' (so the layers are
 the real ones), Paddle's layer names, a training step, the pretrained=True
@@ -36,6 +36,7 @@ class TestModels(unittest.TestCase):
         self.assertEqual(n_trainable(M.mobilenet_v3_small()), 2542856)
         self.assertEqual(n_trainable(M.densenet121()), 7978856)
         self.assertEqual(n_trainable(M.densenet161()), 28681000)
+        self.assertEqual(n_trainable(M.inception_v3()), 23834568)     # without aux head
 
     def test_forward_shapes(self):
         self.assertEqual(M.AlexNet(num_classes=10)(paddle.randn([1, 3, 224, 224])).shape, [1, 10])
@@ -52,6 +53,10 @@ class TestModels(unittest.TestCase):
         self.assertEqual(feats.shape, [1, 1280, 2, 2])
         self.assertEqual(M.MobileNetV1(num_classes=0)(paddle.randn([1, 3, 32, 32])).shape,
                          [1, 1024, 1, 1])
+
+    def test_inception_v3_shape(self):
+        self.assertEqual(M.InceptionV3(num_classes=3)(paddle.randn([1, 3, 299, 299])).shape,
+                         [1, 3])
 
     def test_googlenet_returns_main_and_aux_logits(self):
         outs = M.googlenet(num_classes=10)(paddle.randn([1, 3, 224, 224]))
@@ -89,7 +94,7 @@ class TestModels(unittest.TestCase):
     def test_pretrained_is_a_clear_error(self):
         for fn in (M.alexnet, M.mobilenet_v1, M.mobilenet_v2, M.resnet18, M.vgg16,
                    M.mobilenet_v3_large, M.squeezenet1_0, M.shufflenet_v2_x1_0,
-                   M.resnext50_32x4d, M.densenet121, M.googlenet):
+                   M.resnext50_32x4d, M.densenet121, M.googlenet, M.inception_v3):
             with self.assertRaisesRegex(ValueError, 'no network'):
                 fn(pretrained=True)
 

@@ -2,6 +2,7 @@ from .alexnet import AlexNet, alexnet  # noqa: F401
 from .densenet import (DenseNet, densenet121, densenet161, densenet169,  # noqa: F401
                        densenet201, densenet264)
 from .googlenet import GoogLeNet, googlenet  # noqa: F401
+from .inceptionv3 import InceptionV3, inception_v3  # noqa: F401
 from .lenet import LeNet  # noqa: F401
 from .mobilenetv1 import MobileNetV1, mobilenet_v1  # noqa: F401
 from .mobilenetv2 import MobileNetV2, mobilenet_v2  # noqa: F401
@@ -27,4 +28,4 @@ __all__ = ['LeNet', 'ResNet', 'BasicBlock', 'BottleneckBlock', 'resnet18', 'resn
            'shufflenet_v2_x0_33', 'shufflenet_v2_x0_5', 'shufflenet_v2_x1_0',
            'shufflenet_v2_x1_5', 'shufflenet_v2_x2_0', 'shufflenet_v2_swish', 'DenseNet',
            'densenet121', 'densenet161', 'densenet169', 'densenet201', 'densenet264',
-           'GoogLeNet', 'googlenet']
+           'GoogLeNet', 'googlenet', 'InceptionV3', 'inception_v3']
