@@ -5,7 +5,6 @@ import { api, listAll, request, ApiError } from '../api.js';
 import { h, clear, table, busy, toast, coins, duration, when, bytes, unavailable, download, errorBox } from '../ui.js';
 import { app, navigate, onLeave } from '../app.js';
 import { resourcePicker, stat } from '../widgets.js';
-import { saveOutputAsDataset } from '../datasets_save.js';
 
 const enc = encodeURIComponent;
 const FINISHED = new Set(['succeeded', 'failed', 'cancelled']);
@@ -83,7 +82,7 @@ export async function jobPage(id) {
       const b = h('button', { class: 'small', onclick: () => busy(b, async () => download(await (await request('GET', `/api/v1/jobs/${enc(id)}/artifacts/${a.path.split('/').map(enc).join('/')}`, { raw: true })).blob(), a.path.split('/').pop())) }, 'Download');
       return h('tr', null, h('td', null, a.path), h('td', null, bytes(a.size)), h('td', null, b));
     }), { 'data-testid': 'artifacts' }), items.length ? await copyArtifactsForm(id, job) : null,
-    items.length && FINISHED.has(job.status) ? await saveOutputAsDataset(id) : null);
+    items.length && FINISHED.has(job.status) ? await (await import('../datasets_save.js')).saveOutputAsDataset(id) : null);   // lazy: not in the entry
   }
   try { await refresh(); }
   catch (e) { if (e instanceof ApiError && e.status === 404) return h('div', { class: 'page' }, h('h1', null, `Job #${id}`), unavailable('Jobs')); throw e; }
