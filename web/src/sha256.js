@@ -1,8 +1,9 @@
 // Incremental SHA-256 (FIPS 180-4) for files too large to hash in one
 // crypto.subtle.digest call (which needs the whole file in memory): the
 // dataset upload hashes a file chunk by chunk in a worker (sha256_worker.js)
-// before declaring it to the server. About 200-400 MB/s in V8.
-const K = new Uint32Array([
+// before declaring it to the server. About 150 MiB/s in node 20 (Int32Array:
+// no conversions from doubles), 90-100 MiB/s in a Chromium worker with the reads.
+const K = new Int32Array([
   0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
   0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
   0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
@@ -15,8 +16,8 @@ const K = new Uint32Array([
 
 export class Sha256 {
   constructor() {
-    this.h = new Uint32Array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
-    this.w = new Uint32Array(64);
+    this.h = new Int32Array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
+    this.w = new Int32Array(64);
     this.buf = new Uint8Array(64);
     this.bufLen = 0;
     this.len = 0;        // bytes so far (a double: exact up to 2^53)
@@ -58,7 +59,7 @@ export class Sha256 {
       const t2 = (S0 + ((a & b) ^ (a & c) ^ (b & c))) | 0;
       hh = g; g = f; f = e; e = (d + t1) | 0; d = c; c = b; b = a; a = (t1 + t2) | 0;
     }
-    H[0] += a; H[1] += b; H[2] += c; H[3] += d; H[4] += e; H[5] += f; H[6] += g; H[7] += hh;
+    H[0] = (H[0] + a) | 0; H[1] = (H[1] + b) | 0; H[2] = (H[2] + c) | 0; H[3] = (H[3] + d) | 0; H[4] = (H[4] + e) | 0; H[5] = (H[5] + f) | 0; H[6] = (H[6] + g) | 0; H[7] = (H[7] + hh) | 0;
   }
 
   // The digest as 64 lowercase hex digits (the hash is finished after this).
@@ -73,6 +74,6 @@ export class Sha256 {
     const len = this.len;
     this.update(pad);
     this.len = len;
-    return Array.from(this.h, (x) => x.toString(16).padStart(8, '0')).join('');
+    return Array.from(this.h, (x) => (x >>> 0).toString(16).padStart(8, '0')).join('');
   }
 }
