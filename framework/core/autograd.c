@@ -643,6 +643,26 @@ static void detach_saved_outputs(fw_node *n, fw_tensor **orig)
         }
 }
 
+/* With create_graph: a gradient is linear in the incoming one, so when an
+ * incoming gradient has a history and an outgoing one has none, the node's
+ * backward dropped it (a fused kernel without a graph-building path): fail
+ * rather than give second derivatives with terms missing. */
+static int check_kept_history(fw_node *n, fw_tensor **gin)
+{
+    bool in_hist = false;
+
+    for (int j = 0; j < n->n_out; j++)
+        in_hist |= n->grads[j] != NULL && n->grads[j]->grad_fn != NULL;
+    if (!in_hist)
+        return 0;
+    for (int i = 0; i < n->n_in; i++)
+        if (gin[i] && gin[i]->grad_fn == NULL && (n->edges[i].fn || n->edges[i].leaf) &&
+            is_float(gin[i]->dtype))
+            return fw_error_set(FW_EUNSUPPORTED, "backward: second derivatives through '%s' "
+                                "are not supported (create_graph)", n->name);
+    return 0;
+}
+
 /* Runs the graph upstream of roots[i] (node, output index) with gradients
  * rgrads[i] (taken). */
 static int run_graph(int nr, fw_node *const *roots, const int *ridx, fw_tensor **rgrads,
@@ -735,6 +755,8 @@ static int run_graph(int nr, fw_node *const *roots, const int *ridx, fw_tensor *
                 err = n->backward(n, gin, n->grads);
             if (orig)
                 detach_saved_outputs(n, orig);
+            if (err == 0 && creating_graph)
+                err = check_kept_history(n, gin);
         }
         for (int j = 0; j < n->n_out; j++) {
             fw_tensor_unref(n->grads[j]);

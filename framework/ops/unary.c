@@ -16,8 +16,11 @@ static int unary_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 
     if (!fw_node_needs_grad(n, 0))
         return 0;
-    if (fw__autograd_creating_graph())
-        return fw__unary_grad_graph(&gin[0], at->op, at->alpha, gout[0], x, y);
+    if (fw__autograd_creating_graph()) {
+        /* slot 2: the input itself when slot 0 is a dense copy of it */
+        fw_tensor *xo = fw_node_saved(n, 2);
+        return fw__unary_grad_graph(&gin[0], at->op, at->alpha, gout[0], xo ? xo : x, y);
+    }
     if ((be = fw_backend_require(x->device, fw_node_name(n))) == NULL)
         return FW_EDEVICE;
     if ((err = fw_op_dense(&g, gout[0])) < 0)
@@ -62,7 +65,7 @@ static int unary(fw_tensor **out, const char *name, fw_unop op, fw_tensor *x, do
     if (x->numel > 0 &&
         (err = be->unary(op, fw__ptr(y), fw__ptr(xd), x->numel, x->dtype, alpha)) < 0)
         goto fail;
-    if ((err = fw_node_record(&node, name, unary_backward, 1, &x, 1, &y, 2,
+    if ((err = fw_node_record(&node, name, unary_backward, 1, &x, 1, &y, 3,
                               sizeof(unattr))) < 0)
         goto fail;
     if (node) {
@@ -70,6 +73,8 @@ static int unary(fw_tensor **out, const char *name, fw_unop op, fw_tensor *x, do
         at->op = op;
         at->alpha = alpha;
         fw_node_save(node, 0, xd);
+        if (xd != x)
+            fw_node_save(node, 2, x);
         if ((err = fw_node_save(node, 1, y)) < 0)
             goto fail;
     }

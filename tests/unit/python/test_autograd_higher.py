@@ -113,6 +113,30 @@ class TestSecondDerivatives(unittest.TestCase):
         finally:
             paddle.set_default_dtype('float32')
 
+    def test_unary_on_a_transposed_view(self):
+        # the unary op saves a dense copy of a non-contiguous input: the
+        # second derivative must still flow to the input
+        xa = RNG.standard_normal((3, 2))
+        x = paddle.to_tensor(xa, stop_gradient=False)
+        (g,) = paddle.grad(paddle.sin(x.T).sum(), x, create_graph=True)
+        (h,) = paddle.grad(g.sum(), x)
+        np.testing.assert_allclose(h.numpy(), -np.sin(xa), rtol=1e-6)
+
+    def test_unsupported_double_backward_is_an_error(self):
+        # conv2d's backward is a fused kernel: differentiating its gradient
+        # again must fail, not give a second derivative with terms missing
+        x = paddle.randn([1, 1, 5, 5])
+        x.stop_gradient = False
+        w = paddle.randn([1, 1, 3, 3])
+        w.stop_gradient = False
+        # first derivatives with create_graph still work where the incoming
+        # gradient is a constant
+        (gx,) = paddle.grad(F.conv2d(x, w).sum(), x, create_graph=True)
+        self.assertEqual(gx.shape, [1, 1, 5, 5])
+        y = F.conv2d(paddle.tanh(x), w)
+        with self.assertRaisesRegex(NotImplementedError, "second derivatives through 'conv2d'"):
+            paddle.grad((y * y).sum(), x, create_graph=True)
+
     def test_paddle_grad_page_example(self):
         # paddle.grad's page: y = x * x, dx = 2x with create_graph; z = y + dx,
         # z.backward() -> x.grad = 2x + 2
