@@ -42,7 +42,7 @@ struct fw_node {
     meta *in_meta;
     meta *out_meta;
     fw_tensor **saved;
-    signed char *saved_out;  /* per slot: index of this node's output saved there, or -1 */
+    unsigned char *saved_out; /* per slot: 1 + index of this node's output saved there, or 0 */
     fw_tensor **grads;       /* per output, during backward */
     void *attr;
     void (*attr_free)(void *attr);   /* custom nodes: drops the callback's context */
@@ -179,7 +179,7 @@ int fw_node_record(fw_node **out, const char *name, fw_backward_fn backward,
     n->in_meta = (meta *)(base + off_in);
     n->out_meta = (meta *)(base + off_out);
     n->saved = (fw_tensor **)(base + off_saved);
-    n->saved_out = (signed char *)(base + off_sout);
+    n->saved_out = (unsigned char *)(base + off_sout);
     n->grads = (fw_tensor **)(base + off_grads);
     n->attr = attr_size ? base + off_attr : NULL;
     n->attr_free = NULL;
@@ -189,9 +189,8 @@ int fw_node_record(fw_node **out, const char *name, fw_backward_fn backward,
     n->next = NULL;
     if (attr_size)
         memset(n->attr, 0, attr_size);
-    memset(n->saved, 0, sizeof(fw_tensor *) * (size_t)n_saved);
-    memset(n->saved_out, -1, (size_t)n_saved);
-    memset(n->grads, 0, sizeof(fw_tensor *) * (size_t)n_out);
+    /* saved, saved_out (0: none) and grads lie one after another */
+    memset(base + off_saved, 0, off_attr - off_saved);
     for (int i = 0; i < n_in; i++) {
         fw_tensor *x = inputs[i];
         edge *e = &n->edges[i];
@@ -235,13 +234,14 @@ int fw_node_save(fw_node *n, int slot, fw_tensor *t)
 
     if (slot < 0 || slot >= n->n_saved)
         return fw_error_set(FW_EINTERNAL, "%s: save slot %d out of range", n->name, slot);
-    n->saved_out[slot] = -1;
+    n->saved_out[slot] = 0;
     if (t && t->grad_fn == n) {
         /* An output of this node: keep a detached alias (no cycle). A
          * backward with create_graph reattaches it while the node runs. */
         if ((err = fw__tensor_view(&keep, t, t->shape, t->strides, t->ndim, t->offset)) < 0)
             return err;
-        n->saved_out[slot] = (signed char)t->out_idx;
+        if (t->out_idx < 255)        /* (nodes with more outputs stay detached) */
+            n->saved_out[slot] = (unsigned char)(t->out_idx + 1);
     } else {
         keep = fw_tensor_ref(t);
     }
@@ -618,12 +618,12 @@ static int attach_saved_outputs(fw_node *n, fw_tensor **orig)
         fw_tensor *t = n->saved[s], *v = NULL;
         int err;
         orig[s] = NULL;
-        if (t == NULL || n->saved_out[s] < 0)
+        if (t == NULL || n->saved_out[s] == 0)
             continue;
         if ((err = fw__tensor_view(&v, t, t->shape, t->strides, t->ndim, t->offset)) < 0)
             return err;
         v->grad_fn = n;
-        v->out_idx = n->saved_out[s];
+        v->out_idx = n->saved_out[s] - 1;
         v->stop_gradient = false;
         fw__node_ref(n);
         orig[s] = t;
