@@ -186,5 +186,9 @@ bool fw__autograd_creating_graph(void);
 /* Unary ops' derivative with recorded ops (ops/unary_grad.c): g * f'(x). */
 int fw__unary_grad_graph(fw_tensor **out, int op_code, double alpha, fw_tensor *g,
                          fw_tensor *x, fw_tensor *y);
+/* conv1d/conv2d's dx, dw, db with recorded ops (ops/conv_grad.c). */
+struct fw_nn_conv_geom;
+int fw__conv_grad_graph(fw_node *n, const struct fw_nn_conv_geom *geo, fw_tensor **gin,
+                        fw_tensor *x, fw_tensor *w, fw_tensor *gout);
 
 #endif

@@ -129,6 +129,8 @@ static int conv_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
     fw_tensor *x = fw_node_saved(n, 0), *w = fw_node_saved(n, 1), *g = NULL;
     int err;
 
+    if (fw__autograd_creating_graph())   /* differentiable: ops/conv_grad.c */
+        return fw__conv_grad_graph(n, geo, gin, x, w, gout[0]);
     if ((err = fw_op_dense(&g, gout[0])) < 0)
         return err;
     /* gin: dx, dw, db */

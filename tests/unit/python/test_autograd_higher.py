@@ -122,19 +122,51 @@ class TestSecondDerivatives(unittest.TestCase):
         (h,) = paddle.grad(g.sum(), x)
         np.testing.assert_allclose(h.numpy(), -np.sin(xa), rtol=1e-6)
 
+    def test_conv_double_backward_against_torch(self):
+        # gradient penalty through conv2d (stride, padding, groups) and conv1d
+        if torch is None:
+            self.skipTest('PyTorch is not installed')
+        paddle.set_default_dtype('float64')
+        try:
+            xa = RNG.standard_normal((2, 4, 6, 5))
+            wa = RNG.standard_normal((6, 2, 3, 2))
+            x = paddle.to_tensor(xa, stop_gradient=False)
+            w = paddle.to_tensor(wa, stop_gradient=False)
+            y = F.conv2d(paddle.tanh(x), w, stride=[2, 1], padding=[1, 0], groups=2)
+            gx, gw = paddle.grad((y ** 2).sum(), [x, w], create_graph=True)
+            hx, hw = paddle.grad((gx * gx).sum() + (gw ** 3).sum(), [x, w])
+            tx = torch.tensor(xa, requires_grad=True)
+            tw = torch.tensor(wa, requires_grad=True)
+            ty = TF.conv2d(torch.tanh(tx), tw, stride=(2, 1), padding=(1, 0), groups=2)
+            tgx, tgw = torch.autograd.grad((ty ** 2).sum(), [tx, tw], create_graph=True)
+            thx, thw = torch.autograd.grad((tgx * tgx).sum() + (tgw ** 3).sum(), [tx, tw])
+            np.testing.assert_allclose(hx.numpy(), thx.numpy(), rtol=1e-7, atol=1e-9)
+            np.testing.assert_allclose(hw.numpy(), thw.numpy(), rtol=1e-7, atol=1e-9)
+            x1 = paddle.to_tensor(RNG.standard_normal((2, 3, 7)), stop_gradient=False)
+            w1 = paddle.to_tensor(RNG.standard_normal((4, 3, 3)), stop_gradient=False)
+            (g1,) = paddle.grad((F.conv1d(x1, w1, padding=1) ** 2).sum(), x1, create_graph=True)
+            (h1,) = paddle.grad(g1.sum(), w1)
+            t1 = torch.tensor(x1.numpy(), requires_grad=True)
+            tw1 = torch.tensor(w1.numpy(), requires_grad=True)
+            (tg1,) = torch.autograd.grad((TF.conv1d(t1, tw1, padding=1) ** 2).sum(), t1,
+                                         create_graph=True)
+            (th1,) = torch.autograd.grad(tg1.sum(), tw1)
+            np.testing.assert_allclose(h1.numpy(), th1.numpy(), rtol=1e-7, atol=1e-9)
+        finally:
+            paddle.set_default_dtype('float32')
+
     def test_unsupported_double_backward_is_an_error(self):
-        # conv2d's backward is a fused kernel: differentiating its gradient
-        # again must fail, not give a second derivative with terms missing
-        x = paddle.randn([1, 1, 5, 5])
+        # max_pool2d's backward is a fused kernel: differentiating through it
+        # twice must fail, not give a second derivative with terms missing
+        x = paddle.randn([1, 1, 4, 4])
         x.stop_gradient = False
-        w = paddle.randn([1, 1, 3, 3])
-        w.stop_gradient = False
         # first derivatives with create_graph still work where the incoming
         # gradient is a constant
-        (gx,) = paddle.grad(F.conv2d(x, w).sum(), x, create_graph=True)
-        self.assertEqual(gx.shape, [1, 1, 5, 5])
-        y = F.conv2d(paddle.tanh(x), w)
-        with self.assertRaisesRegex(NotImplementedError, "second derivatives through 'conv2d'"):
+        (gx,) = paddle.grad(F.max_pool2d(x, 2).sum(), x, create_graph=True)
+        self.assertEqual(gx.shape, [1, 1, 4, 4])
+        y = F.max_pool2d(paddle.tanh(x), 2)
+        with self.assertRaisesRegex(NotImplementedError,
+                                    "second derivatives through 'max_pool2d'"):
             paddle.grad((y * y).sum(), x, create_graph=True)
 
     def test_paddle_grad_page_example(self):
