@@ -221,6 +221,8 @@ const gw_route gw__routes_static[] = {
     APP("/admin/{rest*}"),
     APP("/jobs"),
     APP("/jobs/{rest*}"),
+    APP("/datasets"),
+    APP("/datasets/{rest*}"),
     {"GET", "/assets/{path*}", get_asset, GW_PUBLIC, "The web app's hashed scripts and styles"},
     {"GET", "/favicon.svg", get_root_file, GW_PUBLIC, "The web app's icon"},
     {NULL, NULL, NULL, 0, NULL},

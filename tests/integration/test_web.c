@@ -77,7 +77,8 @@ static long status_of(const char *method, const char *path, const char *const *h
 START_TEST(app_routes_answer_index_html_with_csp_and_no_cache)
 {
     static const char *const paths[] = {"/", "/login", "/signup", "/projects", "/projects/p1/notebook/a.ipynb",
-                                        "/account", "/admin", "/jobs", "/jobs/7"};
+                                        "/account", "/admin", "/jobs", "/jobs/7", "/datasets",
+                                        "/datasets/alice/mnist"};
     it_resp r;
 
     start_with_app();
