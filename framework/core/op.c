@@ -147,6 +147,15 @@ int fw_op_reduce_to_shape(fw_tensor **out, fw_tensor *g, const int64_t *shape, i
     for (int i = 0; i < g->ndim; i++)
         if (i < lead || (shape[i - lead] == 1 && g->shape[i] != 1))
             axes[naxes++] = i;
+    if (fw__autograd_creating_graph()) {
+        /* create_graph: the reduction is part of the gradient's history */
+        if (naxes == 0)
+            err = fw_reshape(out, g, shape, ndim);
+        else if ((err = fw_sum(&s, g, axes, naxes, true)) == 0)
+            err = fw_reshape(out, s, shape, ndim);
+        fw_tensor_unref(s);
+        return err;
+    }
     bool was = fw_set_grad_enabled(false);
     if (naxes == 0)
         err = fw_op_reshape(out, g, shape, ndim);

@@ -151,8 +151,37 @@ static int mask_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout, fw
     return err;
 }
 
+/* create_graph: da = g b a^(b-1), db = g a^b log(a) from recorded ops */
+static int pow_backward_graph(fw_node *n, fw_tensor **gin, fw_tensor *g)
+{
+    fw_tensor *a = fw_node_saved(n, 0), *b = fw_node_saved(n, 1);
+    fw_tensor *t = NULL, *p = NULL, *q = NULL, *r = NULL;
+    int err = 0;
+
+    if (fw_node_needs_grad(n, 0) &&
+        (err = fw_sub_scalar(&t, b, 1.0)) == 0 && (err = fw_pow(&p, a, t)) == 0 &&
+        (err = fw_mul(&q, p, b)) == 0 && (err = fw_mul(&r, g, q)) == 0)
+        err = reduce_in(&gin[0], n, 0, r);
+    fw_tensor_unref(t);
+    fw_tensor_unref(p);
+    fw_tensor_unref(q);
+    fw_tensor_unref(r);
+    t = p = q = r = NULL;
+    if (err == 0 && fw_node_needs_grad(n, 1) &&
+        (err = fw_log(&t, a)) == 0 && (err = fw_pow(&p, a, b)) == 0 &&
+        (err = fw_mul(&q, p, t)) == 0 && (err = fw_mul(&r, g, q)) == 0)
+        err = reduce_in(&gin[1], n, 1, r);
+    fw_tensor_unref(t);
+    fw_tensor_unref(p);
+    fw_tensor_unref(q);
+    fw_tensor_unref(r);
+    return err;
+}
+
 static int pow_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 {
+    if (fw__autograd_creating_graph())
+        return pow_backward_graph(n, gin, gout[0]);
     return mask_backward(n, gin, gout, FW_BIN_POW_GRAD_A, FW_BIN_POW_GRAD_B, false);
 }
 

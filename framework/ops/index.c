@@ -442,9 +442,13 @@ static int clip_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *gout)
     fw_tensor *x = NULL, *g = NULL, *gx = NULL;
     int err;
 
+    /* create_graph: run the kernel on ones for the 0/1 mask (a constant)
+     * and multiply with a recorded op, so the gradient keeps g's history */
+    bool graph = fw__autograd_creating_graph();
+
     if ((err = fw_op_dense(&x, fw_node_saved(node, 0))) < 0)
         return err;
-    if ((err = fw_op_dense(&g, gout[0])) < 0)
+    if ((err = graph ? fw_ones_like(&g, x) : fw_op_dense(&g, gout[0])) < 0)
         goto done;
     if ((err = fw_op_output(&gx, FW_CPU, x->dtype, x->shape, x->ndim)) < 0)
         goto done;
@@ -454,6 +458,10 @@ static int clip_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *gout)
     else
         fw__cpu_clip_grad_f32(fw__ptr(gx), fw__ptr(g), fw__ptr(x), x->numel, a->has_lo,
                               (float)a->lo, a->has_hi, (float)a->hi);
+    if (graph) {
+        err = fw_mul(&gin[0], gout[0], gx);
+        goto done;
+    }
     gin[0] = gx;
     gx = NULL;
 done:

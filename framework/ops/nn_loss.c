@@ -457,6 +457,57 @@ typedef struct pw_attr {
     int kind;
 } pw_attr;
 
+/* create_graph for l1, bce and bce-with-logits: the same gradients from
+ * recorded ops (w the expanded weight or 1):
+ *   l1:          dx = g sign(x - y),                    dy = -dx
+ *   bce:         dx = g w (x - y) / (x (1 - x)),        dy = g w (log(1-x) - log x)
+ *   bce_logits:  dx = g w (sigmoid(x) - y),             dy = -g w x
+ * (bce_logits with pos_weight is not supported here). */
+static int pw_backward_graph(fw_node *n, int kind, fw_tensor **gin, fw_tensor *g)
+{
+    fw_tensor *x = fw_node_saved(n, 0), *y = fw_node_saved(n, 1);
+    fw_tensor *w = fw_node_saved(n, 2), *pw = fw_node_saved(n, 3);
+    fw_tensor *t[8] = {0}, *gw = NULL, *dx = NULL, *dy = NULL;
+    int err = 0;
+
+    if (kind == FW__NN_LOSS_BCE_LOGITS && pw != NULL)
+        return fw_error_set(FW_EUNSUPPORTED, "binary_cross_entropy_with_logits: second "
+                            "derivatives with pos_weight are not supported");
+    if (w != NULL)
+        err = fw_mul(&gw, g, w);
+    else
+        gw = fw_tensor_ref(g);
+    if (err < 0)
+        return err;
+    if (kind == FW__NN_LOSS_L1) {
+        if ((err = fw_sub(&t[0], x, y)) == 0 && (err = fw_sign(&t[1], t[0])) == 0 &&
+            (err = fw_mul(&dx, gw, t[1])) == 0)
+            err = fw_neg(&dy, dx);
+    } else if (kind == FW__NN_LOSS_BCE) {
+        if ((err = fw_sub(&t[0], x, y)) == 0 && (err = fw_rsub_scalar(&t[1], x, 1.0)) == 0 &&
+            (err = fw_mul(&t[2], x, t[1])) == 0 && (err = fw_div(&t[3], t[0], t[2])) == 0 &&
+            (err = fw_mul(&dx, gw, t[3])) == 0 && (err = fw_log(&t[4], t[1])) == 0 &&
+            (err = fw_log(&t[5], x)) == 0 && (err = fw_sub(&t[6], t[4], t[5])) == 0)
+            err = fw_mul(&dy, gw, t[6]);
+    } else {
+        if ((err = fw_sigmoid(&t[0], x)) == 0 && (err = fw_sub(&t[1], t[0], y)) == 0 &&
+            (err = fw_mul(&dx, gw, t[1])) == 0 && (err = fw_mul(&t[2], gw, x)) == 0)
+            err = fw_neg(&dy, t[2]);
+    }
+    if (err == 0) {
+        if (fw_node_needs_grad(n, 0))
+            gin[0] = fw_tensor_ref(dx);
+        if (fw_node_needs_grad(n, 1))
+            gin[1] = fw_tensor_ref(dy);
+    }
+    for (int i = 0; i < 8; i++)
+        fw_tensor_unref(t[i]);
+    fw_tensor_unref(gw);
+    fw_tensor_unref(dx);
+    fw_tensor_unref(dy);
+    return err;
+}
+
 /* saved: 0 input, 1 label, 2 weight (expanded) or NULL, 3 pos_weight or NULL */
 static int pw_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 {
@@ -466,6 +517,8 @@ static int pw_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
     fw_tensor *g = NULL;
     int err;
 
+    if (fw__autograd_creating_graph() && a->kind != FW__NN_LOSS_MSE)
+        return pw_backward_graph(n, a->kind, gin, gout[0]);
     if (fw__autograd_creating_graph() && a->kind == FW__NN_LOSS_MSE) {
         /* differentiable: dx = 2 (x - y) g, dy = -dx */
         fw_tensor *d = NULL, *dx = NULL;

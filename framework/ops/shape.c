@@ -318,6 +318,30 @@ typedef struct slice_attr {
     int64_t start[FW_MAX_DIMS], step[FW_MAX_DIMS];
 } slice_attr;
 
+/* The gradient of a slice as an op of its own (create_graph): zeros of the
+ * input's shape with g written into the sliced places. Its backward is the
+ * same slice of the incoming gradient. */
+static int slice_grad_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
+{
+    const slice_attr *a = fw_node_attr(n);
+    int nd, axes[FW_MAX_DIMS];
+    const int64_t *gshape = fw_node_input_shape(n, 0, &nd);
+    int64_t starts[FW_MAX_DIMS], ends[FW_MAX_DIMS];
+
+    if (!fw_node_needs_grad(n, 0))
+        return 0;
+    for (int i = 0; i < nd; i++) {
+        axes[i] = i;
+        starts[i] = a->start[i];
+        ends[i] = a->start[i] + (gshape[i] - 1) * a->step[i] + (a->step[i] > 0 ? 1 : -1);
+        if (gshape[i] == 0)
+            ends[i] = a->start[i];
+        if (a->step[i] < 0 && ends[i] < 0)
+            ends[i] = INT64_MIN / 4;        /* before index 0 (Python clamping) */
+    }
+    return fw_slice(&gin[0], gout[0], axes, starts, ends, a->step, nd);
+}
+
 static int slice_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 {
     const slice_attr *a = fw_node_attr(n);
@@ -335,9 +359,18 @@ static int slice_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
         off += a->start[i] * z->strides[i];
         st[i] = z->strides[i] * a->step[i];
     }
+    bool was = fw_set_grad_enabled(false);     /* filling z is not part of the graph */
     if ((err = fw__tensor_view(&v, z, gout[0]->shape, st, nd, off)) == 0)
         err = fw_tensor_assign(v, gout[0]);
+    fw_set_grad_enabled(was);
     fw_tensor_unref(v);
+    if (err == 0 && fw__autograd_creating_graph()) {
+        fw_node *node = NULL;
+        fw_tensor *in = gout[0];
+        if ((err = fw_node_record(&node, "slice_grad", slice_grad_backward, 1, &in, 1, &z, 0,
+                                  sizeof(slice_attr))) == 0 && node)
+            memcpy(fw_node_attr(node), a, sizeof(*a));
+    }
     if (err < 0) {
         fw_tensor_unref(z);
         return err;

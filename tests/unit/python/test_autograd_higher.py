@@ -122,6 +122,55 @@ class TestSecondDerivatives(unittest.TestCase):
         (h,) = paddle.grad(g.sum(), x)
         np.testing.assert_allclose(h.numpy(), -np.sin(xa), rtol=1e-6)
 
+    def test_more_ops_against_finite_differences(self):
+        # views, indexing, joins, clip, pow with a tensor exponent, losses,
+        # statistics: the second derivative of sum(f) against central
+        # differences of the first
+        paddle.set_default_dtype('float64')
+        xa = RNG.standard_normal((4, 5))
+        lab = paddle.to_tensor((xa > 0).astype('float64'))
+        ops = {
+            'slice': lambda x: x[:, 1:3] ** 2, 'index': lambda x: x[1] ** 3,
+            'flip': lambda x: paddle.flip(x, [0]) * x,
+            'expand': lambda x: x[:1].expand([3, 5]) ** 2,
+            'concat': lambda x: paddle.concat([x, x * 2], 0) ** 2,
+            'stack_split': lambda x: paddle.split(paddle.stack([x, x * x], 0), 2)[1] ** 2,
+            'where': lambda x: paddle.where(x > 0, x, x * 3) ** 2,
+            'clip': lambda x: paddle.clip(x, -0.5, 0.5) ** 2 * x,
+            'hardswish': lambda x: F.hardswish(x) ** 2,
+            'transpose_reshape': lambda x: x.T.reshape([20]) ** 3,
+            'maximum': lambda x: paddle.maximum(x, x * 0.5) ** 2,
+            'pow_tensor': lambda x: paddle.pow(x * x + 1, paddle.to_tensor(1.5)),
+            'broadcast_sub': lambda x: (x - x.mean(0)) ** 2,
+            'var_std': lambda x: paddle.var(x, 1).sum() + paddle.std(x, 0).sum(),
+            'logsumexp': lambda x: paddle.logsumexp(x, 1) ** 2,
+            'log_softmax': lambda x: F.log_softmax(x, 1) ** 2,
+            'max': lambda x: paddle.max(x * x, 1) ** 2,
+            'prod': lambda x: paddle.prod(x, 1),
+            'l1': lambda x: F.l1_loss(x * x, paddle.zeros([4, 5])),
+            'bce': lambda x: F.binary_cross_entropy(F.sigmoid(x), lab),
+            'bce_logits': lambda x: F.binary_cross_entropy_with_logits(
+                x, lab, weight=paddle.to_tensor(np.arange(5.0))),
+            'elu_mish': lambda x: F.elu(x) ** 2 + F.mish(x),
+        }
+        try:
+            for name, fn in ops.items():
+                with self.subTest(op=name):
+                    g, x = first_grad(fn, xa)
+                    (h,) = paddle.grad(g.sum(), x, allow_unused=True)
+                    hv = np.zeros_like(xa) if h is None else h.numpy()
+                    np.testing.assert_allclose(hv, second_numeric(fn, xa), rtol=1e-4,
+                                               atol=1e-5, err_msg=name)
+            for name, fn in (('gather', lambda x: paddle.gather(x, paddle.to_tensor([0, 2]))),
+                             ('tile', lambda x: paddle.tile(x, [2, 1])),
+                             ('cumsum', lambda x: paddle.cumsum(x, 1))):
+                with self.subTest(unsupported=name):
+                    x = paddle.to_tensor(xa, stop_gradient=False)
+                    with self.assertRaisesRegex(NotImplementedError, name):
+                        paddle.grad((fn(paddle.tanh(x)) ** 2).sum(), x, create_graph=True)
+        finally:
+            paddle.set_default_dtype('float32')
+
     def test_conv_double_backward_against_torch(self):
         # gradient penalty through conv2d (stride, padding, groups) and conv1d
         if torch is None:
