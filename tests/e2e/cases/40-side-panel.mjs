@@ -115,6 +115,7 @@ export async function run(t) {
   await t.test('side_panel_new_folder_rename_download_delete', async () => {
     assert(pid, 'the upload test made the project');
     await page.click('[data-testid=fb-new-folder]');
+    await page.waitForFunction(() => document.activeElement?.matches('[data-testid=new-folder-dialog] [data-testid=fb-input]'));
     await page.fill('[data-testid=new-folder-dialog] [data-testid=fb-input]', 'data');
     await page.click('[data-testid=new-folder-dialog-ok]');
     await page.waitForSelector(`${row('data')}[data-type=directory]`);
@@ -123,6 +124,9 @@ export async function run(t) {
     assert(l.items.some((x) => x.path === 'data' && x.type === 'directory'), 'GET files?dirs=1 lists the new folder');
 
     await menu('first.csv', 'rename');
+    // the dialog focuses its input and selects the name a tick after it opens:
+    // fill only then, or the selection lands in the middle of fill's typing
+    await page.waitForFunction(() => document.activeElement?.matches('[data-testid=rename-dialog] [data-testid=fb-input]'));
     await page.fill('[data-testid=rename-dialog] [data-testid=fb-input]', 'data/first.csv');
     await page.click('[data-testid=rename-dialog-ok]');
     await page.waitForSelector(row('data/first.csv'));
