@@ -33,4 +33,24 @@ fi
 echo "eddy: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
+# Slurm and munge (the Slurm executor's test starts its own daemons): Debian
+# starts and enables their system services on install, which on a host that is
+# not a Slurm node would run a slurmctld/slurmd with the default configuration.
+# A policy-rc.d that refuses every start keeps them stopped during the install
+# (removed after, unless one was there before); their units are then disabled.
+slurm_units=(munge.service slurmctld.service slurmd.service slurmrestd.service)
+own_policy=0
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+  chmod 0755 /usr/sbin/policy-rc.d
+  own_policy=1
+fi
+trap 'if [ $own_policy -eq 1 ]; then rm -f /usr/sbin/policy-rc.d; fi' EXIT
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+  for u in "${slurm_units[@]}"; do
+    if systemctl list-unit-files "$u" >/dev/null 2>&1; then
+      systemctl disable --now "$u" >/dev/null 2>&1 || true
+    fi
+  done
+fi
