@@ -140,7 +140,9 @@ typedef struct comp_spec {
     int64_t dataset_version;    /* >= 1 when dataset_id is set */
     const char *id_column;
     const char *const *target_columns;
-    size_t ntargets;            /* 1 .. COMP_TARGETS_MAX */
+    size_t ntargets;            /* 1 (score.h scores one target column: a label, a
+                                 * number, a label list, or for logloss/auc the
+                                 * class-probability columns named by the classes) */
     const char *metric;         /* "accuracy" "f1_macro" "f1_micro" "rmse" "mae" "logloss" "auc" "map@k" */
     int k;                      /* map@k's k (1..1000); 0 otherwise */
     double public_fraction;     /* of the truth's rows on the public board, 0 .. 1 */
@@ -224,7 +226,8 @@ int comp_rules_accept(comp *c, int64_t user, const char *id);
  * COMP_TRUTH_MAX bytes) as the competition's truth (host only; before
  * start_at, ED_ECONFLICT after). It must have a header with the id column
  * and every target column, at least one row, unique non-empty ids
- * (ED_EINVAL naming the row number, never a value). Written atomically
+ * (score.h's comp_truth_load and comp_truth_split check it; their message
+ * goes to the host only). Written atomically
  * (a temporary file beneath the competition's directory fd, fsync, 0400,
  * renameat) and its row count recorded. */
 int comp_truth_put_fd(comp *c, int64_t user, const char *id, int fd);
@@ -234,11 +237,9 @@ int comp_truth_put_fd(comp *c, int64_t user, const char *id, int fd);
  * *out_fd: caller closes. ED_ENOTFOUND when none is stored. */
 int comp_truth_open(int *out_fd, comp *c, const char *id);
 
-/* The public/private split of `n` ids: mask[i] = 1 when row i is public.
- * Exactly round(n * fraction) rows are public: those whose
- * sha256(seed as 16 hex digits || id) is smallest (ties: the earlier row).
- * Deterministic: depends on the seed and the ids only, not on row order. */
-int comp_split_mask(uint8_t *mask, const char *const *ids, size_t n, uint64_t seed, double fraction);
+/* The public/private split is score.h's comp_split_mask over the truth's
+ * rows with the competition's stored seed (drawn once at create) and
+ * public_fraction: the same rows are public for every submission. */
 
 /* ---- teams (teams.c) ----------------------------------------------------- */
 
@@ -299,7 +300,6 @@ typedef enum comp_status {
 const char *comp_status_name(comp_status s);   /* "queued", ... */
 
 /* Failure classes (issue 16 item 5); "" when none. */
-#define COMP_ERR_INVALID        "invalid_submission"
 #define COMP_ERR_TIMEOUT        "timeout"
 #define COMP_ERR_EXCEPTION      "exception"
 #define COMP_ERR_MISSING_OUTPUT "missing_output"
@@ -444,6 +444,8 @@ void comp_board_entry_clear(comp_board_entry *e);
 
 /* Whether `metric` is known, and its direction. ED_EINVAL for another name. */
 int comp_metric_info(bool *out_higher_is_better, const char *metric);
+/* The name score.h parses: "map@<k>" for map@k, else the metric. */
+void comp_metric_full_name(char *out, size_t outlen, const char *metric, int k);
 
 /* A dataset_check hook over a ds handle (datasets/ds.h): payload is the ds. */
 int comp_ds_check(void *ds_handle, int64_t user, const char *dataset_id, int64_t version);
