@@ -30,6 +30,23 @@ static int record_axis_index(const char *op, fw_backward_fn bw, int n_in, fw_ten
 
 /* ---- gather / index_select ---------------------------------------------------- */
 
+/* create_graph: gather's gradient as an op of its own ("gather_grad", the
+ * index-add into zeros), whose backward is index_select of the incoming
+ * gradient with the same index. saved: 0 the index; attr: the axis. */
+static int gather_grad_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *gout)
+{
+    int axis = ((axis_attr *)fw_node_attr(node))->axis, nd, err;
+    const int64_t *gs = fw_node_input_shape(node, 0, &nd);
+    fw_tensor *t = NULL;
+
+    if (!fw_node_needs_grad(node, 0))
+        return 0;
+    if ((err = fw_index_select(&t, gout[0], fw_node_saved(node, 0), axis)) == 0)
+        err = fw_reshape(&gin[0], t, gs, nd);
+    fw_tensor_unref(t);
+    return err;
+}
+
 /* Backward of gather-like ops: gx = zeros(x); gx[.., idx[j], ..] += g[.., j, ..]. */
 static int gather_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *gout)
 {
@@ -50,6 +67,15 @@ static int gather_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *gou
                               xs[axis], inner);
     err = fw__idx_grad_finish(&gin[0], gx, fw_node_input_dtype(node, 0));
     gx = NULL;
+    if (err == 0 && fw__autograd_creating_graph()) {
+        fw_node *n2 = NULL;
+        fw_tensor *in = gout[0];
+        if ((err = fw_node_record(&n2, "gather_grad", gather_grad_backward, 1, &in, 1, &gin[0],
+                                  1, sizeof(axis_attr))) == 0 && n2) {
+            ((axis_attr *)fw_node_attr(n2))->axis = axis;
+            err = fw_node_save(n2, 0, idx);
+        }
+    }
 done:
     fw_tensor_unref(g);
     fw_tensor_unref(gx);
