@@ -604,6 +604,14 @@ int fw_one_hot(fw_tensor **out, fw_tensor *x, int64_t num_classes)
 
 /* ---- cumsum ----------------------------------------------------------------------------------- */
 
+/* create_graph: cumsum's gradient (a reversed cumsum) as an op of its own,
+ * "cumsum_grad", whose backward is cumsum again. */
+static int cumsum_grad_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *gout)
+{
+    int axis = ((axis_attr *)fw_node_attr(node))->axis;
+    return fw_node_needs_grad(node, 0) ? fw_cumsum(&gin[0], gout[0], &axis, NULL) : 0;
+}
+
 static int cumsum_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *gout)
 {
     int axis = ((axis_attr *)fw_node_attr(node))->axis, err;
@@ -619,6 +627,15 @@ static int cumsum_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *gou
         fw__cpu_cumsum_f64(fw__ptr(gx), fw__ptr(g), outer, len, inner, 1);
     else
         fw__cpu_cumsum_f32(fw__ptr(gx), fw__ptr(g), outer, len, inner, 1);
+    if (fw__autograd_creating_graph()) {
+        fw_node *n2 = NULL;
+        fw_tensor *in = gout[0];
+        if ((err = fw_node_record(&n2, "cumsum_grad", cumsum_grad_backward, 1, &in, 1, &gx, 0,
+                                  sizeof(axis_attr))) < 0)
+            goto done;
+        if (n2)
+            ((axis_attr *)fw_node_attr(n2))->axis = axis;
+    }
     gin[0] = gx;
     gx = NULL;
 done:
