@@ -28,7 +28,7 @@
  *          bit); plus 8 bytes for a numeric or class target, or the label
  *          list's bytes + 9 for map@k; the whole truth is capped by
  *          spec.truth_max_bytes (file size) and COMP_TRUTH_MAX_ROWS.
- *   scoring: 1 byte per truth row (ids seen), 16 more for auc (scores kept
+ *   scoring: 4 bytes per truth row (the line each id was seen on), 16 more for auc (scores kept
  *          for one sort), 16 per class (confusion counts), plus the reader's
  *          fixed 1 MiB buffer and one record of at most COMP_CSV_MAX_RECORD.
  *
@@ -58,7 +58,7 @@ typedef enum comp_metric_kind {
     COMP_METRIC_RMSE,         /* sqrt(mean((y - p)^2)) */
     COMP_METRIC_MAE,          /* mean(|y - p|) */
     COMP_METRIC_LOGLOSS,      /* sklearn log_loss: clip to [eps, 1-eps], eps = 2^-52, rows renormalised */
-    COMP_METRIC_AUC,          /* ROC AUC; binary, or one-vs-rest macro over classes */
+    COMP_METRIC_AUC,          /* binary ROC AUC, ties as sklearn roc_auc_score */
     COMP_METRIC_MAPK,         /* Kaggle's MAP@K over space-separated label lists */
     COMP_METRIC_COUNT
 } comp_metric_kind;

@@ -1,0 +1,80 @@
+/*
+ * score_int.h - internals shared by score.c and metrics.c (private to
+ * competitions/).
+ */
+#ifndef COMP_SCORE_INT_H
+#define COMP_SCORE_INT_H
+
+#include "score.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* An interned set of byte strings: index i in 0..n, lookups by content.
+ * Memory: the bytes + 1 per string, 8 (offset) + 4 (hash) per string, and
+ * a slot table of 4 bytes, at most half full. */
+typedef struct comp_strtab {
+    char *bytes;        /* NUL-terminated strings back to back */
+    size_t blen, bcap;
+    uint64_t *off;      /* string i starts at bytes + off[i] */
+    uint32_t *hash;     /* its hash */
+    size_t n, ncap;
+    uint32_t *slot;     /* open addressing: index + 1, 0 = empty */
+    size_t nslot;       /* a power of two */
+} comp_strtab;
+
+void comp__strtab_free(comp_strtab *t);
+/* Index of s[0..len), or -1. */
+int64_t comp__strtab_find(const comp_strtab *t, const char *s, size_t len);
+/* Add s (must not be present): its index, or ED_ENOMEM. */
+int64_t comp__strtab_add(comp_strtab *t, const char *s, size_t len);
+static inline const char *comp__strtab_get(const comp_strtab *t, size_t i) { return t->bytes + t->off[i]; }
+
+struct comp_truth {
+    comp_metric_kind metric;
+    int k;                      /* map@K's K */
+    char *id_column, *target_column;
+    int64_t sub_max_bytes;
+    comp_strtab ids;            /* row i's id */
+    comp_strtab classes;        /* class labels (classification metrics) */
+    uint32_t *cls;              /* row -> class index (classification) */
+    double *y;                  /* row -> target (rmse, mae) */
+    comp_strtab lists;          /* row -> label list (map@K), in row order */
+    uint8_t *public_mask;       /* row -> 1 public, 0 private; NULL: all public */
+    uint32_t *class_order;      /* classes sorted as sklearn sorts them */
+    uint32_t positive;          /* binary: the positive class (the greater) */
+};
+
+/* Per-subset accumulators (0: private rows, 1: public rows). */
+typedef struct comp_acc {
+    int64_t n[2];
+    int64_t correct[2];
+    double sum[2];              /* squared/absolute error, loss, apk */
+    int64_t *tp, *fp, *fn;      /* [2 * nclass_all]: subset s at s * cap + c */
+    size_t ncls, ccap;          /* classes known (truth + unknown predicted) */
+    comp_strtab extra;          /* predicted labels the truth does not have */
+    /* auc: (score, positive?, subset) per scored row */
+    struct comp_auc_item { double s; uint32_t pos; uint32_t pub; } *auc;
+    size_t nauc;
+} comp_acc;
+
+int comp__acc_init(comp_acc *a, const comp_truth *t);
+void comp__acc_free(comp_acc *a);
+/* A predicted label for row (accuracy, f1): interned into extra when unknown. */
+int comp__acc_label(comp_acc *a, const comp_truth *t, size_t row, const char *s, size_t len);
+/* The loss terms for one row. */
+void comp__acc_value(comp_acc *a, const comp_truth *t, size_t row, double p);
+/* Log loss: probs[c] per truth class c (unclipped), or NULL with p1 the
+ * positive class's probability. */
+void comp__acc_logloss(comp_acc *a, const comp_truth *t, size_t row, const double *probs, double p1);
+/* AUC: the positive class's score. */
+void comp__acc_auc(comp_acc *a, const comp_truth *t, size_t row, double score);
+/* MAP@K: the predicted list. */
+void comp__acc_mapk(comp_acc *a, const comp_truth *t, size_t row, const char *s, size_t len);
+/* Final scores; ED_ENOMEM (auc sort needs none, but keep the shape). */
+int comp__acc_finish(comp_acc *a, const comp_truth *t, double *pub, double *priv);
+
+/* Kaggle's apk over space-separated lists. */
+double comp__apk(const char *actual, size_t alen, const char *pred, size_t plen, int k);
+
+#endif
