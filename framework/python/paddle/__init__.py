@@ -41,7 +41,7 @@ from paddle.tensor import (  # noqa: E402,F401
     dot, outer, t, reshape, reshape_, flatten, squeeze, unsqueeze, transpose, moveaxis,
     swapaxes, concat, stack, split, chunk, unbind, tile, expand, expand_as, broadcast_to,
     broadcast_tensors, cast, flip, roll, shape, rank, increment, diag, kron, einsum, dist,
-    tolist)
+    tolist, inverse)
 
 CUDAPinnedPlace = CUDAPinnedPlace
 dtype = dtype

@@ -231,5 +231,19 @@ class TestDocExamples(unittest.TestCase):
             paddle.linalg.matrix_power(paddle.eye(2), 1.5)
 
 
+class TestNamesAndMethods(unittest.TestCase):
+    def test_paddle_inverse_and_tensor_methods(self):
+        a = np.array([[4., 1.], [1., 3.]])
+        x = paddle.to_tensor(a)
+        np.testing.assert_allclose(paddle.inverse(x).numpy(), np.linalg.inv(a), rtol=1e-12)
+        np.testing.assert_allclose(x.inverse().numpy(), np.linalg.inv(a), rtol=1e-12)
+        np.testing.assert_allclose(x.cholesky().numpy(), np.linalg.cholesky(a), rtol=1e-12)
+        np.testing.assert_allclose(x.matrix_power(3).numpy(), a @ a @ a, rtol=1e-12)
+        b = paddle.to_tensor(np.array([[1.], [2.]]))
+        np.testing.assert_allclose(x.solve(b).numpy(), np.linalg.solve(a, [[1.], [2.]]), rtol=1e-12)
+        q, r = x.qr()
+        np.testing.assert_allclose((q @ r).numpy(), a, rtol=1e-12)
+
+
 if __name__ == '__main__':
     unittest.main()

@@ -1,11 +1,11 @@
-"""paddle.vision: datasets (MNIST, FashionMNIST, Cifar10/100), transforms,
-models (LeNet) and the image backend switch."""
+"""paddle.vision: datasets, transforms, models and the image backend switch;
+like Paddle, every model, dataset and transform is also a name here."""
 from . import datasets, models, transforms  # noqa: F401
 from .image import get_image_backend, image_load, set_image_backend  # noqa: F401
-from .models import (LeNet, ResNet, VGG, resnet18, resnet34, resnet50,  # noqa: F401
-                     resnet101, resnet152, vgg11, vgg13, vgg16, vgg19)
+from .models import *  # noqa: F401,F403  (every model and its builder, as Paddle)
+from .datasets import *  # noqa: F401,F403
+from .transforms import *  # noqa: F401,F403
 
-__all__ = ['datasets', 'models', 'transforms', 'LeNet', 'ResNet', 'VGG', 'resnet18',
-           'resnet34', 'resnet50', 'resnet101', 'resnet152', 'vgg11', 'vgg13', 'vgg16',
-           'vgg19', 'get_image_backend',
-           'set_image_backend', 'image_load']
+__all__ = (['datasets', 'models', 'transforms', 'get_image_backend', 'set_image_backend',
+            'image_load'] + list(models.__all__) + list(datasets.__all__)
+           + list(transforms.__all__))
