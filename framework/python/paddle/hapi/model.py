@@ -352,8 +352,16 @@ class Model:
         (optimizer state) with paddle.save."""
         paddle = _paddle()
         if not training:
-            raise NotImplementedError("Model.save(training=False) writes an inference model "
-                                      "(paddle.jit.save), which Eddy does not support yet")
+            # An inference model: path.pdmodel + path.pdiparams (paddle.jit.save),
+            # traced with the Model's input specs.
+            if not self._inputs:
+                raise ValueError("Model.save(training=False) needs the Model's inputs "
+                                 "(paddle.Model(net, inputs=[InputSpec(...)]))")
+            if not os.path.basename(path):
+                raise ValueError("The input path MUST be format of dirname/file_prefix, but "
+                                 "received file_prefix is empty string.")
+            paddle.jit.save(self.network, path, input_spec=list(self._inputs))
+            return
         base = os.path.basename(path)
         if base == '':
             raise ValueError("The input path MUST be format of dirname/file_prefix "
