@@ -60,13 +60,12 @@ fail:
     return err;
 }
 
-void comp__worker_stop(comp *c);
-
 void comp_free(comp *c)
 {
     if (c == NULL)
         return;
     comp__worker_stop(c);
+    comp__truths_free(c);
     if (c->dir_fd >= 0)
         close(c->dir_fd);
     pthread_cond_destroy(&c->cv);
@@ -290,4 +289,28 @@ int comp_ds_check(void *ds_handle, int64_t user, const char *dataset_id, int64_t
         return err;
     ds_version_free(v);
     return 0;
+}
+
+int comp__exec(comp *c, const char *sql, const char *fmt, ...)
+{
+    sqlite3_stmt *s = NULL;
+    va_list ap;
+    int err;
+
+    if ((err = ed_store_prepare(&s, c->st, sql)) < 0)
+        return err;
+    va_start(ap, fmt);
+    for (int i = 0; fmt[i] != '\0'; i++) {
+        if (fmt[i] == 't') {
+            const char *t = va_arg(ap, const char *);
+            if (t != NULL)
+                sqlite3_bind_text(s, i + 1, t, -1, SQLITE_TRANSIENT);
+        } else if (fmt[i] == 'd') {
+            sqlite3_bind_double(s, i + 1, va_arg(ap, double));
+        } else {
+            sqlite3_bind_int64(s, i + 1, va_arg(ap, int64_t));
+        }
+    }
+    va_end(ap);
+    return comp__step_done(c, s, "write");
 }

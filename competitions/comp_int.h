@@ -20,6 +20,8 @@ struct comp {
     pthread_t worker;
     bool worker_running, stop;
     int64_t watchdog_ms;
+    /* loaded truths (truth.c), under mu */
+    struct comp__truth_entry *truths;
 };
 
 /* The settings a step needs, read in one query. */
@@ -54,6 +56,10 @@ int comp__step_done(comp *c, sqlite3_stmt *s, const char *what);
  * format string of 't' and 'i'). *out gets it, or `dflt` without a row. */
 int comp__int(int64_t *out, comp *c, int64_t dflt, const char *sql, const char *fmt, ...);
 
+/* Run one write with bound arguments: fmt has 't' (text, NULL binds NULL),
+ * 'i' (int64_t) or 'd' (double) per argument. 0 or the store's error. */
+int comp__exec(comp *c, const char *sql, const char *fmt, ...);
+
 /* The user's team in a competition; 0 when none. */
 int comp__team_of(int64_t *out, comp *c, const char *id, int64_t user);
 /* Create a team of one for `user` (inside a transaction). */
@@ -78,4 +84,20 @@ bool comp__rules_ok(comp *c, const char *id, int64_t user);
  * <id>/submissions/<sid>.csv */
 int comp__sub_dir(int *out_fd, comp *c, const char *id, bool create);
 
+
+
+#include "score.h"
+
+/* The competition's directory DATA/competitions/<id> (made with `create`).
+ * *out_fd: caller closes. */
+int comp__comp_dir(int *out_fd, comp *c, const char *id, bool create);
+
+/* The loaded, split truth of a competition for scoring: borrowed, valid
+ * until comp_free (a replaced truth is kept until then; truths change only
+ * before start_at). ED_ENOTFOUND when none is stored. */
+int comp__truth_get(const comp_truth **out, comp *c, const char *id);
+void comp__truths_free(comp *c);
+
+/* Stop and join the worker thread, if running (comp_free). */
+void comp__worker_stop(comp *c);
 #endif

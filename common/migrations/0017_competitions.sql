@@ -43,7 +43,7 @@ CREATE TABLE competitions (
     code_charged        INTEGER NOT NULL DEFAULT 0 CHECK (code_charged IN (0, 1)),
     split_seed          INTEGER NOT NULL,               -- drawn once at create; the public/private split
     truth_rows          INTEGER NOT NULL DEFAULT 0,     -- 0: no truth stored yet
-    truth_sha256        TEXT,
+    truth_token         TEXT,                           -- changes with every put (the scorer's cache key)
     created_at          INTEGER NOT NULL,
     updated_at          INTEGER NOT NULL
 );
