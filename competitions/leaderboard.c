@@ -216,8 +216,8 @@ int comp_leaderboard_rank(comp_board_entry *out, comp *c, int64_t user, const ch
         return err;
     if (own != 0 && own != team)
         return ed_error_set(ED_EPERM, "only your own team's score is shown in this competition");
-    snprintf(sql, sizeof(sql), BOARD_SELECT("%s") ", (SELECT rank_key FROM %s WHERE team_id = ?2) "
-             "WHERE b.comp_id = ?1 AND b.team_id = ?2", table, table);
+    snprintf(sql, sizeof(sql), "SELECT b.team_id, t.name, b.score, b.created_at, b.submission_id, b.rank_key "
+             "FROM %s b JOIN comp_teams t ON t.id = b.team_id WHERE b.comp_id = ?1 AND b.team_id = ?2", table);
     if ((err = ed_store_prepare(&s, c->st, sql)) < 0)
         return err;
     sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
