@@ -314,3 +314,25 @@ int comp__exec(comp *c, const char *sql, const char *fmt, ...)
     va_end(ap);
     return comp__step_done(c, s, "write");
 }
+
+int comp_dataset_in_use(char *why, size_t why_len, const char *id, int64_t number, void *payload)
+{
+    comp *c = payload;
+    sqlite3_stmt *s = NULL;
+    int rc, err;
+
+    if ((err = ed_store_prepare(&s, c->st,
+            "SELECT slug FROM competitions WHERE dataset_id = ?1 AND (?2 = 0 OR dataset_version = ?2) "
+            "AND end_at > ?3 LIMIT 1")) < 0)
+        return err;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 2, number);
+    sqlite3_bind_int64(s, 3, comp__now(c));
+    rc = ed_store_step(s);
+    if (rc == SQLITE_ROW && why != NULL && why_len > 0)
+        snprintf(why, why_len, "competition '%s'", (const char *)sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    if (rc == SQLITE_ROW)
+        return 1;
+    return rc == SQLITE_DONE ? 0 : comp__db_error(c, rc, "dataset in use");
+}

@@ -447,6 +447,13 @@ int comp_metric_info(bool *out_higher_is_better, const char *metric);
 /* The name score.h parses: "map@<k>" for map@k, else the metric. */
 void comp_metric_full_name(char *out, size_t outlen, const char *metric, int k);
 
+/* A ds_in_use_fn (datasets/ds.h) over a comp handle (payload): 1 with `why`
+ * ("competition 'digits'") when a competition that has not ended uses
+ * version `number` of dataset `id` (0: any version) as its public data, so
+ * the version cannot be deleted under its participants; 0 when none; < 0 on
+ * a store error. The gateway registers it with gw__dataset_in_use_add. */
+int comp_dataset_in_use(char *why, size_t why_len, const char *id, int64_t number, void *payload);
+
 /* A dataset_check hook over a ds handle (datasets/ds.h): payload is the ds. */
 int comp_ds_check(void *ds_handle, int64_t user, const char *dataset_id, int64_t version);
 

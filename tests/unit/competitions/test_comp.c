@@ -190,6 +190,15 @@ START_TEST(dataset_version_is_checked)
     s.dataset_version = 1;
     ck_assert_int_eq(comp_competition_create(&k, cp, host, &s), 0);
     ck_assert_str_eq(k->dataset_id, "good");
+    /* the version is in use until the competition ends */
+    char why[64] = "";
+    ck_assert_int_eq(comp_dataset_in_use(why, sizeof(why), "good", 1, cp), 1);
+    ck_assert_str_eq(why, "competition 'digits'");
+    ck_assert_int_eq(comp_dataset_in_use(why, sizeof(why), "good", 0, cp), 1);
+    ck_assert_int_eq(comp_dataset_in_use(why, sizeof(why), "good", 2, cp), 0);
+    ck_assert_int_eq(comp_dataset_in_use(why, sizeof(why), "other", 0, cp), 0);
+    fake_now = s.end_at;
+    ck_assert_int_eq(comp_dataset_in_use(why, sizeof(why), "good", 1, cp), 0);
     comp_competition_free(k);
     fixture_hooks.dataset_check = NULL;
 }
