@@ -33,12 +33,26 @@ def build(model):
             def forward(self, x):
                 return self.fc2(paddle.tanh(self.fc1(x)))
         return MLP()
+    if model == 'emb':
+        # integer inputs: no end-of-backward node, the last hook finishes
+        class Emb(nn.Layer):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(20, 8)
+                self.fc2 = nn.Linear(8, 3)
+
+            def forward(self, ids):
+                return self.fc2(self.emb(ids).mean(axis=1))
+        return Emb()
     return paddle.vision.models.LeNet(num_classes=4)
 
 
 def batch(model, step):
     rs = np.random.RandomState(100 + step)
-    if model == 'mlp':
+    if model == 'emb':
+        x = rs.randint(0, 20, size=(GLOBAL_BATCH, 5)).astype('int64')
+        y = rs.randint(0, 3, size=(GLOBAL_BATCH,)).astype('int64')
+    elif model == 'mlp':
         x = rs.randn(GLOBAL_BATCH, 6).astype('float32')
         y = rs.randint(0, 3, size=(GLOBAL_BATCH,)).astype('int64')
     else:
@@ -52,7 +66,7 @@ def make_opt(net, model):
     # rounding (different summation orders over 1 vs n ranks, ~1e-7) from
     # growing past the 1e-5 bound over the steps
     import paddle
-    lr = 0.1 if model == 'mlp' else 0.01
+    lr = 0.01 if model == 'lenet' else 0.1
     return paddle.optimizer.Momentum(learning_rate=lr, momentum=0.9, parameters=net.parameters())
 
 
@@ -163,7 +177,7 @@ class DataParallelTest(unittest.TestCase):
                     np.testing.assert_allclose(got[k], ref[step][k], rtol=0, atol=1e-5,
                                                err_msg='{} step {} {}'.format(model, step, k))
             # the parameters really moved (a test that cannot fail is a defect)
-            self.assertGreater(np.abs(ref[-1]['fc2.weight' if model == 'mlp' else 'fc.2.weight']
+            self.assertGreater(np.abs(ref[-1]['fc.2.weight' if model == 'lenet' else 'fc2.weight']
                                       - build_params(model)).max(), 1e-3)
             np.testing.assert_allclose(np.load(os.path.join(tmp, 'losses.npy')), ref_losses, atol=1e-5)
 
@@ -178,6 +192,9 @@ class DataParallelTest(unittest.TestCase):
 
     def test_lenet_4_ranks(self):
         self.check('lenet', 4)
+
+    def test_integer_inputs_2_ranks(self):
+        self.check('emb', 2)
 
     def test_checkpoint_resume_gives_the_same_losses(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -200,7 +217,7 @@ class DataParallelTest(unittest.TestCase):
 
 def build_params(model):
     net = build(model)
-    return net.state_dict()['fc2.weight' if model == 'mlp' else 'fc.2.weight'].numpy()
+    return net.state_dict()['fc.2.weight' if model == 'lenet' else 'fc2.weight'].numpy()
 
 
 if __name__ == '__main__' and len(sys.argv) > 1 and sys.argv[1] == 'worker':
