@@ -134,12 +134,12 @@ static json_t *job_disk_json(gw_request *req, const sched_job_info *j, json_t *o
 
 static json_t *job_json(gw_request *req, const sched_job_info *j)
 {
-    json_t *args = NULL;
+    json_t *args = NULL, *o;
     json_error_t e;
 
     if ((args = json_loads(j->args_json, 0, &e)) == NULL)
         args = json_array();
-    return job_disk_json(req, j, json_pack("{s:I, s:s, s:s, s:o, s:s, s:o, s:s, s:i, s:I, s:i, s:I, s:o, s:o, s:I, s:s, s:o, s:o, "
+    o = json_pack("{s:I, s:s, s:s, s:o, s:s, s:o, s:s, s:i, s:I, s:i, s:I, s:o, s:o, s:I, s:s, s:o, s:o, "
                      "s:I, s:I, s:i, s:o}",
                      "id", (json_int_t)j->id, "status", j->status, "project_id", j->project_id, "version",
                      j->version[0] ? json_string(j->version) : json_null(), "entry", j->entry, "args", args,
@@ -151,7 +151,18 @@ static json_t *job_json(gw_request *req, const sched_job_info *j)
                      (json_int_t)j->charged_mcoins, "created_at", gw__time(req, j->created_at), "started_at",
                      time_or_null(req, j->started_at), "ended_at", time_or_null(req, j->ended_at), "cpu_ms",
                      (json_int_t)j->cpu_ms, "peak_mem_bytes", (json_int_t)j->peak_mem_bytes, "attempt", j->attempt,
-                     "datasets", gw__job_datasets_json(req->srv, j->id)));
+                     "datasets", gw__job_datasets_json(req->srv, j->id));
+    /* several ranks (scheduler/README.md "Ranks"), and what ran it */
+    if (o && (json_object_set_new(o, "ranks", json_integer(j->ranks > 0 ? j->ranks : 1)) < 0 ||
+              json_object_set_new(o, "nodes", json_integer(j->nodes > 0 ? j->nodes : 1)) < 0 ||
+              json_object_set_new(o, "gpus_per_node",
+                                  json_integer(j->gpus / (j->nodes > 0 ? j->nodes : 1))) < 0 ||
+              json_object_set_new(o, "executor", j->executor[0] ? json_string(j->executor) : json_null()) < 0 ||
+              json_object_set_new(o, "executor_ref", j->exec_ref[0] ? json_string(j->exec_ref) : json_null()) < 0)) {
+        json_decref(o);
+        o = NULL;
+    }
+    return job_disk_json(req, j, o);
 }
 
 /* Admins (role admin, scope admin) see every job; others their own. */
@@ -441,12 +452,14 @@ static int export_tree(const char *work, void *payload)
 }
 
 /* POST /api/v1/jobs {project_id, version?, entry, args?, resource, gpus?,
- * max_runtime_s?, requeue?} (+ Idempotency-Key) */
+ * max_runtime_s?, requeue?, ranks?, nodes?, gpus_per_node?} (+ Idempotency-Key).
+ * CPU classes: `ranks` processes (one slot each); GPU classes: `nodes` hosts
+ * with `gpus_per_node` GPUs each (`gpus` is the same as gpus_per_node). */
 static int post_job(gw_request *req, gw_response *res)
 {
     json_t *body, *args = NULL;
     const char *project = NULL, *version = NULL, *entry = NULL, *resource = NULL;
-    int64_t gpus = 0, max_rt = 0;
+    int64_t gpus = 0, max_rt = 0, ranks = 0, nodes = 0, gpn = 0;
     bool requeue = false;
     char *args_text = NULL;
     proj *p = NULL;
@@ -463,10 +476,17 @@ static int post_job(gw_request *req, gw_response *res)
         (err = ed_json_get_array(&args, body, "args", false)) < 0 ||
         (err = gw_json_int(&gpus, body, "gpus", 0, 64, false)) < 0 ||
         (err = gw_json_int(&max_rt, body, "max_runtime_s", 0, INT64_C(30) * 86400, false)) < 0 ||
-        (err = ed_json_get_bool(&requeue, body, "requeue", false)) < 0)
+        (err = ed_json_get_bool(&requeue, body, "requeue", false)) < 0 ||
+        (err = gw_json_int(&ranks, body, "ranks", 1, SCHED_MAX_RANKS, false)) < 0 ||
+        (err = gw_json_int(&nodes, body, "nodes", 1, SCHED_MAX_NODES, false)) < 0 ||
+        (err = gw_json_int(&gpn, body, "gpus_per_node", 1, 16, false)) < 0)
         return err;
     if (gpus < 0 || gpus > 64)
         return ed_error_set(ED_EINVAL, "field 'gpus' must be 0..64");
+    if (gpn > 0 && gpus > 0 && gpn != gpus)
+        return ed_error_set(ED_EINVAL, "fields 'gpus' and 'gpus_per_node' disagree");
+    if (gpn > 0)
+        gpus = gpn;
     if (max_rt < 0 || max_rt > 30LL * 86400)
         return ed_error_set(ED_EINVAL, "field 'max_runtime_s' must be 1..2592000");
     if (args) {
@@ -488,6 +508,8 @@ static int post_job(gw_request *req, gw_response *res)
     sp.args_json = args_text;
     sp.resource = resource;
     sp.gpus = (int)gpus;
+    sp.ranks = (int)ranks;
+    sp.nodes = (int)nodes;
     sp.max_runtime_ms = max_rt * 1000;
     sp.requeue = requeue;
     sp.idem_key = gw_request_header(req, "Idempotency-Key");

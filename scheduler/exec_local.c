@@ -5,11 +5,16 @@
  *
  * The program is `eddy-kernel run <entry> [args]` when eddy-kernel is
  * configured (EDDY_KERNEL_BIN) or installed next to `eddy`; until then .py
- * entries run with /usr/bin/python3 behind the same interface. A job with N
- * GPUs starts N ranks inside its sandbox (so they share its loopback), each
- * with PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS,
- * PADDLE_CURRENT_ENDPOINT and FLAGS_selected_gpus, as
- * `python -m paddle.distributed.launch` sets them. An interactive kernel
+ * entries run with /usr/bin/python3 behind the same interface. A job with
+ * N ranks (N GPUs, or `ranks` on a CPU class) runs the ranks' supervisor
+ * (ranks.c) in its one sandbox, which starts the N ranks there, each with
+ * PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS,
+ * PADDLE_CURRENT_ENDPOINT and FLAGS_selected_gpus as
+ * `python -m paddle.distributed.launch` sets them, prefixes their lines with
+ * "[rank i] " and ends them all when one fails. One sandbox per job, not per
+ * rank: the ranks rendezvous over the sandbox's own loopback (a sandbox has
+ * no network to another one), the job's cgroup holds all its units' CPUs and
+ * memory and its GPUs, and one slot uid owns the job's tree. An interactive kernel
  * (entry SCHED_KERNEL_ENTRY) runs `eddy-kernel serve --fd N` on one end of
  * a socketpair (kept open in the sandbox at the same number); the other end
  * goes to the kernel hook (kernels.c), or is closed when there is none.
@@ -81,7 +86,7 @@ void sched__kernel_path(char *out, size_t n, const sched *s)
 
 /* The `paddle` package's folder on the host (EDDY_PADDLE_DIR, or the build
  * tree's framework/python next to `eddy`), or "" when there is none. */
-static void find_paddle(char *out, size_t n)
+void sched__paddle_dir(char *out, size_t n)
 {
     const char *env = getenv("EDDY_PADDLE_DIR");
     char exe[400], dir[400];
@@ -102,14 +107,6 @@ static void find_paddle(char *out, size_t n)
     if (stat(out, &sb) != 0 || !S_ISDIR(sb.st_mode))
         out[0] = '\0';
 }
-
-static const char RANKS_SH[] =
-    "i=0; pids=\n"
-    "for dev in $EDDY_RANK_DEVICES; do\n"
-    "  PADDLE_TRAINER_ID=$i PADDLE_CURRENT_ENDPOINT=127.0.0.1:$((" "6170" " + i)) FLAGS_selected_gpus=$dev \"$@\" &\n"
-    "  pids=\"$pids $!\"; i=$((i + 1))\n"
-    "done\n"
-    "rc=0; for p in $pids; do wait $p || rc=$?; done; exit $rc\n";
 
 /* EDDY_DATASETS=[{"name":"owner/slug","version":3,"path":"/home/aistudio/data/owner-slug"}, ...]
  * (always set, "[]" when none), malloc'd into *out. */
@@ -144,7 +141,7 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
                         bool egress, const char *job_dir)
 {
     char kernel[512] = "", kdir[512], work[760], output[760], entry_in[300], nb_out[400], paddle[512];
-    char tree[760];
+    char tree[760], nranks[16], rport[16], rdevs[128] = "";
     char *argv[MAX_ARGS + 8], *env[26];
     char envbuf[24][700];
     char *datasets_env = NULL;
@@ -182,11 +179,19 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
         json_decref(args);
         return ed_error_set(ED_EINVAL, "job arguments are not an array of at most %d strings", MAX_ARGS - 8);
     }
-    if (r->units > 1 && cls->gpu) {
-        argv[na++] = "/bin/sh";
+    if (r->ranks > 1 && !kmode) {
+        /* the supervisor starts the ranks (ranks.c) */
+        snprintf(nranks, sizeof(nranks), "%d", r->ranks);
+        snprintf(rport, sizeof(rport), "%d", RANK_BASE_PORT);
+        for (int k = 0; cls->gpu && k < r->units && k < 16; k++)
+            snprintf(rdevs + strlen(rdevs), sizeof(rdevs) - strlen(rdevs), "%s%d", k ? "," : "", r->devices[k]);
+        argv[na++] = "/usr/bin/python3";
         argv[na++] = "-c";
-        argv[na++] = (char *)RANKS_SH;
-        argv[na++] = "eddy-ranks";
+        argv[na++] = (char *)sched__ranks_py;
+        argv[na++] = nranks;
+        argv[na++] = rport;
+        argv[na++] = rdevs[0] ? rdevs : "-";
+        argv[na++] = "--";
     }
     if (kmode) {
         /* serve over one end of a socketpair; the hook gets the other */
@@ -244,7 +249,7 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
      * list, and host paths such as log_path do not exist in there). */
     ENV("ASAN_OPTIONS=detect_leaks=0");
 #endif
-    find_paddle(paddle, sizeof(paddle));
+    sched__paddle_dir(paddle, sizeof(paddle));
     if (paddle[0]) {
         /* canonical: the launcher accepts binds only beneath its roots, by name */
         char canon[PATH_MAX];
@@ -256,25 +261,16 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
         ENV("EDDY_PYTHONPATH=/opt/eddy/python");
         ENV("PYTHONPATH=/opt/eddy/python");
     }
-    if (cls->gpu) {
-        char devs[128] = "", eps[400] = "";
-        for (int k = 0; k < r->units && k < 16; k++) {
-            snprintf(devs + strlen(devs), sizeof(devs) - strlen(devs), "%s%d", k ? " " : "", r->devices[k]);
-            snprintf(eps + strlen(eps), sizeof(eps) - strlen(eps), "%s127.0.0.1:%d", k ? "," : "",
-                     RANK_BASE_PORT + k);
-        }
-        ENV("PADDLE_TRAINERS_NUM=%d", r->units);
-        ENV("PADDLE_TRAINER_ENDPOINTS=%s", eps);
-        if (r->units > 1) {
-            ENV("EDDY_RANK_DEVICES=%s", devs);
-        } else {
-            ENV("PADDLE_TRAINER_ID=0");
-            ENV("PADDLE_CURRENT_ENDPOINT=127.0.0.1:%d", RANK_BASE_PORT);
-            ENV("FLAGS_selected_gpus=%d", r->devices[0]);
-        }
-        if (simulated)
-            ENV("EDDY_SIMULATED_GPUS=1");
+    if (cls->gpu && r->ranks <= 1) {
+        /* one rank: its environment here (the supervisor sets it for several) */
+        ENV("PADDLE_TRAINERS_NUM=1");
+        ENV("PADDLE_TRAINER_ENDPOINTS=127.0.0.1:%d", RANK_BASE_PORT);
+        ENV("PADDLE_TRAINER_ID=0");
+        ENV("PADDLE_CURRENT_ENDPOINT=127.0.0.1:%d", RANK_BASE_PORT);
+        ENV("FLAGS_selected_gpus=%d", r->devices[0]);
     }
+    if (cls->gpu && simulated)
+        ENV("EDDY_SIMULATED_GPUS=1");
 #undef ENV
     /* the datasets (mounts.c): where they are, and which versions */
     if ((err = datasets_env_make(&datasets_env, r->mounts, r->n_mounts)) < 0)
@@ -336,7 +332,7 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
         ro[sp.n_ro++] = (sbx_bind){r->mounts[i].tree, r->mounts[i].path, 0};
     sp.mem_bytes = (int64_t)(cls->memory_mb > 0 ? cls->memory_mb : 1024) * (r->units > 0 ? r->units : 1) << 20;
     sp.cpu_millis = (cls->cpus > 0 ? cls->cpus : 1) * 1000 * (r->units > 0 ? r->units : 1);
-    sp.pids = 256 * (r->units > 0 ? r->units : 1);
+    sp.pids = 256 * (r->units > 0 ? r->units : 1) + 16;   /* + the supervisor */
     sp.tmp_bytes = 256LL << 20;
     sp.fsize_bytes = 4LL << 30;     /* no single file (the log included) past 4 GiB */
     sp.wall_ms = (int)((r->end_by - r->started_at) + s->cfg.stop_grace_ms + 2000);
@@ -418,4 +414,5 @@ static void local_release(sched__running *r)
     r->slot = NULL;
 }
 
-const sched__executor sched__exec_local = {"local", local_launch, local_poll, local_signal, local_release};
+const sched__executor sched__exec_local = {"local", local_launch, local_poll, local_signal, local_release,
+                                           NULL, NULL, NULL};

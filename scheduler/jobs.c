@@ -24,7 +24,7 @@
 #define JOB_COLS "id, user_id, status, project_id, IFNULL(version, ''), entry, args, resource, gpus, " \
                  "max_runtime_ms, exit_code, IFNULL(failure_reason, ''), charged_mcoins, created_at, " \
                  "IFNULL(started_at, 0), IFNULL(ended_at, 0), IFNULL(cpu_ms, 0), IFNULL(peak_mem_bytes, 0), attempt, " \
-                 "IFNULL(key_id, 0)"
+                 "IFNULL(key_id, 0), ranks, nodes, IFNULL(executor, ''), IFNULL(exec_ref, '')"
 
 static void job_from_row(sched_job_info *j, sqlite3_stmt *q)
 {
@@ -50,6 +50,10 @@ static void job_from_row(sched_job_info *j, sqlite3_stmt *q)
     j->peak_mem_bytes = sqlite3_column_int64(q, 17);
     j->attempt = sqlite3_column_int(q, 18);
     j->key_id = sqlite3_column_int64(q, 19);
+    j->ranks = sqlite3_column_int(q, 20);
+    j->nodes = sqlite3_column_int(q, 21);
+    snprintf(j->executor, sizeof(j->executor), "%s", (const char *)sqlite3_column_text(q, 22));
+    snprintf(j->exec_ref, sizeof(j->exec_ref), "%s", (const char *)sqlite3_column_text(q, 23));
 }
 
 int sched__job_read(sched_job_info *out, sched *s, int64_t id)
@@ -329,7 +333,8 @@ static int replay(sched_job_info *out, sched *s, const sched_job_spec *sp, int64
     same = strcmp(out->project_id, sp->project_id) == 0 && strcmp(out->entry, sp->entry) == 0 &&
            strcmp(out->resource, sp->resource) == 0 &&
            strcmp(out->version, sp->version ? sp->version : "") == 0 && a && b && json_equal(a, b) &&
-           (sp->gpus == 0 || sp->gpus == out->gpus) &&
+           (sp->gpus == 0 || sp->gpus * (sp->nodes ? sp->nodes : 1) == out->gpus) &&
+           (sp->ranks == 0 || sp->ranks == out->ranks) && (sp->nodes == 0 || sp->nodes == out->nodes) &&
            (sp->max_runtime_ms == 0 || sp->max_runtime_ms == out->max_runtime_ms);
     json_decref(a);
     json_decref(b);
@@ -353,7 +358,7 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
     sqlite3_stmt *q = NULL;
     sched_mount *mounts = NULL;
     size_t n_mounts = 0;
-    int gpus = sp->gpus, units, rc, err;
+    int gpus = sp->gpus, nodes = sp->nodes ? sp->nodes : 1, ranks = sp->ranks ? sp->ranks : 1, units, rc, err;
 
     memset(out, 0, sizeof(*out));
     if (sp->user_id <= 0 || sp->tier == NULL || sp->project_id == NULL || sp->entry == NULL || sp->resource == NULL)
@@ -401,18 +406,35 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
     if (!tier_allowed(cls.tiers, sp->tier))
         return ed_error_set(ED_EPERM, "resource class '%s' is not available to tier '%s' (allowed: %s)",
                             cls.name, sp->tier, cls.tiers);
+    if (nodes < 1 || nodes > SCHED_MAX_NODES || ranks < 1 || ranks > SCHED_MAX_RANKS)
+        return ed_error_set(ED_EINVAL, "'nodes' must be 1..%d and 'ranks' 1..%d", SCHED_MAX_NODES, SCHED_MAX_RANKS);
     if (cls.gpu) {
+        /* one rank per GPU, gpus_per_node on each of `nodes` hosts; every
+         * allocated GPU is a unit, so metering charges each of them */
         if (gpus == 0)
             gpus = 1;
+        if (sp->ranks > 1)
+            return ed_error_set(ED_EINVAL, "resource class '%s' has GPUs: ask for 'nodes' and 'gpus_per_node' "
+                                           "(one rank per GPU), not 'ranks'", cls.name);
+        if (gpus > 16 || gpus * nodes > 16)
+            return ed_error_set(ED_EINVAL, "%d GPUs on %d nodes: at most 16 GPUs a job", gpus, nodes);
+        gpus *= nodes;
         if (gpus < 1 || gpus > tier.max_gpus_per_job)
             return ed_error_set(ED_EPERM, "%d GPUs requested; tier '%s' allows 1 to %d per job", gpus,
                                 sp->tier, tier.max_gpus_per_job);
-        units = gpus;
+        units = ranks = gpus;
     } else {
         if (gpus != 0)
             return ed_error_set(ED_EINVAL, "resource class '%s' has no GPUs; 'gpus' must be 0", cls.name);
-        units = 1;
+        if (ranks % nodes != 0)
+            return ed_error_set(ED_EINVAL, "%d ranks do not spread evenly over %d nodes", ranks, nodes);
+        units = ranks;     /* one slot (the class's cpus and memory) per rank */
     }
+    if (nodes > 1 && strcmp(s->exec->name, "slurm") != 0)
+        return ed_error_set(ED_EUNPROC, "%d nodes requested; the %s executor runs a job on one host", nodes,
+                            s->exec->name);
+    if (sched__submitting_kernel && units > 1)
+        return ed_error_set(ED_EINVAL, "an interactive kernel is one process");
     if (units > cls.capacity)
         return ed_error_set(ED_EUNPROC, "resource class '%s' has capacity %d on this host%s; %d requested",
                             cls.name, cls.capacity, cls.gpu && cls.capacity == 0 ? " (no GPUs found)" : "",
@@ -443,9 +465,9 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
     /* the row first (for its id), then the tree, then queue it */
     if ((err = ed_store_prepare(&q, s->st,
                                 "INSERT INTO jobs(user_id, project_id, version, entry, args, resource, gpus, units, "
-                                "max_runtime_ms, requeue, status, created_at, enqueued_at, idem_key, key_id) "
-                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'preparing', ?11, ?11, ?12, "
-                                "?13)")) < 0)
+                                "max_runtime_ms, requeue, status, created_at, enqueued_at, idem_key, key_id, ranks, "
+                                "nodes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'preparing', ?11, ?11, ?12, "
+                                "?13, ?14, ?15)")) < 0)
         return err;
     sqlite3_bind_int64(q, 1, sp->user_id);
     sqlite3_bind_text(q, 2, sp->project_id, -1, SQLITE_STATIC);
@@ -463,6 +485,8 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
         sqlite3_bind_text(q, 12, sp->idem_key, -1, SQLITE_STATIC);
     if (key > 0)
         sqlite3_bind_int64(q, 13, key);
+    sqlite3_bind_int(q, 14, ranks);
+    sqlite3_bind_int(q, 15, nodes);
     rc = ed_store_step(q);
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE) {

@@ -72,6 +72,9 @@ int sched_kernel_submit(sched_job_info *out, sched *s, const sched_job_spec *spe
     sqlite3_stmt *q = NULL;
     int err, idmap;
 
+    if (strcmp(s->exec->name, "local") != 0)
+        return ed_error_set(ED_EUNPROC, "interactive kernels run on the local executor only; this server runs "
+                                        "work on %s (EDDY_EXECUTOR)", s->exec->name);
     sched__kernel_path(kernel, sizeof(kernel), s);
     if (kernel[0] == '\0')
         return ed_error_set(ED_EUNPROC, "interactive kernels need eddy-kernel, which is not installed on this host");

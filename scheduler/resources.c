@@ -15,6 +15,7 @@
 
 #include <ctype.h>
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,27 @@ int sched_config_defaults(sched_config *c, const char *data_dir)
     c->slot_base = (unsigned)v;
     if ((k = getenv("EDDY_KERNEL_BIN")) != NULL)
         snprintf(c->kernel_bin, sizeof(c->kernel_bin), "%s", k);
+    /* the executor (README.md "Executor slurm") */
+    {
+        static const struct {
+            const char *name;
+            size_t      off, len;
+        } strs[] = {
+#define S(n, f) {n, offsetof(sched_config, f), sizeof(((sched_config *)0)->f)}
+            S("EDDY_EXECUTOR", executor),           S("EDDY_SLURM_URL", slurm_url),
+            S("EDDY_SLURM_TOKEN_FILE", slurm_token_file), S("EDDY_SLURM_USER", slurm_user),
+            S("EDDY_SLURM_PARTITIONS", slurm_partitions), S("EDDY_SLURM_QOS", slurm_qos),
+            S("EDDY_SLURM_API", slurm_api),         S("EDDY_SLURM_PYTHON", slurm_python),
+#undef S
+        };
+        for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
+            if ((k = getenv(strs[i].name)) == NULL)
+                continue;
+            if (strlen(k) >= strs[i].len)
+                return ed_error_set(ED_EINVAL, "%s is longer than %zu bytes", strs[i].name, strs[i].len - 1);
+            memcpy((char *)c + strs[i].off, k, strlen(k) + 1);
+        }
+    }
     return 0;
 }
 

@@ -42,6 +42,8 @@
 #include <stdint.h>
 
 #define SCHED_MAX_CLASSES 64
+#define SCHED_MAX_RANKS   64      /* processes a job may start */
+#define SCHED_MAX_NODES   16      /* hosts a job may span (Slurm) */
 
 /* ---- the policy core ------------------------------------------------------ */
 
@@ -130,6 +132,16 @@ typedef struct sched_config {
      * budget. The gateway supplies it (it owns keys). */
     int    (*key_budget)(int64_t *out_mcoins, int64_t key_id, void *arg);
     void    *key_budget_arg;
+    /* The executor (README.md "Executors"): EDDY_EXECUTOR "local" (default:
+     * sandboxes on this host) or "slurm" (a Slurm cluster through slurmrestd). */
+    char     executor[16];
+    char     slurm_url[256];      /* EDDY_SLURM_URL: http://host:port, or unix:/path (slurmrestd's socket) */
+    char     slurm_token_file[256]; /* EDDY_SLURM_TOKEN_FILE: a JWT for auth/jwt; "" = local auth (unix socket) */
+    char     slurm_user[64];      /* EDDY_SLURM_USER: the user the token is for (X-SLURM-USER-NAME) */
+    char     slurm_partitions[512]; /* EDDY_SLURM_PARTITIONS: "class=partition,..."; unlisted: the default */
+    char     slurm_qos[512];      /* EDDY_SLURM_QOS: "tier=qos,..."; unlisted: none */
+    char     slurm_api[16];       /* EDDY_SLURM_API: "v0.0.38"...; "" = the newest both sides speak */
+    char     slurm_python[256];   /* EDDY_SLURM_PYTHON: python3 on the nodes (/usr/bin/python3) */
 } sched_config;
 
 /* Defaults, then EDDY_* overrides from the environment. ED_EINVAL names a
@@ -203,7 +215,7 @@ typedef struct sched_job_spec {
     const char *entry;           /* "train.py" | "nb.ipynb" */
     const char *args_json;       /* JSON array of strings, or NULL */
     const char *resource;        /* class name */
-    int         gpus;            /* GPU classes: >= 1 (default 1); CPU classes: 0 */
+    int         gpus;            /* GPU classes: GPUs per node, >= 1 (default 1); CPU classes: 0 */
     int64_t     max_runtime_ms;  /* 0: the tier's max session */
     bool        requeue;         /* requeue when preempted */
     const char *idem_key;        /* Idempotency-Key, or NULL */
@@ -214,6 +226,9 @@ typedef struct sched_job_spec {
     int64_t     key_id;          /* the API key that starts it (0: a browser session, or the
                                   * thread's acting key, sched_acting_key_set): its daily
                                   * budget is checked before start and while it runs */
+    int         nodes;           /* GPU classes: hosts (0 = 1) with `gpus` each; one rank per GPU.
+                                  * The local executor has one host: more is ED_EUNPROC */
+    int         ranks;           /* CPU classes: processes (0 = 1), one slot each; GPU classes: 0 */
 } sched_job_spec;
 
 typedef struct sched_job_info {
@@ -225,7 +240,11 @@ typedef struct sched_job_info {
     char    entry[256];
     char    args_json[1024];
     char    resource[32];
-    int     gpus;
+    int     gpus;                /* all its GPUs (nodes * GPUs per node) */
+    int     ranks;               /* processes it starts (a GPU job: one per GPU) */
+    int     nodes;               /* hosts they span */
+    char    executor[8];         /* "local" | "slurm": what ran its last attempt ("" not yet) */
+    char    exec_ref[32];        /* the executor's handle (Slurm's job id), "" none */
     int64_t max_runtime_ms;
     int     queue_position;      /* queued: 1-based in its class; else 0 */
     int64_t eta_ms;              /* queued: estimated wait; -1 never; else 0 */

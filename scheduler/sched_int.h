@@ -39,6 +39,9 @@ typedef struct sched__running {
     int      log_fd;
     sched_mount *mounts;          /* start_job -> launch only: the datasets it mounts (mounts.c) */
     size_t   n_mounts;
+    int      ranks, nodes;        /* processes, and the hosts they span (jobs.ranks, jobs.nodes) */
+    char     exec_ref[32];        /* the executor's handle, recorded in jobs.exec_ref ("" none) */
+    void    *xdata;               /* the executor's own state (exec_slurm.c) */
 } sched__running;
 
 /* One execution backend (a table of functions, so a "slurm" one can join).
@@ -52,6 +55,9 @@ typedef struct sched__outcome {
     int     term_signal;
     bool    oom, wall;            /* killed by the memory limit / wall time */
     int64_t cpu_ms, peak_mem_bytes;
+    const char *reason;           /* the executor's verdict when it knows better than the exit
+                                   * status: "platform_error" (a node failed), "preempted"
+                                   * (the cluster preempted it); NULL otherwise */
 } sched__outcome;
 
 typedef struct sched__executor {
@@ -61,9 +67,24 @@ typedef struct sched__executor {
     int  (*poll)(sched__running *r, sched__outcome *out);
     int  (*signal)(sched__running *r, int sig);
     void (*release)(sched__running *r);
+    /* Optional (NULL: work cannot outlive the server). Take running job `j`
+     * back after a restart through r->exec_ref: 0 when it is found (running or
+     * ended: poll tells), ED_ENOTFOUND when the backend no longer knows it. */
+    int  (*attach)(sched *s, sched__running *r, const sched_job_info *j, const char *job_dir);
+    /* Optional: at sched_open (connect, detect versions) and sched_close. */
+    int  (*open)(sched *s);
+    void (*close)(sched *s);
 } sched__executor;
 
 extern const sched__executor sched__exec_local;
+extern const sched__executor sched__exec_slurm;
+
+/* The ranks' supervisor (ranks.c): a Python program, run as
+ * `python3 -c RANKS_PY N entry args...` inside the job (one sandbox, or one
+ * Slurm step per node), that starts N ranks with Paddle's environment, prefixes
+ * each line with "[rank i] ", stops every rank when one fails and exits with
+ * that rank's status, naming it. */
+extern const char sched__ranks_py[];
 
 struct sched {
     ed_store        *st;
@@ -84,6 +105,7 @@ struct sched {
     char             idmap_why[256];    /* kernels.c: what is missing when idmap is -1 */
     sched_mounts_fn  mounts_fn;         /* mounts.c: the datasets a start mounts (the gateway's) */
     void            *mounts_arg;
+    void            *xstate;            /* the executor's (exec_slurm.c: the connection, API version) */
 };
 
 /* Discover GPUs at run time (dlopen of NVML, then libcuda); 0 when neither
@@ -110,6 +132,10 @@ int sched__queue_snapshot(sched *s, sched_item **out_q, size_t *out_nq, sched_ru
 /* The hold a job needs at start: its units' price for two meter intervals
  * and the out-of-funds grace period; at least 1 mcoin when it costs anything. */
 int64_t sched__hold_amount(const sched *s, int64_t price_all_units);
+
+/* The `paddle` package's folder on the host (EDDY_PADDLE_DIR, or the build
+ * tree's framework/python next to `eddy`), or "" when there is none. */
+void sched__paddle_dir(char *out, size_t n);
 
 /* eddy-kernel's path on the host (EDDY_KERNEL_BIN, or next to `eddy`, or in
  * the build tree's kernel_runner/), or "" when there is none. */

@@ -426,6 +426,11 @@ static void finish_run(sched *s, sched__running *r, const sched__outcome *o, int
         requeue = r->requeue;
     } else if (r->stop_reason[0]) {
         status = "failed", reason = r->stop_reason;      /* out_of_funds, key_budget, suspended, timeout, ... */
+    } else if (o->reason && strcmp(o->reason, "preempted") == 0) {
+        status = "preempted", reason = "preempted";      /* the cluster preempted it (Slurm) */
+        requeue = r->requeue;
+    } else if (o->reason) {
+        status = "failed", reason = o->reason;           /* platform_error: a node failed (Slurm) */
     } else if (o->oom) {
         status = "failed", reason = "out_of_memory";
     } else if (o->wall) {
@@ -511,6 +516,33 @@ static void fail_queued(sched *s, int64_t id, const char *reason)
     }
 }
 
+/* Which executor runs this attempt, and its handle (a restart re-attaches
+ * through it). */
+static void record_exec(sched *s, sched__running *r)
+{
+    sqlite3_stmt *q = NULL;
+
+    if (ed_store_prepare(&q, s->st,
+                         "UPDATE jobs SET executor = ?2, exec_ref = ?3, attempt_seq_base = ?4, "
+                         "attempt_charged_base = ?5, attempt_unpaid_base = ?6, attempt_prior_charged = ?7 "
+                         "WHERE id = ?1") < 0) {
+        ed_log_warn("sched.start", "job %lld: %s", (long long)r->id, ed_error_last());
+        return;
+    }
+    sqlite3_bind_int64(q, 1, r->id);
+    sqlite3_bind_text(q, 2, s->exec->name, -1, SQLITE_STATIC);
+    if (r->exec_ref[0])
+        sqlite3_bind_text(q, 3, r->exec_ref, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 4, r->seq_base);
+    sqlite3_bind_int64(q, 5, r->charged_base);
+    sqlite3_bind_int64(q, 6, r->unpaid_base);
+    sqlite3_bind_int64(q, 7, r->prior_charged);
+    if (ed_store_step(q) != SQLITE_DONE)
+        ed_log_warn("sched.start", "job %lld: record executor: %s", (long long)r->id,
+                    sqlite3_errmsg(ed_store_db(s->st)));
+    sqlite3_finalize(q);
+}
+
 static int start_job(sched *s, int64_t id, const sched_resource *cls, size_t ncls)
 {
     sched_job_info j;
@@ -534,7 +566,7 @@ static int start_job(sched *s, int64_t id, const sched_resource *cls, size_t ncl
         return err;
     if ((err = ed_store_prepare(&q, s->st,
                                 "SELECT metered_seq, charged_mcoins, requeue, preemptible, units, "
-                                "IFNULL(key_id, 0) FROM jobs WHERE id = ?1")) < 0)
+                                "IFNULL(key_id, 0), ranks, nodes FROM jobs WHERE id = ?1")) < 0)
         return err;
     sqlite3_bind_int64(q, 1, id);
     if ((rc = sqlite3_step(q)) != SQLITE_ROW) {
@@ -552,6 +584,8 @@ static int start_job(sched *s, int64_t id, const sched_resource *cls, size_t ncl
     r->preemptible = sqlite3_column_int(q, 3) != 0;
     r->units = sqlite3_column_int(q, 4);
     r->key_id = sqlite3_column_int64(q, 5);
+    r->ranks = sqlite3_column_int(q, 6);
+    r->nodes = sqlite3_column_int(q, 7);
     suspended = owner.suspended;
     sqlite3_finalize(q);
     /* nothing of a suspended user starts (a submit that raced the
@@ -670,6 +704,7 @@ static int start_job(sched *s, int64_t id, const sched_resource *cls, size_t ncl
         finish_run(s, r, &o, ed_now_ms());
         return 0;
     }
+    record_exec(s, r);
     if (s->nrun == s->caprun) {
         size_t cap = s->caprun ? 2 * s->caprun : 16;
         sched__running **nv = realloc(s->run, cap * sizeof(*nv));
@@ -858,6 +893,111 @@ static void *thread_main(void *p)
 
 /* ---- reconcile -------------------------------------------------------------- */
 
+/* A running job whose executor keeps work going without the server (Slurm):
+ * take it back as start_job left it (its hold, its metering from where this
+ * attempt began, its log) instead of failing it. 0 and *hold the hold it
+ * keeps when it is running again under this server (or ended meanwhile: the
+ * next tick's poll reaps it); ED_ENOTFOUND when it cannot be (another
+ * executor, no handle, the backend lost it): the caller fails it. */
+static int reattach(sched *s, int64_t id, int64_t *hold)
+{
+    sched_job_info j;
+    sched_resource c;
+    quota_tier tier;
+    quota_hold_info h;
+    acct_user owner;
+    sched__running *r;
+    sqlite3_stmt *q = NULL;
+    char dir[700], path[760];
+    int rc, err;
+
+    *hold = 0;
+    if (s->exec->attach == NULL)
+        return ED_ENOTFOUND;
+    if ((err = sched__job_read(&j, s, id)) < 0)
+        return err;
+    if (strcmp(j.executor, s->exec->name) != 0 || j.exec_ref[0] == '\0')
+        return ED_ENOTFOUND;
+    if ((r = calloc(1, sizeof(*r))) == NULL)
+        return ed_error_set(ED_ENOMEM, "running job");
+    r->log_fd = -1;
+    if ((err = ed_store_prepare(&q, s->st,
+                                "SELECT metered_seq, requeue, preemptible, units, ranks, nodes, IFNULL(hold_id, 0), "
+                                "IFNULL(attempt_seq_base, 0), IFNULL(attempt_charged_base, 0), "
+                                "IFNULL(attempt_unpaid_base, 0), IFNULL(attempt_prior_charged, 0), "
+                                "IFNULL(warned_at, 0), IFNULL(devices, '') FROM jobs WHERE id = ?1")) < 0)
+        goto fail;
+    sqlite3_bind_int64(q, 1, id);
+    if ((rc = sqlite3_step(q)) != SQLITE_ROW) {
+        err = ed_store_error(ed_store_db(s->st), rc, "read running job");
+        sqlite3_finalize(q);
+        goto fail;
+    }
+    r->seq = sqlite3_column_int64(q, 0);
+    r->requeue = sqlite3_column_int(q, 1) != 0;
+    r->preemptible = sqlite3_column_int(q, 2) != 0;
+    r->units = sqlite3_column_int(q, 3);
+    r->ranks = sqlite3_column_int(q, 4);
+    r->nodes = sqlite3_column_int(q, 5);
+    r->hold_id = sqlite3_column_int64(q, 6);
+    r->seq_base = sqlite3_column_int64(q, 7);
+    r->charged_base = sqlite3_column_int64(q, 8);
+    r->unpaid_base = sqlite3_column_int64(q, 9);
+    r->prior_charged = sqlite3_column_int64(q, 10);
+    r->warned_at = sqlite3_column_int64(q, 11);
+    {
+        const char *d = (const char *)sqlite3_column_text(q, 12);
+        int n = 0;
+        for (char *e; d && *d && n < 16; d = *e ? e + 1 : e)
+            r->devices[n++] = (int)strtol(d, &e, 10);
+    }
+    sqlite3_finalize(q);
+    r->id = id;
+    r->user_id = j.user_id;
+    r->key_id = j.key_id;
+    r->started_at = j.started_at;
+    r->end_by = j.started_at + j.max_runtime_ms;
+    snprintf(r->exec_ref, sizeof(r->exec_ref), "%s", j.exec_ref);
+    snprintf(r->resource, sizeof(r->resource), "%s", j.resource);
+    if ((err = acct_user_get(&owner, s->st, j.user_id)) < 0 || (err = sched_resource_get(&c, s, j.resource)) < 0 ||
+        (err = quota_tier_get(&tier, s->st, owner.tier)) < 0 ||
+        (err = sched_allowance_get(&r->free_per_day, s, owner.tier, c.name)) < 0)
+        goto fail;
+    snprintf(r->tier, sizeof(r->tier), "%s", owner.tier);
+    r->weight = tier.weight;
+    r->price = c.price_mcoins_per_hour * r->units;
+    if (r->hold_id > 0 && quota_hold_get(&h, s->st, r->hold_id) == 0 && h.open)
+        r->hold_mcoins = h.amount_mcoins;
+    else
+        r->hold_id = 0;
+    sched_job_dir(dir, sizeof(dir), s, id);
+    if ((err = s->exec->attach(s, r, &j, dir)) < 0)
+        goto fail;
+    snprintf(path, sizeof(path), "%s/log", dir);
+    r->log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    sched__log_notice(r, "the server restarted: re-attached to %s job %s", s->exec->name, r->exec_ref);
+    if (s->nrun == s->caprun) {
+        size_t cap = s->caprun ? 2 * s->caprun : 16;
+        sched__running **nv = realloc(s->run, cap * sizeof(*nv));
+        if (nv == NULL) {
+            s->exec->release(r);
+            err = ed_error_set(ED_ENOMEM, "running list");
+            goto fail;
+        }
+        s->run = nv;
+        s->caprun = cap;
+    }
+    s->run[s->nrun++] = r;
+    *hold = r->hold_id;
+    ed_log_info("sched.reconcile", "job %lld re-attached (%s job %s)", (long long)id, s->exec->name, r->exec_ref);
+    return 0;
+fail:
+    if (r->log_fd >= 0)
+        close(r->log_fd);
+    free(r);
+    return err;
+}
+
 /* Work the store says is running cannot be: its sandboxes died with the old
  * server (they are killed when their parent goes). Fail it with
  * platform_error and refund it; release every hold of work that is not
@@ -865,7 +1005,8 @@ static void *thread_main(void *p)
 static int reconcile(sched *s)
 {
     sqlite3_stmt *q = NULL;
-    int64_t ids[256], holds[256];
+    int64_t ids[256], holds[256], *kept = NULL;
+    size_t nkept = 0, capkept = 0;
     int n, rc, err, recovered = 0;
     char ref[48], key[64], dir[700];
 
@@ -886,38 +1027,56 @@ static int reconcile(sched *s)
                 return err;
         }
     } while (n == 256);
-    /* running work */
+    /* running work: re-attached where the executor kept it going (Slurm),
+     * else failed */
     do {
         n = 0;
         if ((err = ed_store_prepare(&q, s->st,
-                                    "SELECT id, IFNULL(hold_id, 0) FROM jobs WHERE status = 'running' LIMIT 256")) < 0)
-            return err;
+                                    "SELECT id, IFNULL(hold_id, 0) FROM jobs WHERE status = 'running' AND id > ?1 "
+                                    "ORDER BY id LIMIT 256")) < 0)
+            goto out;
+        sqlite3_bind_int64(q, 1, nkept ? kept[nkept - 2] : 0);
         while ((rc = sqlite3_step(q)) == SQLITE_ROW && n < 256) {
             ids[n] = sqlite3_column_int64(q, 0);
             holds[n++] = sqlite3_column_int64(q, 1);
         }
         sqlite3_finalize(q);
         for (int i = 0; i < n; i++) {
-            int64_t settled = 0, user = 0;
+            int64_t settled = 0, user = 0, kept_hold = 0;
             bool is_open = false;
+            if ((err = reattach(s, ids[i], &kept_hold)) == 0) {
+                if (nkept + 2 > capkept) {
+                    int64_t *nv = realloc(kept, (capkept = capkept ? 2 * capkept : 64) * sizeof(*nv));
+                    if (nv == NULL) {
+                        err = ed_error_set(ED_ENOMEM, "reconcile");
+                        goto out;
+                    }
+                    kept = nv;
+                }
+                kept[nkept++] = ids[i];           /* ids, then its hold, in pairs */
+                kept[nkept++] = kept_hold;
+                continue;
+            }
+            if (err != ED_ENOTFOUND)
+                ed_log_warn("sched.reconcile", "job %lld: cannot re-attach: %s", (long long)ids[i], ed_error_last());
             ref_of(ref, sizeof(ref), ids[i]);
             if ((err = quota_meter_refund(NULL, s->st, ref)) < 0)
-                return err;
+                goto out;
             if (holds[i] > 0) {
                 quota_hold_info h;
                 if ((err = quota_hold_get(&h, s->st, holds[i])) < 0 && err != ED_ENOTFOUND)
-                    return err;
+                    goto out;
                 if (err == 0) {
                     is_open = h.open;
                     settled = h.settled_mcoins;
                     user = h.user_id;
                 }
                 if (is_open && (err = quota_hold_settle(s->st, holds[i], 0)) < 0)
-                    return err;
+                    goto out;
                 if (!is_open && settled > 0) {
                     snprintf(key, sizeof(key), "hold-refund:%lld", (long long)holds[i]);
                     if ((err = quota_refund(NULL, s->st, user, settled, ref, "platform failure", key)) < 0)
-                        return err;
+                        goto out;
                 }
             }
             assert(sched__job_transition_ok("running", "failed"));
@@ -925,7 +1084,7 @@ static int reconcile(sched *s)
                                    "UPDATE jobs SET status = 'failed', failure_reason = 'platform_error', "
                                    "ended_at = CAST(strftime('%s', 'now') AS INTEGER) * 1000, charged_mcoins = 0 "
                                    "WHERE id = ?1", ids[i])) < 0)
-                return err;
+                goto out;
             if (sched_job_dir(dir, sizeof(dir), s, ids[i]) == 0) {
                 char path[760];
                 int fd;
@@ -942,17 +1101,31 @@ static int reconcile(sched *s)
                         (long long)ids[i]);
         }
     } while (n == 256);
-    /* holds of work that is not running (opened just before a crash) */
+    /* holds of work that is not running (opened just before a crash): every
+     * open hold of a job but those of re-attached work */
     do {
+        int settled_now = 0;
         if ((err = quota_holds_open(ids, &n, 256, s->st, "job:")) < 0)
-            return err;
-        for (int i = 0; i < n; i++)
+            goto out;
+        for (int i = 0; i < n; i++) {
+            bool keep = false;
+            for (size_t k = 1; k < nkept && !keep; k += 2)
+                keep = kept[k] == ids[i];
+            if (keep)
+                continue;
             if ((err = quota_hold_settle(s->st, ids[i], 0)) < 0)
-                return err;
+                goto out;
+            settled_now++;
+        }
+        if (settled_now == 0)
+            break;
     } while (n == 256);
     if (recovered)
         ed_log_warn("sched.reconcile", "finished %d interrupted meter charges", recovered);
-    return 0;
+    err = 0;
+out:
+    free(kept);
+    return err;
 }
 
 /* ---- open / close ---------------------------------------------------------- */
@@ -970,7 +1143,14 @@ int sched_open(sched **out, ed_store *st, const sched_config *cfg)
         return ed_error_set(ED_ENOMEM, "scheduler");
     s->st = st;
     s->cfg = *cfg;
-    s->exec = &sched__exec_local;
+    if (cfg->executor[0] == '\0' || strcmp(cfg->executor, "local") == 0) {
+        s->exec = &sched__exec_local;
+    } else if (strcmp(cfg->executor, "slurm") == 0) {
+        s->exec = &sched__exec_slurm;
+    } else {
+        free(s);
+        return ed_error_set(ED_EINVAL, "EDDY_EXECUTOR '%.16s' is not an executor (local, slurm)", cfg->executor);
+    }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->discovered_gpus = sched__discover_gpus();
@@ -979,8 +1159,13 @@ int sched_open(sched **out, ed_store *st, const sched_config *cfg)
         err = ed_error_set(ED_EIO, "cannot create %s: %s", path, strerror(errno));
         goto fail;
     }
-    if ((err = sched__disk_open(s)) < 0 || (err = reconcile(s)) < 0)   /* retention.c: disk quotas */
+    if (s->exec->open && (err = s->exec->open(s)) < 0)      /* exec_slurm.c: reach slurmrestd */
         goto fail;
+    if ((err = sched__disk_open(s)) < 0 || (err = reconcile(s)) < 0) {  /* retention.c: disk quotas */
+        if (s->exec->close)
+            s->exec->close(s);
+        goto fail;
+    }
     if (cfg->start_thread) {
         if (pthread_create(&s->thread, NULL, thread_main, s) != 0) {
             err = ed_error_set(ED_EIO, "cannot start the scheduler thread");
@@ -1013,8 +1198,21 @@ void sched_close(sched *s)
         pthread_join(s->thread, NULL);
     /* what still runs is stopped by the platform: platform_error, refunded.
      * Under mu like every other walk over s->run (a cancel may still come in
-     * from an API thread while the server shuts down). */
+     * from an API thread while the server shuts down). An executor whose
+     * work outlives the server (Slurm) leaves it running: the rows stay
+     * 'running' with their holds, and the next sched_open re-attaches. */
     sched__lock(s);
+    if (s->exec->attach) {
+        for (size_t i = 0; i < s->nrun; i++) {
+            sched__log_notice(s->run[i], "the server stops; this job goes on under %s (%s)", s->exec->name,
+                              s->run[i]->exec_ref);
+            s->exec->release(s->run[i]);
+            if (s->run[i]->log_fd >= 0)
+                close(s->run[i]->log_fd);
+            free(s->run[i]);
+        }
+        s->nrun = 0;
+    }
     for (size_t i = 0; i < s->nrun; i++) {
         snprintf(s->run[i]->stop_reason, sizeof(s->run[i]->stop_reason), "platform_error");
         s->exec->signal(s->run[i], SIGTERM);
@@ -1038,6 +1236,8 @@ void sched_close(sched *s)
             usleep(10000);
     }
     sched__unlock(s);
+    if (s->exec->close)
+        s->exec->close(s);
     sched__disk_close(s);
     free(s->run);
     pthread_mutex_destroy(&s->mu);

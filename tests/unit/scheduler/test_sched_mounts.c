@@ -97,7 +97,7 @@ static int write_script(const char *work, void *payload)
 static sched_job_spec spec(int64_t user, const char *src)
 {
     sched_job_spec sp = {user, "free", "p1", NULL, "train.py", NULL, "cpu-basic", 0, 60000, false, NULL,
-                         write_script, (void *)"train.py", 0};
+                         write_script, (void *)"train.py", 0, 0, 0};
     script_src = src;
     return sp;
 }

@@ -87,7 +87,7 @@ static int fail_prepare(const char *work, void *payload)
 static sched_job_spec spec(int64_t user, const char *tier, const char *resource, const char *src)
 {
     sched_job_spec sp = {user, tier, "p1", NULL, "train.py", NULL, resource, 0, 60000, false, NULL,
-                         write_script, (void *)"train.py", 0};
+                         write_script, (void *)"train.py", 0, 0, 0};
     script_src = src;
     return sp;
 }
