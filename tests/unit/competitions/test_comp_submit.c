@@ -256,13 +256,13 @@ START_TEST(twenty_concurrent_submissions_against_cap_five_accept_five)
 }
 END_TEST
 
-/* The refund hook the gateway wires: a grant through quota/'s ledger with
- * the submission's idempotency key. */
+/* The refund hook the gateway wires: quota/'s refund (system_refunds ->
+ * the user's coins) with the submission's idempotency key. */
 static int ledger_refund(void *payload, int64_t user, int64_t mcoins, const char *idem_key)
 {
     int64_t transfer;
     (void)payload;
-    return quota_grant(&transfer, st, user, mcoins, "competition refund", idem_key, 0);
+    return quota_refund(&transfer, st, user, mcoins, "competition", "platform_error", idem_key);
 }
 
 static int64_t coins_of(int64_t user)
