@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static const struct {
     const char *name;
@@ -161,71 +162,113 @@ void comp__strtab_free(comp_strtab *t)
 {
     free(t->bytes);
     free(t->off);
-    free(t->hash);
     free(t->slot);
     memset(t, 0, sizeof(*t));
+}
+
+static uint64_t key8_of(const char *s, size_t len)
+{
+    uint64_t k = 0;
+    memcpy(&k, s, len < 8 ? len : 8);
+    return k;
 }
 
 int64_t comp__strtab_find(const comp_strtab *t, const char *s, size_t len)
 {
     uint32_t h;
+    uint64_t k8;
     size_t m, i;
 
     if (t->nslot == 0)
         return -1;
     h = hash_bytes(s, len);
+    k8 = key8_of(s, len);
     m = t->nslot - 1;
     for (i = h & m;; i = (i + 1) & m) {
-        uint32_t v = t->slot[i];
-        if (v == 0)
+        const comp_slot *sl = &t->slot[i];
+        if (sl->idx == 0)
             return -1;
-        v--;
-        if (t->hash[v] == h) {
-            const char *e = t->bytes + t->off[v];
-            if (!memcmp(e, s, len) && e[len] == '\0')
-                return v;
+        if (sl->hash == h && sl->key8 == k8) {
+            uint32_t v = (sl->idx & ~COMP_SLOT_LONG) - 1;
+            if (!(sl->idx & COMP_SLOT_LONG)) {
+                if (len <= 8)
+                    return v;   /* both at most 8 bytes, no NULs: the padded keys say it all */
+            } else if (len > 8) {
+                const char *e = t->bytes + t->off[v];
+                if (!memcmp(e + 8, s + 8, len - 8) && e[len] == '\0')
+                    return v;
+            }
         }
     }
 }
 
+static void put_slot(comp_slot *tab, size_t nslot, const comp_slot *x)
+{
+    size_t m = nslot - 1, k = x->hash & m;
+    while (tab[k].idx)
+        k = (k + 1) & m;
+    tab[k] = *x;
+}
+
+void *comp__big_calloc(size_t n, size_t size)
+{
+    size_t bytes = n * size;
+    void *p = NULL;
+
+    if (size && bytes / size != n)
+        return NULL;
+    if (bytes < ((size_t)4 << 20))
+        return calloc(n ? n : 1, size ? size : 1);
+    /* Random lookups over tens of MiB miss the TLB on 4 KiB pages: ask for
+     * transparent huge pages (THP "madvise" mode is Debian's default). */
+    if (posix_memalign(&p, (size_t)2 << 20, bytes) != 0)
+        return NULL;
+    (void)madvise(p, bytes, MADV_HUGEPAGE);
+    memset(p, 0, bytes);
+    return p;
+}
+
+void *comp__big_realloc(void *p, size_t old_bytes, size_t new_bytes)
+{
+    void *q;
+
+    if (new_bytes < ((size_t)4 << 20))
+        return realloc(p, new_bytes);
+    if (posix_memalign(&q, (size_t)2 << 20, new_bytes) != 0)
+        return NULL;
+    (void)madvise(q, new_bytes, MADV_HUGEPAGE);
+    if (p)
+        memcpy(q, p, old_bytes < new_bytes ? old_bytes : new_bytes);
+    free(p);
+    return q;
+}
+
 static int grow_slots(comp_strtab *t)
 {
-    size_t ns = t->nslot ? t->nslot * 2 : 64, i, m = ns - 1;
-    uint32_t *sl = calloc(ns, sizeof(*sl));
+    size_t ns = t->nslot ? t->nslot * 2 : 64, i;
+    comp_slot *sl = comp__big_calloc(ns, sizeof(*sl));
 
     if (!sl)
         return ED_ENOMEM;
-    for (i = 0; i < t->n; i++) {
-        size_t k = t->hash[i] & m;
-        while (sl[k])
-            k = (k + 1) & m;
-        sl[k] = (uint32_t)i + 1;
-    }
+    for (i = 0; i < t->nslot; i++)
+        if (t->slot[i].idx)
+            put_slot(sl, ns, &t->slot[i]);
     free(t->slot);
     t->slot = sl;
     t->nslot = ns;
     return 0;
 }
 
-int64_t comp__strtab_add(comp_strtab *t, const char *s, size_t len)
+int64_t comp__strtab_append(comp_strtab *t, const char *s, size_t len)
 {
-    uint32_t h = hash_bytes(s, len);
-    size_t k;
-
-    if (t->n >= UINT32_MAX - 1)
-        return ED_ENOMEM;
-    if ((t->n + 1) * 2 > t->nslot && grow_slots(t) < 0)
+    if (t->n >= (size_t)(COMP_SLOT_LONG - 2))
         return ED_ENOMEM;
     if (t->n == t->ncap) {
         size_t nc = t->ncap ? t->ncap * 2 : 64;
-        uint64_t *o = realloc(t->off, nc * sizeof(*o));
-        uint32_t *hh;
+        uint64_t *o = comp__big_realloc(t->off, t->ncap * sizeof(*o), nc * sizeof(*o));
         if (!o)
             return ED_ENOMEM;
         t->off = o;
-        if ((hh = realloc(t->hash, nc * sizeof(*hh))) == NULL)
-            return ED_ENOMEM;
-        t->hash = hh;
         t->ncap = nc;
     }
     if (t->blen + len + 1 > t->bcap) {
@@ -233,7 +276,7 @@ int64_t comp__strtab_add(comp_strtab *t, const char *s, size_t len)
         char *b;
         while (nc < t->blen + len + 1)
             nc *= 2;
-        if ((b = realloc(t->bytes, nc)) == NULL)
+        if ((b = comp__big_realloc(t->bytes, t->blen, nc)) == NULL)
             return ED_ENOMEM;
         t->bytes = b;
         t->bcap = nc;
@@ -241,12 +284,75 @@ int64_t comp__strtab_add(comp_strtab *t, const char *s, size_t len)
     memcpy(t->bytes + t->blen, s, len);
     t->bytes[t->blen + len] = '\0';
     t->off[t->n] = t->blen;
-    t->hash[t->n] = h;
     t->blen += len + 1;
-    for (k = h & (t->nslot - 1); t->slot[k]; k = (k + 1) & (t->nslot - 1))
-        ;
-    t->slot[k] = (uint32_t)t->n + 1;
     return (int64_t)t->n++;
+}
+
+static void slot_of(comp_slot *x, const char *s, size_t len, size_t idx)
+{
+    x->hash = hash_bytes(s, len);
+    x->idx = ((uint32_t)idx + 1) | (len > 8 ? COMP_SLOT_LONG : 0);
+    x->key8 = key8_of(s, len);
+}
+
+int64_t comp__strtab_add(comp_strtab *t, const char *s, size_t len)
+{
+    comp_slot x;
+    int64_t i;
+
+    if ((t->n + 1) * 10 > t->nslot * 7 && grow_slots(t) < 0)
+        return ED_ENOMEM;
+    if ((i = comp__strtab_append(t, s, len)) < 0)
+        return i;
+    slot_of(&x, s, len, (size_t)i);
+    put_slot(t->slot, t->nslot, &x);
+    return i;
+}
+
+#define INDEX_AHEAD 16
+
+int comp__strtab_index(comp_strtab *t, size_t *dup_first, size_t *dup_second)
+{
+    comp_slot ring[INDEX_AHEAD];
+    size_t ns = 64, i, m;
+
+    while (t->n * 10 > ns * 7)
+        ns *= 2;
+    free(t->slot);
+    if ((t->slot = comp__big_calloc(ns, sizeof(*t->slot))) == NULL) {
+        t->nslot = 0;
+        return ED_ENOMEM;
+    }
+    t->nslot = ns;
+    m = ns - 1;
+    /* Hash INDEX_AHEAD strings ahead and prefetch their slots, so the
+     * table's cache misses overlap instead of queueing one by one. */
+    for (i = 0; i < t->n + INDEX_AHEAD; i++) {
+        if (i >= INDEX_AHEAD) {
+            const comp_slot *x = &ring[(i - INDEX_AHEAD) % INDEX_AHEAD];
+            size_t row = i - INDEX_AHEAD, k;
+            const char *s = t->bytes + t->off[row];
+            size_t len = strlen(s);
+            for (k = x->hash & m; t->slot[k].idx; k = (k + 1) & m) {
+                const comp_slot *o = &t->slot[k];
+                if (o->hash == x->hash && o->key8 == x->key8 && (o->idx & COMP_SLOT_LONG) == (x->idx & COMP_SLOT_LONG)) {
+                    size_t v = (o->idx & ~COMP_SLOT_LONG) - 1;
+                    if (len <= 8 || !strcmp(t->bytes + t->off[v], s)) {
+                        *dup_first = v;
+                        *dup_second = row;
+                        return ED_EEXISTS;
+                    }
+                }
+            }
+            t->slot[k] = *x;
+        }
+        if (i < t->n) {
+            const char *s = t->bytes + t->off[i];
+            slot_of(&ring[i % INDEX_AHEAD], s, strlen(s), i);
+            __builtin_prefetch(&t->slot[ring[i % INDEX_AHEAD].hash & m], 1);
+        }
+    }
+    return 0;
 }
 
 /* ---- accumulators ------------------------------------------------------- */

@@ -24,13 +24,17 @@
  * own working memory and frees it before returning.
  *
  * Memory (bounded, stated per truth row):
- *   truth: the id's bytes + 1, plus 25 bytes (offset, hash, row slot, split
- *          bit); plus 8 bytes for a numeric or class target, or the label
- *          list's bytes + 9 for map@k; the whole truth is capped by
- *          spec.truth_max_bytes (file size) and COMP_TRUTH_MAX_ROWS.
- *   scoring: 4 bytes per truth row (the line each id was seen on), 16 more for auc (scores kept
- *          for one sort), 16 per class (confusion counts), plus the reader's
- *          fixed 1 MiB buffer and one record of at most COMP_CSV_MAX_RECORD.
+ *   truth: the id's bytes + 1, an 8-byte offset, 23 to 46 bytes of index
+ *          (16-byte slots kept 35-70% full), 1 byte of split; plus 8 bytes
+ *          for a numeric target, 4 for a class, or the label list's bytes + 9
+ *          for map@k. About 60 bytes a row for short ids; capped by
+ *          spec.truth_max_bytes (file size) and COMP_TRUTH_MAX_ROWS. Arrays of
+ *          4 MiB or more are asked for transparent huge pages (random
+ *          lookups otherwise miss the TLB on every row).
+ *   scoring: 4 bytes per truth row (the line each id was seen on), 16 more
+ *          for auc (scores kept for one sort), 48 per class (confusion
+ *          counts), plus the reader's fixed 2 MiB buffer and one record of
+ *          at most COMP_CSV_MAX_RECORD.
  *
  * Ownership: comp_truth_load() hands the caller a truth to free with
  * comp_truth_free() (NULL-safe). Strings in comp_score_spec are copied.

@@ -50,7 +50,7 @@ int main(int argc, char **argv)
     rc = comp_truth_load(&t, fd, &spec);
     close(fd);
     if (rc < 0) {
-        fprintf(stderr, "truth: %s\n", ed_error_last());
+        fprintf(stderr, "%s\n", ed_error_last());
         return 2;
     }
     if (argc == 8 && comp_truth_split(t, strtoull(argv[6], NULL, 10), strtod(argv[7], NULL)) < 0) {

@@ -275,7 +275,7 @@ static void truth_refused(const char *metric, const char *csv, int code, const c
 START_TEST(truth_errors_are_reported_to_the_host)
 {
     truth_refused("accuracy", "id,z\n1,a\n", ED_EINVAL, "truth: line 1 has no column 'y'");
-    truth_refused("accuracy", "id,y\n1,a\n1,b\n", ED_EINVAL, "truth: line 3: duplicate id '1'");
+    truth_refused("accuracy", "id,y\n1,a\n1,b\n", ED_EINVAL, "truth: duplicate id '1' (data rows 1 and 2)");
     truth_refused("rmse", "id,y\n1,a\n", ED_EINVAL, "truth: line 2, column 2: 'a' is not a finite number");
     truth_refused("auc", "id,y\n1,a\n2,a\n", ED_EINVAL, "auc needs at least two classes");
     truth_refused("auc", "id,y\n1,a\n2,b\n3,c\n", ED_EINVAL, "auc is binary");
