@@ -12,10 +12,12 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -135,8 +137,10 @@ static int resolve(struct addrinfo **out, const char *host, const char *port, in
 
 static void tune(int fd)
 {
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    int one = 1, buf = 4 << 20;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));   /* fails harmlessly on AF_UNIX */
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
@@ -220,6 +224,66 @@ static int connect_to(int *out, const char *host, const char *port, int64_t dead
     }
 }
 
+/* All ranks on this host (every endpoint is a loopback address): Unix
+ * sockets in the abstract namespace, named after the endpoint, skip the TCP
+ * stack (about twice the bandwidth on loopback). */
+static int all_loopback(const char *endpoints, int nranks)
+{
+    char h[256], p[32];
+    for (int r = 0; r < nranks; r++) {
+        if (parse_endpoint(endpoints, r, h, sizeof(h), p, sizeof(p)) < 0)
+            return 0;
+        if (strncmp(h, "127.", 4) != 0 && strcmp(h, "localhost") != 0)
+            return 0;
+    }
+    return 1;
+}
+
+static socklen_t unix_addr(struct sockaddr_un *a, const char *host, const char *port)
+{
+    memset(a, 0, sizeof(*a));
+    a->sun_family = AF_UNIX;
+    int n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "eddy-dist/%s:%s", host, port);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+static int listen_unix(int *out, const char *host, const char *port, int backlog)
+{
+    struct sockaddr_un a;
+    socklen_t len = unix_addr(&a, host, port);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    *out = -1;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, len) < 0 || listen(fd, backlog) < 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return fail(FWD_ECONNECT, "cannot listen on unix socket @%s: %s", a.sun_path + 1, strerror(e));
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    *out = fd;
+    return 0;
+}
+
+static int connect_unix(int *out, const char *host, const char *port, int64_t deadline, int peer)
+{
+    struct sockaddr_un a;
+    socklen_t len = unix_addr(&a, host, port);
+    *out = -1;
+    for (;;) {
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&a, len) == 0) {
+            *out = fd;
+            return 0;
+        }
+        if (fd >= 0)
+            close(fd);
+        if (now_ms() >= deadline)
+            return fail(FWD_ECONNECT, "cannot connect to rank %d at unix socket @%s within the timeout",
+                        peer, a.sun_path + 1);
+        usleep(20000);
+    }
+}
+
 int fwd_comm_init(fwd_comm **out, int rank, int nranks, const char *endpoints,
                   int timeout_ms)
 {
@@ -249,13 +313,16 @@ int fwd_comm_init(fwd_comm **out, int rank, int nranks, const char *endpoints,
      * connection even before they accept), then accept every higher rank. */
     if ((err = parse_endpoint(endpoints, rank, host, sizeof(host), port, sizeof(port))) < 0)
         goto fail;
-    if (rank < nranks - 1 && (err = listen_on(&lfd, host, port, nranks)) < 0)
+    int local = all_loopback(endpoints, nranks) && getenv("EDDY_DIST_TCP") == NULL;
+    if (rank < nranks - 1 &&
+        (err = local ? listen_unix(&lfd, host, port, nranks) : listen_on(&lfd, host, port, nranks)) < 0)
         goto fail;
     for (int r = 0; r < rank; r++) {
         uint32_t hello[2] = { HELLO_MAGIC, (uint32_t)rank };
         char h[256], p[32];
         if ((err = parse_endpoint(endpoints, r, h, sizeof(h), p, sizeof(p))) < 0 ||
-            (err = connect_to(&c->fd[r], h, p, deadline, r)) < 0)
+            (err = local ? connect_unix(&c->fd[r], h, p, deadline, r)
+                         : connect_to(&c->fd[r], h, p, deadline, r)) < 0)
             goto fail;
         tune(c->fd[r]);
         if ((err = io_exact(c->fd[r], hello, sizeof(hello), 1, deadline, r)) < 0)
