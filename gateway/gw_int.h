@@ -126,6 +126,7 @@ struct gw_server {
     struct gw_ratelimit *ratelimit;  /* login and per-key limiters (auth.c) */
     struct sched       *sched;       /* scheduler (sched_routes.c: gw__sched_start/stop) */
     struct kh_hub      *kernels;     /* interactive kernels (kernels/kh.h; server.c: kh_hub_start/stop) */
+    struct comp        *competitions; /* competitions/comp.h: opened after datasets (its in-use hook), freed before them */
     struct ds          *datasets;    /* datasets/ds.h: opened before the scheduler (it mounts them), freed after it */
     struct gw_ds_gc    *ds_gc;       /* datasets_gc.c: the store's periodic gc */
 };
@@ -256,6 +257,7 @@ extern const gw_route gw__routes_sched[];     /* sched_routes.c: resources, jobs
 extern const gw_route gw__routes_static[];    /* static.c: the web app (index.html, assets) */
 extern const gw_route gw__routes_datasets[];  /* datasets_routes.c: datasets, draft, uploads, versions, project attachments */
 extern const gw_route gw__routes_dataset_files[]; /* dataset_files_routes.c: file downloads (Range, ETag), archives, versions from a job or project */
+extern const gw_route gw__routes_competitions[]; /* competitions_routes.c: competitions, truth, teams, submissions, leaderboards, hosts */
 extern const gw_route gw__routes_dataset_previews[]; /* dataset_preview_routes.c: previews and stats of a version's files */
 extern const gw_route *const gw__route_tables[];
 
