@@ -120,9 +120,17 @@ def start_ranks(n, mode, outdir, extra=None):
 
 class CollectivesTest(unittest.TestCase):
     def test_every_op_and_dtype_on_3_ranks(self):
+        self.check_collectives({})
+
+    def test_every_op_and_dtype_on_3_ranks_over_tcp(self):
+        # local ranks use Unix sockets; EDDY_DIST_TCP forces the TCP path of
+        # multi-host jobs
+        self.check_collectives({'EDDY_DIST_TCP': '1'})
+
+    def check_collectives(self, extra):
         n = 3
         with tempfile.TemporaryDirectory() as tmp:
-            procs = start_ranks(n, 'collectives', tmp, {'EDDY_DIST_TIMEOUT': '60'})
+            procs = start_ranks(n, 'collectives', tmp, dict(extra, EDDY_DIST_TIMEOUT='60'))
             outs = [p.communicate(timeout=120)[0].decode() for p in procs]
             for p, o in zip(procs, outs):
                 self.assertEqual(p.returncode, 0, o)
