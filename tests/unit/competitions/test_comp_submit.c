@@ -700,6 +700,43 @@ START_TEST(canary_in_the_truth_never_reaches_a_participant)
 }
 END_TEST
 
+/* A hidden board with no public rows: scores are private only, the public
+ * board stays empty, the private one ranks the latest selection_max. */
+START_TEST(hidden_board_without_public_rows_ranks_only_at_the_end)
+{
+    comp_spec s = base_spec();
+    char id[COMP_ID_LEN];
+    char *good = sub_text(100, 100), *bad = sub_text(100, 10);
+    comp_submission *xa, *xb, *g;
+    comp_board_page *p = NULL;
+
+    s.mode = COMP_MODE_HIDDEN;
+    s.public_fraction = 0;
+    make_comp(id, &s);
+    accept_all(id);
+    xa = submit_ok(alice, id, bad);
+    xb = submit_ok(bob, id, good);
+    work_all();
+    g = reget(alice, id, xa->id);
+    ck_assert_int_eq(g->status, COMP_SCORED);
+    ck_assert(!g->has_public_score);
+    comp_submission_free(g);
+    ck_assert_int_eq(comp_leaderboard_get(&p, cp, host, id, COMP_BOARD_PUBLIC, 0, 10), 0);
+    ck_assert_uint_eq(p->count, 0);
+    comp_board_page_free(p);
+    fake_now = s.end_at;
+    ck_assert_int_eq(comp_leaderboard_get(&p, cp, alice, id, COMP_BOARD_PRIVATE, 0, 10), 0);
+    ck_assert_uint_eq(p->count, 2);
+    ck_assert_int_eq(p->items[0].team_id, xb->team_id);
+    ck_assert_double_eq_tol(p->items[0].score, 1.0, 1e-12);
+    comp_board_page_free(p);
+    comp_submission_free(xa);
+    comp_submission_free(xb);
+    free(good);
+    free(bad);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *tests[] = {submission_is_scored_and_ranked, bad_submissions_are_refused,
@@ -711,6 +748,7 @@ int main(void)
                             worker_thread_scores_in_the_background, board_modes_own_score_and_hidden,
                             selection_decides_the_private_board,
                             ties_go_to_the_earlier_submission_and_lower_is_better_for_rmse,
-                            canary_in_the_truth_never_reaches_a_participant, NULL};
+                            canary_in_the_truth_never_reaches_a_participant,
+                            hidden_board_without_public_rows_ranks_only_at_the_end, NULL};
     return unit_tests_run("competitions_submit", 0, comp_setup, comp_teardown, tests);
 }
