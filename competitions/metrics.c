@@ -173,15 +173,26 @@ static uint64_t key8_of(const char *s, size_t len)
     return k;
 }
 
+uint32_t comp__strtab_prefetch(const comp_strtab *t, const char *s, size_t len)
+{
+    uint32_t h = hash_bytes(s, len);
+    if (t->nslot)
+        __builtin_prefetch(&t->slot[h & (t->nslot - 1)]);
+    return h;
+}
+
 int64_t comp__strtab_find(const comp_strtab *t, const char *s, size_t len)
 {
-    uint32_t h;
+    return comp__strtab_find_hashed(t, s, len, hash_bytes(s, len));
+}
+
+int64_t comp__strtab_find_hashed(const comp_strtab *t, const char *s, size_t len, uint32_t h)
+{
     uint64_t k8;
     size_t m, i;
 
     if (t->nslot == 0)
         return -1;
-    h = hash_bytes(s, len);
     k8 = key8_of(s, len);
     m = t->nslot - 1;
     for (i = h & m;; i = (i + 1) & m) {

@@ -429,21 +429,195 @@ static int number(double *v, comp_score_error *e, const comp_csv *r, int col, co
     }
 }
 
+/* A submission being scored. Records are gathered in batches: the ids'
+ * index slots are prefetched as each record is copied in, the rows' data
+ * once the batch is full, then the batch is scored in file order, so the
+ * random accesses of a shuffled submission overlap (file order and the
+ * first error are unchanged). */
+#define BATCH 32
+
+typedef struct sub_ctx {
+    const comp_truth *t;
+    comp_score_error *err;
+    comp_acc acc;
+    sub_cols *cols;
+    uint32_t *seen;             /* row -> the line it was on (0: not yet) */
+    double *probs;
+    int64_t rows;
+    size_t guess;               /* the row after the last one */
+    int guessing;               /* the submission has kept the truth's order so far */
+    /* the batch: n records, fields copied into arena */
+    int n;
+    char *arena;
+    size_t used, cap;
+    int64_t line[BATCH];
+    uint32_t hash[BATCH];
+    int64_t found[BATCH];
+    char **field;               /* [BATCH * cols->n] */
+    size_t *flen;
+} sub_ctx;
+
+/* Score one row of the batch (its fields in *v). 0, or the error set. */
+static int score_row(sub_ctx *c, const comp_csv *v, int64_t found)
+{
+    const char *id = v->field[c->cols->at[0]];
+    size_t idl = v->flen[c->cols->at[0]], row;
+    char b[64];
+    int e, i;
+
+    if (found < 0)
+        return sub_fail(c->err, ED_EUNPROC, v->rec_line, c->cols->at[0] + 1, "unknown id '%s'", show(b, sizeof(b), id, idl));
+    row = (size_t)found;
+    if (c->seen[row])
+        return sub_fail(c->err, ED_EUNPROC, v->rec_line, c->cols->at[0] + 1, "duplicate id '%s' (first on line %u)",
+                        show(b, sizeof(b), id, idl), c->seen[row]);
+    c->seen[row] = (uint32_t)(v->rec_line > UINT32_MAX ? UINT32_MAX : v->rec_line);
+    c->rows++;
+
+
+        switch (c->t->metric) {
+        case COMP_METRIC_ACCURACY:
+        case COMP_METRIC_F1_MACRO:
+        case COMP_METRIC_F1_MICRO:
+            if (comp__acc_label(&c->acc, c->t, row, v->field[c->cols->at[1]], v->flen[c->cols->at[1]]) < 0) {
+                return sub_fail(c->err, ED_ENOMEM, 0, 0, "out of memory for predicted labels");
+            }
+            break;
+        case COMP_METRIC_RMSE:
+        case COMP_METRIC_MAE: {
+            double x;
+            if ((e = number(&x, c->err, v, c->cols->at[1], c->cols->name[1])) < 0)
+                return e;
+            comp__acc_value(&c->acc, c->t, row, x);
+            break;
+        }
+        case COMP_METRIC_AUC: {
+            double x, score = 0;
+            /* the one-column form, or a column per class: the positive one is the score */
+            for (i = 1; i < c->cols->n; i++) {
+                if ((e = number(&x, c->err, v, c->cols->at[i], c->cols->name[i])) < 0)
+                    return e;
+                if (c->cols->single || c->t->class_order[i - 1] == c->t->positive)
+                    score = x;
+            }
+            comp__acc_auc(&c->acc, c->t, row, score);
+            break;
+        }
+        case COMP_METRIC_LOGLOSS: {
+            double x;
+            for (i = 1; i < c->cols->n; i++) {
+                if ((e = number(&x, c->err, v, c->cols->at[i], c->cols->name[i])) < 0)
+                    return e;
+                if (x < 0 || x > 1) {
+                    return sub_fail(c->err, ED_EUNPROC, v->rec_line, c->cols->at[i] + 1,
+                                    "probability %g in '%s' is outside [0, 1]", x, c->cols->name[i]);
+                }
+                if (!c->cols->single)
+                    c->probs[c->t->class_order[i - 1]] = x;
+            }
+            if (c->cols->single)
+                comp__acc_logloss(&c->acc, c->t, row, NULL, x);
+            else
+                comp__acc_logloss(&c->acc, c->t, row, c->probs, 0);
+            break;
+        }
+        case COMP_METRIC_MAPK:
+            comp__acc_mapk(&c->acc, c->t, row, v->field[c->cols->at[1]], v->flen[c->cols->at[1]]);
+            break;
+        default:
+            return sub_fail(c->err, ED_EINTERNAL, 0, 0, "metric %d", (int)c->t->metric);
+        }
+    return 0;
+}
+
+/* Find each batched id's row (the guess first, then the index), prefetch
+ * the rows' data, then score the rows in order. */
+static int flush_batch(sub_ctx *c)
+{
+    const comp_truth *t = c->t;
+    int k, e, nc = c->cols->n;
+    comp_csv v;
+
+    for (k = 0; k < c->n; k++) {
+        char **f = c->field + (size_t)k * nc;
+        size_t *fl = c->flen + (size_t)k * nc, idl = fl[c->cols->at[0]];
+        const char *id = f[c->cols->at[0]];
+        int64_t found = -1;
+        /* Most submissions keep the truth's order (the sample submission's):
+         * try the row after the last one before the index. */
+        if (c->guessing && c->guess < t->ids.n) {
+            const char *g = comp__strtab_get(&t->ids, c->guess);
+            if (!memcmp(g, id, idl) && g[idl] == '\0')
+                found = (int64_t)c->guess;
+        }
+        if (found < 0)
+            found = comp__strtab_find_hashed(&t->ids, id, idl, c->hash[k]);
+        if (found >= 0) {
+            c->guessing = (size_t)found == c->guess;
+            c->guess = (size_t)found + 1;
+            __builtin_prefetch(&c->seen[found], 1);
+            if (t->public_mask)
+                __builtin_prefetch(&t->public_mask[found]);
+            if (t->cls)
+                __builtin_prefetch(&t->cls[found]);
+            if (t->y)
+                __builtin_prefetch(&t->y[found]);
+        }
+        c->found[k] = found;
+    }
+    memset(&v, 0, sizeof(v));
+    for (k = 0; k < c->n; k++) {
+        v.field = c->field + (size_t)k * nc;
+        v.flen = c->flen + (size_t)k * nc;
+        v.rec_line = c->line[k];
+        if ((e = score_row(c, &v, c->found[k])) < 0)
+            return e;
+    }
+    c->n = 0;
+    c->used = 0;
+    return 0;
+}
+
+/* Copy the reader's record into the batch (flushing first when full). */
+static int add_record(sub_ctx *c, const comp_csv *r)
+{
+    size_t need = 0, o;
+    int i, e, nc = c->cols->n;
+    char **f;
+    size_t *fl;
+
+    for (i = 0; i < nc; i++)
+        need += r->flen[i] + 1;
+    if ((c->n == BATCH || c->used + need > c->cap) && (e = flush_batch(c)) < 0)
+        return e;
+    f = c->field + (size_t)c->n * nc;
+    fl = c->flen + (size_t)c->n * nc;
+    for (i = 0, o = c->used; i < nc; i++) {
+        memcpy(c->arena + o, r->field[i], r->flen[i] + 1);
+        f[i] = c->arena + o;
+        fl[i] = r->flen[i];
+        o += r->flen[i] + 1;
+    }
+    c->used = o;
+    c->line[c->n] = r->rec_line;
+    c->hash[c->n] = comp__strtab_prefetch(&c->t->ids, f[c->cols->at[0]], fl[c->cols->at[0]]);
+    c->n++;
+    return 0;
+}
+
 int comp_score_submission(comp_score_result *out, comp_score_error *err, const comp_truth *t, int fd)
 {
     comp_csv r;
-    comp_acc acc;
-    sub_cols *cols = NULL;
-    uint32_t *seen = NULL;      /* row -> the line it was on (0: not yet) */
-    double *probs = NULL;
-    int rc, e, i;
-    int64_t rows = 0;
-    size_t missing = 0, row, guess = 0;
-    int guessing = 1;
+    sub_ctx c;
+    int rc, e;
+    size_t missing = 0, row;
     char b[64];
 
     memset(out, 0, sizeof(*out));
-    memset(&acc, 0, sizeof(acc));
+    memset(&c, 0, sizeof(c));
+    c.t = t;
+    c.err = err;
+    c.guessing = 1;
     if (err)
         memset(err, 0, sizeof(*err));
     if (comp__csv_open(&r, fd, t->sub_max_bytes) < 0)
@@ -453,113 +627,46 @@ int comp_score_submission(comp_score_result *out, comp_score_error *err, const c
                    : sub_fail(err, ED_EUNPROC, 0, 0, "the file is empty");
         goto done;
     }
-    cols = malloc(sizeof(*cols));
-    seen = comp__big_calloc(t->ids.n, sizeof(*seen));
-    probs = malloc((t->classes.n + 1) * sizeof(*probs));
-    if (!cols || !seen || !probs || comp__acc_init(&acc, t) < 0) {
+    c.cols = malloc(sizeof(*c.cols));
+    c.seen = comp__big_calloc(t->ids.n, sizeof(*c.seen));
+    c.probs = malloc((t->classes.n + 1) * sizeof(*c.probs));
+    c.cap = (size_t)COMP_CSV_MAX_RECORD + COMP_CSV_MAX_COLUMNS + 16;    /* always holds one record */
+    c.arena = malloc(c.cap);
+    if (!c.cols || !c.seen || !c.probs || !c.arena || comp__acc_init(&c.acc, t) < 0) {
         e = sub_fail(err, ED_ENOMEM, 0, 0, "out of memory scoring %zu rows", t->ids.n);
         goto done;
     }
-    if ((e = check_header(cols, t, &r, err)) < 0)
+    if ((e = check_header(c.cols, t, &r, err)) < 0)
         goto done;
-    while ((rc = comp__csv_next(&r)) == 1) {
-        const char *id;
-        int64_t found;
-        if (r.nfields != cols->n) {
-            e = sub_fail(err, ED_EUNPROC, r.rec_line, 0, "%d fields, expected %d", r.nfields, cols->n);
-            goto done;
-        }
-        id = r.field[cols->at[0]];
-        /* Most submissions keep the truth's order (the sample submission's):
-         * try the row after the last one before hashing. */
-        found = -1;
-        if (guessing && guess < t->ids.n) {
-            const char *g = comp__strtab_get(&t->ids, guess);
-            if (!memcmp(g, id, r.flen[cols->at[0]]) && g[r.flen[cols->at[0]]] == '\0')
-                found = (int64_t)guess;
-        }
-        if (found < 0 && (found = comp__strtab_find(&t->ids, id, r.flen[cols->at[0]])) < 0) {
-            e = sub_fail(err, ED_EUNPROC, r.rec_line, cols->at[0] + 1, "unknown id '%s'",
-                         show(b, sizeof(b), id, r.flen[cols->at[0]]));
-            goto done;
-        }
-        row = (size_t)found;
-        guessing = row == guess;    /* in order so far: keep guessing; shuffled: stop */
-        guess = row + 1;
-        if (seen[row]) {
-            e = sub_fail(err, ED_EUNPROC, r.rec_line, cols->at[0] + 1, "duplicate id '%s' (first on line %u)",
-                         show(b, sizeof(b), id, r.flen[cols->at[0]]), seen[row]);
-            goto done;
-        }
-        seen[row] = (uint32_t)(r.rec_line > UINT32_MAX ? UINT32_MAX : r.rec_line);
-        rows++;
-        switch (t->metric) {
-        case COMP_METRIC_ACCURACY:
-        case COMP_METRIC_F1_MACRO:
-        case COMP_METRIC_F1_MICRO:
-            if (comp__acc_label(&acc, t, row, r.field[cols->at[1]], r.flen[cols->at[1]]) < 0) {
-                e = sub_fail(err, ED_ENOMEM, 0, 0, "out of memory for predicted labels");
-                goto done;
-            }
-            break;
-        case COMP_METRIC_RMSE:
-        case COMP_METRIC_MAE: {
-            double v;
-            if ((e = number(&v, err, &r, cols->at[1], cols->name[1])) < 0)
-                goto done;
-            comp__acc_value(&acc, t, row, v);
-            break;
-        }
-        case COMP_METRIC_AUC: {
-            double v, score = 0;
-            /* the one-column form, or a column per class: the positive one is the score */
-            for (i = 1; i < cols->n; i++) {
-                if ((e = number(&v, err, &r, cols->at[i], cols->name[i])) < 0)
-                    goto done;
-                if (cols->single || t->class_order[i - 1] == t->positive)
-                    score = v;
-            }
-            comp__acc_auc(&acc, t, row, score);
-            break;
-        }
-        case COMP_METRIC_LOGLOSS: {
-            double v;
-            for (i = 1; i < cols->n; i++) {
-                if ((e = number(&v, err, &r, cols->at[i], cols->name[i])) < 0)
-                    goto done;
-                if (v < 0 || v > 1) {
-                    e = sub_fail(err, ED_EUNPROC, r.rec_line, cols->at[i] + 1,
-                                 "probability %g in '%s' is outside [0, 1]", v, cols->name[i]);
-                    goto done;
-                }
-                if (!cols->single)
-                    probs[t->class_order[i - 1]] = v;
-            }
-            if (cols->single)
-                comp__acc_logloss(&acc, t, row, NULL, v);
-            else
-                comp__acc_logloss(&acc, t, row, probs, 0);
-            break;
-        }
-        case COMP_METRIC_MAPK:
-            comp__acc_mapk(&acc, t, row, r.field[cols->at[1]], r.flen[cols->at[1]]);
-            break;
-        default:
-            e = sub_fail(err, ED_EINTERNAL, 0, 0, "metric %d", (int)t->metric);
-            goto done;
-        }
+    c.field = malloc(sizeof(*c.field) * BATCH * (size_t)c.cols->n);
+    c.flen = malloc(sizeof(*c.flen) * BATCH * (size_t)c.cols->n);
+    if (!c.field || !c.flen) {
+        e = sub_fail(err, ED_ENOMEM, 0, 0, "out of memory scoring %zu rows", t->ids.n);
+        goto done;
     }
+    while ((rc = comp__csv_next(&r)) == 1) {
+        if (r.nfields != c.cols->n) {
+            if ((e = flush_batch(&c)) < 0)   /* an earlier row's error comes first */
+                goto done;
+            e = sub_fail(err, ED_EUNPROC, r.rec_line, 0, "%d fields, expected %d", r.nfields, c.cols->n);
+            goto done;
+        }
+        if ((e = add_record(&c, &r)) < 0)
+            goto done;
+    }
+    if ((e = flush_batch(&c)) < 0)
+        goto done;
     if (rc < 0) {
         e = sub_fail(err, r.err_code, r.err_line, r.err_col, "%s", r.err);
         goto done;
     }
-    missing = t->ids.n - (size_t)rows;
+    missing = t->ids.n - (size_t)c.rows;
     if (missing > 0) {
         char first[200];
         size_t o = 0, shown = 0;
         first[0] = '\0';
         for (row = 0; row < t->ids.n && shown < 3; row++) {
-            if (!seen[row]) {
+            if (!c.seen[row]) {
                 const char *id = comp__strtab_get(&t->ids, row);
                 o += (size_t)snprintf(first + o, sizeof(first) - o, "%s'%s'", shown ? ", " : "",
                                       show(b, sizeof(b), id, strlen(id)));
@@ -569,21 +676,24 @@ int comp_score_submission(comp_score_result *out, comp_score_error *err, const c
             }
         }
         e = sub_fail(err, ED_EUNPROC, 0, 0, "wrong row count: %lld rows, expected %zu; %zu id%s missing (first: %s%s)",
-                     (long long)rows, t->ids.n, missing, missing == 1 ? " is" : "s are", first,
+                     (long long)c.rows, t->ids.n, missing, missing == 1 ? " is" : "s are", first,
                      missing > shown ? ", ..." : "");
         goto done;
     }
-    comp__acc_finish(&acc, t, &out->public_score, &out->private_score);
-    out->public_rows = acc.n[1];
-    out->private_rows = acc.n[0];
+    comp__acc_finish(&c.acc, t, &out->public_score, &out->private_score);
+    out->public_rows = c.acc.n[1];
+    out->private_rows = c.acc.n[0];
     out->metric = t->metric;
     out->metric_version = comp_metric_version(t->metric);
     e = 0;
 done:
     comp__csv_close(&r);
-    comp__acc_free(&acc);
-    free(cols);
-    free(seen);
-    free(probs);
+    comp__acc_free(&c.acc);
+    free(c.cols);
+    free(c.seen);
+    free(c.probs);
+    free(c.arena);
+    free(c.field);
+    free(c.flen);
     return e;
 }

@@ -41,6 +41,10 @@ void *comp__big_realloc(void *p, size_t old_bytes, size_t new_bytes);
 void comp__strtab_free(comp_strtab *t);
 /* Index of s[0..len), or -1. */
 int64_t comp__strtab_find(const comp_strtab *t, const char *s, size_t len);
+/* The same with s's hash from comp__strtab_prefetch(), which also starts
+ * loading the slot it will look at. */
+int64_t comp__strtab_find_hashed(const comp_strtab *t, const char *s, size_t len, uint32_t hash);
+uint32_t comp__strtab_prefetch(const comp_strtab *t, const char *s, size_t len);
 /* Add s (must not be present): its index, or ED_ENOMEM. */
 int64_t comp__strtab_add(comp_strtab *t, const char *s, size_t len);
 /* Append s without indexing it (a list, or a table indexed later): its

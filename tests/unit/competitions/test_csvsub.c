@@ -323,6 +323,29 @@ START_TEST(reader_handles_records_across_buffer_refills)
 }
 END_TEST
 
+START_TEST(the_first_error_in_file_order_wins_across_batches)
+{
+    char truth[4096], sub[4096];
+    size_t o = 0, i;
+
+    o = (size_t)sprintf(truth, "id,y\n");
+    for (i = 1; i <= 100; i++)
+        o += (size_t)sprintf(truth + o, "%zu,a\n", i);
+    /* line 41 (row 40) has an unknown id, line 42 the wrong field count */
+    o = (size_t)sprintf(sub, "id,y\n");
+    for (i = 1; i <= 39; i++)
+        o += (size_t)sprintf(sub + o, "%zu,a\n", i);
+    o += (size_t)sprintf(sub + o, "x40,a\n41,a,extra\n");
+    refused("accuracy", truth, sub, 0, "line 41, column 1: unknown id 'x40'", 41, 1);
+    /* a reader error after a duplicate still in the batch: the duplicate */
+    o = (size_t)sprintf(sub, "id,y\n");
+    for (i = 1; i <= 70; i++)
+        o += (size_t)sprintf(sub + o, "%zu,a\n", i == 66 ? 3 : i);
+    o += (size_t)sprintf(sub + o, "71,\"a\n");
+    refused("accuracy", truth, sub, 0, "line 67, column 1: duplicate id '3' (first on line 4)", 67, 1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("competitions_csvsub");
@@ -345,6 +368,7 @@ int main(void)
     tcase_add_test(tc, truth_errors_are_reported_to_the_host);
     tcase_add_test(tc, auc_split_with_a_single_class_is_refused);
     tcase_add_test(tc, reader_handles_records_across_buffer_refills);
+    tcase_add_test(tc, the_first_error_in_file_order_wins_across_batches);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
