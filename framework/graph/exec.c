@@ -232,8 +232,9 @@ int fw__graph_run_node(const g_node *n, fw_tensor *const *in, const int64_t *sym
 
     *out = NULL;
     if (g_chainable(n->op)) {
+        /* a lone elementwise node runs the framework's kernel */
         g_step s = fw__graph_node_step(n);
-        return run_steps(&s, 1, in[0], false, out);
+        return step_op(&s, in[0], out);
     }
     switch (n->op) {
     case G_IDENTITY: *out = fw_tensor_ref(in[0]); return 0;
