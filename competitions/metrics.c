@@ -146,15 +146,27 @@ int comp_split_mask(uint8_t *mask, size_t rows, uint64_t seed, double public_fra
 
 /* ---- string table ------------------------------------------------------- */
 
+/* 8 bytes at a time (ids are short: most take one round). Not keyed: the
+ * table is built from the host's truth, and a participant's lookups never
+ * insert, so a submission cannot lengthen the probe chains. */
 static uint32_t hash_bytes(const char *s, size_t n)
 {
-    uint64_t h = 0xcbf29ce484222325ull;     /* FNV-1a, folded */
-    size_t i;
+    uint64_t h = (uint64_t)n * 0x9E3779B97F4A7C15ull, k;
 
-    for (i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-    h ^= h >> 29;
-    h *= 0xBF58476D1CE4E5B9ull;
+    while (n >= 8) {
+        memcpy(&k, s, 8);
+        h = (h ^ k) * 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 31;
+        s += 8;
+        n -= 8;
+    }
+    if (n > 0) {
+        k = 0;
+        memcpy(&k, s, n);
+        h = (h ^ k) * 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 31;
+    }
+    h *= 0x94D049BB133111EBull;
     return (uint32_t)(h ^ (h >> 32));
 }
 
