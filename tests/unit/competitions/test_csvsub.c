@@ -4,7 +4,9 @@
  * with the message, line and column checked; RFC 4180 quoting and line
  * endings; the truth's own errors.
  */
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
 #include "csvsub.h"
 #include "score.h"
 
