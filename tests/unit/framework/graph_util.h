@@ -17,13 +17,13 @@
 
 static char gu_dir[64];
 
-static void gu_setup(void)
+static inline void gu_setup(void)
 {
     strcpy(gu_dir, "/tmp/fw_graph_XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(gu_dir));
 }
 
-static void gu_teardown(void)
+static inline void gu_teardown(void)
 {
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", gu_dir);
@@ -32,14 +32,14 @@ static void gu_teardown(void)
 
 static unsigned gu_seed = 12345;
 
-static float gu_rand(void)
+static inline float gu_rand(void)
 {
     gu_seed = gu_seed * 1103515245u + 12345u;
     return ((float)((gu_seed >> 8) & 0xffff) / 65535.0f) * 2.0f - 1.0f;
 }
 
 /* A float32 tensor of pseudo-random values in [lo, lo + 2*scale]. */
-static fw_tensor *gu_tensor(const int64_t *shape, int ndim, float scale, float shift)
+static inline fw_tensor *gu_tensor(const int64_t *shape, int ndim, float scale, float shift)
 {
     fw_tensor *t = NULL;
     ck_assert_int_eq(fw_tensor_empty(&t, FW_FLOAT32, shape, ndim), 0);
@@ -49,14 +49,14 @@ static fw_tensor *gu_tensor(const int64_t *shape, int ndim, float scale, float s
     return t;
 }
 
-static void gu_path(char *buf, size_t n, const char *name)
+static inline void gu_path(char *buf, size_t n, const char *name)
 {
     snprintf(buf, n, "%s/%s", gu_dir, name);
 }
 
 /* Write model JSON and parameters (names[i] -> ts[i]); fills the paths. */
-static void gu_write(const char *json, const char *const *names, fw_tensor *const *ts, size_t n,
-                     char *mpath, char *ppath)
+static inline void gu_write(const char *json, const char *const *names, fw_tensor *const *ts,
+                            size_t n, char *mpath, char *ppath)
 {
     FILE *f;
     gu_path(mpath, 256, "m.pdmodel");
@@ -69,7 +69,7 @@ static void gu_write(const char *json, const char *const *names, fw_tensor *cons
                   fw_error_last());
 }
 
-static fw_graph *gu_load(const char *mpath, const char *ppath)
+static inline fw_graph *gu_load(const char *mpath, const char *ppath)
 {
     fw_graph *g = NULL;
     int err = fw_graph_load(&g, mpath, ppath);
@@ -78,7 +78,7 @@ static fw_graph *gu_load(const char *mpath, const char *ppath)
 }
 
 /* max |a - b| / (1 + |b|) over two same-shape float32 tensors. */
-static double gu_diff(fw_tensor *a, fw_tensor *b)
+static inline double gu_diff(fw_tensor *a, fw_tensor *b)
 {
     fw_tensor *ca = NULL, *cb = NULL;
     double m = 0;
