@@ -1,7 +1,9 @@
 """DataParallel step time: 2 CPU ranks (1 thread each) against 1 rank (2
 threads, the same 2 cores; and 1 thread) on the same total batch: an MLP
 784-2048-2048-10, total batch 256, SGD; mean of 20 steps after 3 warm-up
-steps. Also the time of the gradient all-reduce alone (6.3 M float32 = 25 MiB).
+steps. Also the time of the gradient all-reduce alone (6.3 M float32 = 25 MiB)
+and, as a control, 2 ranks on half batches each without DataParallel (the
+cost of running two processes on these cores, with no gradient exchange).
 
   PYTHONPATH=build/ci/framework/python /usr/bin/python3 tests/bench/dist_dp_step.py"""
 import json
@@ -27,7 +29,7 @@ def train():
     paddle.seed(0)
     net = nn.Sequential(nn.Linear(784, 2048), nn.ReLU(), nn.Linear(2048, 2048), nn.ReLU(),
                         nn.Linear(2048, 10))
-    model = paddle.DataParallel(net) if n > 1 else net
+    model = paddle.DataParallel(net) if n > 1 and not os.environ.get('X_NODP') else net
     opt = paddle.optimizer.SGD(0.01, parameters=model.parameters())
     rs = np.random.RandomState(0)
     x = rs.randn(BATCH, 784).astype('float32')
@@ -58,8 +60,10 @@ def train():
         print('RESULT ' + json.dumps(res), flush=True)
 
 
-def run(nranks, threads):
+def run(nranks, threads, nodp=False):
     env = dict(os.environ, FW_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    if nodp:
+        env['X_NODP'] = '1'
     if nranks == 1:
         cmd = [sys.executable, os.path.abspath(__file__), 'rank']
     else:
@@ -76,11 +80,14 @@ def main():
     one2 = run(1, 2)
     one1 = run(1, 1)
     two = run(2, 1)
+    bare = run(2, 1, nodp=True)
     print('total batch {}, MLP 784-2048-2048-10 ({} cores here)'.format(BATCH, os.cpu_count()))
     print('1 rank x 2 threads : {:8.1f} ms/step'.format(one2['step_ms']))
     print('1 rank x 1 thread  : {:8.1f} ms/step'.format(one1['step_ms']))
     print('2 ranks x 1 thread : {:8.1f} ms/step  (speed-up {:.2f}x over 1x2, {:.2f}x over 1x1)'.format(
         two['step_ms'], one2['step_ms'] / two['step_ms'], one1['step_ms'] / two['step_ms']))
+    print('2 ranks x 1 thread, no gradient sync (control: what the cores give two processes): '
+          '{:.1f} ms/step'.format(bare['step_ms']))
     print('gradient all-reduce alone (25 MiB, 2 ranks): {:.1f} ms'.format(two['allreduce_ms']))
 
 

@@ -31,6 +31,21 @@ from . import collective as _c
 _NP = {'float32': np.float32, 'float64': np.float64}
 
 
+def _flat(t, dtype):
+    """t's values as a flat array: a view of its memory when it is contiguous
+    (the buffer protocol), a copy otherwise."""
+    return np.asarray(t, dtype=dtype).reshape(-1)
+
+
+def _write(t, src):
+    """Copies the flat array src into tensor t in place."""
+    if t.is_contiguous():
+        np.copyto(np.asarray(t).reshape(-1), src)
+    else:
+        import paddle
+        t._assign(paddle.to_tensor(src.reshape(t.shape), dtype=t.dtype))
+
+
 def _np_dtype(t):
     s = str(t.dtype).replace('paddle.', '')
     if s not in _NP:
@@ -126,14 +141,13 @@ class _Reducer(object):
         if self.arrived[i] == 0:
             prev = p.grad
             if prev is not None:
-                slot[:] = np.asarray(prev.numpy(), dtype=b.dtype).reshape(-1)
-                slot += np.asarray(g.numpy(), dtype=b.dtype).reshape(-1)
+                np.add(_flat(prev, b.dtype), _flat(g, b.dtype), out=slot)
             else:
-                slot[:] = np.asarray(g.numpy(), dtype=b.dtype).reshape(-1)
+                slot[:] = _flat(g, b.dtype)
             self.ready[b.idx] += 1
             self.n_arrived += 1
         else:
-            slot += np.asarray(g.numpy(), dtype=b.dtype).reshape(-1)
+            slot += _flat(g, b.dtype)
         self.arrived[i] += 1
         if self.n_arrived == len(self.params) and not self.bottom:
             # last gradient of the step and no end-of-backward node: finish
@@ -181,7 +195,7 @@ class _Reducer(object):
                 for k, i in enumerate(b.params):
                     if self.dirty[b.idx] or self.arrived[i] == 0:
                         gr = self.params[i].grad
-                        b.slot(k)[:] = 0 if gr is None else np.asarray(gr.numpy(), b.dtype).reshape(-1)
+                        b.slot(k)[:] = 0 if gr is None else _flat(gr, b.dtype)
                 self.dirty[b.idx] = False
                 self._launch(b)
         self._wait_all()
@@ -190,11 +204,10 @@ class _Reducer(object):
                 if i == skip:
                     continue
                 p = self.params[i]
-                val = paddle.to_tensor(b.slot(k).reshape(b.shapes[k]), dtype=p.dtype)
                 if p.grad is None:
-                    p.grad = val
+                    p.grad = paddle.to_tensor(b.slot(k).reshape(b.shapes[k]), dtype=p.dtype)
                 else:
-                    p.grad._assign(val)
+                    _write(p.grad, b.slot(k))
         self.finalized = True
 
     def end_of_backward(self):
