@@ -244,22 +244,22 @@ static int parse_attrs(g_node *n, const fw_gj *a, int nsyms, int ni)
             return err;
         return attr_num(a, "max", &n->s2, false, 0, ni, op);
     case G_CONV2D:
-        if ((err = attr_ints(a, "stride", n->stride, 2, 1, 1 << 20, ni, op)) < 0 ||
-            (err = attr_ints(a, "padding", n->pad, 4, 0, 1 << 20, ni, op)) < 0 ||
-            (err = attr_ints(a, "dilation", n->dil, 2, 1, 1 << 20, ni, op)) < 0 ||
+        if ((err = attr_ints(a, "stride", n->stride, 2, 1, 1 << 12, ni, op)) < 0 ||
+            (err = attr_ints(a, "padding", n->pad, 4, 0, 1 << 12, ni, op)) < 0 ||
+            (err = attr_ints(a, "dilation", n->dil, 2, 1, 1 << 12, ni, op)) < 0 ||
             (err = attr_int(a, "groups", &n->groups, 1, 1 << 20, true, 1, ni, op)) < 0)
             return err;
         break;
     case G_MAX_POOL2D: case G_AVG_POOL2D:
-        if ((err = attr_ints(a, "kernel", n->kernel, 2, 1, 1 << 20, ni, op)) < 0 ||
-            (err = attr_ints(a, "stride", n->stride, 2, 1, 1 << 20, ni, op)) < 0 ||
-            (err = attr_ints(a, "padding", n->pad, 2, 0, 1 << 20, ni, op)) < 0 ||
+        if ((err = attr_ints(a, "kernel", n->kernel, 2, 1, 1 << 12, ni, op)) < 0 ||
+            (err = attr_ints(a, "stride", n->stride, 2, 1, 1 << 12, ni, op)) < 0 ||
+            (err = attr_ints(a, "padding", n->pad, 2, 0, 1 << 12, ni, op)) < 0 ||
             (err = attr_bool(a, "ceil_mode", &n->ceil_mode, false, ni, op)) < 0 ||
             (err = attr_bool(a, "exclusive", &n->exclusive, true, ni, op)) < 0)
             return err;
         break;
     case G_ADAPTIVE_AVG_POOL2D:
-        return attr_ints(a, "output_size", n->osize, 2, 1, 1 << 20, ni, op);
+        return attr_ints(a, "output_size", n->osize, 2, 1, 1 << 12, ni, op);
     case G_BATCH_NORM:
         if ((err = attr_num(a, "epsilon", &n->eps, false, 1e-5, ni, op)) < 0)
             return err;
