@@ -99,6 +99,22 @@ class LaunchTest(unittest.TestCase):
             self.assertIn('[rank 0] grad 3.0 workers 2', out)
             self.assertIn('[rank 1] grad 3.0 workers 2', out)
 
+    def test_two_nodes_meet_at_the_master(self):
+        # two launchers on this host stand for two nodes of one rank each
+        from paddle.distributed.spawn import _free_ports
+        master = '127.0.0.1:{}'.format(_free_ports(1)[0])
+        with tempfile.TemporaryDirectory() as tmp:
+            procs = [subprocess.Popen([sys.executable, '-m', 'paddle.distributed.launch', '--nnodes', '2',
+                                       '--rank', str(r), '--master', master, '--log_dir',
+                                       os.path.join(tmp, 'log%d' % r), ME, 'worker', 'fleet'],
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp)
+                     for r in (1, 0)]
+            outs = [p.communicate(timeout=120)[0].decode() for p in procs]
+            for p, o in zip(procs, outs):
+                self.assertEqual(p.returncode, 0, o)
+            self.assertIn('[rank 1] grad 3.0 workers 2', outs[0])
+            self.assertIn('[rank 0] grad 3.0 workers 2', outs[1])
+
 
 if __name__ == '__main__' and len(sys.argv) > 1 and sys.argv[1] == 'worker':
     worker(sys.argv[2])
