@@ -20,6 +20,7 @@
 #include "proj.h"
 #include "ds.h"
 #include "datasets_int.h"
+#include "competitions_int.h"
 
 #include "ed_buf.h"
 #include "ed_crypto.h"
@@ -1226,6 +1227,7 @@ static void srv_free(gw_srv *s)
         close(s->listen_fd);
     kh_hub_stop(s->pub.kernels);  /* kernels: before the scheduler */
     s->pub.kernels = NULL;
+    gw__competitions_stop(&s->pub); /* its worker: before the datasets and the store */
     gw__sched_stop(&s->pub);      /* before the store it uses closes */
     proj_root_free(s->pub.projects);
     gw__ds_gc_stop(s->pub.ds_gc);
@@ -1282,7 +1284,8 @@ int gw_server_start(gw_server **out, const gw_config *cfg)
         goto fail;
     proj_root_set_large_file_bytes(s->pub.projects, cfg->version_large_file_bytes);
     if ((err = ds_open(&s->pub.datasets, s->pub.store, cfg->data_dir, NULL)) < 0 ||
-        (err = gw__ds_gc_start(&s->pub.ds_gc, s->pub.datasets)) < 0)
+        (err = gw__ds_gc_start(&s->pub.ds_gc, s->pub.datasets)) < 0 ||
+        (err = gw__competitions_start(&s->pub)) < 0)
         goto fail;
     if ((err = gw__sched_start(&s->pub)) < 0 || (err = kernels_start(&s->pub)) < 0)
         goto fail;
