@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #endif
 #include "fw_dist.h"
+#include "fwd_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,7 +37,7 @@ static __thread char err_msg[512];
 
 const char *fwd_error_last(void) { return err_msg; }
 
-static int fail(int code, const char *fmt, ...)
+int fwd__error_set(int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -44,6 +45,7 @@ static int fail(int code, const char *fmt, ...)
     va_end(ap);
     return code;
 }
+#define fail fwd__error_set
 
 static int64_t now_ms(void)
 {

@@ -78,4 +78,22 @@ int fwd_barrier(fwd_comm *c, const int *ranks, int nr);
 
 const char *fwd_error_last(void);           /* this thread's last message */
 
+/* ---- NCCL (nccl.c): the same collectives on CUDA device memory ------------
+ * libnccl.so.2 and libcudart.so are opened with dlopen at fwd_nccl_init, so
+ * the library builds and loads without CUDA; there FWD_EUNAVAIL says why.
+ * A group's NCCL communicator is set up over the CPU communicator (rank
+ * ranks[0] makes the unique id and broadcasts it). Buffers are device
+ * pointers on `device`; every call enqueues on the default stream and waits
+ * for it. Untested here: it runs only where two GPUs exist. */
+#define FWD_EUNAVAIL (-7)   /* NCCL or the CUDA runtime is not available */
+#define FWD_FLOAT16  2
+#define FWD_BFLOAT16 3
+typedef struct fwd_nccl fwd_nccl;
+int fwd_nccl_init(fwd_nccl **out, fwd_comm *cpu, const int *ranks, int nr, int device);
+void fwd_nccl_free(fwd_nccl *n);            /* NULL-safe */
+int fwd_nccl_all_reduce(fwd_nccl *n, void *buf, size_t count, int dtype, int op);
+int fwd_nccl_broadcast(fwd_nccl *n, void *buf, size_t count, int dtype, int root);
+int fwd_nccl_all_gather(fwd_nccl *n, const void *in, void *out, size_t count, int dtype);
+int fwd_nccl_reduce_scatter(fwd_nccl *n, const void *in, void *out, size_t count, int dtype, int op);
+
 #endif
