@@ -627,3 +627,22 @@ int fwd_barrier(fwd_comm *c, const int *ranks, int nr)
     int32_t one = 1;
     return fwd_all_reduce(c, ranks, nr, &one, 1, FWD_INT32, FWD_SUM);
 }
+
+static int check_peer(const fwd_comm *c, int peer)
+{
+    if (peer < 0 || peer >= c->nranks || peer == c->rank)
+        return fail(FWD_EINVAL, "peer %d is not another rank of this job of %d", peer, c->nranks);
+    return 0;
+}
+
+int fwd_send(fwd_comm *c, int peer, const void *buf, size_t bytes)
+{
+    int err = check_peer(c, peer);
+    return err < 0 ? err : exchange(c, peer, buf, bytes, peer, NULL, 0, FWD_INT32, 0, 0);
+}
+
+int fwd_recv(fwd_comm *c, int peer, void *buf, size_t bytes)
+{
+    int err = check_peer(c, peer);
+    return err < 0 ? err : exchange(c, peer, NULL, 0, peer, buf, bytes, FWD_INT32, 0, 0);
+}

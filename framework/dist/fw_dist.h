@@ -75,6 +75,10 @@ int fwd_reduce_scatter(fwd_comm *c, const int *ranks, int nr, const void *in, vo
                        size_t count, int dtype, int op);
 /* Returns once every member has entered it. */
 int fwd_barrier(fwd_comm *c, const int *ranks, int nr);
+/* Point to point: bytes of buf to / from global rank peer (the peer posts
+ * the matching call with the same size). */
+int fwd_send(fwd_comm *c, int peer, const void *buf, size_t bytes);
+int fwd_recv(fwd_comm *c, int peer, void *buf, size_t bytes);
 
 const char *fwd_error_last(void);           /* this thread's last message */
 

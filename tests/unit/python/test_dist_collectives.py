@@ -58,6 +58,23 @@ def worker_collectives(outdir):
     dist.all_reduce(t, group=g)
     res['group'] = t.numpy().tolist()
     res['group_rank'] = g.rank
+    t = paddle.to_tensor(vals(r, 4, 'int64'))
+    dist.reduce(t, dst=1)
+    res['reduce'] = t.numpy().tolist()
+    t = paddle.zeros([3], dtype='float64')
+    dist.scatter(t, [paddle.full([3], 10.0 * k, dtype='float64') for k in range(n)] if r == 2 else None, src=2)
+    res['scatter'] = t.numpy().tolist()
+    # a ring of sends: rank r sends to r+1 and receives from r-1 (isend first:
+    # both travel on the worker thread, in order)
+    t = paddle.full([1000], float(r))
+    got = paddle.zeros([1000])
+    if r % 2 == 0:
+        dist.send(t, dst=(r + 1) % n)
+        dist.recv(got, src=(r - 1) % n)
+    else:
+        dist.recv(got, src=(r - 1) % n)
+        dist.send(t, dst=(r + 1) % n)
+    res['p2p'] = float(got.numpy()[0])
     objs = []
     dist.all_gather_object(objs, {'rank': r})
     res['objects'] = objs
@@ -165,6 +182,12 @@ class CollectivesTest(unittest.TestCase):
         np.testing.assert_array_equal(res[2]['group'], res[0]['group'])
         np.testing.assert_array_equal(res[1]['group'], vals(1, 4, 'float32'))
         self.assertEqual([res[r]['group_rank'] for r in range(n)], [0, -1, 1])
+        self.assertEqual(res[1]['reduce'], sum(vals(k, 4, 'int64') for k in range(n)).tolist())
+        for r in (0, 2):
+            self.assertEqual(res[r]['reduce'], vals(r, 4, 'int64').tolist())
+        for r in range(n):
+            self.assertEqual(res[r]['scatter'], [10.0 * r] * 3)
+            self.assertEqual(res[r]['p2p'], float((r - 1) % n))
 
     def check_failure(self, mode, want):
         with tempfile.TemporaryDirectory() as tmp:

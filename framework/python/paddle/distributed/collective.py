@@ -313,6 +313,78 @@ def reduce_scatter(tensor, tensor_list, op=ReduceOp.SUM, group=None, sync_op=Tru
     return _finish(fut, sync_op, lambda: tensor.set_value(out))
 
 
+def reduce(tensor, dst, op=ReduceOp.SUM, group=None, sync_op=True):
+    """The global rank dst's tensor becomes op over every member's tensor;
+    the others' tensors are left as they were."""
+    _check_op(op)
+    g, ranks = _resolve(group)
+    if dst not in g.ranks:
+        raise ValueError("reduce: dst rank {} is not in the group {}".format(dst, g.ranks))
+    if not g.is_member() or g.nranks == 1 or _state['comm'] is None:
+        return _Task(None)
+    a, _ = _host_array(tensor)
+    a = a.copy()
+    fut = _state['comm'].all_reduce(a.ctypes.data, a.size, _NP_CODES[a.dtype], op, ranks, keep=a)
+    mine = get_rank() == dst
+    return _finish(fut, sync_op, (lambda: tensor.set_value(a.astype(tensor.numpy().dtype))) if mine else None)
+
+
+def scatter(tensor, tensor_list=None, src=0, group=None, sync_op=True):
+    """tensor becomes tensor_list[my index] of the global rank src."""
+    g, ranks = _resolve(group)
+    if src not in g.ranks:
+        raise ValueError("scatter: src rank {} is not in the group {}".format(src, g.ranks))
+    if not g.is_member():
+        return _Task(None)
+    shape = tuple(tensor.shape)
+    dt = tensor.numpy().dtype
+    if get_rank() == src:
+        if tensor_list is None or len(tensor_list) != g.nranks:
+            raise ValueError("scatter: src needs a tensor_list of {} tensors".format(g.nranks))
+        a = np.ascontiguousarray(np.stack([np.asarray(t.numpy(), dtype=dt) for t in tensor_list]))
+        if a.shape[1:] != shape:
+            raise ValueError("scatter: tensors of shape {} for an output of shape {}"
+                             .format(list(a.shape[1:]), list(shape)))
+    else:
+        a = np.empty((g.nranks,) + shape, dtype=dt)
+    if g.nranks == 1 or _state['comm'] is None:
+        tensor.set_value(a[0])
+        return _Task(None)
+    fut = _state['comm'].broadcast(a.ctypes.data, a.nbytes, g.ranks.index(src), ranks, keep=a)
+    return _finish(fut, sync_op, lambda: tensor.set_value(a[g.rank]))
+
+
+def _p2p(tensor, peer, sending, sync_op):
+    g = _default_group()
+    if not 0 <= peer < g.nranks or peer == g.rank:
+        raise ValueError("{}: peer {} is not another rank of this job of {}".format(
+            'send' if sending else 'recv', peer, g.nranks))
+    if _state['comm'] is None:
+        raise RuntimeError("paddle.distributed: send/recv need more than one rank")
+    a, back = _host_array(tensor)
+    c = _state['comm']
+    fut = (c.send if sending else c.recv)(a.ctypes.data, a.nbytes, peer, keep=a)
+    return _finish(fut, sync_op, None if sending else back)
+
+
+def send(tensor, dst=0, group=None, sync_op=True):
+    """Sends tensor to global rank dst (which calls recv with the same shape)."""
+    return _p2p(tensor, dst, True, sync_op)
+
+
+def recv(tensor, src=0, group=None, sync_op=True):
+    """Fills tensor (in place) with what global rank src sends."""
+    return _p2p(tensor, src, False, sync_op)
+
+
+def isend(tensor, dst, group=None):
+    return send(tensor, dst, group, sync_op=False)
+
+
+def irecv(tensor, src=None, group=None):
+    return recv(tensor, src, group, sync_op=False)
+
+
 def barrier(group=None):
     """Returns once every member entered it."""
     g, ranks = _resolve(group)

@@ -51,6 +51,8 @@ def lib():
         L.fwd_all_gather.argtypes = [vp, ip, ctypes.c_int, vp, vp, sz]
         L.fwd_reduce_scatter.argtypes = [vp, ip, ctypes.c_int, vp, vp, sz, ctypes.c_int, ctypes.c_int]
         L.fwd_barrier.argtypes = [vp, ip, ctypes.c_int]
+        L.fwd_send.argtypes = [vp, ctypes.c_int, vp, sz]
+        L.fwd_recv.argtypes = [vp, ctypes.c_int, vp, sz]
         L.fwd_error_last.restype = ctypes.c_char_p
         _lib = L
     return _lib
@@ -153,6 +155,12 @@ class Communicator(object):
     def barrier(self, ranks=None):
         r, n = self._ranks(ranks)
         return self.submit(lambda: lib().fwd_barrier(self._h, r, n), r)
+
+    def send(self, ptr, nbytes, peer, keep=None):
+        return self.submit(lambda: lib().fwd_send(self._h, peer, ptr, nbytes), keep)
+
+    def recv(self, ptr, nbytes, peer, keep=None):
+        return self.submit(lambda: lib().fwd_recv(self._h, peer, ptr, nbytes), keep)
 
     def close(self):
         if self._h is None:
