@@ -110,3 +110,15 @@ export const dsMountPath = (d) => `/home/aistudio/data/${d.owner}-${d.slug}/`;
 // A 404 from the router itself (the server has no such route yet), rather
 // than from a handler (no such dataset).
 export const noRoute = (e) => e instanceof ApiError && e.status === 404 && /no route for/i.test(e.message || '');
+
+// ---- competitions (API.md "Competitions") ----------------------------------------
+export const compUrl = (id) => `/api/v1/competitions/${encodeURIComponent(id)}`;
+// A time from the API as ms since the epoch: RFC 3339 (API.md), or a number
+// of ms (or s); NaN when absent or unparsable.
+export function apiTime(t) {
+  if (t === undefined || t === null || t === '') return NaN;
+  if (typeof t === 'number') return t < 1e11 ? t * 1000 : t;
+  return /^\d+$/.test(t) ? apiTime(Number(t)) : Date.parse(t);
+}
+// The shapes a list answer may take: {items}, a bare array.
+export const itemsOf = (r) => (Array.isArray(r) ? r : (r && r.items) || []);
