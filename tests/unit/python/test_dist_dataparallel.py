@@ -6,6 +6,7 @@ uninterrupted one.
 
 The file is also the rank program: `python test_dist_dataparallel.py worker
 <model> <steps> <outdir> [<start> <ckpt>]`."""
+import ast
 import os
 import subprocess
 import sys
@@ -84,7 +85,9 @@ def worker(model, steps, outdir, start=0, ckpt=''):
     if rank != 0:           # DataParallel must broadcast rank 0's parameters
         for p in net.parameters():
             p.set_value(np.full(p.shape, 0.5, dtype='float32'))
-    dp = paddle.DataParallel(net, find_unused_parameters=True)
+    # LeNet: small buckets (~12 of them) so that most leave during backward
+    small = {'comm_buffer_size': 0.02, 'last_comm_buffer_size': 0.01} if model == 'lenet' else {}
+    dp = paddle.DataParallel(net, find_unused_parameters=True, **small)
     opt = make_opt(dp, model)
     if start:
         net.set_state_dict(paddle.load(ckpt + '.pdparams'))
@@ -120,6 +123,8 @@ def worker(model, steps, outdir, start=0, ckpt=''):
                 paddle.save(opt.state_dict(), ckpt + '.pdopt')
     if rank == 0:
         np.save(os.path.join(outdir, 'losses.npy'), np.array(losses))
+        with open(os.path.join(outdir, 'stats.txt'), 'w') as f:
+            f.write(repr(dp._reducer.stats))
 
 
 def reference(model, steps):
@@ -180,6 +185,17 @@ class DataParallelTest(unittest.TestCase):
             self.assertGreater(np.abs(ref[-1]['fc.2.weight' if model == 'lenet' else 'fc2.weight']
                                       - build_params(model)).max(), 1e-3)
             np.testing.assert_allclose(np.load(os.path.join(tmp, 'losses.npy')), ref_losses, atol=1e-5)
+            with open(os.path.join(tmp, 'stats.txt')) as f:
+                stats = ast.literal_eval(f.read())
+            if model == 'lenet':
+                # every bucket left from a gradient hook, i.e. while backward
+                # was still running, none waited for its end
+                self.assertGreater(stats['buckets'], 4)
+                self.assertEqual(stats['from_hooks'], stats['buckets'] * STEPS)
+                self.assertEqual(stats['at_end'], 0)
+            if model == 'mlp':
+                # the unused layer's bucket is only reduced at the end
+                self.assertGreater(stats['at_end'], 0)
 
     def test_mlp_2_ranks(self):
         self.check('mlp', 2)

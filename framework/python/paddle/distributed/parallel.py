@@ -99,6 +99,8 @@ class _Reducer(object):
             b.buf = np.zeros(b.numel, dtype=b.dtype)
         self.hooks = [p.register_hook(self._make_hook(i)) for i, p in enumerate(params)]
         self.sync = True
+        # buckets sent from a gradient hook (during backward) / at its end
+        self.stats = {'buckets': len(self.buckets), 'from_hooks': 0, 'at_end': 0}
         self._reset()
 
     def _reset(self):
@@ -161,6 +163,7 @@ class _Reducer(object):
             return paddle.to_tensor(R, dtype=p.dtype)
         if self.ready[b.idx] == len(b.params):
             self._launch(b)
+            self.stats['from_hooks'] += 1
         return None
 
     def _launch(self, b):
@@ -198,6 +201,7 @@ class _Reducer(object):
                         b.slot(k)[:] = 0 if gr is None else _flat(gr, b.dtype)
                 self.dirty[b.idx] = False
                 self._launch(b)
+                self.stats['at_end'] += 1
         self._wait_all()
         for b in self.buckets:
             for k, i in enumerate(b.params):
