@@ -108,6 +108,11 @@ static int fill(comp_csv *r)
 
 enum { S_START, S_UNQ, S_QUO, S_AFTERQ };
 
+/* Bytes with no meaning to the parser: everything but , " CR LF and NUL. */
+static const unsigned char plain[256] = {
+    [0x01 ... 0x09] = 1, [0x0B ... 0x0C] = 1, [0x0E ... 0x21] = 1, [0x23 ... 0x2B] = 1, [0x2D ... 0xFF] = 1,
+};
+
 /* Parse one record from buf[pos..len). 1: a record, 2: a blank line
  * (consumed, no record), 0: need more input, <0: error. */
 static int parse(comp_csv *r)
@@ -159,14 +164,23 @@ static int parse(comp_csv *r)
                     qline = line;
                     i++;
                 } else {
+                    /* a run of ordinary bytes at once (bounded like the loop) */
+                    size_t lim = end < r->pos + COMP_CSV_MAX_RECORD + 1 ? end : r->pos + COMP_CSV_MAX_RECORD + 1;
                     st = S_UNQ;
                     rec[o++] = (char)c;
-                    i++;
+                    for (i++; i < lim && plain[b[i]]; i++)
+                        rec[o++] = (char)b[i];
                 }
                 break;
             case S_QUO:
                 if (c == '"') {
                     st = S_AFTERQ;
+                } else if (plain[c] || c == ',') {
+                    size_t lim = end < r->pos + COMP_CSV_MAX_RECORD + 1 ? end : r->pos + COMP_CSV_MAX_RECORD + 1;
+                    rec[o++] = (char)c;
+                    for (i++; i < lim && (plain[b[i]] || b[i] == ','); i++)
+                        rec[o++] = (char)b[i];
+                    i--;    /* the common i++ below */
                 } else {
                     if (c == '\n' || (c == '\r' && !(i + 1 < end && b[i + 1] == '\n')))
                         line++;
