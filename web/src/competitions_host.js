@@ -27,7 +27,8 @@ function competitionForm(c = {}) {
   const row = [];
   const add = (key, label, el, help) => {
     errs[key] = h('div', { class: 'comp-field-error', 'data-testid': `comp-err-${key}`, role: 'alert' });
-    row.push(h('label', { class: 'field comp-field', 'data-field': key }, h('span', null, label), el, help ? h('small', { class: 'muted' }, help) : null, errs[key]));
+    const check = el.type === 'checkbox';
+    row.push(h('label', { class: `field comp-field${check ? ' comp-check' : ''}`, 'data-field': key }, check ? el : null, h('span', null, label), check ? null : el, help ? h('small', { class: 'muted' }, help) : null, errs[key]));
     return el;
   };
   const inp = (key, attrs = {}) => h('input', { 'data-testid': `comp-f-${key}`, name: key, ...attrs });
@@ -71,6 +72,11 @@ function competitionForm(c = {}) {
   f.code_runtime = add('code_competition.max_runtime_s', 'Code: time limit (s)', inp('code_runtime', { type: 'number', min: 1, max: 86400, value: (code && code.max_runtime_s) || 3600 }));
   f.code_output = add('code_competition.output_path', 'Code: output file', inp('code_output', { value: (code && code.output_path) || 'submission.csv' }));
   f.code_charged = add('code_competition.charged', 'Code: runs are charged to the participant', h('input', { type: 'checkbox', checked: !!(code && code.charged), 'data-testid': 'comp-f-code_charged' }));
+  // The code settings only while "code competition" is ticked.
+  const codeRows = () => row.filter((r) => r.dataset.field.startsWith('code_competition.'));
+  const showCode = () => { for (const r of codeRows()) r.hidden = !f.code.checked; };
+  f.code.addEventListener('change', showCode);
+  showCode();
   const general = h('div', { 'data-testid': 'comp-form-error' });
 
   const num = (el) => (el.value === '' ? undefined : Number(el.value));

@@ -161,7 +161,7 @@ export async function submissionsTab(c) {
         return;
       }
       picker.reset();
-      clear(result, h('p', { class: 'ok', 'data-testid': 'comp-submit-ok' }, `Submitted ${b.label}: ${s && s.status ? s.status : 'queued'}.`));
+      clear(result, h('p', { class: 'ok', 'data-testid': 'comp-submit-ok' }, `Submitted ${b.label}. Its status is in the list below: it is validated, then scored.`));
       if (s && errOf(s)) result.append(h('div', { class: 'error-box', role: 'alert', 'data-testid': 'comp-submit-error' }, `${errOf(s).class}: ${errOf(s).message}`));
       await refresh();
     }));

@@ -156,6 +156,17 @@ export async function run(t) {
     await keep();
     await shot(page, '95-comp-leaderboard');
 
+    // The team of one the first submission made; it cannot be left now (the server says why).
+    await page.click('[data-testid=comp-tab-team]');
+    await page.waitForSelector('[data-testid=comp-my-team]');
+    const members = await page.$$eval('[data-testid=comp-member]', (rs) => rs.map((r) => r.textContent.trim()));
+    assert(JSON.stringify(members) === JSON.stringify([USER.username]), `a team of one: ${members}`);
+    await page.click('[data-testid=comp-leave]');
+    const refusal = await (await page.waitForSelector('.toast.error')).textContent();
+    assert(/submi/i.test(refusal), `leaving is refused, saying why: ${refusal}`);
+    await keep();
+    await shot(page, '97-comp-team');
+
     // The data tab: the dataset, its download.
     await page.click('[data-testid=comp-tab-data]');
     await page.waitForSelector('[data-testid=comp-dataset-link]');
@@ -176,6 +187,13 @@ export async function run(t) {
     const states = await ap.$$eval('[data-testid=comp-all-row]', (rs) => rs.map((r) => r.dataset.status).sort());
     assert(JSON.stringify(states) === '["invalid","scored"]', `the host sees both: ${states}`);
     await shot(ap, '96-comp-host-submissions');
+    // An edit after the start: the title changes; the fixed fields are not offered.
+    assert(await ap.isDisabled('[data-testid=comp-f-metric]'), 'the metric is fixed after the start');
+    await ap.fill('[data-testid=comp-f-title]', `Cats and dogs ${stamp} (edited)`);
+    await ap.click('[data-testid=comp-save]');
+    await ap.waitForSelector('.toast:has-text("Saved.")');
+    const r = await rest(ap, 'GET', `/api/v1/competitions/${slug}`);
+    assert(JSON.parse(r.body).title.endsWith('(edited)'), `the title changed: ${r.body}`);
     await actx.close();
   });
 }
