@@ -372,6 +372,21 @@ static int slurm_poll(sched__running *r, sched__outcome *out)
     sr->errors = 0;
     if (sched__slurm_outcome(out, &sj) == 0)
         return 0;
+    if (sj.restarts > 0) {
+        /* requeued by Slurm after a failure under it: this attempt is over;
+         * what is left of the job on the cluster goes */
+        char del[96], *dr = NULL;
+        size_t dl = 0;
+        long ds = 0;
+        sched__log_notice(r, "Slurm requeued job %lld (%s, restart %d) after a node failure: this attempt failed",
+                          (long long)sr->job_id, sj.state, sj.restarts);
+        snprintf(del, sizeof(del), "/slurm/%s/job/%lld?signal=SIGKILL", sr->c->ver, (long long)sr->job_id);
+        if (http(&dr, &dl, &ds, sr->c, "DELETE", del, NULL) < 0)
+            ed_log_warn("sched.slurm", "job %lld: cancel requeued Slurm job %lld: %s", (long long)r->id,
+                        (long long)sr->job_id, ed_error_last());
+        free(dr);
+        return 1;
+    }
     if (strcmp(sj.state, "CANCELLED") == 0 && !sr->signalled) {
         /* cancelled on the cluster (an operator's scancel): the platform stopped it */
         out->reason = "platform_error";

@@ -230,6 +230,7 @@ int sched__slurm_parse_job(sched__slurm_job *out, const char *ver, const char *t
     exit_of(out, json_object_get(j, "exit_code"));
     out->start_time = json_integer_value(json_object_get(j, "start_time"));
     out->end_time = json_integer_value(json_object_get(j, "end_time"));
+    out->restarts = (int)json_integer_value(json_object_get(j, "restart_cnt"));
     json_decref(doc);
     if (out->state[0] == '\0')
         return ed_error_set(ED_EIO, "job: slurmrestd's answer has no job_state");
@@ -243,6 +244,11 @@ int sched__slurm_outcome(sched__outcome *o, const sched__slurm_job *j)
                                        "STAGE_OUT", "RESV_DEL_HOLD", "SPECIAL_EXIT", NULL};
 
     memset(o, 0, sizeof(*o));
+    if (j->restarts > 0) {
+        o->reason = "platform_error";
+        o->term_signal = SIGKILL;
+        return 1;
+    }
     for (int i = 0; live[i]; i++)
         if (strcmp(j->state, live[i]) == 0)
             return 0;

@@ -53,6 +53,7 @@ typedef struct sched__slurm_job {
     int     exit_status;         /* the batch script's exit status (0..255) */
     int     term_signal;         /* or the signal that ended it, 0 none */
     int64_t start_time, end_time;/* s since the epoch, 0 unknown */
+    int     restarts;            /* restart_cnt: Slurm requeued it (after a node failure) */
 } sched__slurm_job;
 
 /* The newest version in SCHED_SLURM_VERSIONS whose /slurm/<v>/job/submit the
@@ -75,9 +76,13 @@ int sched__slurm_parse_job(sched__slurm_job *out, const char *ver, const char *t
 
 /* 1 and *o filled when the job has ended, 0 while it is pending or running.
  * COMPLETED and FAILED: its exit status; CANCELLED: the signal (SIGTERM)
- * unless it exited; TIMEOUT: wall; OUT_OF_MEMORY: oom; NODE_FAIL, BOOT_FAIL,
- * and a job cancelled by someone else than Eddy (the caller tells): reason
- * platform_error; PREEMPTED: reason preempted; DEADLINE: wall. */
+ * unless it exited; TIMEOUT: wall; OUT_OF_MEMORY: oom; NODE_FAIL, BOOT_FAIL:
+ * reason platform_error; PREEMPTED: reason preempted; DEADLINE: wall.
+ * A job Slurm requeued (restart_cnt > 0: Eddy submits requeue false, so
+ * only the system does, when a node fails under a job or a launch fails)
+ * has ended for Eddy too, whatever its state now: platform_error (the
+ * caller cancels what is left of it on the cluster). A job cancelled by
+ * someone else than Eddy is the caller's to tell. */
 int sched__slurm_outcome(sched__outcome *o, const sched__slurm_job *j);
 
 /* `s` quoted for /bin/sh ('...' with ' as '\''), appended to out (n bytes
