@@ -37,6 +37,8 @@ static const struct {
     {"kernels", NULL, cmd_client_kernels, "client: interactive kernels (start, list, exec, stop)"},
     {"admin-remote", NULL, cmd_client_admin, "client: admin over the API (users, grant, verify)"},
     {"datasets", NULL, cmd_client_datasets, "client: datasets (create, ls, upload, download, from-job, attach, rm)"},
+    {"competitions", NULL, cmd_client_competitions,
+     "client: competitions (list, show, download, submit, submissions, leaderboard, team)"},
 };
 
 static void usage(FILE *f)

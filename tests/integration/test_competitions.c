@@ -168,7 +168,7 @@ static void make_dataset(char *id, size_t n, it_user *host)
     const char *sample = "id,pixel0\n0,12\n1,200\n";
     it_resp r;
 
-    ck_assert_int_eq(call(&r, host->hdrs, "POST", "{\"name\":\"Pets data\"}", -1, "/api/v1/datasets"), 201);
+    ck_assert_int_eq(call(&r, host->hdrs, "POST", "{\"name\":\"Pets data\",\"visibility\":\"public\"}", -1, "/api/v1/datasets"), 201);
     snprintf(id, n, "%s", it_json_str(r.json, "id"));
     it_resp_free(&r);
     ck_assert_int_eq(STATUS(host->hdrs, "PUT", sample, -1, "/api/v1/datasets/%s/draft/files/test.csv", id), 200);
