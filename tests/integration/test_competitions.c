@@ -600,6 +600,10 @@ START_TEST(bad_input)
 
     /* a started competition: before the rules 403; an oversize body 413 */
     make_competition(cid, sizeof(cid), &host, "pets", dsid, 5);
+    /* its dataset version cannot be deleted under its participants */
+    ck_assert_int_eq(call(&r, host.hdrs, "DELETE", NULL, 0, "/api/v1/datasets/%s/versions/1", dsid), 409);
+    ck_assert_ptr_nonnull(strstr(r.body, "competition"));
+    it_resp_free(&r);
     {
         const char *h[4];
         csv_hdrs(h, &host);
