@@ -169,9 +169,35 @@ START_TEST(cli_flow)
     ck_assert_ptr_nonnull(strstr(o->out, "Petal pushers"));
     EDDY(o, "competitions", "team", "iris", "invite", "dave");
     expect(o, 0, "team invite");
+    EDDY(o, "competitions", "team", "iris", "show", "--json");
+    expect(o, 0, "team show");
+    {
+        json_t *t = json_loads(o->out, 0, NULL);
+        char tid[32], carol_key[256];
+        it_key dkey;
+        ck_assert_ptr_nonnull(t);
+        snprintf(tid, sizeof(tid), "%lld", (long long)json_integer_value(json_object_get(t, "id")));
+        json_decref(t);
+        /* dave joins with his own key */
+        ck_assert_int_eq(it_key_make(&dkey, &srv, dave.hdrs,
+                                     "{\"name\":\"cli\",\"env\":\"prod\",\"scopes\":[\"read\",\"write\"]}"),
+                         0);
+        snprintf(carol_key, sizeof(carol_key), "%s", key_env);
+        snprintf(key_env, sizeof(key_env), "EDDY_API_KEY=%s", dkey.auth + strlen("Authorization: Bearer "));
+        EDDY(o, "competitions", "team", "iris", "join", tid);
+        expect(o, 1, "join before the rules");
+        EDDY(o, "competitions", "accept-rules", "iris");
+        expect(o, 0, "dave accepts the rules");
+        EDDY(o, "competitions", "team", "iris", "join", "x");
+        expect(o, 2, "join a team that is not a number");
+        EDDY(o, "competitions", "team", "iris", "join", tid);
+        expect(o, 0, "join");
+        snprintf(key_env, sizeof(key_env), "%s", carol_key);
+    }
     EDDY(o, "competitions", "team", "iris", "show");
     expect(o, 0, "team show");
     ck_assert_ptr_nonnull(strstr(o->out, "carol"));
+    ck_assert_ptr_nonnull(strstr(o->out, "dave"));
 
     /* a good CSV, scored; an invalid one, its error shown */
     EDDY(o, "competitions", "submit", "iris", path, "--wait");
