@@ -139,6 +139,8 @@ static int errors_of(json_t *doc, const char *what)
     num = json_integer_value(json_object_get(e, "errno"));
     if (num == 0)
         num = json_integer_value(json_object_get(e, "error_number"));
+    if (num == 0)
+        num = json_integer_value(json_object_get(e, "error_code"));
     /* ESLURM_INVALID_JOB_ID */
     if (num == 2017 || (msg && strstr(msg, "Invalid job id")))
         return ed_error_set(ED_ENOTFOUND, "%s: Slurm no longer knows this job (%s)", what, msg ? msg : "");
