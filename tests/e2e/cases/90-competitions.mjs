@@ -75,7 +75,7 @@ export async function run(t) {
     await ap.fill('[data-testid=comp-f-daily_cap]', '5');
     await ap.fill('[data-testid=comp-f-max_team_size]', '3');
     // A timeline out of order first: the end before the start.
-    const start = now + 25000;
+    const start = now + 15000;
     await ap.fill('[data-testid=comp-f-start_at]', iso(start));
     await ap.fill('[data-testid=comp-f-merge_deadline]', iso(now + 30 * 60000));
     await ap.fill('[data-testid=comp-f-selection_deadline]', iso(now + 50 * 60000));
@@ -144,6 +144,13 @@ export async function run(t) {
     assert(/duplicate id '3'/.test(err) && /line/.test(err), `the validator's words, with the line: ${err}`);
     assert(/not counted/.test(await page.textContent('[data-testid=comp-sub-row][data-status=invalid]')), 'an invalid submission does not count');
     assert(/1 of 5 submissions used today/.test(await page.textContent('[data-testid=comp-caps]')), `caps: ${await page.textContent('[data-testid=comp-caps]')}`);
+    // The scored one chosen for the final ranking; the invalid one cannot be.
+    assert(await page.isDisabled('[data-testid=comp-sub-row][data-status=invalid] [data-testid=comp-select]'), 'an invalid submission cannot be selected');
+    await page.check('[data-testid=comp-sub-row][data-status=scored] [data-testid=comp-select]');
+    await page.click('[data-testid=comp-save-selection]');
+    await page.waitForSelector('.toast:has-text("Final selection saved (1 of 2)")');
+    const mine = JSON.parse((await rest(page, 'GET', `/api/v1/competitions/${comp.id}/submissions`)).body).items;
+    assert(mine.filter((x) => x.selected).map((x) => x.status).join() === 'scored', `the selection is stored: ${JSON.stringify(mine)}`);
     await keep();
     await shot(page, '94-comp-submissions');
 
@@ -178,6 +185,49 @@ export async function run(t) {
     for (const text of seen) assert(!text.includes(canary), 'the canary label is on no page the participant saw');
     const subs = await rest(page, 'GET', `/api/v1/competitions/${comp.id}/submissions`);
     assert(!subs.body.includes(canary) && !subs.body.includes('private_score'), 'nor in the submissions the page read');
+  });
+
+  // A second competition, made through the API with a short timeline and a
+  // hidden board: refused (with the reason) while it runs, then the private
+  // board after the end, offered first.
+  await t.test('competitions_hidden_board_then_private_after_the_end', async () => {
+    if (skip || !comp || !ap) return { skip: skip || 'no competition was created' };
+    const now = Date.now(), s2 = `${slug}-hidden`;
+    const at = (ms) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    let r = await rest(ap, 'POST', '/api/v1/competitions', {
+      title: `Hidden ${stamp}`, slug: s2, overview: 'Hidden board', rules: 'Be nice.', start_at: at(now + 4000),
+      merge_deadline: at(now + 12000), selection_deadline: at(now + 12000), end_at: at(now + 14000),
+      dataset: comp.dataset, id_column: 'id', target_columns: ['label'], metric: 'accuracy', public_fraction: 0.5,
+      daily_cap: 5, max_team_size: 2, leaderboard: 'hidden',
+    });
+    assert(r.status === 201, `create: ${r.status} ${r.body}`);
+    const c2 = JSON.parse(r.body);
+    r = await rest(ap, 'PUT', `/api/v1/competitions/${c2.id}/truth`, truth.toString(), { 'Content-Type': 'text/csv' });
+    assert(r.status === 200 || r.status === 201, `truth: ${r.status} ${r.body}`);
+    await page.waitForTimeout(Math.max(0, now + 4500 - Date.now()));
+    r = await rest(page, 'POST', `/api/v1/competitions/${c2.id}/accept-rules`, {});
+    assert(r.status < 300, `accept: ${r.status} ${r.body}`);
+    r = await rest(page, 'POST', `/api/v1/competitions/${c2.id}/submissions`, good.toString(), { 'Content-Type': 'text/csv' });
+    assert(r.status === 201, `submit: ${r.status} ${r.body}`);
+    const sid = JSON.parse(r.body).id;
+    for (let i = 0; i < 40; i++) {   // scored before the end (the end waits for nothing in flight anyway)
+      r = await rest(page, 'GET', `/api/v1/competitions/${c2.id}/submissions/${sid}`);
+      if (JSON.parse(r.body).status === 'scored') break;
+      await page.waitForTimeout(200);
+    }
+    assert(JSON.parse(r.body).status === 'scored', `scored: ${r.body}`);
+    await page.goto(`${base}/competitions/${s2}/leaderboard`);
+    await page.waitForSelector('[data-testid=comp-board-refused]');
+    assert(await page.isDisabled('[data-testid=comp-board-private]'), 'no private board before the end');
+    await shot(page, '98-comp-hidden-board');
+    await page.waitForTimeout(Math.max(0, now + 15000 - Date.now()));
+    await page.goto(`${base}/competitions/${s2}/leaderboard`);
+    await page.waitForSelector('[data-testid=comp-board-row].comp-mine');
+    assert(await page.getAttribute('[data-testid=comp-board-private]', 'aria-pressed') === 'true', 'the private board is shown first after the end');
+    const score = Number(await page.textContent('[data-testid=comp-board-row].comp-mine [data-testid=comp-board-score]'));
+    assert(score > 0.7 && score <= 1, `a private score: ${score}`);
+    assert(!(await page.content()).includes(canary), 'no canary on the private board');
+    await shot(page, '99-comp-private-board');
   });
 
   await t.test('competitions_host_watches_all_submissions', async () => {
