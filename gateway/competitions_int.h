@@ -20,6 +20,11 @@
  * it). Stop: comp_free (joins the worker) before ds_free; NULL-safe. */
 int  gw__competitions_start(gw_server *srv);
 void gw__competitions_stop(gw_server *srv);
+/* competitions_runner.c: the thread that runs code submissions as
+ * scheduler jobs; started once the scheduler is (server.c), stopped by
+ * gw__competitions_stop. */
+int  gw__competitions_runner_start(gw_server *srv);
+void gw__competitions_runner_stop(gw_server *srv);
 
 /* A create body (API.md) into `spec` (strings borrowed from `body` or in the
  * request arena). With `base` (PUT), fields the body leaves out keep base's

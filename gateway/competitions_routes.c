@@ -9,9 +9,9 @@
  * then the body goes to an unlinked file in DATA/competitions (O_TMPFILE:
  * nothing to clean up after a crash), bounded (COMP_TRUTH_MAX,
  * COMP_SUBMISSION_MAX: 413 past it), and the library reads it from there. A
- * submission's JSON form (a file of a job's output or a project's tree;
- * code submissions are refused until their runner exists) comes through the
- * same route, kept in memory up to JSON_MAX bytes; its file is opened
+ * submission's JSON form (a file of a job's output or a project's tree, or
+ * a code submission: a project's version and entry) comes through the same
+ * route, kept in memory up to JSON_MAX bytes; its file is opened
  * beneath the job's output or the project's tree with ed_fs_open_beneath (a
  * link is refused, never followed).
  *
@@ -354,6 +354,7 @@ static int open_source_file(int *out, gw_request *req, const json_t *body)
 static int submit_json(gw_request *req, gw_response *res, const char *id, const char *buf, size_t len)
 {
     comp_submission *s = NULL;
+    proj_version *v = NULL;
     json_t *body;
     int fd = -1, err;
 
@@ -361,13 +362,41 @@ static int submit_json(gw_request *req, gw_response *res, const char *id, const 
     req->body_len = len;
     if ((err = gw_request_json(&body, req)) < 0)
         return err;
-    /* comp_submission_create_code would queue a code submission, but nothing
-     * runs them yet (the runner needs scheduler features: gateway/README.md
-     * "Competitions"): refused rather than left for the watchdog's
-     * platform_error an hour later. */
-    if (json_object_get(body, "entry") || json_object_get(body, "version"))
-        return ed_error_set(ED_EUNPROC, "code submissions are not run by this server yet: run your code as a "
-                                        "job and submit the CSV it writes with {\"job_id\", \"path\"}");
+    /* a code submission: {project_id, version, entry}; the runner
+     * (competitions_runner.c) runs that version as a job */
+    if (json_object_get(body, "entry") || json_object_get(body, "version")) {
+        const char *pid = NULL, *ver = NULL, *entry = NULL;
+        json_t *src;
+        char *text;
+        if ((err = ed_json_get_str(&pid, body, "project_id", true)) < 0 ||
+            (err = ed_json_get_str(&ver, body, "version", true)) < 0 ||
+            (err = ed_json_get_str(&entry, body, "entry", true)) < 0)
+            return err;
+        if ((err = proj_version_get(&v, req->srv->projects, req->auth.user_id, pid, ver)) < 0)
+            return err;
+        {
+            bool found = false;
+            for (size_t i = 0; i < v->nfiles && !found; i++)
+                found = strcmp(v->files[i], entry) == 0;
+            if (!found) {
+                proj_version_free(v);
+                return ed_error_set(ED_EUNPROC, "entry '%s' is not a file of version %s", entry, ver);
+            }
+        }
+        src = json_pack("{s:s, s:s, s:s, s:s}", "competition_id", id, "project_id", pid, "version", v->id, "entry",
+                        entry);
+        proj_version_free(v);
+        if (src == NULL || (text = ed_json_dumps(src)) == NULL) {
+            json_decref(src);
+            return ed_error_set(ED_ENOMEM, "source");
+        }
+        json_decref(src);
+        err = comp_submission_create_code(&s, comp_of(req), req->auth.user_id, id, text);
+        free(text);
+        if (err < 0)
+            return err;
+        return respond_submission(res, req, 201, s);
+    }
     if ((err = open_source_file(&fd, req, body)) < 0)
         return err;
     err = comp_submission_create_csv(&s, comp_of(req), req->auth.user_id, id, fd);

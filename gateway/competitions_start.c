@@ -88,6 +88,7 @@ void gw__competitions_stop(gw_server *srv)
 {
     if (srv->competitions == NULL)
         return;
+    gw__competitions_runner_stop(srv);
     atomic_compare_exchange_strong(&in_use_comp, &(comp *){srv->competitions}, NULL);
     comp_free(srv->competitions);
     srv->competitions = NULL;

@@ -1287,7 +1287,8 @@ int gw_server_start(gw_server **out, const gw_config *cfg)
         (err = gw__ds_gc_start(&s->pub.ds_gc, s->pub.datasets)) < 0 ||
         (err = gw__competitions_start(&s->pub)) < 0)
         goto fail;
-    if ((err = gw__sched_start(&s->pub)) < 0 || (err = kernels_start(&s->pub)) < 0)
+    if ((err = gw__sched_start(&s->pub)) < 0 || (err = kernels_start(&s->pub)) < 0 ||
+        (err = gw__competitions_runner_start(&s->pub)) < 0)
         goto fail;
     if ((err = gw__ratelimit_new(&s->pub.ratelimit)) < 0 ||
         (err = gw__metrics_new(&s->pub.metrics)) < 0)

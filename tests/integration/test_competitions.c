@@ -619,12 +619,10 @@ START_TEST(bad_input)
     /* a JSON body naming nothing to submit */
     ck_assert_int_eq(STATUS(one.hdrs, "POST", "{\"path\":\"x.csv\"}", -1, "/api/v1/competitions/%s/submissions", cid),
                      400);
-    /* a code submission: 422 until a runner exists, saying what to do instead */
-    ck_assert_int_eq(call(&r, one.hdrs, "POST", "{\"project_id\":\"p1\",\"version\":\"v1\",\"entry\":\"a.py\"}", -1,
-                          "/api/v1/competitions/%s/submissions", cid),
-                     422);
-    ck_assert_ptr_nonnull(strstr(r.body, "job_id"));
-    it_resp_free(&r);
+    /* a code submission naming a project the caller cannot see: 404 */
+    ck_assert_int_eq(STATUS(one.hdrs, "POST", "{\"project_id\":\"p1\",\"version\":\"v1\",\"entry\":\"a.py\"}", -1,
+                            "/api/v1/competitions/%s/submissions", cid),
+                     404);
     /* the truth after the start: 409 */
     {
         const char *h[4];

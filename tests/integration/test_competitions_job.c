@@ -150,10 +150,6 @@ START_TEST(submit_from_a_job)
         ck_assert_msg(st == 404 || st == 422, "../log answered %ld", st);
         it_resp_free(&r);
     }
-    snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"version\":\"v1\",\"entry\":\"job.py\"}", pid);
-    ck_assert_int_eq(post(&r, &alice, cid, body), 422);
-    ck_assert_ptr_nonnull(strstr(r.body, "job_id"));
-    it_resp_free(&r);
 
     /* the CSV it wrote, scored (once the competition has started) */
     snprintf(path, sizeof(path), "/api/v1/competitions/%s", cid);
@@ -185,6 +181,14 @@ START_TEST(submit_from_a_job)
     ck_assert_str_eq(it_json_str(j, "status"), "scored");
     ck_assert(json_real_value(json_object_get(j, "public_score")) > 0.9);
     json_decref(j);
+    /* code, in a CSV competition */
+    {
+        char vid[64];
+        ck_assert_int_eq(it_version_make(vid, sizeof(vid), &srv, alice.hdrs, pid, "v1"), 0);
+        snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"version\":\"%s\",\"entry\":\"job.py\"}", pid, vid);
+        ck_assert_int_eq(post(&r, &alice, cid, body), 422);   /* not a code competition */
+        it_resp_free(&r);
+    }
 
     /* the job looked everywhere it could: no canary in its log */
     snprintf(logp, sizeof(logp), "%s/jobs/%lld/log", srv.data_dir, (long long)job);
@@ -194,9 +198,138 @@ START_TEST(submit_from_a_job)
 }
 END_TEST
 
+static const char SOLVE_PY[] =
+    "import os, sys\n"
+    "mode = sys.argv[0]\n"
+    "rows = ['id,label'] + ['%d,%s' % (i, 'cat' if i % 3 else 'dog') for i in range(60)]\n"
+    "open(os.environ['EDDY_OUTPUT_DIR'] + '/submission.csv', 'w').write('\\n'.join(rows) + '\\n')\n"
+    "print('wrote the submission', flush=True)\n";
+static const char CRASH_PY[] = "print('about to fail', flush=True)\nraise ValueError('model exploded')\n";
+static const char NOTHING_PY[] = "print('writing nothing', flush=True)\n";
+
+/* Wait for a submission's final state: its JSON. */
+static json_t *final_of(it_user *u, const char *cid, const char *sid)
+{
+    char path[300];
+
+    snprintf(path, sizeof(path), "/api/v1/competitions/%s/submissions/%s", cid, sid);
+    for (int i = 0; i < 1800; i++) {
+        json_t *j = it_get_json(&srv, u->hdrs, path);
+        const char *st;
+        ck_assert_ptr_nonnull(j);
+        st = it_json_str(j, "status");
+        if (strcmp(st, "scored") == 0 || strcmp(st, "invalid") == 0 || strcmp(st, "failed") == 0)
+            return j;
+        json_decref(j);
+        usleep(100000);
+    }
+    ck_abort_msg("submission %s did not end", sid);
+    return NULL;
+}
+
+static int64_t balance(it_user *u)
+{
+    json_t *q = it_get_json(&srv, u->hdrs, "/api/v1/quota");
+    int64_t b;
+
+    ck_assert_ptr_nonnull(q);
+    b = json_integer_value(json_object_get(q, "balance_mcoins"));
+    json_decref(q);
+    return b;
+}
+
+START_TEST(code_submissions)
+{
+    const char *ah[] = {admin_cookie, admin_csrf, NULL};
+    const char *csvh[4];
+    it_user host, alice;
+    char pid[64], vid[64], cid[64], body[1024], path[300], s[64], e[64], truth[4096], sid[64];
+    const char *entries[] = {"solve.py", "crash.py", "nothing.py"};
+    const char *want[] = {"scored", "failed", "failed"};
+    const char *cls[] = {"", "exception", "missing_output"};
+    size_t n = 0;
+    int64_t before;
+    it_resp r;
+    json_t *j;
+
+    ck_assert_int_eq(it_user_make(&host, &srv, admin_cookie, admin_csrf, "hoster", 0), 0);
+    ck_assert_int_eq(it_user_make(&alice, &srv, admin_cookie, admin_csrf, "alice", 1000000), 0);
+    ck_assert_int_eq(it_request_status(&srv, "POST", "/api/v1/admin/hosts", "{\"username\":\"hoster\"}", ah), 201);
+    snprintf(body, sizeof(body),
+             "{\"title\":\"Pets code\",\"slug\":\"pets-code\",\"start_at\":\"%s\",\"end_at\":\"%s\",\"id_column\":\"id\","
+             "\"target_columns\":[\"label\"],\"metric\":\"accuracy\",\"public_fraction\":0.5,\"daily_cap\":5,"
+             "\"max_team_size\":2,\"leaderboard\":\"public\",\"code_competition\":{\"resource\":\"cpu-basic\","
+             "\"max_runtime_s\":120,\"output_path\":\"submission.csv\",\"charged\":false}}",
+             at(s, sizeof(s), 3600000), at(e, sizeof(e), 7200000));
+    it_request(&r, &srv, "POST", "/api/v1/competitions", body, host.hdrs);
+    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+    snprintf(cid, sizeof(cid), "%s", it_json_str(r.json, "id"));
+    it_resp_free(&r);
+    n += (size_t)snprintf(truth + n, sizeof(truth) - n, "id,label\n");
+    for (int i = 0; i < 60; i++)
+        n += (size_t)snprintf(truth + n, sizeof(truth) - n, "%d,%s\n", i, i == 7 ? CANARY : i % 3 ? "cat" : "dog");
+    csvh[0] = "Content-Type: text/csv";
+    csvh[1] = host.cookie;
+    csvh[2] = host.csrf;
+    csvh[3] = NULL;
+    snprintf(path, sizeof(path), "/api/v1/competitions/%s/truth", cid);
+    ck_assert_int_eq(it_request_status(&srv, "PUT", path, truth, csvh), 200);
+    snprintf(path, sizeof(path), "/api/v1/competitions/%s", cid);
+    snprintf(body, sizeof(body), "{\"start_at\":\"%s\"}", at(s, sizeof(s), 300));
+    ck_assert_int_eq(it_request_status(&srv, "PUT", path, body, host.hdrs), 200);
+
+    ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, alice.hdrs, "pets-code", "solve.py", SOLVE_PY), 0);
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/crash.py", pid);
+    ck_assert_int_eq(it_request_status(&srv, "PUT", path, CRASH_PY, alice.hdrs), 201);
+    snprintf(path, sizeof(path), "/api/v1/projects/%s/files/nothing.py", pid);
+    ck_assert_int_eq(it_request_status(&srv, "PUT", path, NOTHING_PY, alice.hdrs), 201);
+    ck_assert_int_eq(it_version_make(vid, sizeof(vid), &srv, alice.hdrs, pid, "entries"), 0);
+    snprintf(path, sizeof(path), "/api/v1/competitions/%s/accept-rules", cid);
+    ck_assert_int_eq(it_request_status(&srv, "POST", path, NULL, alice.hdrs), 200);
+    for (int i = 0; i < 50; i++) {
+        bool active;
+        snprintf(path, sizeof(path), "/api/v1/competitions/%s", cid);
+        j = it_get_json(&srv, alice.hdrs, path);
+        active = strcmp(it_json_str(j, "phase"), "active") == 0;
+        json_decref(j);
+        if (active)
+            break;
+        usleep(50000);
+    }
+    before = balance(&alice);
+
+    /* an entry the version does not have: 422 at once */
+    snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"version\":\"%s\",\"entry\":\"missing.py\"}", pid, vid);
+    ck_assert_int_eq(post(&r, &alice, cid, body), 422);
+    it_resp_free(&r);
+    for (int k = 0; k < 3; k++) {
+        snprintf(body, sizeof(body), "{\"project_id\":\"%s\",\"version\":\"%s\",\"entry\":\"%s\"}", pid, vid, entries[k]);
+        ck_assert_int_eq(post(&r, &alice, cid, body), 201);
+        ck_assert_str_eq(it_json_str(r.json, "kind"), "code");
+        snprintf(sid, sizeof(sid), "%s", it_json_str(r.json, "id"));
+        it_resp_free(&r);
+        j = final_of(&alice, cid, sid);
+        ck_assert_msg(strcmp(it_json_str(j, "status"), want[k]) == 0, "%s: %s", entries[k], it_json_str(j, "status"));
+        if (k == 0) {
+            ck_assert(json_real_value(json_object_get(j, "public_score")) > 0.9);
+        } else {
+            json_t *err = json_object_get(j, "error");
+            ck_assert_str_eq(it_json_str(err, "class"), cls[k]);
+            ck_assert(json_is_false(json_object_get(j, "counted")));
+            if (k == 1)
+                ck_assert_ptr_nonnull(strstr(it_json_str(err, "log_tail"), "model exploded"));
+            ck_assert_ptr_null(strstr(json_dumps(j, 0), CANARY));
+        }
+        json_decref(j);
+    }
+    /* a free competition: each run's charge is given back */
+    ck_assert_int_eq(balance(&alice), before);
+}
+END_TEST
+
 int main(void)
 {
-    const TTest *tests[] = {submit_from_a_job, NULL};
+    const TTest *tests[] = {submit_from_a_job, code_submissions, NULL};
 
     if (geteuid() != 0) {
         printf("SKIP: jobs need the sandbox, which needs root here\n");
