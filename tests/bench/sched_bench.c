@@ -140,7 +140,7 @@ static void bench_submit(int iters)
     }
     for (int it = 0; it < iters; it++) {
         sched_job_spec sp = {1, "premium", "p1", NULL, "start.py", NULL, "cpu-basic", 0, 60000, false, NULL,
-                             write_script, NULL, 0};
+                             write_script, NULL, 0, 0, 0};
         sched_job_info j;
         sched_job_info done;
         struct stat sb;
