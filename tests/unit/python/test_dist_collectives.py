@@ -47,6 +47,11 @@ def worker_collectives(outdir):
         lst = []
         dist.all_gather(lst, paddle.to_tensor(vals(r, 3, dt)))
         res['ag/' + dt] = [x.numpy().tolist() for x in lst]
+    # half precision travels as float32
+    for dt in ('float16', 'bfloat16'):
+        t = paddle.to_tensor(vals(r, 5, 'float32'), dtype=dt)
+        dist.all_reduce(t)
+        res['half/' + dt] = [str(t.dtype), np.asarray(t.numpy(), dtype='float64').tolist()]
     # async task
     t = paddle.to_tensor(vals(r, 4, 'float32'))
     task = dist.all_reduce(t, sync_op=False)
@@ -175,6 +180,11 @@ class CollectivesTest(unittest.TestCase):
                 np.testing.assert_array_equal(res[r]['rs/' + dt], want_rs)
                 np.testing.assert_array_equal(res[r]['bc/' + dt], vals(n - 1, 6, dt))
                 self.assertEqual(res[r]['ag/' + dt], [vals(k, 3, dt).tolist() for k in range(n)])
+        for r in range(n):
+            for dt in ('float16', 'bfloat16'):
+                self.assertIn(dt, res[r]['half/' + dt][0])
+                self.assertEqual(res[r]['half/' + dt][1],
+                                 sum(vals(k, 5, 'float64') for k in range(n)).tolist())
         for r in range(n):
             self.assertEqual(res[r]['async'], (sum(vals(k, 4, 'float32') for k in range(n))).tolist())
             self.assertEqual(res[r]['objects'], [{'rank': k} for k in range(n)])
