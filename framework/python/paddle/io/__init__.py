@@ -5,6 +5,7 @@ single paddle.to_tensor call, so the per-batch cost is one copy into C.
 num_workers > 0 loads batches in forked worker processes that hand them back
 through shared memory (worker.py).
 """
+import os
 import bisect
 import math
 import numbers
@@ -299,8 +300,10 @@ class DistributedBatchSampler(BatchSampler):
         self.batch_size = int(batch_size)
         self.shuffle = shuffle
         self.drop_last = drop_last
-        self.nranks = int(num_replicas) if num_replicas is not None else 1
-        self.local_rank = int(rank) if rank is not None else 0
+        # by default the job's ranks, as the launcher sets them (Paddle's behaviour)
+        self.nranks = (int(num_replicas) if num_replicas is not None
+                       else int(os.environ.get('PADDLE_TRAINERS_NUM', '1')))
+        self.local_rank = int(rank) if rank is not None else int(os.environ.get('PADDLE_TRAINER_ID', '0'))
         if self.nranks <= 0 or not (0 <= self.local_rank < self.nranks):
             raise ValueError("rank {} out of range for {} replicas".format(self.local_rank, self.nranks))
         self.epoch = 0
