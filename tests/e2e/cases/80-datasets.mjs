@@ -446,6 +446,23 @@ export async function run(t) {
     await rest(page, 'DELETE', `/api/v1/datasets/${id}`);
   });
 
+  await t.test('datasets_save_project_files_as_a_dataset', async () => {
+    assert(pid, 'the module made its project');
+    await page.goto(`${t.base}/projects/${encodeURIComponent(pid)}`);
+    await page.waitForSelector('[data-testid=save-ds]', { timeout: 15000 });
+    assert((await page.textContent('[data-testid=save-ds]')).includes('Save files as dataset'), 'the project button');
+    await page.fill('[data-testid=save-ds-name]', `project files ${stamp}`);
+    await page.click('[data-testid=save-ds]');
+    await page.waitForSelector('[data-testid=save-ds-link]', { timeout: 20000 });
+    await page.click('[data-testid=save-ds-link]');
+    await page.waitForSelector('[data-testid=ds-version][data-number="1"]');
+    const paths = await page.$$eval('[data-testid=ds-file]', (els) => els.map((e) => e.dataset.path));
+    assert(paths.includes('make.py'), `the project's files: ${paths}`);
+    assert(!paths.some((x) => x.startsWith('.git/')), 'no .git');
+    const id = await page.getAttribute('[data-testid=dataset-page]', 'data-id');
+    await rest(page, 'DELETE', `/api/v1/datasets/${id}`);
+  });
+
   await t.test('datasets_large_version_tree_opens_folders_on_demand', async () => {
     // 250 files in 5 folders (through the API): too many to open every folder
     const c = await rest(page, 'POST', '/api/v1/datasets', { name: `many ${stamp}`, visibility: 'private' });

@@ -80,6 +80,10 @@ export async function projectPage(id) {
   const kernels = kernelsPanel({ projectId: id });
   onLeave(() => kernels.stop());
   page.append(kernels.el);
+  if (tab !== 'versions' && p.can_write === true) {   // lazy: not in the entry
+    const save = await (await import('../datasets_save.js')).saveProjectAsDataset(p);
+    if (save) page.append(save);
+  }
   return page;
 }
 
