@@ -8,7 +8,6 @@
  */
 #include "cli.h"
 
-#include "ed_crypto.h"
 #include "ed_error.h"
 
 #include <errno.h>
@@ -69,72 +68,19 @@ bool cli_path_is_safe(const char *rel)
     return true;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t w = write(fd, buf, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        buf += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
+/* One file written whole: the streamed writer (transfer.c) with one write. */
 int cli_write_under(const char *root, const char *rel, const void *buf, size_t len)
 {
-    char comp[256], tmp[300], tok[17];
-    const char *p = rel;
-    int dfd, fd, err = 0;
+    cli_under f;
+    int err;
 
-    if (!cli_path_is_safe(rel))
-        return ed_error_set(ED_EPERM, "refusing the unsafe path '%.200s' from the server", rel);
-    if ((dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-        return ed_error_set(ED_EIO, "cannot open %s: %s", root, strerror(errno));
-    for (;;) {
-        size_t n = strcspn(p, "/");
-        memcpy(comp, p, n);
-        comp[n] = '\0';
-        p += n;
-        if (*p == '\0')
-            break;   /* comp is the file name */
-        p++;
-        if (mkdirat(dfd, comp, 0755) < 0 && errno != EEXIST) {
-            err = ed_error_set(ED_EIO, "cannot create %s/%s: %s", root, rel, strerror(errno));
-            goto out;
-        }
-        int next = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (next < 0) {
-            err = ed_error_set(ED_EPERM, "refusing to write %s/%s: '%s' is a link or not a directory",
-                               root, rel, comp);
-            goto out;
-        }
-        close(dfd);
-        dfd = next;
+    if ((err = cli_under_open(&f, root, rel)) < 0)
+        return err;
+    if ((err = cli_under_write(&f, buf, len)) < 0) {
+        cli_under_abort(&f);
+        return err;
     }
-    ed_random_token(tok, 16);
-    snprintf(tmp, sizeof(tmp), ".%.200s.eddy-%s", comp, tok);
-    if ((fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0) {
-        err = ed_error_set(ED_EIO, "cannot create %s/%s: %s", root, rel, strerror(errno));
-        goto out;
-    }
-    if (write_all(fd, buf, len) < 0) {
-        err = ed_error_set(ED_EIO, "cannot write %s/%s: %s", root, rel, strerror(errno));
-        close(fd);
-        unlinkat(dfd, tmp, 0);
-        goto out;
-    }
-    close(fd);
-    /* renameat replaces a symlink named comp itself, never what it points to */
-    if (renameat(dfd, tmp, dfd, comp) < 0) {
-        err = ed_error_set(ED_EIO, "cannot write %s/%s: %s", root, rel, strerror(errno));
-        unlinkat(dfd, tmp, 0);
-    }
-out:
-    close(dfd);
-    return err;
+    return cli_under_commit(&f);
 }
 
 int cli_read_file(char **out, size_t *len, const char *path)

@@ -19,6 +19,7 @@
 #include "cmd.h"
 
 #include "ed_error.h"
+#include "ed_fs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -361,8 +362,10 @@ static void state_save(const char *path, const char *uid)
 /* ---- upload ------------------------------------------------------------------------ */
 
 typedef struct up_item {
-    char   *local;      /* path on this machine */
-    char   *dest;       /* path in the dataset */
+    char       *local;  /* path on this machine, for messages */
+    char       *dest;   /* path in the dataset */
+    const char *root;   /* the directory named on the command line (argv), or NULL for a file named there */
+    char       *rel;    /* beneath root: what is opened (an O_NOFOLLOW walk), or NULL */
 } up_item;
 
 typedef struct up_list {
@@ -375,11 +378,12 @@ static void up_list_free(up_list *l)
     for (size_t i = 0; i < l->n; i++) {
         free(l->v[i].local);
         free(l->v[i].dest);
+        free(l->v[i].rel);
     }
     free(l->v);
 }
 
-static int up_add(up_list *l, const char *local, const char *dest)
+static int up_add(up_list *l, const char *local, const char *dest, const char *root, const char *rel)
 {
     if (l->n >= UPLOAD_FILES_MAX)
         return ed_error_set(CLI_EUSAGE, "more than %d files: a version holds at most that many", UPLOAD_FILES_MAX);
@@ -397,57 +401,143 @@ static int up_add(up_list *l, const char *local, const char *dest)
     }
     l->v[l->n].local = strdup(local);
     l->v[l->n].dest = strdup(dest);
-    if (l->v[l->n].local == NULL || l->v[l->n].dest == NULL) {
+    l->v[l->n].root = root;
+    l->v[l->n].rel = rel ? strdup(rel) : NULL;
+    if (l->v[l->n].local == NULL || l->v[l->n].dest == NULL || (rel && l->v[l->n].rel == NULL)) {
         free(l->v[l->n].local);
         free(l->v[l->n].dest);
+        free(l->v[l->n].rel);
         return ed_error_set(ED_ENOMEM, "file list");
     }
     l->n++;
     return 0;
 }
 
-/* Every regular file beneath `root`/`rel`, sorted; a symbolic link or a
- * special file anywhere refuses the whole upload (nothing is sent yet). */
-static int collect(up_list *l, const char *root, const char *rel, const char *to, int depth)
+static int name_order(const void *a, const void *b)
+{
+    return strcoll(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in the directory open at `dfd` but "." and "..", sorted (as
+ * scandir with alphasort). *out and each name malloc'd; *out_n of them. */
+static int dir_names(char ***out, size_t *out_n, int dfd, const char *path)
+{
+    char **v = NULL;
+    size_t n = 0, cap = 0;
+    int fd = dup(dfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    struct dirent *e;
+    int err = 0;
+
+    if (d == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return ed_error_set(CLI_EUSAGE, "cannot read directory %s: %s", path, strerror(errno));
+    }
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (n == cap) {
+            char **nv = realloc(v, (cap = cap ? cap * 2 : 32) * sizeof(*v));
+            if (nv == NULL) {
+                err = ed_error_set(ED_ENOMEM, "directory %s", path);
+                break;
+            }
+            v = nv;
+        }
+        if ((v[n] = strdup(e->d_name)) == NULL) {
+            err = ed_error_set(ED_ENOMEM, "directory %s", path);
+            break;
+        }
+        n++;
+    }
+    closedir(d);
+    if (err < 0) {
+        while (n > 0)
+            free(v[--n]);
+        free(v);
+        return err;
+    }
+    if (n > 1)
+        qsort(v, n, sizeof(*v), name_order);
+    *out = v;
+    *out_n = n;
+    return 0;
+}
+
+/* Every regular file beneath the directory open at `dfd` (`root`/`rel`),
+ * sorted; a symbolic link or a special file anywhere refuses the whole
+ * upload (nothing is sent yet). Entries are looked at and directories
+ * entered from their parent's descriptor without following links, and the
+ * files are opened the same way when they are sent (ed_fs_open_beneath), so
+ * a directory swapped for a link meanwhile is never followed. */
+static int collect(up_list *l, int dfd, const char *root, const char *rel, const char *to, int depth)
 {
     char path[8192], sub[4200], dest[4400];
-    struct dirent **ents = NULL;
-    int n, err = 0;
+    char **names = NULL;
+    size_t n = 0;
+    int err;
 
     if (depth > DIR_DEPTH_MAX)
         return ed_error_set(CLI_EUSAGE, "%s/%s is nested more than %d directories deep", root, rel, DIR_DEPTH_MAX);
     snprintf(path, sizeof(path), "%s%s%s", root, rel[0] ? "/" : "", rel);
-    if ((n = scandir(path, &ents, NULL, alphasort)) < 0)
-        return ed_error_set(CLI_EUSAGE, "cannot read directory %s: %s", path, strerror(errno));
-    for (int i = 0; i < n && err == 0; i++) {
-        const char *name = ents[i]->d_name;
+    if ((err = dir_names(&names, &n, dfd, path)) < 0)
+        return err;
+    for (size_t i = 0; i < n && err == 0; i++) {
+        const char *name = names[i];
         struct stat sb;
 
-        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-            continue;
         if (snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", name) >= 4096) {
             err = ed_error_set(CLI_EUSAGE, "path %.80s... is too long", sub);
             break;
         }
         snprintf(path, sizeof(path), "%s/%s", root, sub);
-        if (lstat(path, &sb) < 0) {
+        if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
             err = ed_error_set(CLI_EUSAGE, "cannot stat %s: %s", path, strerror(errno));
         } else if (S_ISLNK(sb.st_mode)) {
             err = ed_error_set(CLI_EUSAGE, "refusing the symbolic link %s: upload takes regular files only "
                                            "(nothing was uploaded)", path);
         } else if (S_ISDIR(sb.st_mode)) {
-            err = collect(l, root, sub, to, depth + 1);
+            int sub_fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub_fd < 0) {
+                err = ed_error_set(CLI_EUSAGE, "cannot read directory %s: %s", path, strerror(errno));
+            } else {
+                err = collect(l, sub_fd, root, sub, to, depth + 1);
+                close(sub_fd);
+            }
         } else if (!S_ISREG(sb.st_mode)) {
             err = ed_error_set(CLI_EUSAGE, "refusing %s: not a regular file (nothing was uploaded)", path);
         } else {
             snprintf(dest, sizeof(dest), "%s%s%s", to, to[0] ? "/" : "", sub);
-            err = up_add(l, path, dest);
+            err = up_add(l, path, dest, root, sub);
         }
     }
-    for (int i = 0; i < n; i++)
-        free(ents[i]);
-    free(ents);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
     return err;
+}
+
+/* Open an item for reading: a file named on the command line itself
+ * (O_NOFOLLOW), one found in a directory beneath that directory, one
+ * component at a time without following links. */
+static int open_item(int *out_fd, const up_item *it)
+{
+    int root_fd, err;
+
+    *out_fd = -1;
+    if (it->rel == NULL) {
+        if ((*out_fd = open(it->local, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+            return ed_error_set(CLI_EUSAGE, "cannot open %s: %s", it->local, strerror(errno));
+        return 0;
+    }
+    if ((root_fd = open(it->root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        return ed_error_set(CLI_EUSAGE, "cannot open %s: %s", it->root, strerror(errno));
+    err = ed_fs_open_beneath(out_fd, root_fd, it->rel, O_RDONLY, 0);
+    close(root_fd);
+    if (err < 0)
+        return ed_error_set(CLI_EUSAGE, "cannot open %s: %s", it->local, ed_error_last());
+    return 0;
 }
 
 static int64_t chunk_bytes(void)
@@ -484,8 +574,8 @@ static int upload_one(cli *c, const char *id, const up_item *it, bool tty)
     bool done = false, have_state;
     int fd, err = 0, tries = 0;
 
-    if ((fd = open(it->local, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
-        return ed_error_set(CLI_EUSAGE, "cannot open %s: %s", it->local, strerror(errno));
+    if ((err = open_item(&fd, it)) < 0)
+        return err;
     if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
         close(fd);
         return ed_error_set(CLI_EUSAGE, "%s is not a regular file", it->local);
@@ -664,19 +754,29 @@ static int cmd_upload(int argc, char **argv, const cli_globals *g)
         struct stat sb;
         char dest[4400];
         const char *base = strrchr(paths[i], '/');
-        if (lstat(paths[i], &sb) < 0) {
+        /* O_PATH: the name itself, looked at once (a link is the link) */
+        int pfd = open(paths[i], O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (pfd < 0 || fstat(pfd, &sb) < 0) {
             err = ed_error_set(CLI_EUSAGE, "cannot read %s: %s", paths[i], strerror(errno));
         } else if (S_ISLNK(sb.st_mode)) {
             err = ed_error_set(CLI_EUSAGE, "refusing the symbolic link %s: upload takes regular files only", paths[i]);
         } else if (S_ISDIR(sb.st_mode)) {
-            err = collect(&l, paths[i], "", to, 0);
+            int dfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (dfd < 0) {
+                err = ed_error_set(CLI_EUSAGE, "cannot read directory %s: %s", paths[i], strerror(errno));
+            } else {
+                err = collect(&l, dfd, paths[i], "", to, 0);
+                close(dfd);
+            }
         } else if (S_ISREG(sb.st_mode)) {
             base = base && base[1] ? base + 1 : paths[i];
             snprintf(dest, sizeof(dest), "%s%s%s", to, to[0] ? "/" : "", base);
-            err = up_add(&l, paths[i], dest);
+            err = up_add(&l, paths[i], dest, NULL, NULL);
         } else {
             err = ed_error_set(CLI_EUSAGE, "refusing %s: not a regular file", paths[i]);
         }
+        if (pfd >= 0)
+            close(pfd);
     }
     if (err == 0 && l.n == 0)
         err = ed_error_set(CLI_EUSAGE, "nothing to upload: the directories are empty");
@@ -923,9 +1023,11 @@ static int cmd_download(int argc, char **argv, const cli_globals *g)
             const char *base = strrchr(rel, '/');
             out = base ? base + 1 : rel;
         } else {
-            struct stat sb;
+            /* -o DIR: the file keeps its name inside DIR (as cp does) */
             const char *base = strrchr(rel, '/');
-            if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            int od = open(out, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (od >= 0) {
+                close(od);
                 snprintf(outbuf, sizeof(outbuf), "%s/%s", out, base ? base + 1 : rel);
                 out = outbuf;
             }
@@ -973,20 +1075,21 @@ static int cmd_download(int argc, char **argv, const cli_globals *g)
     } else {
         untar_sink s = {NULL, {tty, "archive", 0, json_integer_value(json_object_get(v, "size_bytes")), 0}};
         cli_resp r;
-        struct stat sb;
         if (out == NULL) {
             snprintf(outbuf, sizeof(outbuf), "%s-v%lld", json_string_value(json_object_get(set, "slug")) ?: "dataset",
                      (long long)number);
             out = outbuf;
         }
-        if (stat(out, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
-            err = ed_error_set(CLI_EUSAGE, "%s exists and is not a directory", out);
-            goto out;
-        }
         if (mkdir(out, 0755) < 0 && errno != EEXIST) {
             err = ed_error_set(CLI_EUSAGE, "cannot create %s: %s", out, strerror(errno));
             goto out;
         }
+        int od = open(out, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (od < 0) {
+            err = ed_error_set(CLI_EUSAGE, "%s exists and is not a directory", out);
+            goto out;
+        }
+        close(od);
         if ((err = cli_untar_new(&s.u, out, json_object_get(v, "files"))) < 0)
             goto out;
         err = cli_stream(&r, c, "GET", path, NULL, -1, 0, 0, untar_feed, &s);
