@@ -308,7 +308,6 @@ static int open_source_file(int *out, gw_request *req, const json_t *body)
     const char *path = NULL, *pid = NULL;
     int64_t job = 0;
     int root = -1, err, saved;
-    struct stat st;
 
     *out = -1;
     if ((err = ed_json_get_str(&path, body, "path", true)) < 0 ||
@@ -318,18 +317,8 @@ static int open_source_file(int *out, gw_request *req, const json_t *body)
     if ((job != 0) == (pid != NULL))
         return ed_error_set(ED_EINVAL, "give job_id or project_id with path, not both");
     if (job != 0) {
-        sched_job_info j;
-        char dir[700], p[760];
-        if (req->srv->sched == NULL)
-            return ed_error_set(ED_EBUSY, "jobs are not available on this server");
-        if ((err = sched_job_get(&j, req->srv->sched, req->auth.user_id, job)) < 0 ||
-            (err = sched_job_dir(dir, sizeof(dir), req->srv->sched, job)) < 0)
+        if ((err = gw__job_output_open(&root, req, req->auth.user_id, job)) < 0)
             return err;
-        if (j.artifacts_expired_at > 0)
-            return ed_error_set(ED_ENOTFOUND, "the artifacts of job %" PRId64 " expired", job);
-        snprintf(p, sizeof(p), "%s/output", dir);
-        if (ed_fs_open_dir(&root, p) < 0)
-            return ed_error_set(ED_ENOTFOUND, "job %" PRId64 " has no output files", job);
     } else if ((err = proj_tree_open(&root, req->srv->projects, req->auth.user_id, pid)) < 0) {
         return err;
     }
@@ -342,12 +331,7 @@ static int open_source_file(int *out, gw_request *req, const json_t *body)
     if (err < 0)
         return ed_error_set(err == ED_ENOTFOUND ? ED_ENOTFOUND : ED_EUNPROC, "cannot open '%s' in the %s: %s",
                             path, job ? "job's output" : "project's tree", ed_error_last());
-    if (fstat(*out, &st) < 0 || !S_ISREG(st.st_mode)) {
-        close(*out);
-        *out = -1;
-        return ed_error_set(ED_EUNPROC, "'%s' is not a regular file", path);
-    }
-    return 0;
+    return 0;   /* ed_fs_open_beneath opens regular files only */
 }
 
 /* A submission's JSON form: a file from a job or project, or code. */

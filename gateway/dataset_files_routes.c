@@ -686,27 +686,6 @@ static int plan_make(from_plan *p, int root, const json_t *paths, const char *wh
     return 0;
 }
 
-/* The job's output directory, as GET /api/v1/jobs/{id}/artifacts opens it:
- * the job must be the caller's (another user's job is 404, as on its routes). */
-static int job_output(int *out_fd, gw_request *req, int64_t job)
-{
-    sched_job_info j;
-    char dir[700], path[760];
-    int err;
-
-    *out_fd = -1;
-    if ((err = sched_job_get(&j, req->srv->sched, req->auth.user_id, job)) < 0 ||
-        (err = sched_job_dir(dir, sizeof(dir), req->srv->sched, job)) < 0)
-        return err;
-    if (j.artifacts_expired_at > 0)
-        return ed_error_set(ED_ENOTFOUND, "the artifacts of job %" PRId64 " expired on %s", job,
-                            gw__time(req, j.artifacts_expired_at));
-    snprintf(path, sizeof(path), "%s/output", dir);
-    if (ed_fs_open_dir(out_fd, path) < 0)
-        return ed_error_set(ED_ENOTFOUND, "job %" PRId64 " has no output files", job);
-    return 0;
-}
-
 /* The project's working tree: the caller must be able to read the project
  * (its own, or a public one); projects/ attaches a workspace tree first.
  * What is beneath it is opened only through ed_fs. */
@@ -794,7 +773,7 @@ static int post_from(gw_request *req, gw_response *res)
     if (job > 0) {
         snprintf(what, sizeof(what), "the output of job %" PRId64, job);
         snprintf(source, sizeof(source), "{\"job_id\":%" PRId64 "}", job);
-        err = job_output(&root, req, job);
+        err = gw__job_output_open(&root, req, req->auth.user_id, job);
     } else {
         snprintf(what, sizeof(what), "project %.64s", pid);
         err = project_tree(&root, req, pid);

@@ -131,6 +131,11 @@ struct gw_server {
     struct gw_ds_gc    *ds_gc;       /* datasets_gc.c: the store's periodic gc */
 };
 
+/* sched_routes.c: the output directory of job `job` as `user` may see it,
+ * opened without following links (read beneath it with ed_fs). ED_ENOTFOUND
+ * for an unknown, invisible or expired job, or one without output. */
+int gw__job_output_open(int *out_fd, gw_request *req, int64_t user, int64_t job);
+
 /* ---- request accessors (all strings borrowed for the request) ---------- */
 const char *gw_request_header(gw_request *req, const char *name);
 const char *gw_request_query(gw_request *req, const char *name);

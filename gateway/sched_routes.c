@@ -805,31 +805,45 @@ static int get_logs(gw_request *req, gw_response *res)
     return gw_respond_bytes(res, 200, "text/event-stream", ed_buf_steal(&b), len);
 }
 
-/* The output directory of a job, open (*out_fd; caller closes). The job
- * directory's path is the scheduler's own; "output" and everything in it
- * the job wrote while it ran (and may still be changing), so the directory
- * is opened without following a link and read only beneath this descriptor
- * (ed_fs): a realpath() or a path-string check followed by an open by name
- * loses the race with a job swapping a directory and a link (issue 11). */
-static int output_dir(int *out_fd, gw_request *req, int64_t user, int64_t *id)
+/* The output directory of job `job` as `user` may see it, open (*out_fd;
+ * caller closes). The job directory's path is the scheduler's own; "output"
+ * and everything in it the job wrote while it ran (and may still be
+ * changing), so the directory is opened without following a link and read
+ * only beneath this descriptor (ed_fs): a realpath() or a path-string check
+ * followed by an open by name loses the race with a job swapping a
+ * directory and a link (issue 11). Artifacts, datasets made from a job and
+ * competition submissions from a job all open it here. */
+int gw__job_output_open(int *out_fd, gw_request *req, int64_t user, int64_t job)
 {
     sched_job_info j;
     char dir[700], path[760];
     int err;
 
     *out_fd = -1;
-    if ((err = parse_id(id, req->params[0], "job")) < 0 ||
-        (err = sched_job_get(&j, req->srv->sched, user, *id)) < 0 ||
-        (err = sched_job_dir(dir, sizeof(dir), req->srv->sched, *id)) < 0)
+    if (req->srv->sched == NULL)
+        return ed_error_set(ED_EBUSY, "jobs are not available on this server");
+    if ((err = sched_job_get(&j, req->srv->sched, user, job)) < 0 ||
+        (err = sched_job_dir(dir, sizeof(dir), req->srv->sched, job)) < 0)
         return err;
     if (j.artifacts_expired_at > 0)   /* scheduler/retention.c deleted the directory */
         return ed_error_set(ED_ENOTFOUND, "the artifacts of job %" PRId64 " expired on %s: a finished job's "
-                            "directory is deleted job_retention_days after it ends", *id,
+                            "directory is deleted job_retention_days after it ends", job,
                             gw__time(req, j.artifacts_expired_at));
     snprintf(path, sizeof(path), "%s/output", dir);
     if (ed_fs_open_dir(out_fd, path) < 0)
-        return ed_error_set(ED_ENOTFOUND, "job %" PRId64 " has no artifacts", *id);
+        return ed_error_set(ED_ENOTFOUND, "job %" PRId64 " has no output files", job);
     return 0;
+}
+
+/* The job of the route's {id}, its output open. */
+static int output_dir(int *out_fd, gw_request *req, int64_t user, int64_t *id)
+{
+    int err;
+
+    *out_fd = -1;
+    if ((err = parse_id(id, req->params[0], "job")) < 0)
+        return err;
+    return gw__job_output_open(out_fd, req, user, *id);
 }
 
 #define ARTIFACTS_LISTED 10000          /* files in one listing */
