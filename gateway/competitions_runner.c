@@ -64,68 +64,6 @@ static struct {
     size_t nruns;
 } R = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
-/* ---- the project's version into the job's work tree --------------------- */
-
-typedef struct export_ctx {
-    proj_root *root;
-    int64_t user;
-    const char *project, *version, *entry;
-} export_ctx;
-
-static int mkdirs_for(const char *path)
-{
-    char tmp[PATH_MAX];
-
-    snprintf(tmp, sizeof(tmp), "%s", path);
-    for (char *p = strchr(tmp + 1, '/'); p; p = strchr(p + 1, '/')) {
-        *p = '\0';
-        if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
-            return ed_error_set(ED_EIO, "cannot create %s: %s", tmp, strerror(errno));
-        *p = '/';
-    }
-    return 0;
-}
-
-/* The files of the project at `version` under `work` (sched's prepare). */
-static int export_version(const char *work, void *payload)
-{
-    export_ctx *c = payload;
-    proj_version *v = NULL;
-    bool have_entry = false;
-    int err;
-
-    if ((err = proj_version_get(&v, c->root, c->user, c->project, c->version)) < 0)
-        return err;
-    for (size_t i = 0; i < v->nfiles && err == 0; i++) {
-        char *buf = NULL, path[PATH_MAX];
-        size_t len = 0;
-        int fd;
-
-        if (strcmp(v->files[i], c->entry) == 0)
-            have_entry = true;
-        if ((err = proj_file_read(&buf, &len, c->root, c->user, c->project, v->files[i], v->id)) < 0)
-            break;
-        if (snprintf(path, sizeof(path), "%s/%s", work, v->files[i]) >= (int)sizeof(path)) {
-            free(buf);
-            err = ed_error_set(ED_EINVAL, "path %s is too long", v->files[i]);
-            break;
-        }
-        if ((err = mkdirs_for(path)) == 0) {
-            if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0 ||
-                write(fd, buf, len) != (ssize_t)len)
-                err = ed_error_set(ED_EIO, "cannot write %s: %s", path, strerror(errno));
-            if (fd >= 0)
-                close(fd);
-        }
-        free(buf);
-    }
-    if (err == 0 && !have_entry)
-        err = ed_error_set(ED_EUNPROC, "entry '%s' is not a file of the project at version %s", c->entry,
-                           c->version);
-    proj_version_free(v);
-    return err;
-}
-
 /* ---- starting a run ------------------------------------------------------- */
 
 static void fail(comp *c, const char *sid, const char *cls, const char *msg, const char *tail)
@@ -149,7 +87,7 @@ static int start_one(gw_server *srv)
     acct_user u;
     sched_job_info j;
     sched_job_spec sp;
-    export_ctx ec;
+    gw_export_ctx ec;
     int err;
 
     if ((err = comp_code_claim(&s, &source, c)) < 0 || s == NULL) {
@@ -170,7 +108,7 @@ static int start_one(gw_server *srv)
         fail(c, s->id, COMP_ERR_PLATFORM, ed_error_last(), NULL);
         goto out;
     }
-    ec = (export_ctx){srv->projects, s->user_id, pid, ver, entry};
+    ec = (gw_export_ctx){srv->projects, s->user_id, pid, ver, entry};
     snprintf(idem, sizeof(idem), "comp-code-%s-%d", s->id, s->retries);
     memset(&sp, 0, sizeof(sp));
     sp.user_id = s->user_id;
@@ -181,7 +119,7 @@ static int start_one(gw_server *srv)
     sp.resource = k->code_resource ? k->code_resource : "cpu-basic";
     sp.max_runtime_ms = k->code_max_runtime_s * 1000;
     sp.idem_key = idem;
-    sp.prepare = export_version;
+    sp.prepare = gw__project_export;
     sp.payload = &ec;
     if ((err = sched_job_submit(&j, srv->sched, &sp)) < 0) {
         /* the participant's side (no funds, a missing entry) or ours */

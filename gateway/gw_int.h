@@ -136,6 +136,16 @@ struct gw_server {
  * for an unknown, invisible or expired job, or one without output. */
 int gw__job_output_open(int *out_fd, gw_request *req, int64_t user, int64_t job);
 
+/* sched_routes.c: a job's prepare step (sched_job_spec.prepare): write the
+ * project's files, at `version` or (NULL) its working tree, under `work`;
+ * the entry must be among them (ED_EUNPROC). */
+typedef struct gw_export_ctx {
+    struct proj_root *root;
+    int64_t           user;
+    const char       *project, *version, *entry;
+} gw_export_ctx;
+int gw__project_export(const char *work, void *payload);
+
 /* ---- request accessors (all strings borrowed for the request) ---------- */
 const char *gw_request_header(gw_request *req, const char *name);
 const char *gw_request_query(gw_request *req, const char *name);

@@ -367,12 +367,6 @@ static int put_tier(gw_request *req, gw_response *res)
 
 /* ---- jobs ------------------------------------------------------------------------ */
 
-typedef struct export_ctx {
-    proj_root  *root;
-    int64_t     user;
-    const char *project, *version, *entry;
-} export_ctx;
-
 static int mkdirs_for(const char *path)
 {
     char tmp[PATH_MAX];
@@ -387,11 +381,10 @@ static int mkdirs_for(const char *path)
     return 0;
 }
 
-/* Write the project's files (at the version, or the working tree) under
- * `work`; the entry must be among them. */
-static int export_tree(const char *work, void *payload)
+/* See gw_int.h: jobs and competition code runs export their project here. */
+int gw__project_export(const char *work, void *payload)
 {
-    export_ctx *c = payload;
+    gw_export_ctx *c = payload;
     proj_version *v = NULL;
     proj_file_list *l = NULL;
     char **paths = NULL;
@@ -465,7 +458,7 @@ static int post_job(gw_request *req, gw_response *res)
     proj *p = NULL;
     sched_job_info j;
     sched_job_spec sp;
-    export_ctx ec;
+    gw_export_ctx ec;
     int err;
 
     if ((err = gw_request_json(&body, req)) < 0 ||
@@ -498,7 +491,7 @@ static int post_job(gw_request *req, gw_response *res)
     }
     if ((err = proj_get(&p, req->srv->projects, req->auth.user_id, project)) < 0)
         goto out;
-    ec = (export_ctx){req->srv->projects, req->auth.user_id, p->id, version, entry};
+    ec = (gw_export_ctx){req->srv->projects, req->auth.user_id, p->id, version, entry};
     memset(&sp, 0, sizeof(sp));
     sp.user_id = req->auth.user_id;
     sp.tier = req->auth.tier;
@@ -513,7 +506,7 @@ static int post_job(gw_request *req, gw_response *res)
     sp.max_runtime_ms = max_rt * 1000;
     sp.requeue = requeue;
     sp.idem_key = gw_request_header(req, "Idempotency-Key");
-    sp.prepare = export_tree;
+    sp.prepare = gw__project_export;
     sp.payload = &ec;
     sp.key_id = req->auth.via_key ? req->auth.key_id : 0;   /* its daily budget applies */
     if ((err = sched_job_submit(&j, req->srv->sched, &sp)) < 0)
