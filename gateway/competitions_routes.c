@@ -269,17 +269,7 @@ static int body_write(void *ctx, gw_request *req, const char *data, size_t n)
         c->buf[c->len] = '\0';
         return 0;
     }
-    while (n > 0) {
-        ssize_t w = write(c->fd, data, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return ed_error_set(errno == ENOSPC || errno == EDQUOT ? ED_EQUOTA : ED_EIO, "writing the file: %s",
-                                strerror(errno));
-        data += w;
-        n -= (size_t)w;
-    }
-    return 0;
+    return gw__spool_write(c->fd, data, n);
 }
 
 /* An unlinked temp file on the competitions' own file system. */
@@ -288,9 +278,7 @@ static int temp_file(int *out, gw_request *req)
     char dir[700];
 
     snprintf(dir, sizeof(dir), "%s/competitions", req->srv->cfg.data_dir);
-    if ((*out = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0)
-        return ed_error_set(ED_EIO, "cannot make a temporary file in %s: %s", dir, strerror(errno));
-    return 0;
+    return gw__spool_open(out, dir);
 }
 
 static int respond_submission(gw_response *res, gw_request *req, int status, comp_submission *s)

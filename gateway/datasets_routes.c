@@ -290,17 +290,7 @@ static int put_write(void *ctx, gw_request *req, const char *data, size_t n)
     put_ctx *c = ctx;
 
     (void)req;
-    while (n > 0) {
-        ssize_t w = write(c->fd, data, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return ed_error_set(errno == ENOSPC || errno == EDQUOT ? ED_EQUOTA : ED_EIO,
-                                "writing the file: %s", strerror(errno));
-        data += w;
-        n -= (size_t)w;
-    }
-    return 0;
+    return gw__spool_write(c->fd, data, n);
 }
 
 static int put_end(void *ctx, gw_request *req, gw_response *res)
@@ -362,8 +352,7 @@ static int put_draft_file(gw_request *req, gw_response *res)
     if ((c = calloc(1, sizeof(*c))) == NULL)
         return ed_error_set(ED_ENOMEM, "upload");
     snprintf(tmp, sizeof(tmp), "%s/datasets/tmp", req->srv->cfg.data_dir);
-    if ((c->fd = open(tmp, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0) {
-        err = ed_error_set(ED_EIO, "cannot make a temporary file in %s: %s", tmp, strerror(errno));
+    if ((err = gw__spool_open(&c->fd, tmp)) < 0) {
         free(c);
         return err;
     }

@@ -146,6 +146,12 @@ typedef struct gw_export_ctx {
 } gw_export_ctx;
 int gw__project_export(const char *work, void *payload);
 
+/* body_spool.c: a streamed body spooled to an unnamed file (O_TMPFILE) in
+ * `dir`, for routes that hand a whole file to a module once it is in.
+ * Writing maps a full disk or quota to ED_EQUOTA, other failures ED_EIO. */
+int gw__spool_open(int *out_fd, const char *dir);
+int gw__spool_write(int fd, const char *data, size_t n);
+
 /* ---- request accessors (all strings borrowed for the request) ---------- */
 const char *gw_request_header(gw_request *req, const char *name);
 const char *gw_request_query(gw_request *req, const char *name);
