@@ -196,6 +196,9 @@ void cli_format(char *out, size_t n, const json_t *v, cli_fmt fmt);
 /* Print the response's raw body followed by a newline (for --json). */
 void cli_print_raw(const cli_resp *r);
 
+/* Print `j` as one line of compact JSON ("null" when it cannot be dumped). */
+void cli_print_json(const json_t *j);
+
 /* Print "eddy: <message>" on stderr and return the exit status for `err`:
  * CLI_EXIT_TRANSPORT for CLI_ETRANSPORT, CLI_EXIT_USAGE for CLI_EUSAGE,
  * CLI_EXIT_REFUSED otherwise. */

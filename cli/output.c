@@ -187,6 +187,14 @@ void cli_print_fields(const json_t *obj, const cli_col *cols, size_t ncols)
     }
 }
 
+void cli_print_json(const json_t *j)
+{
+    char *s = json_dumps(j, JSON_COMPACT);
+
+    printf("%s\n", s ? s : "null");
+    free(s);
+}
+
 void cli_print_raw(const cli_resp *r)
 {
     if (r->body.len)

@@ -75,13 +75,6 @@ static int usage(void)
     return CLI_EXIT_USAGE;
 }
 
-static void print_json(const json_t *j)
-{
-    char *s = json_dumps(j, JSON_COMPACT);
-    printf("%s\n", s ? s : "null");
-    free(s);
-}
-
 /* "/api/v1/competitions/<escaped comp><rest>" into out. */
 static int comp_path(char *out, size_t n, const char *comp, const char *rest)
 {
@@ -106,7 +99,7 @@ static int get_print(const cli_globals *g, const char *path, const cli_col *cols
 
     if ((err = cli_open(&c, g->url, true)) == 0 && (err = cli_call_json(&out, c, "GET", path, NULL, 0)) == 0) {
         if (g->json)
-            print_json(out);
+            cli_print_json(out);
         else if (items)
             cli_print_table(json_object_get(out, "items"), cols, ncols);
         else
@@ -149,7 +142,7 @@ static int cmd_accept(int argc, char **argv, const cli_globals *g)
     if ((err = comp_path(path, sizeof(path), argv[1], "/accept-rules")) == 0 &&
         (err = cli_open(&c, g->url, true)) == 0 && (err = cli_call_json(&out, c, "POST", path, NULL, 0)) == 0) {
         if (g->json)
-            print_json(out);
+            cli_print_json(out);
         else
             printf("Accepted the rules of %s.\n", json_string_value(json_object_get(out, "title")) ?: argv[1]);
     }
@@ -306,7 +299,7 @@ static int cmd_submit(int argc, char **argv, const cli_globals *g)
         err = wait_final(&out, c, comp);
     if (err == 0) {
         if (g->json)
-            print_json(out);
+            cli_print_json(out);
         else
             print_submission(out);
         if (wait && strcmp(json_string_value(json_object_get(out, "status")) ?: "", "scored") != 0)
@@ -361,7 +354,7 @@ static int cmd_select(int argc, char **argv, const cli_globals *g)
         json_t *b = json_pack("{s:O}", "ids", ids);
         if ((err = cli_call_json(&out, c, "POST", path, b, 0)) == 0) {
             if (g->json)
-                print_json(out);
+                cli_print_json(out);
             else
                 printf("Selected %zu submission(s) for the final leaderboard.\n", json_array_size(ids));
         }
@@ -477,7 +470,7 @@ static int cmd_team(int argc, char **argv, const cli_globals *g)
         err = ed_error_set(CLI_EUSAGE, "unknown team command '%s' (show, create, invite, join, leave)", op);
     }
     if (err == 0 && g->json)
-        print_json(out);
+        cli_print_json(out);
 out:
     json_decref(out);
     json_decref(b);

@@ -91,13 +91,6 @@ static int usage(void)
     return CLI_EXIT_USAGE;
 }
 
-static void print_json(const json_t *j)
-{
-    char *s = json_dumps(j, JSON_COMPACT);
-    printf("%s\n", s ? s : "null");
-    free(s);
-}
-
 /* ---- naming a dataset ---------------------------------------------------------- */
 
 static bool is_uuid(const char *s)
@@ -801,7 +794,7 @@ static int cmd_upload(int argc, char **argv, const cli_globals *g)
     if (pub && (err = publish(&version, c, id_of(set), message, arch)) < 0)
         goto out;
     if (g->json)
-        print_json(version ? version : json_object_get(set, "id"));
+        cli_print_json(version ? version : json_object_get(set, "id"));
     else {
         printf("Uploaded %zu files to the draft of %s.\n", l.n, label);
         if (version)
@@ -1038,7 +1031,7 @@ static int cmd_download(int argc, char **argv, const cli_globals *g)
             printf("Downloaded %s (%lld bytes, sha256 checked) of version %lld of %s to %s.\n", rel,
                    (long long)json_integer_value(json_object_get(match, "size")), (long long)number, label, out);
         else
-            print_json(match);
+            cli_print_json(match);
         goto out;
     }
     snprintf(path, sizeof(path), "/api/v1/datasets/%s/versions/%lld/archive", id_of(set), (long long)number);
@@ -1071,7 +1064,7 @@ static int cmd_download(int argc, char **argv, const cli_globals *g)
             printf("Saved version %lld of %s as %s (%lld bytes).\n", (long long)number, label, out,
                    (long long)t.pg.done);
         else
-            print_json(v);
+            cli_print_json(v);
     } else {
         untar_sink s = {NULL, {tty, "archive", 0, json_integer_value(json_object_get(v, "size_bytes")), 0}};
         cli_resp r;
@@ -1102,7 +1095,7 @@ static int cmd_download(int argc, char **argv, const cli_globals *g)
                 printf("Downloaded version %lld of %s into %s: %zu files, %lld bytes (sha256 checked).\n",
                        (long long)number, label, out, cli_untar_files(s.u), (long long)cli_untar_bytes(s.u));
             else
-                print_json(v);
+                cli_print_json(v);
         }
         cli_untar_free(s.u);
     }
@@ -1162,7 +1155,7 @@ static int cmd_create(int argc, char **argv, const cli_globals *g)
     if ((err = cli_open(&c, g->url, true)) == 0 &&
         (err = cli_call_json(&out, c, "POST", "/api/v1/datasets", body, 0)) == 0) {
         if (g->json)
-            print_json(out);
+            cli_print_json(out);
         else {
             char label[200];
             label_of(label, sizeof(label), out);
@@ -1237,7 +1230,7 @@ static int cmd_ls(int argc, char **argv, const cli_globals *g)
         if (err == 0) {
             if (g->json) {
                 json_t *o = json_pack("{s:O}", "items", all);
-                print_json(o);
+                cli_print_json(o);
                 json_decref(o);
             } else {
                 cli_print_table(all, dataset_cols, sizeof(dataset_cols) / sizeof(dataset_cols[0]));
@@ -1269,7 +1262,7 @@ static int cmd_show(int argc, char **argv, const cli_globals *g)
     if (g->json) {
         if (v)
             json_object_set(set, "version", v);
-        print_json(set);
+        cli_print_json(set);
         goto out;
     }
     cli_print_fields(set, dataset_fields, sizeof(dataset_fields) / sizeof(dataset_fields[0]));
@@ -1304,7 +1297,7 @@ static int cmd_versions(int argc, char **argv, const cli_globals *g)
     if ((err = cli_call_json(&j, c, "GET", path, NULL, 0)) < 0)
         goto out;
     if (g->json)
-        print_json(j);
+        cli_print_json(j);
     else
         cli_print_table(json_object_get(j, "items"), version_cols, sizeof(version_cols) / sizeof(version_cols[0]));
 out:
@@ -1431,7 +1424,7 @@ static int cmd_from(int argc, char **argv, const cli_globals *g, bool job)
         goto out;
     }
     if (g->json) {
-        print_json(v);
+        cli_print_json(v);
         goto out;
     }
     if (create)
@@ -1496,7 +1489,7 @@ static int attach_change(cli *c, const cli_globals *g, const char *project, cons
     json_decref(body);
     if (err == 0) {
         if (g->json)
-            print_json(out);
+            cli_print_json(out);
         else {
             printf("%s %s %s project %s.\n", add ? "Attached" : "Detached", label, add ? "to" : "from", project);
             cli_print_table(json_object_get(out, "items"), attach_cols, sizeof(attach_cols) / sizeof(attach_cols[0]));
