@@ -43,12 +43,17 @@ static int get_metrics(gw_request *req, gw_response *res)
     return gw_respond_bytes(res, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
 }
 
+/* `cuda` says whether kernels can compute on a GPU: a CUDA backend built
+ * into the framework and a device it can use. The framework has no CUDA
+ * backend yet (issue 17), so it is false whatever the toolkit at build time;
+ * `cuda_toolkit` says only that nvcc was found then (the NCCL communicator
+ * and the CUDA sources compile). */
 static int get_version(gw_request *req, gw_response *res)
 {
     (void)req;
     return gw_respond_json(res, 200,
-                           json_pack("{s:s,s:s,s:b}", "version", EDDY_VERSION, "framework",
-                                     EDDY_VERSION, "cuda", EDDY_HAVE_CUDA));
+                           json_pack("{s:s,s:s,s:b,s:b}", "version", EDDY_VERSION, "framework",
+                                     EDDY_VERSION, "cuda", 0, "cuda_toolkit", EDDY_HAVE_CUDA));
 }
 
 /* ---- OpenAPI ------------------------------------------------------------- */

@@ -168,7 +168,9 @@ START_TEST(healthz_answers_ok_with_security_headers)
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(it_resp_header(&r, "Cache-Control"), "no-store");
     ck_assert_str_eq(json_string_value(json_object_get(r.json, "version")), EDDY_VERSION);
-    ck_assert(json_is_boolean(json_object_get(r.json, "cuda")));
+    /* No CUDA backend in the framework yet: never "cuda": true (issue 17). */
+    ck_assert(json_is_false(json_object_get(r.json, "cuda")));
+    ck_assert(json_is_boolean(json_object_get(r.json, "cuda_toolkit")));
     ck_assert_ptr_nonnull(json_string_value(json_object_get(r.json, "framework")));
     it_resp_free(&r);
     stop();
