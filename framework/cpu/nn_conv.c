@@ -21,17 +21,21 @@
 #define NN_T float
 #define NN_S(name) name##_f32
 #define NN_GEMM cblas_sgemm
+#define NN_GEMV cblas_sgemv
 #include "nn_conv.c"
 #undef NN_T
 #undef NN_S
 #undef NN_GEMM
+#undef NN_GEMV
 #define NN_T double
 #define NN_S(name) name##_f64
 #define NN_GEMM cblas_dgemm
+#define NN_GEMV cblas_dgemv
 #include "nn_conv.c"
 #undef NN_T
 #undef NN_S
 #undef NN_GEMM
+#undef NN_GEMV
 
 #else /* template body ------------------------------------------------- */
 
@@ -50,6 +54,12 @@ void NN_S(fw__nn_linear_fwd)(NN_T *y, const NN_T *x, const NN_T *w, const NN_T *
     }
     if (M == 0 || N == 0)
         return;
+    if (M == 1) {
+        /* one row: gemv reads w once; gemm would first pack all of it */
+        NN_GEMV(CblasRowMajor, CblasTrans, (int)K, (int)N, 1, w, (int)N, x, 1,
+                b != NULL ? 1 : 0, y, 1);
+        return;
+    }
     NN_GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1, x, (int)K, w,
             (int)N, b != NULL ? 1 : 0, y, (int)N);
 }

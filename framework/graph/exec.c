@@ -115,14 +115,39 @@ typedef struct {
     int nsteps;
 } chain_ctx;
 
+/* One step over a block: the cheap ones as plain loops the compiler
+ * vectorises (a switch per element kept relu after a conv at ~1 ns per
+ * element, half of LeNet's run), the rest through step1. */
+static void step_block(const g_step *s, float *restrict x, int64_t n)
+{
+    const float a = (float)s->s;
+
+    switch (s->op) {
+    case G_ADD_S: for (int64_t i = 0; i < n; i++) x[i] += a; return;
+    case G_SUB_S: for (int64_t i = 0; i < n; i++) x[i] -= a; return;
+    case G_RSUB_S: for (int64_t i = 0; i < n; i++) x[i] = a - x[i]; return;
+    case G_MUL_S: for (int64_t i = 0; i < n; i++) x[i] *= a; return;
+    case G_DIV_S: for (int64_t i = 0; i < n; i++) x[i] /= a; return;
+    case G_RELU: for (int64_t i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f; return;
+    case G_NEG: for (int64_t i = 0; i < n; i++) x[i] = -x[i]; return;
+    case G_SQUARE: for (int64_t i = 0; i < n; i++) x[i] *= x[i]; return;
+    case G_ABS: for (int64_t i = 0; i < n; i++) x[i] = fabsf(x[i]); return;
+    default: for (int64_t i = 0; i < n; i++) x[i] = step1(s, x[i]); return;
+    }
+}
+
+#define CHAIN_BLOCK 1024
+
 static void chain_body(void *ctx, int64_t b, int64_t e)
 {
     const chain_ctx *c = ctx;
-    for (int64_t i = b; i < e; i++) {
-        float x = c->src[i];
+    for (int64_t i = b; i < e; i += CHAIN_BLOCK) {
+        int64_t n = e - i < CHAIN_BLOCK ? e - i : CHAIN_BLOCK;
+        float *x = c->dst + i;
+        if (x != c->src + i)
+            memcpy(x, c->src + i, (size_t)n * sizeof(float));
         for (int k = 0; k < c->nsteps; k++)
-            x = step1(&c->steps[k], x);
-        c->dst[i] = x;
+            step_block(&c->steps[k], x, n);
     }
 }
 
