@@ -129,6 +129,7 @@ struct gw_server {
     struct comp        *competitions; /* competitions/comp.h: opened after datasets (its in-use hook), freed before them */
     struct ds          *datasets;    /* datasets/ds.h: opened before the scheduler (it mounts them), freed after it */
     struct gw_ds_gc    *ds_gc;       /* datasets_gc.c: the store's periodic gc */
+    struct serve_hub   *serving;     /* serving/serve.h: deployments (deployments_routes.c: gw__serving_start/stop) */
 };
 
 /* sched_routes.c: the output directory of job `job` as `user` may see it,
@@ -280,7 +281,14 @@ extern const gw_route gw__routes_datasets[];  /* datasets_routes.c: datasets, dr
 extern const gw_route gw__routes_dataset_files[]; /* dataset_files_routes.c: file downloads (Range, ETag), archives, versions from a job or project */
 extern const gw_route gw__routes_competitions[]; /* competitions_routes.c: competitions, truth, teams, submissions, leaderboards, hosts */
 extern const gw_route gw__routes_dataset_previews[]; /* dataset_preview_routes.c: previews and stats of a version's files */
+extern const gw_route gw__routes_deployments[]; /* deployments_routes.c: deployments, usage, key serve limits */
+extern const gw_route gw__routes_serve[];     /* serve_routes.c: POST /serve/{deployment}/predict */
 extern const gw_route *const gw__route_tables[];
+
+/* deployments_routes.c: open the serving hub once the scheduler is (it
+ * prices replicas by resource class); stop it before the scheduler. */
+int  gw__serving_start(gw_server *srv);
+void gw__serving_stop(gw_server *srv);
 
 /* sched_routes.c: open the scheduler over srv->store (reconciling what a
  * crash left) once the store is open; close it before the store closes

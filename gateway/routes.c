@@ -16,6 +16,8 @@ const gw_route *const gw__route_tables[] = {
     gw__routes_dataset_files,
     gw__routes_dataset_previews,
     gw__routes_competitions,
+    gw__routes_deployments,
+    gw__routes_serve,
     gw__routes_static,
     NULL,
 };

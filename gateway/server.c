@@ -1228,6 +1228,7 @@ static void srv_free(gw_srv *s)
     kh_hub_stop(s->pub.kernels);  /* kernels: before the scheduler */
     s->pub.kernels = NULL;
     gw__competitions_stop(&s->pub); /* its worker: before the datasets and the store */
+    gw__serving_stop(&s->pub);    /* replicas: before the scheduler and the store */
     gw__sched_stop(&s->pub);      /* before the store it uses closes */
     proj_root_free(s->pub.projects);
     gw__ds_gc_stop(s->pub.ds_gc);
@@ -1288,7 +1289,7 @@ int gw_server_start(gw_server **out, const gw_config *cfg)
         (err = gw__competitions_start(&s->pub)) < 0)
         goto fail;
     if ((err = gw__sched_start(&s->pub)) < 0 || (err = kernels_start(&s->pub)) < 0 ||
-        (err = gw__competitions_runner_start(&s->pub)) < 0)
+        (err = gw__competitions_runner_start(&s->pub)) < 0 || (err = gw__serving_start(&s->pub)) < 0)
         goto fail;
     if ((err = gw__ratelimit_new(&s->pub.ratelimit)) < 0 ||
         (err = gw__metrics_new(&s->pub.metrics)) < 0)
