@@ -393,7 +393,9 @@ int comp__acc_init(comp_acc *a, const comp_truth *t)
             goto nomem;
     }
     if (t->metric == COMP_METRIC_AUC && t->ids.n > 0) {
-        if ((a->auc = malloc(t->ids.n * sizeof(*a->auc))) == NULL)
+        a->auc_k = t->classes.n > 2 ? t->classes.n : 1;
+        a->auc_cap = t->ids.n;
+        if ((a->auc = comp__big_calloc(t->ids.n * a->auc_k, sizeof(*a->auc))) == NULL)
             goto nomem;
     }
     return 0;
@@ -515,6 +517,20 @@ void comp__acc_auc(comp_acc *a, const comp_truth *t, size_t row, double score)
     a->n[pub]++;
 }
 
+void comp__acc_auc_multi(comp_acc *a, const comp_truth *t, size_t row, const double *probs)
+{
+    int pub = t->public_mask ? t->public_mask[row] : 1;
+
+    for (size_t c = 0; c < a->auc_k; c++) {
+        struct comp_auc_item *it = &a->auc[c * a->auc_cap + a->nauc];
+        it->s = probs[c];
+        it->pos = t->cls[row] == c;
+        it->pub = (uint32_t)pub;
+    }
+    a->nauc++;
+    a->n[pub]++;
+}
+
 /* Next space-separated token of s[*i..n): its start and length; 0 at the end. */
 static int next_tok(const char *s, size_t n, size_t *i, const char **tok, size_t *tlen)
 {
@@ -590,20 +606,20 @@ static int cmp_auc(const void *x, const void *y)
 
 /* Mann-Whitney with tied scores counted half: equal to the trapezoidal area
  * under the ROC curve sklearn computes. Both subsets in one sorted pass. */
-static void auc_finish(comp_acc *a, double out[2])
+static void auc_segment(struct comp_auc_item *items, size_t nitems, double out[2])
 {
     double npos[2] = {0, 0}, nneg[2] = {0, 0}, negbelow[2] = {0, 0}, area[2] = {0, 0};
     size_t i = 0, j;
     int s;
 
-    qsort(a->auc, a->nauc, sizeof(*a->auc), cmp_auc);
-    while (i < a->nauc) {
+    qsort(items, nitems, sizeof(*items), cmp_auc);
+    while (i < nitems) {
         double gp[2] = {0, 0}, gn[2] = {0, 0};
-        for (j = i; j < a->nauc && a->auc[j].s == a->auc[i].s; j++) {
-            if (a->auc[j].pos)
-                gp[a->auc[j].pub] += 1;
+        for (j = i; j < nitems && items[j].s == items[i].s; j++) {
+            if (items[j].pos)
+                gp[items[j].pub] += 1;
             else
-                gn[a->auc[j].pub] += 1;
+                gn[items[j].pub] += 1;
         }
         for (s = 0; s < 2; s++) {
             area[s] += gp[s] * (negbelow[s] + 0.5 * gn[s]);
@@ -615,6 +631,28 @@ static void auc_finish(comp_acc *a, double out[2])
     }
     for (s = 0; s < 2; s++)
         out[s] = npos[s] > 0 && nneg[s] > 0 ? area[s] / (npos[s] * nneg[s]) : NAN;
+}
+
+/* Binary: one segment. One-vs-rest: each class's segment (its column's
+ * scores, positive = that class), then the unweighted mean (macro), as
+ * sklearn's roc_auc_score(multi_class="ovr", average="macro"); a class
+ * without positives or negatives in a subset makes it NaN there (the split
+ * refuses that). */
+static void auc_finish(comp_acc *a, double out[2])
+{
+    double sum[2] = {0, 0}, one[2];
+
+    if (a->auc_k <= 1) {
+        auc_segment(a->auc, a->nauc, out);
+        return;
+    }
+    for (size_t c = 0; c < a->auc_k; c++) {
+        auc_segment(a->auc + c * a->auc_cap, a->nauc, one);
+        sum[0] += one[0];
+        sum[1] += one[1];
+    }
+    out[0] = sum[0] / (double)a->auc_k;
+    out[1] = sum[1] / (double)a->auc_k;
 }
 
 static double f1_of(const comp_acc *a, int s, int macro)

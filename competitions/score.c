@@ -240,8 +240,9 @@ int comp_truth_load(comp_truth **out, int fd, const comp_score_spec *spec)
                            comp_metric_name(t->metric));
         goto fail;
     }
-    if (t->metric == COMP_METRIC_AUC && t->classes.n > 2) {
-        err = ed_error_set(ED_EINVAL, "truth: auc is binary; the truth has %zu classes", t->classes.n);
+    if (t->metric == COMP_METRIC_AUC && t->classes.n > COMP_AUC_MAX_CLASSES) {
+        err = ed_error_set(ED_ETOOBIG, "truth: auc takes at most %d classes (one-vs-rest); the truth has %zu",
+                           COMP_AUC_MAX_CLASSES, t->classes.n);
         goto fail;
     }
     if (t->metric == COMP_METRIC_LOGLOSS && t->classes.n > COMP_CSV_MAX_COLUMNS - 1) {
@@ -268,7 +269,29 @@ int comp_truth_split(comp_truth *t, uint64_t seed, double public_fraction)
         free(m);
         return err;
     }
-    if (t->metric == COMP_METRIC_AUC) {
+    if (t->metric == COMP_METRIC_AUC && t->classes.n > 2) {
+        /* one-vs-rest: sklearn refuses a subset without every class */
+        size_t i, n[2] = {0, 0}, *cnt = calloc(2 * t->classes.n, sizeof(*cnt));
+        if (cnt == NULL) {
+            free(m);
+            return ed_error_set(ED_ENOMEM, "split check");
+        }
+        for (i = 0; i < t->ids.n; i++) {
+            n[m[i]]++;
+            cnt[m[i] * t->classes.n + t->cls[i]]++;
+        }
+        for (int s = 0; s < 2; s++)
+            for (size_t k = 0; k < t->classes.n; k++)
+                if (n[s] > 0 && cnt[s * t->classes.n + k] == 0) {
+                    free(cnt);
+                    free(m);
+                    return ed_error_set(ED_EINVAL, "the %s rows lack a class (a single class against the rest "
+                                                   "is undefined there: auc one-vs-rest needs every class in "
+                                                   "both parts; change the seed or the fraction)",
+                                        s ? "public" : "private");
+                }
+        free(cnt);
+    } else if (t->metric == COMP_METRIC_AUC) {
         size_t i, pos[2] = {0, 0}, n[2] = {0, 0};
         int s;
         for (i = 0; i < t->ids.n; i++) {
@@ -492,15 +515,30 @@ static int score_row(sub_ctx *c, const comp_csv *v, int64_t found)
             break;
         }
         case COMP_METRIC_AUC: {
-            double x, score = 0;
-            /* the one-column form, or a column per class: the positive one is the score */
+            double x, score = 0, sum = 0;
+            int multi = c->t->classes.n > 2;
+            /* the one-column form, or a column per class: the positive one is
+             * the score; more than two classes: every column (one-vs-rest) */
             for (i = 1; i < c->cols->n; i++) {
                 if ((e = number(&x, c->err, v, c->cols->at[i], c->cols->name[i])) < 0)
                     return e;
-                if (c->cols->single || c->t->class_order[i - 1] == c->t->positive)
+                if (multi) {
+                    c->probs[c->t->class_order[i - 1]] = x;
+                    sum += x;
+                } else if (c->cols->single || c->t->class_order[i - 1] == c->t->positive) {
                     score = x;
+                }
             }
-            comp__acc_auc(&c->acc, c->t, row, score);
+            if (!multi) {
+                comp__acc_auc(&c->acc, c->t, row, score);
+                break;
+            }
+            /* sklearn's check: np.allclose(1, row sum) */
+            if (!(fabs(1 - sum) <= 1e-8 + 1e-5 * fabs(sum)))
+                return sub_fail(c->err, ED_EUNPROC, v->rec_line, 0,
+                                "the class probabilities sum to %.9g, not 1 (multi-class auc takes "
+                                "probabilities)", sum);
+            comp__acc_auc_multi(&c->acc, c->t, row, c->probs);
             break;
         }
         case COMP_METRIC_LOGLOSS: {

@@ -53,6 +53,7 @@
 #define COMP_SUB_DEFAULT_MAX_BYTES  ((int64_t)256 << 20)   /* submission cap */
 #define COMP_TRUTH_DEFAULT_MAX_BYTES ((int64_t)2 << 30)    /* truth file cap */
 #define COMP_MAPK_MAX_K        1000
+#define COMP_AUC_MAX_CLASSES   100            /* multi-class auc: 16 bytes per row per class */
 
 /* The built-in metrics. */
 typedef enum comp_metric_kind {
@@ -62,7 +63,8 @@ typedef enum comp_metric_kind {
     COMP_METRIC_RMSE,         /* sqrt(mean((y - p)^2)) */
     COMP_METRIC_MAE,          /* mean(|y - p|) */
     COMP_METRIC_LOGLOSS,      /* sklearn log_loss: clip to [eps, 1-eps], eps = 2^-52, rows renormalised */
-    COMP_METRIC_AUC,          /* binary ROC AUC, ties as sklearn roc_auc_score */
+    COMP_METRIC_AUC,          /* ROC AUC, ties as sklearn roc_auc_score; more than two classes:
+                               * one-vs-rest macro (multi_class="ovr", average="macro") */
     COMP_METRIC_MAPK,         /* Kaggle's MAP@K over space-separated label lists */
     COMP_METRIC_COUNT
 } comp_metric_kind;

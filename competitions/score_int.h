@@ -82,6 +82,7 @@ typedef struct comp_acc {
     /* auc: (score, positive?, subset) per scored row */
     struct comp_auc_item { double s; uint32_t pos; uint32_t pub; } *auc;
     size_t nauc;
+    size_t auc_k, auc_cap;      /* segments (1, or the classes: one-vs-rest), rows each */
 } comp_acc;
 
 int comp__acc_init(comp_acc *a, const comp_truth *t);
@@ -95,6 +96,8 @@ void comp__acc_value(comp_acc *a, const comp_truth *t, size_t row, double p);
 void comp__acc_logloss(comp_acc *a, const comp_truth *t, size_t row, const double *probs, double p1);
 /* AUC: the positive class's score. */
 void comp__acc_auc(comp_acc *a, const comp_truth *t, size_t row, double score);
+/* Multi-class AUC: probs[c] per truth class c (by class index). */
+void comp__acc_auc_multi(comp_acc *a, const comp_truth *t, size_t row, const double *probs);
 /* MAP@K: the predicted list. */
 void comp__acc_mapk(comp_acc *a, const comp_truth *t, size_t row, const char *s, size_t len);
 /* Final scores; ED_ENOMEM (auc sort needs none, but keep the shape). */

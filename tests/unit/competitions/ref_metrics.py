@@ -5,7 +5,7 @@ sklearn (and Kaggle's ml_metrics apk for MAP@K).
     /usr/bin/python3 ref_metrics.py OUTDIR [CASES_PER_METRIC]
 
 Writes OUTDIR/<case>.truth.csv and OUTDIR/<case>.sub.csv for random cases
-(ties, degenerate classes: one class absent, every value equal, perfect and
+(ties, degenerate classes: one class absent, multi-class auc one-vs-rest, every value equal, perfect and
 worst predictions, unknown predicted labels, probabilities of exactly 0 and
 1, rows that do not sum to 1, quoted ids, CRLF) and OUTDIR/manifest.txt, one
 line per case:
@@ -137,6 +137,9 @@ def compute(metric, yt, yp, extra):
         return skm.mean_absolute_error(yt, yp)
     if metric == "logloss":
         return skm.log_loss(yt, np.asarray(yp, dtype=np.float64), labels=extra)
+    if metric == "auc" and isinstance(extra, tuple):  # one-vs-rest, macro
+        return skm.roc_auc_score(yt, np.asarray(yp, dtype=np.float64), multi_class="ovr", average="macro",
+                                 labels=extra[1])
     if metric == "auc":
         return skm.roc_auc_score([1 if y == extra else 0 for y in yt], yp)
     if metric.startswith("map@"):
@@ -198,6 +201,23 @@ def gen_case(rng, metric, variant):
             header = ["id"] + [str(l) for l in labs]
             yp = [list(map(float, row)) for row in P]
         extra = labs
+    elif metric == "auc" and variant.startswith("multi"):
+        # 3 to 5 classes, rows of probabilities from small integer weights
+        # (many ties), one column per class
+        k = int(rng.integers(3, 6))
+        labs = sorted(labels_for(rng, k, numeric))
+        n = max(n, k)
+        ids = make_ids(rng, n)
+        yt = [labs[int(rng.integers(0, k))] for _ in range(n)]
+        yt[:k] = labs
+        W = rng.integers(0, 4, (n, k)).astype(np.float64)
+        W[W.sum(axis=1) == 0, 0] = 1.0
+        P = W / W.sum(axis=1, keepdims=True)
+        truth = [[i, y] for i, y in zip(ids, yt)]
+        sub = [[i] + [repr(float(v)) for v in row] for i, row in zip(ids, P)]
+        header = ["id"] + [str(l) for l in labs]
+        yp = [list(map(float, row)) for row in P]
+        extra = ("ovr", labs)
     elif metric == "auc":
         labs = sorted(labels_for(rng, 2, numeric))
         yt = [labs[int(rng.integers(0, 2))] for _ in range(n)]
@@ -246,7 +266,7 @@ def main():
         "rmse": ["random", "perfect", "constant"],
         "mae": ["random", "perfect", "constant"],
         "logloss": ["binary1", "binary2", "multi"],
-        "auc": ["random", "perfect", "worst", "constant", "twocol"],
+        "auc": ["random", "perfect", "worst", "constant", "twocol", "multi", "multi2"],
         "map@1": ["random", "perfect"],
         "map@3": ["random", "perfect"],
         "map@10": ["random"],
@@ -275,9 +295,10 @@ def main():
                         vals.append(float("nan"))
                 if metric == "auc":
                     bad = False
+                    need = len(extra[1]) if isinstance(extra, tuple) else 2  # one-vs-rest: every class
                     for s in (0, 1):
                         ys = {yt[i] for i in range(len(ids)) if mask[i] == s}
-                        if len([i for i in range(len(ids)) if mask[i] == s]) > 0 and len(ys) < 2:
+                        if len([i for i in range(len(ids)) if mask[i] == s]) > 0 and len(ys) < need:
                             bad = True
                     if bad or len(set(yt)) < 2:
                         vals = None

@@ -280,7 +280,13 @@ START_TEST(truth_errors_are_reported_to_the_host)
     truth_refused("accuracy", "id,y\n1,a\n1,b\n", ED_EINVAL, "truth: duplicate id '1' (data rows 1 and 2)");
     truth_refused("rmse", "id,y\n1,a\n", ED_EINVAL, "truth: line 2, column 2: 'a' is not a finite number");
     truth_refused("auc", "id,y\n1,a\n2,a\n", ED_EINVAL, "auc needs at least two classes");
-    truth_refused("auc", "id,y\n1,a\n2,b\n3,c\n", ED_EINVAL, "auc is binary");
+    {   /* one-vs-rest takes at most COMP_AUC_MAX_CLASSES classes */
+        char many[4096];
+        size_t n = (size_t)snprintf(many, sizeof(many), "id,y\n");
+        for (int i = 0; i <= COMP_AUC_MAX_CLASSES; i++)
+            n += (size_t)snprintf(many + n, sizeof(many) - n, "%d,c%d\n", i, i);
+        truth_refused("auc", many, ED_ETOOBIG, "auc takes at most 100 classes");
+    }
     truth_refused("accuracy", "id,y\n", ED_EINVAL, "no rows after the header");
     truth_refused("accuracy", "", ED_EINVAL, "the file is empty");
     truth_refused("f2", "id,y\n1,a\n", ED_EINVAL, "unknown metric 'f2'");
