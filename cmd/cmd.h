@@ -38,6 +38,8 @@ int cmd_client_resources(int argc, char **argv, const cli_globals *g);
 int cmd_client_kernels(int argc, char **argv, const cli_globals *g);   /* client_kernels.c */
 int cmd_client_admin(int argc, char **argv, const cli_globals *g);     /* client_admin.c: eddy admin-remote */
 int cmd_client_datasets(int argc, char **argv, const cli_globals *g);  /* client_datasets.c */
+int cmd_client_deploy(int argc, char **argv, const cli_globals *g);    /* client_deploy.c */
+int cmd_client_predict(int argc, char **argv, const cli_globals *g);   /* client_deploy.c */
 int cmd_client_competitions(int argc, char **argv, const cli_globals *g); /* client_competitions.c */
 
 #endif

@@ -37,6 +37,8 @@ static const struct {
     {"kernels", NULL, cmd_client_kernels, "client: interactive kernels (start, list, exec, stop)"},
     {"admin-remote", NULL, cmd_client_admin, "client: admin over the API (users, grant, verify)"},
     {"datasets", NULL, cmd_client_datasets, "client: datasets (create, ls, upload, download, from-job, attach, rm)"},
+    {"deploy", NULL, cmd_client_deploy, "client: model deployments (create, ls, show, update, scale, stop, logs, usage)"},
+    {"predict", NULL, cmd_client_predict, "client: call a deployed model with a JSON input file"},
     {"competitions", NULL, cmd_client_competitions,
      "client: competitions (list, show, download, submit, submissions, leaderboard, team)"},
 };
