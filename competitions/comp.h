@@ -129,6 +129,9 @@ typedef struct comp_code_spec {
     int64_t max_runtime_s;      /* 1 .. 86400 */
     const char *output_path;    /* the file the run writes, relative ("submission.csv") */
     bool charged;               /* runs are charged to the participant (refunded on platform_error) */
+    const char *inputs_dataset_id;  /* the hidden test inputs: a dataset version the host can read,
+                                     * mounted read-only into each run (never the truth); NULL: none */
+    int64_t inputs_version;     /* >= 1 with inputs_dataset_id */
 } comp_code_spec;
 
 /* A competition as given to create/update. Strings are borrowed. */
@@ -179,6 +182,8 @@ typedef struct comp_competition {
     char *code_resource, *code_output_path;
     int64_t code_max_runtime_s;
     bool code_charged;
+    char *code_inputs_dataset_id;   /* NULL: none */
+    int64_t code_inputs_version;
     bool has_truth;             /* the ground truth is stored */
     int64_t truth_rows;         /* its rows (the submission's row count); 0 before */
     int64_t created_at, updated_at;

@@ -189,6 +189,11 @@ int comp_spec_check(const comp_spec *sp)
     } else if (sp->code.charged) {
         return ed_error_set(ED_EUNPROC, "code_competition.charged without a code competition");
     }
+    if (sp->code.inputs_dataset_id != NULL &&
+        (!sp->code.enabled || sp->code.inputs_dataset_id[0] == '\0' ||
+         strlen(sp->code.inputs_dataset_id) >= COMP_ID_LEN || sp->code.inputs_version < 1))
+        return ed_error_set(ED_EINVAL, "code_competition.inputs needs a code competition, a dataset_id and a "
+                                       "version >= 1");
     return 0;
 }
 
@@ -254,6 +259,33 @@ static void bind_spec(sqlite3_stmt *s, const save_ctx *x, int64_t now)
     sqlite3_bind_int64(s, 30, now);
 }
 
+/* A code competition's hidden inputs (migration 0020), kept apart from the
+ * settings' one statement. */
+static int code_inputs_save(comp *c, const char *id, const comp_spec *sp)
+{
+    const char *ds = sp->code.enabled ? sp->code.inputs_dataset_id : NULL;
+
+    return comp__exec(c, "UPDATE competitions SET code_inputs_dataset_id = ?2, code_inputs_version = ?3 "
+                         "WHERE id = ?1", "tti", id, ds, ds != NULL ? sp->code.inputs_version : (int64_t)0);
+}
+
+static void code_inputs_load(comp *c, comp_competition *k)
+{
+    sqlite3_stmt *s = NULL;
+
+    if (ed_store_prepare(&s, c->st, "SELECT code_inputs_dataset_id, code_inputs_version FROM competitions "
+                                    "WHERE id = ?1 AND code_inputs_dataset_id IS NOT NULL") < 0) {
+        ed_error_clear();
+        return;
+    }
+    sqlite3_bind_text(s, 1, k->id, -1, SQLITE_TRANSIENT);
+    if (ed_store_step(s) == SQLITE_ROW) {
+        k->code_inputs_dataset_id = strdup((const char *)sqlite3_column_text(s, 0));
+        k->code_inputs_version = sqlite3_column_int64(s, 1);
+    }
+    sqlite3_finalize(s);
+}
+
 int comp_competition_create(comp_competition **out, comp *c, int64_t user, const comp_spec *sp)
 {
     save_ctx x = {.c = c, .sp = sp, .user = user, .create = true};
@@ -269,6 +301,10 @@ int comp_competition_create(comp_competition **out, comp *c, int64_t user, const
         return err;
     if (sp->dataset_id != NULL && c->hooks.dataset_check != NULL &&
         (err = c->hooks.dataset_check(c->hooks.payload, user, sp->dataset_id, sp->dataset_version)) < 0)
+        return err;
+    if (sp->code.inputs_dataset_id != NULL && c->hooks.dataset_check != NULL &&   /* the host reads them */
+        (err = c->hooks.dataset_check(c->hooks.payload, user, sp->code.inputs_dataset_id,
+                                      sp->code.inputs_version)) < 0)
         return err;
     if (sp->slug != NULL)
         snprintf(x.slug, sizeof(x.slug), "%s", sp->slug);
@@ -301,6 +337,8 @@ int comp_competition_create(comp_competition **out, comp *c, int64_t user, const
         err = comp__db_error(c, rc, "insert competition");
         goto done;
     }
+    if ((err = code_inputs_save(c, id, sp)) < 0)
+        goto done;
     err = out != NULL ? comp_competition_get(out, c, user, id) : 0;
 done:
     free(x.targets);
@@ -348,6 +386,10 @@ int comp_competition_update(comp_competition **out, comp *c, int64_t user, const
     if (sp->dataset_id != NULL && c->hooks.dataset_check != NULL &&
         (err = c->hooks.dataset_check(c->hooks.payload, user, sp->dataset_id, sp->dataset_version)) < 0)
         return err;
+    if (sp->code.inputs_dataset_id != NULL && c->hooks.dataset_check != NULL &&   /* the host reads them */
+        (err = c->hooks.dataset_check(c->hooks.payload, user, sp->code.inputs_dataset_id,
+                                      sp->code.inputs_version)) < 0)
+        return err;
     if ((x.targets = targets_json(sp)) == NULL)
         return ed_error_set(ED_ENOMEM, "target columns");
     if ((err = ed_store_prepare(&s, c->st,
@@ -372,6 +414,8 @@ int comp_competition_update(comp_competition **out, comp *c, int64_t user, const
         err = comp__db_error(c, rc, "update competition");
         goto done;
     }
+    if ((err = code_inputs_save(c, id, sp)) < 0)
+        goto done;
     err = out != NULL ? comp_competition_get(out, c, user, id) : 0;
 done:
     free(x.targets);
@@ -394,6 +438,7 @@ void comp_competition_free(comp_competition *k)
     free(k->metric);
     free(k->code_resource);
     free(k->code_output_path);
+    free(k->code_inputs_dataset_id);
     free(k);
 }
 
@@ -455,6 +500,7 @@ static int row_to_competition(comp_competition **out, comp *c, sqlite3_stmt *s, 
     k->code_output_path = col_dup(s, 26);
     k->code_max_runtime_s = sqlite3_column_int64(s, 27);
     k->code_charged = sqlite3_column_int(s, 28) != 0;
+    code_inputs_load(c, k);
     k->truth_rows = sqlite3_column_int64(s, 29);
     k->has_truth = k->truth_rows > 0;
     k->created_at = sqlite3_column_int64(s, 30);

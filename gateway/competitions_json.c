@@ -198,7 +198,7 @@ static int parse_targets(comp_spec *spec, gw_request *req, const json_t *body)
 
 static int parse_code(comp_spec *spec, const json_t *body)
 {
-    const json_t *c = json_object_get(body, "code_competition");
+    const json_t *c = json_object_get(body, "code_competition"), *in;
     int64_t rt = spec->code.max_runtime_s ? spec->code.max_runtime_s : 3600;
     int err;
 
@@ -221,6 +221,17 @@ static int parse_code(comp_spec *spec, const json_t *body)
     spec->code.max_runtime_s = rt;
     if (spec->code.output_path == NULL)
         spec->code.output_path = "submission.csv";
+    /* "inputs": {dataset_id, version} of the host's, or null (none) */
+    if ((in = json_object_get(c, "inputs")) != NULL) {
+        int64_t v = 0;
+        spec->code.inputs_dataset_id = NULL;
+        spec->code.inputs_version = 0;
+        if (!json_is_null(in) &&
+            (!json_is_object(in) || ed_json_get_str(&spec->code.inputs_dataset_id, in, "dataset_id", true) < 0 ||
+             gw_json_int(&v, in, "version", 1, INT64_MAX, true) < 0))
+            return ed_error_set(ED_EINVAL, "field 'code_competition.inputs' must be {dataset_id, version} or null");
+        spec->code.inputs_version = v;
+    }
     return 0;
 }
 
@@ -281,6 +292,8 @@ int gw__comp_spec_parse(comp_spec *spec, gw_request *req, const json_t *body, co
         spec->code.max_runtime_s = base->code_max_runtime_s;
         spec->code.output_path = base->code_output_path;
         spec->code.charged = base->code_charged;
+        spec->code.inputs_dataset_id = base->code_inputs_dataset_id;
+        spec->code.inputs_version = base->code_inputs_version;
     }
     k = spec->k;
     if ((err = check_members(body)) < 0 ||
@@ -369,6 +382,11 @@ json_t *gw__comp_json(gw_request *req, const comp_competition *k)
                                         k->code_output_path ? k->code_output_path : "submission.csv",
                                         "charged", k->code_charged)
                             : json_null());
+    /* the hidden inputs: the host's to know */
+    if (k->code_enabled && k->can_edit && k->code_inputs_dataset_id != NULL)
+        json_object_set_new(json_object_get(o, "code_competition"), "inputs",
+                            json_pack("{s:s, s:I}", "dataset_id", k->code_inputs_dataset_id, "version",
+                                      (json_int_t)k->code_inputs_version));
     json_object_set_new(o, "has_truth", json_boolean(k->has_truth));
     json_object_set_new(o, "rows", json_integer(k->truth_rows));
     json_object_set_new(o, "can_edit", json_boolean(k->can_edit));

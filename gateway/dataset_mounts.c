@@ -29,6 +29,26 @@ static struct {
 } in_use_more[IN_USE_MAX];
 static size_t n_in_use_more;
 
+/* One scheduler mount from a dataset's id, version, owner and tree: the
+ * name "<owner's username>/<slug>". */
+static int mount_of(sched_mount *v, gw_server *srv, const char *dataset_id, int64_t version, int64_t owner_id,
+                    const char *slug, const char *tree)
+{
+    acct_user owner;
+    int err;
+
+    memset(v, 0, sizeof(*v));
+    if ((err = acct_user_get(&owner, srv->store, owner_id)) < 0)
+        return ed_error_set(err == ED_ENOTFOUND ? ED_EUNPROC : err, "cannot start: the owner of dataset %s is gone",
+                            dataset_id);
+    snprintf(v->dataset_id, sizeof(v->dataset_id), "%s", dataset_id);
+    v->version = version;
+    if ((size_t)snprintf(v->name, sizeof(v->name), "%s/%s", owner.username, slug) >= sizeof(v->name) ||
+        (size_t)snprintf(v->tree, sizeof(v->tree), "%s", tree) >= sizeof(v->tree))
+        return ed_error_set(ED_EIO, "dataset %s: a name or path is too long to mount", dataset_id);
+    return 0;
+}
+
 static int resolve(sched_mount **out, size_t *out_n, int64_t user_id, const char *project_id, void *arg)
 {
     gw_server *srv = arg;
@@ -58,22 +78,9 @@ static int resolve(sched_mount **out, size_t *out_n, int64_t user_id, const char
         ds_mounts_free(m, n);
         return ed_error_set(ED_ENOMEM, "mounts");
     }
-    for (size_t i = 0; i < n; i++) {
-        acct_user owner;
-        if ((err = acct_user_get(&owner, srv->store, m[i].owner_id)) < 0) {
-            err = ed_error_set(err == ED_ENOTFOUND ? ED_EUNPROC : err,
-                               "cannot start: the owner of dataset %s is gone", m[i].dataset_id);
+    for (size_t i = 0; i < n; i++)
+        if ((err = mount_of(&v[i], srv, m[i].dataset_id, m[i].version, m[i].owner_id, m[i].slug, m[i].tree)) < 0)
             goto fail;
-        }
-        snprintf(v[i].dataset_id, sizeof(v[i].dataset_id), "%s", m[i].dataset_id);
-        v[i].version = m[i].version;
-        if ((size_t)snprintf(v[i].name, sizeof(v[i].name), "%s/%s", owner.username, m[i].slug) >=
-                sizeof(v[i].name) ||
-            (size_t)snprintf(v[i].tree, sizeof(v[i].tree), "%s", m[i].tree) >= sizeof(v[i].tree)) {
-            err = ed_error_set(ED_EIO, "dataset %s: a name or path is too long to mount", m[i].dataset_id);
-            goto fail;
-        }
-    }
     ds_mounts_free(m, n);
     *out = v;
     *out_n = n;
@@ -81,6 +88,29 @@ static int resolve(sched_mount **out, size_t *out_n, int64_t user_id, const char
 fail:
     ds_mounts_free(m, n);
     free(v);
+    return err;
+}
+
+int gw__dataset_version_mount(sched_mount *out, gw_server *srv, int64_t user, const char *dataset_id,
+                              int64_t version)
+{
+    ds_dataset *d = NULL;
+    char *tree = NULL;
+    int err;
+
+    memset(out, 0, sizeof(*out));
+    if (srv->datasets == NULL)
+        return ed_error_set(ED_EUNPROC, "datasets are not available on this server");
+    if (version <= 0)
+        return ed_error_set(ED_EINVAL, "a dataset version is a number from 1");
+    if ((err = ds_dataset_get(&d, srv->datasets, user, dataset_id)) < 0 ||
+        (err = ds_version_tree(&tree, srv->datasets, user, dataset_id, version)) < 0) {
+        ds_dataset_free(d);
+        return err;
+    }
+    err = mount_of(out, srv, d->id, version, d->owner_id, d->slug, tree);
+    ds_dataset_free(d);
+    free(tree);
     return err;
 }
 

@@ -24,7 +24,8 @@
 #define JOB_COLS "id, user_id, status, project_id, IFNULL(version, ''), entry, args, resource, gpus, " \
                  "max_runtime_ms, exit_code, IFNULL(failure_reason, ''), charged_mcoins, created_at, " \
                  "IFNULL(started_at, 0), IFNULL(ended_at, 0), IFNULL(cpu_ms, 0), IFNULL(peak_mem_bytes, 0), attempt, " \
-                 "IFNULL(key_id, 0), ranks, nodes, IFNULL(executor, ''), IFNULL(exec_ref, '')"
+                 "IFNULL(key_id, 0), ranks, nodes, IFNULL(executor, ''), IFNULL(exec_ref, ''), network_off, uncharged, " \
+                 "internal, collected, fixed_mounts, IFNULL(idem_key, '')"
 
 static void job_from_row(sched_job_info *j, sqlite3_stmt *q)
 {
@@ -54,6 +55,12 @@ static void job_from_row(sched_job_info *j, sqlite3_stmt *q)
     j->nodes = sqlite3_column_int(q, 21);
     snprintf(j->executor, sizeof(j->executor), "%s", (const char *)sqlite3_column_text(q, 22));
     snprintf(j->exec_ref, sizeof(j->exec_ref), "%s", (const char *)sqlite3_column_text(q, 23));
+    j->network_off = sqlite3_column_int(q, 24) != 0;
+    j->uncharged = sqlite3_column_int(q, 25) != 0;
+    j->internal = sqlite3_column_int(q, 26) != 0;
+    j->collected = sqlite3_column_int(q, 27) != 0;
+    j->fixed_mounts = sqlite3_column_int(q, 28) != 0;
+    snprintf(j->idem_key, sizeof(j->idem_key), "%s", (const char *)sqlite3_column_text(q, 29));
 }
 
 int sched__job_read(sched_job_info *out, sched *s, int64_t id)
@@ -147,7 +154,8 @@ int sched_job_get(sched_job_info *out, sched *s, int64_t user_id, int64_t id)
 
     if ((err = sched__job_read(out, s, id)) < 0)
         return err;
-    if (user_id != 0 && out->user_id != user_id)
+    /* an internal job (a platform run) is never its owner's to read */
+    if (user_id != 0 && (out->user_id != user_id || out->internal))
         return ed_error_set(ED_ENOTFOUND, "job %lld not found", (long long)id);
     sched__disk_job_fill(s, out);
     err = fill_position(s, out, &p);
@@ -164,8 +172,8 @@ int sched_job_each(sched *s, int64_t user_id, int64_t before, int limit,
     int rc, err = 0;
 
     if ((err = ed_store_prepare(&q, s->st,
-                                "SELECT " JOB_COLS " FROM jobs WHERE (?1 = 0 OR user_id = ?1) AND "
-                                "(?2 = 0 OR id < ?2) AND status != 'preparing' ORDER BY id DESC LIMIT ?3")) < 0)
+                                "SELECT " JOB_COLS " FROM jobs WHERE (?1 = 0 OR (user_id = ?1 AND internal = 0)) "
+                                "AND (?2 = 0 OR id < ?2) AND status != 'preparing' ORDER BY id DESC LIMIT ?3")) < 0)
         return err;
     sqlite3_bind_int64(q, 1, user_id);
     sqlite3_bind_int64(q, 2, before);
@@ -326,7 +334,7 @@ static int replay(sched_job_info *out, sched *s, const sched_job_spec *sp, int64
     bool same;
     int err;
 
-    if ((err = sched_job_get(out, s, sp->user_id, id)) < 0)
+    if ((err = sched_job_get(out, s, sp->internal ? 0 : sp->user_id, id)) < 0)   /* idem keys are per user */
         return err;
     ed_json_parse(&a, args, strlen(args), 4);
     ed_json_parse(&b, out->args_json, strlen(out->args_json), 4);
@@ -335,7 +343,9 @@ static int replay(sched_job_info *out, sched *s, const sched_job_spec *sp, int64
            strcmp(out->version, sp->version ? sp->version : "") == 0 && a && b && json_equal(a, b) &&
            (sp->gpus == 0 || sp->gpus * (sp->nodes ? sp->nodes : 1) == out->gpus) &&
            (sp->ranks == 0 || sp->ranks == out->ranks) && (sp->nodes == 0 || sp->nodes == out->nodes) &&
-           (sp->max_runtime_ms == 0 || sp->max_runtime_ms == out->max_runtime_ms);
+           (sp->max_runtime_ms == 0 || sp->max_runtime_ms == out->max_runtime_ms) &&
+           sp->network_off == out->network_off && sp->uncharged == out->uncharged &&
+           sp->internal == out->internal && sp->fixed_mounts == out->fixed_mounts;
     json_decref(a);
     json_decref(b);
     if (!same)
@@ -451,24 +461,34 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
         (err = quota_meter_free_left(&free_left, s->st, sp->user_id, cls.name, allowance, ed_now_ms())) < 0 ||
         (err = quota_balance_get(&bal, s->st, sp->user_id)) < 0)
         return err;
-    hold = sched__hold_amount(s, cls.price_mcoins_per_hour * units);
+    hold = sp->uncharged ? 0 : sched__hold_amount(s, cls.price_mcoins_per_hour * units);
     if (hold > 0 && free_left == 0 && bal.coins_mcoins + tier.overdraft_mcoins < hold)
         return ed_error_set(ED_EQUOTA, "insufficient funds: %lld mcoins available, %lld needed to start "
                                        "(%lld mcoins/hour on %s; no free allowance left today)",
                             (long long)bal.coins_mcoins, (long long)hold,
                             (long long)(cls.price_mcoins_per_hour * units), cls.name);
 
-    /* the datasets it would mount: one the user cannot see refuses it now */
-    if ((err = sched__mounts_resolve(&mounts, &n_mounts, s, sp->user_id, sp->project_id)) < 0)
+    /* the datasets it would mount: one the user cannot see refuses it now;
+     * fixed mounts are the caller's, checked as hostile all the same */
+    if (sp->fixed_mounts) {
+        if ((err = sched__mounts_check(&mounts, sp->mounts, sp->n_mounts)) < 0)
+            return err;
+        n_mounts = sp->n_mounts;
+    } else if (sp->n_mounts > 0) {
+        return ed_error_set(ED_EINVAL, "mounts are given only with fixed_mounts");
+    } else if ((err = sched__mounts_resolve(&mounts, &n_mounts, s, sp->user_id, sp->project_id)) < 0) {
         return err;
+    }
 
     /* the row first (for its id), then the tree, then queue it */
     if ((err = ed_store_prepare(&q, s->st,
                                 "INSERT INTO jobs(user_id, project_id, version, entry, args, resource, gpus, units, "
                                 "max_runtime_ms, requeue, status, created_at, enqueued_at, idem_key, key_id, ranks, "
-                                "nodes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'preparing', ?11, ?11, ?12, "
-                                "?13, ?14, ?15)")) < 0)
+                                "nodes, network_off, uncharged, internal, fixed_mounts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+                                "?7, ?8, ?9, ?10, 'preparing', ?11, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)")) < 0) {
+        free(mounts);
         return err;
+    }
     sqlite3_bind_int64(q, 1, sp->user_id);
     sqlite3_bind_text(q, 2, sp->project_id, -1, SQLITE_STATIC);
     if (sp->version && sp->version[0])
@@ -487,6 +507,10 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
         sqlite3_bind_int64(q, 13, key);
     sqlite3_bind_int(q, 14, ranks);
     sqlite3_bind_int(q, 15, nodes);
+    sqlite3_bind_int(q, 16, sp->network_off);
+    sqlite3_bind_int(q, 17, sp->uncharged);
+    sqlite3_bind_int(q, 18, sp->internal);
+    sqlite3_bind_int(q, 19, sp->fixed_mounts);
     rc = ed_store_step(q);
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE) {
@@ -498,7 +522,7 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
         return err;
     }
     id = sqlite3_last_insert_rowid(ed_store_db(s->st));
-    err = sched__mounts_record(s, id, mounts, n_mounts);
+    err = sched__mounts_record(s, id, mounts, n_mounts, sp->fixed_mounts);
     free(mounts);
     if (err < 0)
         goto fail;
@@ -543,7 +567,7 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
     sched__lock(s);
     pthread_cond_signal(&s->cv);
     sched__unlock(s);
-    return sched_job_get(out, s, sp->user_id, id);
+    return sched_job_get(out, s, sp->internal ? 0 : sp->user_id, id);
 fail:
     sched__disk_job_remove(s, id);
     if (sched_job_dir(dir, sizeof(dir), s, id) == 0)
@@ -603,4 +627,55 @@ out:
     if (err < 0)
         return err;
     return sched_job_get(out, s, user_id, id);
+}
+
+static int exec_id(sched *s, const char *sql, int64_t id)
+{
+    sqlite3_stmt *q = NULL;
+    int rc, err;
+
+    if ((err = ed_store_prepare(&q, s->st, sql)) < 0)
+        return err;
+    sqlite3_bind_int64(q, 1, id);
+    rc = ed_store_step(q);
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? 0 : ed_store_error(ed_store_db(s->st), rc, "update job");
+}
+
+int sched_job_collect(sched *s, int64_t id)
+{
+    sched_job_info j;
+    int err;
+
+    if ((err = sched__job_read(&j, s, id)) < 0)
+        return err;
+    if (!j.internal)
+        return ed_error_set(ED_ENOTFOUND, "job %lld is not an internal job", (long long)id);
+    if (strcmp(j.status, "queued") == 0 || strcmp(j.status, "running") == 0)
+        return ed_error_set(ED_ECONFLICT, "job %lld has not ended (%s)", (long long)id, j.status);
+    return exec_id(s, "UPDATE jobs SET collected = 1 WHERE id = ?1 AND internal = 1", id);
+}
+
+int sched_job_each_uncollected(sched *s, const char *prefix, int (*fn)(const sched_job_info *j, void *payload),
+                               void *payload)
+{
+    sqlite3_stmt *q = NULL;
+    sched_job_info j;
+    int rc, err = 0;
+
+    if ((err = ed_store_prepare(&q, s->st,
+                                "SELECT " JOB_COLS " FROM jobs WHERE internal = 1 AND collected = 0 "
+                                "AND status != 'preparing' AND substr(IFNULL(idem_key, ''), 1, length(?1)) = ?1 "
+                                "ORDER BY id")) < 0)
+        return err;
+    sqlite3_bind_text(q, 1, prefix ? prefix : "", -1, SQLITE_TRANSIENT);
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        job_from_row(&j, q);
+        if ((err = fn(&j, payload)) != 0)
+            break;
+    }
+    sqlite3_finalize(q);
+    if (err != 0)
+        return err;
+    return rc == SQLITE_DONE ? 0 : ed_store_error(ed_store_db(s->st), rc, "uncollected jobs");
 }

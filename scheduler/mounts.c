@@ -69,6 +69,46 @@ static void make_path(sched_mount *m, size_t i)
     }
 }
 
+/* Each mount as if hostile (names, trees), then its path inside. */
+static int check_all(sched_mount *m, size_t n)
+{
+    if (n > SCHED_MOUNTS_MAX)
+        return ed_error_set(ED_EINVAL, "a job mounts at most %d datasets", SCHED_MOUNTS_MAX);
+    for (size_t i = 0; i < n; i++) {
+        m[i].name[sizeof(m[i].name) - 1] = '\0';
+        m[i].tree[sizeof(m[i].tree) - 1] = '\0';
+        m[i].dataset_id[sizeof(m[i].dataset_id) - 1] = '\0';
+        if (!name_ok(m[i].name) || !tree_ok(m[i].tree) || m[i].version <= 0 || !m[i].dataset_id[0])
+            return ed_error_set(ED_EIO, "dataset mount %zu ('%s' version %lld) is malformed", i, m[i].name,
+                                (long long)m[i].version);
+        make_path(m, i);
+    }
+    return 0;
+}
+
+int sched__mounts_check(sched_mount **out, const sched_mount *m, size_t n)
+{
+    sched_mount *c;
+    int err;
+
+    *out = NULL;
+    if (n == 0)
+        return 0;
+    if (m == NULL || n > SCHED_MOUNTS_MAX)
+        return ed_error_set(ED_EINVAL, "a job mounts 0 to %d datasets", SCHED_MOUNTS_MAX);
+    if ((c = calloc(n, sizeof(*c))) == NULL)
+        return ed_error_set(ED_ENOMEM, "mounts");
+    memcpy(c, m, n * sizeof(*c));
+    for (size_t i = 0; i < n; i++)
+        c[i].path[0] = '\0';       /* made here, never the caller's */
+    if ((err = check_all(c, n)) < 0) {
+        free(c);
+        return err;
+    }
+    *out = c;
+    return 0;
+}
+
 int sched__mounts_resolve(sched_mount **out, size_t *out_n, sched *s, int64_t user_id, const char *project_id)
 {
     sched_mounts_fn fn;
@@ -94,21 +134,9 @@ int sched__mounts_resolve(sched_mount **out, size_t *out_n, sched *s, int64_t us
         free(m);
         return err;
     }
-    if (n > SCHED_MOUNTS_MAX) {
+    if ((err = check_all(m, n)) < 0) {
         free(m);
-        return ed_error_set(ED_EINVAL, "a project mounts at most %d datasets", SCHED_MOUNTS_MAX);
-    }
-    for (size_t i = 0; i < n; i++) {
-        m[i].name[sizeof(m[i].name) - 1] = '\0';
-        m[i].tree[sizeof(m[i].tree) - 1] = '\0';
-        m[i].dataset_id[sizeof(m[i].dataset_id) - 1] = '\0';
-        if (!name_ok(m[i].name) || !tree_ok(m[i].tree) || m[i].version <= 0 || !m[i].dataset_id[0]) {
-            err = ed_error_set(ED_EIO, "dataset mount %zu ('%s' version %lld) is malformed", i, m[i].name,
-                               (long long)m[i].version);
-            free(m);
-            return err;
-        }
-        make_path(m, i);
+        return err;
     }
     if (n == 0) {
         free(m);
@@ -119,7 +147,7 @@ int sched__mounts_resolve(sched_mount **out, size_t *out_n, sched *s, int64_t us
     return 0;
 }
 
-int sched__mounts_record(sched *s, int64_t job_id, const sched_mount *m, size_t n)
+int sched__mounts_record(sched *s, int64_t job_id, const sched_mount *m, size_t n, bool with_tree)
 {
     sqlite3_stmt *q = NULL;
     int rc, err;
@@ -137,8 +165,8 @@ int sched__mounts_record(sched *s, int64_t job_id, const sched_mount *m, size_t 
     }
     for (size_t i = 0; i < n; i++) {
         if ((err = ed_store_prepare(&q, s->st,
-                                    "INSERT INTO job_datasets(job_id, pos, dataset_id, name, version, path) "
-                                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6)")) < 0)
+                                    "INSERT INTO job_datasets(job_id, pos, dataset_id, name, version, path, tree) "
+                                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")) < 0)
             goto fail;
         sqlite3_bind_int64(q, 1, job_id);
         sqlite3_bind_int(q, 2, (int)i);
@@ -146,6 +174,7 @@ int sched__mounts_record(sched *s, int64_t job_id, const sched_mount *m, size_t 
         sqlite3_bind_text(q, 4, m[i].name, -1, SQLITE_STATIC);
         sqlite3_bind_int64(q, 5, m[i].version);
         sqlite3_bind_text(q, 6, m[i].path, -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 7, with_tree ? m[i].tree : "", -1, SQLITE_STATIC);
         rc = sqlite3_step(q);
         sqlite3_finalize(q);
         if (rc != SQLITE_DONE) {
@@ -157,6 +186,51 @@ int sched__mounts_record(sched *s, int64_t job_id, const sched_mount *m, size_t 
 fail:
     ed_store_rollback(s->st);
     return err;
+}
+
+int sched__mounts_fixed(sched_mount **out, size_t *out_n, sched *s, int64_t job_id)
+{
+    sqlite3_stmt *q = NULL;
+    sched_mount *m = NULL;
+    size_t n = 0;
+    int rc, err;
+
+    *out = NULL;
+    *out_n = 0;
+    if ((err = ed_store_prepare(&q, s->st,
+                                "SELECT dataset_id, name, version, tree FROM job_datasets WHERE job_id = ?1 "
+                                "ORDER BY pos LIMIT ?2")) < 0)
+        return err;
+    sqlite3_bind_int64(q, 1, job_id);
+    sqlite3_bind_int(q, 2, SCHED_MOUNTS_MAX);
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (!m && (m = calloc(SCHED_MOUNTS_MAX, sizeof(*m))) == NULL) {
+            sqlite3_finalize(q);
+            return ed_error_set(ED_ENOMEM, "job datasets");
+        }
+        snprintf(m[n].dataset_id, sizeof(m[n].dataset_id), "%s", (const char *)sqlite3_column_text(q, 0));
+        snprintf(m[n].name, sizeof(m[n].name), "%s", (const char *)sqlite3_column_text(q, 1));
+        m[n].version = sqlite3_column_int64(q, 2);
+        snprintf(m[n].tree, sizeof(m[n].tree), "%s", (const char *)sqlite3_column_text(q, 3));
+        n++;
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE) {
+        free(m);
+        return ed_store_error(ed_store_db(s->st), rc, "job datasets");
+    }
+    /* as written at submit, checked again: the paths come out the same */
+    if ((err = check_all(m, n)) < 0) {
+        free(m);
+        return err;
+    }
+    if (n == 0) {
+        free(m);
+        m = NULL;
+    }
+    *out = m;
+    *out_n = n;
+    return 0;
 }
 
 int sched_job_datasets(sched_mount **out, size_t *out_n, sched *s, int64_t job_id)

@@ -229,6 +229,17 @@ typedef struct sched_job_spec {
     int         nodes;           /* GPU classes: hosts (0 = 1) with `gpus` each; one rank per GPU.
                                   * The local executor has one host: more is ED_EUNPROC */
     int         ranks;           /* CPU classes: processes (0 = 1), one slot each; GPU classes: 0 */
+    /* Platform runs (README.md "Platform runs": code competitions). */
+    bool        network_off;     /* its own network namespace, loopback only, whatever the tier allows */
+    bool        uncharged;       /* never charged nor reserved: no funds check, hold, meter or allowance */
+    bool        internal;        /* the platform's: its owner neither lists nor reads it (ED_ENOTFOUND
+                                  * for their user id); the caller reads it with user 0 and
+                                  * sched_job_collect's it once handled */
+    const struct sched_mount *mounts; /* with fixed_mounts: what it mounts instead of its project's
+                                  * datasets (tree set: the caller resolved them with its own
+                                  * authority); at most SCHED_MOUNTS_MAX */
+    size_t      n_mounts;
+    bool        fixed_mounts;
 } sched_job_spec;
 
 typedef struct sched_job_info {
@@ -259,6 +270,9 @@ typedef struct sched_job_info {
     int64_t disk_used_bytes;     /* live while running, at the end after; -1 unknown */
     int64_t artifacts_expired_at;/* ms: retention deleted its directory; 0 kept */
     int64_t key_id;              /* the API key that started it; 0 none */
+    bool    network_off, uncharged, internal, fixed_mounts; /* sched_job_spec's flags */
+    bool    collected;           /* internal: sched_job_collect was called */
+    char    idem_key[208];       /* the submit's Idempotency-Key, "" none */
 } sched_job_info;
 
 /* Validate and queue a job: the class exists and the tier may use it, GPUs
@@ -281,6 +295,15 @@ int sched_job_each(sched *s, int64_t user_id, int64_t before, int limit,
 int sched_job_cancel(sched_job_info *out, sched *s, int64_t user_id, int64_t id);
 /* DATA/jobs/<id> into `out`. */
 int sched_job_dir(char *out, size_t outlen, sched *s, int64_t id);
+/* An internal job's outcome has been handled by whoever started it (a
+ * restart no longer lists it). ED_ENOTFOUND, ED_ECONFLICT while it has not
+ * ended. */
+int sched_job_collect(sched *s, int64_t id);
+/* Every internal job not yet collected whose idem_key begins with `prefix`
+ * (after a restart: the runs to take back), oldest first. fn's non-zero
+ * return stops. */
+int sched_job_each_uncollected(sched *s, const char *prefix, int (*fn)(const sched_job_info *j, void *payload),
+                               void *payload);
 
 /* ---- API key budgets ----
  *

@@ -42,6 +42,7 @@ typedef struct sched__running {
     int      ranks, nodes;        /* processes, and the hosts they span (jobs.ranks, jobs.nodes) */
     char     exec_ref[32];        /* the executor's handle, recorded in jobs.exec_ref ("" none) */
     void    *xdata;               /* the executor's own state (exec_slurm.c) */
+    bool     uncharged;           /* jobs.uncharged: price 0, never metered nor held */
 } sched__running;
 
 /* One execution backend (a table of functions, so a "slurm" one can join).
@@ -194,8 +195,14 @@ bool sched__job_transition_ok(const char *from, const char *to);
  * the resolver (nothing without one, or without a project), checked and
  * with every path made. Caller frees *out. */
 int sched__mounts_resolve(sched_mount **out, size_t *out_n, sched *s, int64_t user_id, const char *project_id);
-/* Replace job `job_id`'s recorded mounts (table job_datasets). */
-int sched__mounts_record(sched *s, int64_t job_id, const sched_mount *m, size_t n);
+/* Replace job `job_id`'s recorded mounts (table job_datasets), with their
+ * trees when `with_tree` (fixed mounts). */
+int sched__mounts_record(sched *s, int64_t job_id, const sched_mount *m, size_t n, bool with_tree);
+/* A spec's fixed mounts checked as the resolver's answer is (names, trees,
+ * paths made): *out malloc'd copy (NULL when n is 0). */
+int sched__mounts_check(sched_mount **out, const sched_mount *m, size_t n);
+/* A fixed-mounts job's recorded mounts, trees included (checked again). */
+int sched__mounts_fixed(sched_mount **out, size_t *out_n, sched *s, int64_t job_id);
 
 /* From the scheduler loop, with s->mu held (released while it works). */
 void sched__retention_sweep(sched *s);

@@ -349,6 +349,8 @@ static void meter_run(sched *s, sched__running *r, int64_t now)
     bool metered = false;
     int err;
 
+    if (r->uncharged)
+        return;     /* never metered: no charge, no free allowance used */
     ref_of(ref, sizeof(ref), r->id);
     while (r->seq - r->seq_base < due) {
         int64_t seq = r->seq + 1;
@@ -416,7 +418,7 @@ static void finish_run(sched *s, sched__running *r, const sched__outcome *o, int
     ref_of(ref, sizeof(ref), r->id);
     meter_run(s, r, now);
     partial = (now - r->started_at) - (r->seq - r->seq_base) * s->cfg.meter_interval_ms;
-    if (partial > 0 && quota_meter_charge(&m, s->st, r->user_id, r->resource, r->free_per_day, r->price, ref,
+    if (partial > 0 && !r->uncharged && quota_meter_charge(&m, s->st, r->user_id, r->resource, r->free_per_day, r->price, ref,
                                           r->seq + 1, partial, now) == 0)
         r->seq++;
     if (strcmp(r->stop_reason, "cancelled") == 0) {
@@ -610,7 +612,8 @@ static int start_job(sched *s, int64_t id, const sched_resource *cls, size_t ncl
     r->cls = ci;
     snprintf(r->resource, sizeof(r->resource), "%s", c->name);
     snprintf(r->tier, sizeof(r->tier), "%s", tier_name);
-    r->price = c->price_mcoins_per_hour * r->units;
+    r->uncharged = j.uncharged;
+    r->price = r->uncharged ? 0 : c->price_mcoins_per_hour * r->units;
     r->seq_base = r->seq = seq_base;
     r->prior_charged = prior;
     if ((err = quota_tier_get(&tier, s->st, tier_name)) < 0 ||
@@ -621,7 +624,7 @@ static int start_job(sched *s, int64_t id, const sched_resource *cls, size_t ncl
     ref_of(ref, sizeof(ref), id);
     if ((err = quota_meter_totals(&r->charged_base, &r->unpaid_base, s->st, ref)) < 0)
         goto fail;
-    hold = sched__hold_amount(s, r->price);
+    hold = sched__hold_amount(s, r->price);     /* 0 when uncharged: nothing reserved */
     if (hold > 0) {
         snprintf(key, sizeof(key), "hold:job:%lld:%d", (long long)id, j.attempt + 1);
         err = quota_hold_open(&r->hold_id, s->st, j.user_id, hold, ref, key);
@@ -680,8 +683,9 @@ static int start_job(sched *s, int64_t id, const sched_resource *cls, size_t ncl
     /* its datasets: "latest" resolved now, and recorded as what it runs
      * with; one the user can no longer see fails the start, never a run
      * without its data */
-    if ((err = sched__mounts_resolve(&r->mounts, &r->n_mounts, s, j.user_id, j.project_id)) < 0 ||
-        (err = sched__mounts_record(s, id, r->mounts, r->n_mounts)) < 0) {
+    if ((err = j.fixed_mounts ? sched__mounts_fixed(&r->mounts, &r->n_mounts, s, id)
+                              : sched__mounts_resolve(&r->mounts, &r->n_mounts, s, j.user_id, j.project_id)) < 0 ||
+        (!j.fixed_mounts && (err = sched__mounts_record(s, id, r->mounts, r->n_mounts, false)) < 0)) {
         sched__outcome o = {0};
         bool platform = err == ED_EIO || err == ED_ENOMEM || err == ED_EBUSY;
         sched__log_notice(r, "could not start: %s", ed_error_last());
@@ -692,7 +696,7 @@ static int start_job(sched *s, int64_t id, const sched_resource *cls, size_t ncl
         finish_run(s, r, &o, ed_now_ms());
         return 0;
     }
-    err = s->exec->launch(s, r, &j, c, tier.allow_egress, dir);
+    err = s->exec->launch(s, r, &j, c, tier.allow_egress && !j.network_off, dir);
     free(r->mounts);    /* recorded; the sandbox has its binds */
     r->mounts = NULL;
     r->n_mounts = 0;
@@ -965,7 +969,8 @@ static int reattach(sched *s, int64_t id, int64_t *hold)
         goto fail;
     snprintf(r->tier, sizeof(r->tier), "%s", owner.tier);
     r->weight = tier.weight;
-    r->price = c.price_mcoins_per_hour * r->units;
+    r->uncharged = j.uncharged;
+    r->price = r->uncharged ? 0 : c.price_mcoins_per_hour * r->units;
     if (r->hold_id > 0 && quota_hold_get(&h, s->st, r->hold_id) == 0 && h.open)
         r->hold_mcoins = h.amount_mcoins;
     else
@@ -1288,7 +1293,7 @@ int sched_burn_rate(int64_t *out, sched *s, int64_t user_id)
     if ((err = ed_store_prepare(&q, s->st,
                                 "SELECT IFNULL(SUM(r.price_mcoins_per_hour * j.units), 0) FROM jobs j "
                                 "JOIN sched_resources r ON r.name = j.resource "
-                                "WHERE j.user_id = ?1 AND j.status = 'running'")) < 0)
+                                "WHERE j.user_id = ?1 AND j.status = 'running' AND j.uncharged = 0")) < 0)
         return err;
     sqlite3_bind_int64(q, 1, user_id);
     rc = sqlite3_step(q);
@@ -1316,7 +1321,7 @@ int sched_quota_view_get(sched_quota_view *out, sched *s, int64_t user_id, const
     if ((err = ed_store_prepare(&q, s->st,
                                 "SELECT j.resource, r.price_mcoins_per_hour * j.units FROM jobs j "
                                 "JOIN sched_resources r ON r.name = j.resource "
-                                "WHERE j.user_id = ?1 AND j.status = 'running'")) < 0)
+                                "WHERE j.user_id = ?1 AND j.status = 'running' AND j.uncharged = 0")) < 0)
         return err;
     sqlite3_bind_int64(q, 1, user_id);
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {

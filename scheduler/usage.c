@@ -34,6 +34,7 @@ typedef struct usage_slot {
     int64_t      mono_ms;      /* when read (monotonic) */
     int64_t      cpu_usec;     /* the cgroup's CPU time then, -1 unknown */
     sched_usage  u;            /* the answer given then */
+    bool         internal;     /* a platform run: never its owner's to read */
 } usage_slot;
 
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -173,14 +174,14 @@ int sched_job_usage(sched_usage *out, sched *s, int64_t user_id, int64_t job_id)
     }
     pthread_mutex_unlock(&cache_mu);
     if (have_prev && now_mono - prev.mono_ms < SCHED_USAGE_CACHE_MS &&
-        (user_id == 0 || prev.u.user_id == user_id)) {
+        (user_id == 0 || (prev.u.user_id == user_id && !prev.internal))) {
         *out = prev.u;
         return 0;
     }
 
     if ((err = sched__job_read(&j, s, job_id)) < 0)
         return err;
-    if (user_id != 0 && j.user_id != user_id)
+    if (user_id != 0 && (j.user_id != user_id || j.internal))
         return ed_error_set(ED_ENOTFOUND, "job %lld not found", (long long)job_id);
     out->job_id = job_id;
     out->user_id = j.user_id;
@@ -212,7 +213,7 @@ int sched_job_usage(sched_usage *out, sched *s, int64_t user_id, int64_t job_id)
         if (j.ended_at > 0 && j.peak_mem_bytes > 0)
             out->memory_peak_bytes = j.peak_mem_bytes;
         if (sched_resource_get(&cls, s, j.resource) == 0) {
-            out->price_mcoins_per_hour = cls.price_mcoins_per_hour * units;
+            out->price_mcoins_per_hour = j.uncharged ? 0 : cls.price_mcoins_per_hour * units;
             out->free = out->price_mcoins_per_hour == 0;
         }
     }
@@ -224,6 +225,7 @@ int sched_job_usage(sched_usage *out, sched *s, int64_t user_id, int64_t job_id)
     sl->mono_ms = now_mono;
     sl->cpu_usec = cpu_usec;
     sl->u = *out;
+    sl->internal = j.internal;
     pthread_mutex_unlock(&cache_mu);
     return 0;
 }

@@ -139,8 +139,8 @@ static void bench_submit(int iters)
         exit(1);
     }
     for (int it = 0; it < iters; it++) {
-        sched_job_spec sp = {1, "premium", "p1", NULL, "start.py", NULL, "cpu-basic", 0, 60000, false, NULL,
-                             write_script, NULL, 0, 0, 0};
+        sched_job_spec sp = {.user_id = 1, .tier = "premium", .project_id = "p1", .entry = "start.py",
+                             .resource = "cpu-basic", .max_runtime_ms = 60000, .prepare = write_script};
         sched_job_info j;
         sched_job_info done;
         struct stat sb;

@@ -96,8 +96,9 @@ static int write_script(const char *work, void *payload)
 
 static sched_job_spec spec(int64_t user, const char *src)
 {
-    sched_job_spec sp = {user, "free", "p1", NULL, "train.py", NULL, "cpu-basic", 0, 60000, false, NULL,
-                         write_script, (void *)"train.py", 0, 0, 0};
+    sched_job_spec sp = {.user_id = user, .tier = "free", .project_id = "p1", .entry = "train.py",
+                         .resource = "cpu-basic", .max_runtime_ms = 60000, .prepare = write_script,
+                         .payload = (void *)"train.py"};
     script_src = src;
     return sp;
 }

@@ -86,8 +86,9 @@ static int fail_prepare(const char *work, void *payload)
 
 static sched_job_spec spec(int64_t user, const char *tier, const char *resource, const char *src)
 {
-    sched_job_spec sp = {user, tier, "p1", NULL, "train.py", NULL, resource, 0, 60000, false, NULL,
-                         write_script, (void *)"train.py", 0, 0, 0};
+    sched_job_spec sp = {.user_id = user, .tier = tier, .project_id = "p1", .entry = "train.py",
+                         .resource = resource, .max_runtime_ms = 60000, .prepare = write_script,
+                         .payload = (void *)"train.py"};
     script_src = src;
     return sp;
 }
