@@ -50,6 +50,12 @@ int comp_open(comp **out, ed_store *store, const char *data_dir, const comp_hook
     snprintf(path, sizeof(path), "%s/competitions", data_dir);
     if ((err = ed_fs_open_dir(&c->dir_fd, path)) < 0)
         goto fail;
+    if (realpath(data_dir, path) == NULL || strlen(path) >= sizeof(c->data_dir)) {
+        err = ed_error_set(ED_EIO, "resolve %s: %s", data_dir, strerror(errno));
+        goto fail;
+    }
+    snprintf(c->data_dir, sizeof(c->data_dir), "%s", path);
+    comp__scorer_runs_clear(c);
     close(data_fd);
     *out = c;
     return 0;
@@ -143,7 +149,8 @@ int comp__info_get(comp__info *out, comp *c, const char *id)
     if ((err = ed_store_prepare(&s, c->st,
             "SELECT host_id, start_at, end_at, merge_deadline, selection_deadline, daily_cap, total_cap, "
             "max_team_size, selection_max, invalid_counts, higher_is_better, code_enabled, code_charged, "
-            "code_max_runtime_s, mode, truth_rows, split_seed, public_fraction, metric, k "
+            "code_max_runtime_s, mode, truth_rows, split_seed, public_fraction, metric, k, "
+            "scorer_direction, scorer_token IS NOT NULL, scorer_timeout_s, scorer_memory_mb "
             "FROM competitions WHERE id = ?1")) < 0)
         return err;
     sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
@@ -169,6 +176,12 @@ int comp__info_get(comp__info *out, comp *c, const char *id)
         out->public_fraction = sqlite3_column_double(s, 17);
         snprintf(out->metric, sizeof(out->metric), "%s", (const char *)sqlite3_column_text(s, 18));
         out->k = sqlite3_column_int(s, 19);
+        if (sqlite3_column_text(s, 20) != NULL)
+            snprintf(out->scorer_direction, sizeof(out->scorer_direction), "%s",
+                     (const char *)sqlite3_column_text(s, 20));
+        out->has_scorer = sqlite3_column_int(s, 21) != 0;
+        out->scorer_timeout_s = sqlite3_column_int(s, 22);
+        out->scorer_memory_mb = sqlite3_column_int(s, 23);
     }
     sqlite3_finalize(s);
     if (rc == SQLITE_DONE)

@@ -134,6 +134,15 @@ typedef struct comp_code_spec {
     int64_t inputs_version;     /* >= 1 with inputs_dataset_id */
 } comp_code_spec;
 
+/* A custom scoring program's settings (scorer.c; issue 16 item 2). The
+ * program itself is put with comp_scorer_put_fd. direction NULL: the
+ * built-in metric scores (timeout_s and memory_mb must then be 0). */
+typedef struct comp_scorer_spec {
+    const char *direction;      /* NULL, "higher" or "lower" (is better) */
+    int timeout_s;              /* one run's wall time, 1 .. COMP_SCORER_TIMEOUT_MAX; 0: 60 */
+    int memory_mb;              /* one run's memory, 64 .. COMP_SCORER_MEMORY_MAX_MB; 0: 1024 */
+} comp_scorer_spec;
+
 /* A competition as given to create/update. Strings are borrowed. */
 typedef struct comp_spec {
     const char *title, *slug;   /* slug NULL: from the title */
@@ -156,6 +165,7 @@ typedef struct comp_spec {
     int selection_max;          /* K, 1 .. COMP_SELECT_MAX; 0: 2 */
     comp_board_mode mode;
     comp_code_spec code;
+    comp_scorer_spec scorer;    /* a custom scoring program (scorer.c) */
 } comp_spec;
 #define COMP_SPEC_INIT ((comp_spec){.daily_cap = 5, .max_team_size = 5, .selection_max = 2, \
                                     .public_fraction = 0.3})
@@ -189,6 +199,11 @@ typedef struct comp_competition {
     int64_t created_at, updated_at;
     bool can_edit;              /* the caller is its host or an admin */
     bool rules_accepted;        /* by the caller */
+    /* scorer.c: the host's username and the custom scoring program */
+    char host_username[40];
+    char scorer_direction[8];   /* "" (built-in metric), "higher" or "lower" */
+    bool has_scorer;            /* a program is stored */
+    int scorer_timeout_s, scorer_memory_mb;
 } comp_competition;
 void comp_competition_free(comp_competition *k);
 
@@ -241,6 +256,34 @@ int comp_truth_put_fd(comp *c, int64_t user, const char *id, int fd);
  * gateway's custom scoring program mount only; never a participant path).
  * *out_fd: caller closes. ED_ENOTFOUND when none is stored. */
 int comp_truth_open(int *out_fd, comp *c, const char *id);
+
+/* ---- custom scoring programs (scorer.c) ----------------------------------
+ *
+ * Codabench-style: the host uploads a Python program that scores a
+ * submission. It runs in the sandbox (no network, read-only inputs, the
+ * competition's scorer timeout_s and memory_mb, /usr/bin/python3) as
+ *     python3 -I /scoring/scorer.py /scoring/truth.csv /scoring/submission.csv
+ * once on the public rows and once on the private rows (each run sees one
+ * part of the truth and the matching submission rows, header included),
+ * after the submission passed the metric's validation (columns, ids, rows,
+ * numbers). Its last stdout line must be JSON {"score": <finite number>}.
+ * Anything else (no such line, NaN, a non-zero exit, the time or memory
+ * limit) fails the submission with class scoring_error and a fixed message;
+ * no byte of the program's output reaches anyone. */
+#define COMP_SCORER_MAX           (1 << 20)   /* bytes of a scoring program */
+#define COMP_SCORER_TIMEOUT_MAX   240         /* seconds of one run */
+#define COMP_SCORER_MEMORY_MAX_MB 8192
+
+/* Store the program read from `fd` (its offset on; 1..COMP_SCORER_MAX bytes
+ * of UTF-8 text without NUL) as competition `id`'s scorer, atomically
+ * beneath its directory (0400), host or admin only (ED_EPERM), before
+ * start_at (ED_ECONFLICT). ED_EUNPROC when the competition has no
+ * scorer.direction (set it first: the board must know which way is better);
+ * ED_ETOOBIG, ED_EINVAL for the bytes. */
+int comp_scorer_put_fd(comp *c, int64_t user, const char *id, int fd);
+/* Remove the program and the scorer settings: the built-in metric scores
+ * again (host/admin, before start_at). ED_ENOTFOUND when none is stored. */
+int comp_scorer_delete(comp *c, int64_t user, const char *id);
 
 /* The public/private split is score.h's comp_split_mask over the truth's
  * rows with the competition's stored seed (drawn once at create) and

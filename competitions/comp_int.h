@@ -8,10 +8,12 @@
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct comp {
     ed_store *st;
     int dir_fd;                 /* DATA/competitions, O_DIRECTORY */
+    char data_dir[4096];        /* DATA, canonical (the scorer's sandbox binds beneath it) */
     comp_hooks hooks;
     comp_limits limits;
     /* the worker thread (comp_worker_start) */
@@ -37,6 +39,9 @@ typedef struct comp__info {
     double public_fraction;
     char metric[32];
     int k;
+    char scorer_direction[8];   /* "" (built-in metric), "higher", "lower" */
+    bool has_scorer;
+    int scorer_timeout_s, scorer_memory_mb;
 } comp__info;
 
 int64_t comp__now(comp *c);
@@ -97,6 +102,25 @@ int comp__comp_dir(int *out_fd, comp *c, const char *id, bool create);
  * before start_at). ED_ENOTFOUND when none is stored. */
 int comp__truth_get(const comp_truth **out, comp *c, const char *id);
 void comp__truths_free(comp *c);
+
+/* scorer.c: custom scoring programs. */
+/* comp_spec_check's part for spec->scorer. */
+int comp__scorer_spec_check(const comp_spec *sp);
+/* An update from `cur` to `sp`: the direction fixed after start, and not
+ * cleared while a program is stored. */
+int comp__scorer_update_check(const comp_competition *cur, const comp_spec *sp, bool started);
+/* Store spec->scorer's settings (after the competition's row is written). */
+int comp__scorer_spec_save(comp *c, const char *id, const comp_spec *sp);
+/* Fill k's host_username and scorer fields (row_to_competition). */
+void comp__competition_fill(comp *c, comp_competition *k);
+/* Remove what runs of a dead process left (comp_open). */
+void comp__scorer_runs_clear(comp *c);
+/* Score the validated submission at sub_fd (from sub_off) with the stored
+ * program: r's public and private scores. 0 with *fail NULL: scored; 0 with
+ * *fail set: a scoring_error (a fixed message, in msg or static); < 0: a
+ * platform error. */
+int comp__scorer_score(comp_score_result *r, const char **fail, char *msg, size_t msglen, comp *c,
+                       const char *id, const comp__info *k, const comp_truth *t, int sub_fd, off_t sub_off);
 
 /* Stop and join the worker thread, if running (comp_free). */
 void comp__worker_stop(comp *c);

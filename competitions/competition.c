@@ -157,6 +157,8 @@ int comp_spec_check(const comp_spec *sp)
         return ed_error_set(ED_EINVAL, "selection_max must be 1..%d", COMP_SELECT_MAX);
     if ((unsigned)sp->mode > COMP_MODE_HIDDEN)
         return ed_error_set(ED_EINVAL, "leaderboard must be public, own_score or hidden");
+    if ((err = comp__scorer_spec_check(sp)) < 0)   /* a custom scoring program (scorer.c) */
+        return err;
     /* The timeline, as Kaggle's: start < merge <= selection <= end. */
     if (sp->start_at <= 0 || sp->end_at <= 0 || sp->merge_deadline <= 0 || sp->selection_deadline <= 0)
         return ed_error_set(ED_EINVAL, "start_at, end_at, merge_deadline and selection_deadline are required");
@@ -226,6 +228,8 @@ static void bind_spec(sqlite3_stmt *s, const save_ctx *x, int64_t now)
     bool higher = true;
 
     comp_metric_info(&higher, sp->metric);
+    if (sp->scorer.direction != NULL)   /* a custom scoring program's direction (scorer.c) */
+        higher = strcmp(sp->scorer.direction, "higher") == 0;
     sqlite3_bind_text(s, 3, sp->title, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(s, 4, x->slug, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(s, 5, sp->overview != NULL ? sp->overview : "", -1, SQLITE_TRANSIENT);
@@ -339,7 +343,8 @@ int comp_competition_create(comp_competition **out, comp *c, int64_t user, const
     }
     if ((err = code_inputs_save(c, id, sp)) < 0)
         goto done;
-    err = out != NULL ? comp_competition_get(out, c, user, id) : 0;
+    if ((err = comp__scorer_spec_save(c, id, sp)) == 0)   /* scorer.c */
+        err = out != NULL ? comp_competition_get(out, c, user, id) : 0;
 done:
     free(x.targets);
     return err;
@@ -364,6 +369,10 @@ int comp_competition_update(comp_competition **out, comp *c, int64_t user, const
         return err;
     if ((err = comp_competition_get(&cur, c, user, id)) < 0)
         return err;
+    if ((err = comp__scorer_update_check(cur, sp, comp__now(c) >= k.start_at)) < 0) {   /* scorer.c */
+        comp_competition_free(cur);
+        return err;
+    }
     if (comp__now(c) >= k.start_at) {
         /* What scores mean is fixed once submissions may exist. */
         bool same_targets = cur->ntargets == sp->ntargets;
@@ -416,7 +425,8 @@ int comp_competition_update(comp_competition **out, comp *c, int64_t user, const
     }
     if ((err = code_inputs_save(c, id, sp)) < 0)
         goto done;
-    err = out != NULL ? comp_competition_get(out, c, user, id) : 0;
+    if ((err = comp__scorer_spec_save(c, id, sp)) == 0)   /* scorer.c */
+        err = out != NULL ? comp_competition_get(out, c, user, id) : 0;
 done:
     free(x.targets);
     return err;
@@ -514,6 +524,7 @@ static int row_to_competition(comp_competition **out, comp *c, sqlite3_stmt *s, 
     k->rules_accepted = comp__int(&n, c, 0,
         "SELECT 1 FROM comp_rules_accepted WHERE comp_id = ?1 AND user_id = ?2", "ti", k->id, user) == 0 &&
         n == 1;
+    comp__competition_fill(c, k);   /* the host's username, the scoring program (scorer.c) */
     *out = k;
     return 0;
 }

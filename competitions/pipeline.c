@@ -152,9 +152,13 @@ static int score_and_finish(comp *c, const char *id, const char *sid, int64_t at
     comp_score_error e;
     comp__info k;
     finish_ctx f = {.c = c, .sid = sid, .id = id, .attempt = attempt, .from = from, .charged = charged};
+    char scorer_msg[200];
+    off_t off = lseek(fd, 0, SEEK_CUR);
     int err;
 
     memset(&e, 0, sizeof(e));
+    if (off < 0)
+        off = 0;
     if ((err = comp__info_get(&k, c, id)) < 0)
         return err;
     if ((err = comp__truth_get(&t, c, id)) < 0) {
@@ -163,10 +167,29 @@ static int score_and_finish(comp *c, const char *id, const char *sid, int64_t at
         f.to = COMP_FAILED;
         f.cls = COMP_ERR_SCORING;
         f.message = "the competition's ground truth could not be loaded";
-    } else if ((err = comp_score_submission(&f.r, &e, t, fd)) == 0) {
+    } else if ((err = comp_score_submission(&f.r, &e, t, fd)) == 0 && k.scorer_direction[0] == '\0') {
         f.to = COMP_SCORED;
         f.has_scores = true;
         f.counted = true;
+    } else if (err == 0) {
+        /* Valid: the host's program scores it (scorer.c); nothing of its
+         * output passes but the score, or a fixed message. */
+        const char *fail = NULL;
+        if ((err = comp__scorer_score(&f.r, &fail, scorer_msg, sizeof(scorer_msg), c, id, &k, t, fd, off)) < 0) {
+            ed_log_error("comp.score", "submission %s: scoring program: %s", sid, ed_error_last());
+            f.to = COMP_FAILED;
+            f.cls = COMP_ERR_PLATFORM;
+            f.message = "the scoring program could not be run (a platform error); it does not count";
+            f.refund = true;
+        } else if (fail != NULL) {
+            f.to = COMP_FAILED;
+            f.cls = COMP_ERR_SCORING;
+            f.message = fail;
+        } else {
+            f.to = COMP_SCORED;
+            f.has_scores = true;
+            f.counted = true;
+        }
     } else if (err == ED_EUNPROC) {
         /* score.h's message quotes only the submission, never the truth */
         f.to = COMP_INVALID;

@@ -235,6 +235,39 @@ static int parse_code(comp_spec *spec, const json_t *body)
     return 0;
 }
 
+/* "scorer": {direction: "higher"|"lower", timeout_s?, memory_mb?} or null
+ * (the built-in metric). The program itself: PUT .../scorer. */
+static int parse_scorer(comp_spec *spec, const json_t *body)
+{
+    const json_t *o = json_object_get(body, "scorer");
+    int err;
+
+    if (o == NULL)
+        return 0;
+    if (json_is_null(o)) {
+        spec->scorer = (comp_scorer_spec){0};
+        return 0;
+    }
+    if (!json_is_object(o))
+        return ed_error_set(ED_EINVAL, "field 'scorer' must be an object {direction, timeout_s, memory_mb} or null");
+    {
+        const char *key;
+        json_t *v;
+        json_object_foreach((json_t *)o, key, v) {
+            (void)v;
+            if (strcmp(key, "direction") != 0 && strcmp(key, "timeout_s") != 0 && strcmp(key, "memory_mb") != 0 &&
+                strcmp(key, "uploaded") != 0)
+                return ed_error_set(ED_EINVAL, "unknown field 'scorer.%s'", key);
+        }
+    }
+    if ((err = ed_json_get_str(&spec->scorer.direction, o, "direction", true)) < 0)
+        return ed_error_set(err, "field 'scorer.direction' is required: \"higher\" or \"lower\" (is better)");
+    if ((err = get_int(&spec->scorer.timeout_s, o, "timeout_s", 1, COMP_SCORER_TIMEOUT_MAX)) < 0 ||
+        (err = get_int(&spec->scorer.memory_mb, o, "memory_mb", 64, COMP_SCORER_MEMORY_MAX_MB)) < 0)
+        return ed_error_set(err, "scorer: %s", ed_error_last());
+    return 0;
+}
+
 /* Refuse members this API does not know: a typo must not be silently a
  * default (a cap of 5 instead of the 50 the host meant). */
 static int check_members(const json_t *body)
@@ -243,7 +276,7 @@ static int check_members(const json_t *body)
         "title", "slug", "overview", "rules", "start_at", "end_at", "merge_deadline",
         "selection_deadline", "dataset", "id_column", "target_columns", "metric", "k",
         "public_fraction", "daily_cap", "total_cap", "invalid_counts", "max_team_size",
-        "selection_max", "leaderboard", "code_competition", NULL};
+        "selection_max", "leaderboard", "code_competition", "scorer", NULL};
     const char *key;
     json_t *v;
 
@@ -294,6 +327,11 @@ int gw__comp_spec_parse(comp_spec *spec, gw_request *req, const json_t *body, co
         spec->code.charged = base->code_charged;
         spec->code.inputs_dataset_id = base->code_inputs_dataset_id;
         spec->code.inputs_version = base->code_inputs_version;
+        if (base->scorer_direction[0]) {
+            spec->scorer.direction = base->scorer_direction;
+            spec->scorer.timeout_s = base->scorer_timeout_s;
+            spec->scorer.memory_mb = base->scorer_memory_mb;
+        }
     }
     k = spec->k;
     if ((err = check_members(body)) < 0 ||
@@ -316,7 +354,8 @@ int gw__comp_spec_parse(comp_spec *spec, gw_request *req, const json_t *body, co
         (err = ed_json_get_bool(&spec->invalid_counts, body, "invalid_counts", false)) < 0 ||
         (err = get_int(&spec->max_team_size, body, "max_team_size", 0, COMP_TEAM_SIZE_MAX)) < 0 ||
         (err = get_int(&spec->selection_max, body, "selection_max", 0, COMP_SELECT_MAX)) < 0 ||
-        (err = parse_mode(&spec->mode, body)) < 0 || (err = parse_code(spec, body)) < 0)
+        (err = parse_mode(&spec->mode, body)) < 0 || (err = parse_code(spec, body)) < 0 ||
+        (err = parse_scorer(spec, body)) < 0)
         return err;
     spec->k = (int)k;
     if (base == NULL && spec->ntargets == 0)
@@ -354,6 +393,7 @@ json_t *gw__comp_json(gw_request *req, const comp_competition *k)
     json_object_set_new(o, "overview", json_string(k->overview ? k->overview : ""));
     json_object_set_new(o, "rules", json_string(k->rules ? k->rules : ""));
     json_object_set_new(o, "host_id", json_integer(k->host_id));
+    json_object_set_new(o, "host", json_string(k->host_username));
     json_object_set_new(o, "phase", json_string(phase));
     json_object_set_new(o, "start_at", time_json(k->start_at));
     json_object_set_new(o, "end_at", time_json(k->end_at));
@@ -387,6 +427,12 @@ json_t *gw__comp_json(gw_request *req, const comp_competition *k)
         json_object_set_new(json_object_get(o, "code_competition"), "inputs",
                             json_pack("{s:s, s:I}", "dataset_id", k->code_inputs_dataset_id, "version",
                                       (json_int_t)k->code_inputs_version));
+    json_object_set_new(o, "scorer",
+                        k->scorer_direction[0]
+                            ? json_pack("{s:s, s:i, s:i, s:b}", "direction", k->scorer_direction, "timeout_s",
+                                        k->scorer_timeout_s, "memory_mb", k->scorer_memory_mb, "uploaded",
+                                        k->has_scorer)
+                            : json_null());
     json_object_set_new(o, "has_truth", json_boolean(k->has_truth));
     json_object_set_new(o, "rows", json_integer(k->truth_rows));
     json_object_set_new(o, "can_edit", json_boolean(k->can_edit));
@@ -450,8 +496,10 @@ json_t *gw__comp_team_json(gw_request *req, const comp_team *t)
 json_t *gw__comp_entry_json(gw_request *req, const comp_board_entry *e)
 {
     (void)req;
-    return json_pack("{s:o, s:I, s:s, s:f, s:o, s:s}", "rank",
+    /* "team" and "team_name" both hold the team's name (API.md names it "team") */
+    return json_pack("{s:o, s:I, s:s, s:s, s:f, s:o, s:s}", "rank",
                      e->rank > 0 ? json_integer(e->rank) : json_null(), "team_id", (json_int_t)e->team_id,
-                     "team", e->team_name ? e->team_name : "", "score", e->score, "submitted_at",
-                     time_json(e->submitted_at), "submission_id", e->submission_id);
+                     "team", e->team_name ? e->team_name : "", "team_name", e->team_name ? e->team_name : "",
+                     "score", e->score, "submitted_at", time_json(e->submitted_at), "submission_id",
+                     e->submission_id);
 }

@@ -232,7 +232,7 @@ static int accept_rules(gw_request *req, gw_response *res)
 
 /* ---- streamed CSV bodies ------------------------------------------------------- */
 
-typedef enum { BODY_TRUTH, BODY_CSV, BODY_JSON } body_kind;
+typedef enum { BODY_TRUTH, BODY_CSV, BODY_JSON, BODY_SCORER } body_kind;
 
 typedef struct body_ctx {
     body_kind kind;
@@ -388,6 +388,8 @@ static int body_end(void *ctx, gw_request *req, gw_response *res)
         err = ed_error_set(ED_EIO, "rewinding the file: %s", strerror(errno));
     else if (c->kind == BODY_TRUTH)
         err = comp_truth_put_fd(comp_of(req), req->auth.user_id, c->id, c->fd);
+    else if (c->kind == BODY_SCORER)
+        err = comp_scorer_put_fd(comp_of(req), req->auth.user_id, c->id, c->fd);
     else if (c->kind == BODY_CSV)
         err = comp_submission_create_csv(&s, comp_of(req), req->auth.user_id, c->id, c->fd);
     else
@@ -399,6 +401,11 @@ static int body_end(void *ctx, gw_request *req, gw_response *res)
             err = respond(res, 200, json_pack("{s:s, s:b, s:I}", "id", k->id, "has_truth", k->has_truth,
                                                "rows", (json_int_t)k->truth_rows));
         comp_competition_free(k);
+    } else if (err == 0 && c->kind == BODY_SCORER) {
+        comp_competition *k = NULL;
+        gw__audit(req, "competition.scorer", c->id, NULL);
+        if ((err = comp_competition_get(&k, comp_of(req), req->auth.user_id, c->id)) == 0)
+            err = respond_comp(res, req, 200, k);
     } else if (err == 0 && c->kind == BODY_CSV) {
         err = respond_submission(res, req, 201, s);
     }
@@ -446,6 +453,44 @@ static int put_truth(gw_request *req, gw_response *res)
     if (err < 0)
         return err;
     return start_body(req, BODY_TRUTH, id, COMP_TRUTH_MAX);
+}
+
+/* PUT /api/v1/competitions/{id}/scorer (a Python file, streamed, at most
+ * COMP_SCORER_MAX bytes; host or admin, before start; the competition's
+ * scorer.direction set first) -> the competition. */
+static int put_scorer(gw_request *req, gw_response *res)
+{
+    comp_competition *k = NULL;
+    char id[COMP_ID_LEN];
+    int err = 0;
+
+    (void)res;
+    if ((err = resolve(id, req, &k)) < 0)
+        return err;
+    if (!k->can_edit)
+        err = ed_error_set(ED_EPERM, "only the competition's host puts its scoring program");
+    else if (!k->scorer_direction[0])
+        err = ed_error_set(ED_EUNPROC, "set scorer.direction (\"higher\" or \"lower\" is better) on the "
+                                       "competition (PUT /api/v1/competitions/{id}) before uploading a scoring program");
+    comp_competition_free(k);
+    if (err < 0)
+        return err;
+    return start_body(req, BODY_SCORER, id, COMP_SCORER_MAX);
+}
+
+/* DELETE /api/v1/competitions/{id}/scorer: back to the built-in metric. */
+static int delete_scorer(gw_request *req, gw_response *res)
+{
+    comp_competition *k = NULL;
+    char id[COMP_ID_LEN];
+    int err;
+
+    if ((err = resolve(id, req, NULL)) < 0 || (err = comp_scorer_delete(comp_of(req), req->auth.user_id, id)) < 0)
+        return err;
+    gw__audit(req, "competition.scorer_delete", id, NULL);
+    if ((err = comp_competition_get(&k, comp_of(req), req->auth.user_id, id)) < 0)
+        return err;
+    return respond_comp(res, req, 200, k);
 }
 
 /* POST /api/v1/competitions/{id}/submissions: a raw CSV body (streamed), or
@@ -532,7 +577,10 @@ static int get_submission_private(gw_request *req, gw_response *res)
     return respond(res, 200, json_pack("{s:s, s:f}", "id", req->params[1], "private_score", score));
 }
 
-/* POST .../submissions/select {ids: [...]} */
+/* POST .../submissions/select {ids: [...]}: 1..selection_max scored
+ * submissions of the caller's team. An empty list clears the choice, as
+ * unticking every submission does on Kaggle: the team's best public ones
+ * count again (the default). */
 static int select_submissions(gw_request *req, gw_response *res)
 {
     const char *ids[COMP_SELECT_MAX];
@@ -544,14 +592,15 @@ static int select_submissions(gw_request *req, gw_response *res)
     if ((err = resolve(id, req, NULL)) < 0 || (err = gw_request_json(&body, req)) < 0 ||
         (err = ed_json_get_array(&arr, body, "ids", true)) < 0)
         return err;
-    if ((n = json_array_size(arr)) == 0 || n > COMP_SELECT_MAX)
-        return ed_error_set(ED_EINVAL, "field 'ids' must list 1 to %d submission ids", COMP_SELECT_MAX);
+    if ((n = json_array_size(arr)) > COMP_SELECT_MAX)
+        return ed_error_set(ED_EINVAL, "field 'ids' must list at most %d submission ids ([] clears the "
+                                       "choice: the best public ones count)", COMP_SELECT_MAX);
     for (size_t i = 0; i < n; i++)
         if ((ids[i] = json_string_value(json_array_get(arr, i))) == NULL)
             return ed_error_set(ED_EINVAL, "field 'ids[%zu]' must be a string", i);
     if ((err = comp_selection_set(comp_of(req), req->auth.user_id, id, ids, n)) < 0)
         return err;
-    return respond(res, 200, json_pack("{s:O}", "selected", arr));
+    return respond(res, 200, json_pack("{s:O, s:b}", "selected", arr, "default", n == 0));
 }
 
 /* ---- leaderboards -------------------------------------------------------------------- */
@@ -760,6 +809,10 @@ const gw_route gw__routes_competitions[] = {
      "Change a competition's settings (host; fields left out stay)"},
     {"PUT", "/api/v1/competitions/{id}/truth", put_truth, S,
      "Put the hidden ground truth (raw CSV, streamed; host, before start)"},
+    {"PUT", "/api/v1/competitions/{id}/scorer", put_scorer, S,
+     "Put a custom scoring program (a Python file; host, before start, scorer.direction set)"},
+    {"DELETE", "/api/v1/competitions/{id}/scorer", delete_scorer, W,
+     "Remove the scoring program: the built-in metric scores again (host, before start)"},
     {"POST", "/api/v1/competitions/{id}/accept-rules", accept_rules, W, "Accept the rules"},
     {"POST", "/api/v1/competitions/{id}/teams", create_team, W, "Create a team"},
     {"GET", "/api/v1/competitions/{id}/teams/mine", my_team, R, "My team"},
