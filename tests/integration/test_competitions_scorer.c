@@ -376,6 +376,16 @@ START_TEST(scoring_programs)
     ck_assert_int_eq(call(&r, alice.hdrs, "GET", NULL, 0, "/api/v1/competitions/%s/teams/mine", cid), 200);
     ck_assert_int_eq(json_integer_value(json_object_get(r.json, "submissions")), 2);
     it_resp_free(&r);
+    /* the final selection: [] clears it (the best public ones count, as on
+     * Kaggle); not a list 400 */
+    ck_assert_int_eq(call(&r, alice.hdrs, "POST", "{\"ids\":[]}", -1, "/api/v1/competitions/%s/submissions/select",
+                          cid),
+                     200);
+    ck_assert(json_is_true(json_object_get(r.json, "default")));
+    it_resp_free(&r);
+    ck_assert_int_eq(STATUS(alice.hdrs, "POST", "{\"ids\":\"x\"}", -1, "/api/v1/competitions/%s/submissions/select",
+                            cid),
+                     400);
     /* the host sees every submission: nothing of the program's output either */
     ck_assert_int_eq(STATUS(ah, "GET", NULL, 0, "/api/v1/competitions/%s/submissions?all=1", cid), 200);
 
