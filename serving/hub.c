@@ -340,8 +340,11 @@ static int rep_launch(srep *r, serve_hub *h, sdep *d, int sock_child)
         return ed_error_set(ED_EIO, "eddy-serve-replica not found (%s)", bin[0] ? bin : "next to eddy");
     if (realpath(bin, canon) == NULL)
         return ed_error_set(ED_EIO, "%s: %s", bin, strerror(errno));
-    snprintf(bindir, sizeof(bindir), "%s", canon);
-    snprintf(bindir, sizeof(bindir), "%s", dirname(bindir));
+    {
+        char tmp[PATH_MAX];
+        snprintf(tmp, sizeof(tmp), "%s", canon);
+        snprintf(bindir, sizeof(bindir), "%s", dirname(tmp));
+    }
     if (strcmp(strrchr(canon, '/') + 1, "eddy-serve-replica") != 0)
         return ed_error_set(ED_EINVAL, "the replica program must be a file named eddy-serve-replica");
     snprintf(model, sizeof(model), "%s/models/%lld/v%d", h->cfg.data_dir, (long long)d->id, r->version);
@@ -562,6 +565,10 @@ static void *rep_main(void *arg)
     }
     close(sv[1]);
     sv[1] = -1;
+    pthread_mutex_lock(&h->mu);
+    r->launched = true;
+    r->metered_to_ms = ed_mono_ns() / 1000000;   /* the owner pays from the launch */
+    pthread_mutex_unlock(&h->mu);
     r->fd = sv[0];
     if (serve__frame_read(r->fd, &type, &hello, &len, 1 << 16, (int)h->cfg.ready_timeout_ms) < 0 ||
         type != SERVE_W_HELLO || serve__decode_u32(&status, hello, len, &off) < 0 || status != 0) {
@@ -817,14 +824,16 @@ static void supervise(serve_hub *h, bool meter_now)
             srep *r = *pp;
             if (r->state == REP_ENDED && nr < MAX_WORK && nm < MAX_WORK) {
                 *pp = r->next;
-                mj[nm++] = (meter_job){r->id, d->id, d->user_id, r->meter_seq + 1, now - r->metered_to_ms, "", "", true};
+                mj[nm++] = (meter_job){r->id, d->id, d->user_id, r->meter_seq + 1,
+                                       r->launched ? now - r->metered_to_ms : 0, "", "", true};
                 snprintf(mj[nm - 1].resource, 32, "%s", d->resource);
                 snprintf(mj[nm - 1].tier, 32, "%s", d->tier);
                 status_of[nr] = r->detail;
                 reaped[nr++] = r;
                 continue;
             }
-            if (meter_now && r->id > 0 && r->state != REP_ENDED && nm < MAX_WORK && now > r->metered_to_ms) {
+            if (meter_now && r->id > 0 && r->launched && r->state != REP_ENDED && nm < MAX_WORK &&
+                now > r->metered_to_ms) {
                 r->meter_seq++;
                 mj[nm++] = (meter_job){r->id, d->id, d->user_id, r->meter_seq, now - r->metered_to_ms, "", "", false};
                 snprintf(mj[nm - 1].resource, 32, "%s", d->resource);

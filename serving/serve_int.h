@@ -48,6 +48,7 @@ struct srep {
     int64_t id;
     int version;
     int state;
+    bool launched;               /* the sandbox started: metered from then */
     int fd;                      /* the hub's end of the socketpair */
     struct sbx_job *job;
     struct sbx_slot *slot;
