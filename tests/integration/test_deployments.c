@@ -306,9 +306,9 @@ START_TEST(deploy_call_limits_usage_and_rolling_update)
     it_resp_free(&r);
     wait_ready(1, 90);
 
-    ck_assert_int_eq(it_key_make(&key, &srv, alice.hdrs, "{\"name\":\"serve\",\"scopes\":[\"serve\"]}"), 0);
-    ck_assert_int_eq(it_key_make(&key_read, &srv, alice.hdrs, "{\"name\":\"ro\",\"scopes\":[\"read\"]}"), 0);
-    ck_assert_int_eq(it_key_make(&bobkey, &srv, bob.hdrs, "{\"name\":\"b\",\"scopes\":[\"serve\"]}"), 0);
+    ck_assert_int_eq(it_key_make(&key, &srv, alice.hdrs, "{\"name\":\"serve\",\"env\":\"prod\",\"scopes\":[\"serve\"]}"), 0);
+    ck_assert_int_eq(it_key_make(&key_read, &srv, alice.hdrs, "{\"name\":\"ro\",\"env\":\"prod\",\"scopes\":[\"read\"]}"), 0);
+    ck_assert_int_eq(it_key_make(&bobkey, &srv, bob.hdrs, "{\"name\":\"b\",\"env\":\"prod\",\"scopes\":[\"serve\"]}"), 0);
 
     /* nested lists: outputs equal paddle.jit.load's */
     nested = inputs_nested(ref1);
@@ -405,7 +405,7 @@ START_TEST(deploy_call_limits_usage_and_rolling_update)
     ck_assert_int_eq(it_request_status(&srv, "DELETE", url, NULL, bob.hdrs), 404);
 
     /* 429: requests a minute, with Retry-After */
-    ck_assert_int_eq(it_key_make(&key_rpm, &srv, alice.hdrs, "{\"name\":\"rpm\",\"scopes\":[\"serve\"]}"), 0);
+    ck_assert_int_eq(it_key_make(&key_rpm, &srv, alice.hdrs, "{\"name\":\"rpm\",\"env\":\"prod\",\"scopes\":[\"serve\"]}"), 0);
     snprintf(url, sizeof(url), "/api/v1/keys/%lld/serve-limits", (long long)key_rpm.id);
     ck_assert_int_eq(it_request_status(&srv, "PUT", url, "{\"requests_per_min\":2}", alice.hdrs), 200);
     ck_assert_int_eq(it_request_status(&srv, "PUT", url, "{\"requests_per_min\":2}", bob.hdrs), 404);
@@ -420,7 +420,7 @@ START_TEST(deploy_call_limits_usage_and_rolling_update)
     it_resp_free(&r);
 
     /* 402: the key's daily budget */
-    ck_assert_int_eq(it_key_make(&key_budget, &srv, alice.hdrs, "{\"name\":\"budget\",\"scopes\":[\"serve\"]}"), 0);
+    ck_assert_int_eq(it_key_make(&key_budget, &srv, alice.hdrs, "{\"name\":\"budget\",\"env\":\"prod\",\"scopes\":[\"serve\"]}"), 0);
     snprintf(url, sizeof(url), "/api/v1/keys/%lld/serve-limits", (long long)key_budget.id);
     snprintf(body, sizeof(body), "{\"daily_budget_mcoins\":%d}", 2 * PRICE);
     ck_assert_int_eq(it_request_status(&srv, "PUT", url, body, alice.hdrs), 200);
@@ -446,7 +446,7 @@ START_TEST(deploy_call_limits_usage_and_rolling_update)
     /* concurrency: one call in flight (held by the batch window) makes a second 429 */
     ck_assert_int_eq(it_request_status(&srv, "PATCH", url, "{\"timeout_ms\":20000,\"max_delay_ms\":3000}", alice.hdrs),
                      200);
-    ck_assert_int_eq(it_key_make(&key_conc, &srv, alice.hdrs, "{\"name\":\"conc\",\"scopes\":[\"serve\"]}"), 0);
+    ck_assert_int_eq(it_key_make(&key_conc, &srv, alice.hdrs, "{\"name\":\"conc\",\"env\":\"prod\",\"scopes\":[\"serve\"]}"), 0);
     snprintf(url, sizeof(url), "/api/v1/keys/%lld/serve-limits", (long long)key_conc.id);
     ck_assert_int_eq(it_request_status(&srv, "PUT", url, "{\"concurrency\":1}", alice.hdrs), 200);
     {
