@@ -10,6 +10,9 @@
 # installed here (deploy/packages.txt lists slurmctld, slurmd, slurmrestd and
 # munge). No cgroups: proctrack/linuxproc and task/none.
 #
+# SLURM_CLUSTER_EXTRA (optional): more slurm.conf lines, appended (the
+# latency benchmark sets SchedulerParameters=batch_sched_delay=0).
+#
 # start: 0 when the node is idle and slurmrestd answers; 77 with the reason
 # on stderr where this host cannot run it (binaries missing, not root); 1 on
 # another failure (the daemons' logs are in DIR/log). stop: cancels every
@@ -87,6 +90,7 @@ KillWait=2
 NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=2000 State=UNKNOWN
 PartitionName=eddy Nodes=$host Default=YES MaxTime=INFINITE State=UP
 CONF
+  [ -n "${SLURM_CLUSTER_EXTRA:-}" ] && printf '%s\n' "$SLURM_CLUSTER_EXTRA" >>"$conf"
   /usr/sbin/munged -f --key-file="$dir/munge.key" -S "$dir/munge/sock" --log-file="$dir/log/munged.log" \
     --pid-file="$dir/munge/pid" --seed-file="$dir/munge/seed" || { echo "slurm_cluster: munged did not start" >&2; exit 1; }
   /usr/sbin/slurmctld -i || { echo "slurm_cluster: slurmctld did not start; see $dir/log/slurmctld.log" >&2; exit 1; }
