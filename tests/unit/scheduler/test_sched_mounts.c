@@ -294,6 +294,68 @@ START_TEST(a_job_reads_its_dataset_read_only)
 }
 END_TEST
 
+/* Fixed mounts (a platform run's: the caller resolved them): these and not
+ * the project's, checked as hostile, recorded with their trees at submit and
+ * mounted at start read-only even though the resolver would answer
+ * otherwise by then. */
+START_TEST(fixed_mounts_replace_the_projects_datasets)
+{
+    int64_t u = add_user("di", "free");
+    char tree[200], file[260];
+    sched_job_info j;
+    sched_mount fixed, *m = NULL;
+    size_t n = 0;
+    FILE *f;
+    sched_job_spec sp = spec(u, "import os\n"
+                                "print('sees', sorted(os.listdir('/home/aistudio/data')))\n"
+                                "print('read', open('/home/aistudio/data/host-inputs/in.txt').read())\n");
+
+    snprintf(tree, sizeof(tree), "%s/inputs", fixture_dir);
+    ck_assert_int_eq(mkdir(tree, 0755), 0);
+    snprintf(file, sizeof(file), "%s/in.txt", tree);
+    ck_assert_ptr_nonnull(f = fopen(file, "w"));
+    fputs("hidden 42", f);
+    fclose(f);
+    chmod(fixture_dir, 0755);
+    set_mount(0, "d1", "di/tab", 3, tree);          /* the project's: not mounted */
+    n_answer = 1;
+    memset(&fixed, 0, sizeof(fixed));
+    snprintf(fixed.dataset_id, sizeof(fixed.dataset_id), "ds-in");
+    snprintf(fixed.name, sizeof(fixed.name), "host/inputs");
+    fixed.version = 4;
+    snprintf(fixed.path, sizeof(fixed.path), "/etc");   /* ignored: made by the scheduler */
+    /* hostile: a relative tree, mounts without fixed_mounts */
+    snprintf(fixed.tree, sizeof(fixed.tree), "relative/t");
+    sp.mounts = &fixed;
+    sp.n_mounts = 1;
+    sp.fixed_mounts = true;
+    ck_assert_int_eq(sched_job_submit(&j, s, &sp), ED_EIO);
+    snprintf(fixed.tree, sizeof(fixed.tree), "%s", tree);
+    sp.fixed_mounts = false;
+    ck_assert_int_eq(sched_job_submit(&j, s, &sp), ED_EINVAL);
+    sp.fixed_mounts = true;
+    calls = 0;
+    ck_assert_int_eq(sched_job_submit(&j, s, &sp), 0);
+    ck_assert(j.fixed_mounts);
+    ck_assert_int_eq(sched_job_datasets(&m, &n, s, j.id), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(m[0].dataset_id, "ds-in");
+    ck_assert_str_eq(m[0].path, "/home/aistudio/data/host-inputs");
+    ck_assert_str_eq(m[0].tree, "");
+    free(m);
+    wait_status(&j, j.id, "succeeded", 20000);
+    ck_assert_int_eq(calls, 0);                         /* the resolver was never asked */
+    const char *log = read_log(j.id);
+    ck_assert_msg(strstr(log, "sees ['host-inputs']") != NULL, "%s", log);
+    ck_assert_msg(strstr(log, "read hidden 42") != NULL, "%s", log);
+    /* in use while queued or running only; kept as what it ran with */
+    ck_assert_int_eq(sched_job_datasets(&m, &n, s, j.id), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(m[0].version, 4);
+    free(m);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *tests[] = {
@@ -302,6 +364,7 @@ int main(void)
         submit_records_and_in_use_answers_until_the_job_ends,
         an_invisible_dataset_refuses_the_submit_and_fails_the_start,
         a_job_reads_its_dataset_read_only,
+        fixed_mounts_replace_the_projects_datasets,
         NULL,
     };
 

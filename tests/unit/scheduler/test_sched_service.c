@@ -724,6 +724,66 @@ START_TEST(asserts_are_on_and_the_job_state_machine_is_closed)
 }
 END_TEST
 
+static int count_job(const sched_job_info *j, void *payload)
+{
+    (void)j;
+    (*(int *)payload)++;
+    return 0;
+}
+
+/* A platform run (a code competition's): uncharged (accepted without funds,
+ * no hold, no meter row, no charge), internal (its owner neither reads,
+ * lists nor cancels it; user 0 does), listed uncollected by its idem prefix
+ * until sched_job_collect, and with network_off in its own network
+ * namespace (loopback only) although the tier allows egress. */
+START_TEST(platform_run_is_uncharged_internal_sealed_and_collected)
+{
+    int64_t u = add_user("pr", "pro");
+    sched_job_info j, x;
+    sched_job_spec sp = spec(u, "pro", "cpu-basic",
+                             "print('ifaces', sorted(l.split(':')[0].strip() for l in open('/proc/net/dev').readlines()[2:]))\n");
+    int n = 0;
+
+    ck_assert_int_eq(sched_allowance_set(s, "pro", "cpu-basic", 0), 0);
+    ck_assert_int_eq(sched_job_submit(&j, s, &sp), ED_EQUOTA);      /* no coins, no allowance */
+    sp.uncharged = true;
+    sp.internal = true;
+    sp.network_off = true;
+    sp.idem_key = "comp-code:c1:s1:0";
+    ck_assert_int_eq(sched_job_submit(&j, s, &sp), 0);
+    ck_assert(j.uncharged && j.internal && j.network_off && !j.collected);
+    ck_assert_str_eq(j.idem_key, "comp-code:c1:s1:0");
+    ck_assert_int_eq(sched_job_get(&x, s, u, j.id), ED_ENOTFOUND);
+    ck_assert_int_eq(sched_job_cancel(&x, s, u, j.id), ED_ENOTFOUND);
+    ck_assert_int_eq(sched_job_each(s, u, 0, 10, count_job, &n), 0);
+    ck_assert_int_eq(n, 0);
+    ck_assert_int_eq(sched_job_collect(s, j.id), ED_ECONFLICT);     /* not ended */
+    run_until_done(&j, j.id, 30000);
+    ck_assert_str_eq(j.status, "succeeded");
+    ck_assert_int_eq(j.charged_mcoins, 0);
+    ck_assert_int_eq(scalar("SELECT COUNT(*) FROM ledger_holds"), 0);
+    ck_assert_int_eq(scalar("SELECT COUNT(*) FROM quota_meter"), 0);
+    ck_assert_msg(strstr(read_log(j.id), "ifaces ['lo']") != NULL, "%s", read_log(j.id));
+    n = 0;
+    ck_assert_int_eq(sched_job_each_uncollected(s, "comp-code:", count_job, &n), 0);
+    ck_assert_int_eq(n, 1);
+    n = 0;
+    ck_assert_int_eq(sched_job_each_uncollected(s, "other:", count_job, &n), 0);
+    ck_assert_int_eq(n, 0);
+    ck_assert_int_eq(sched_job_collect(s, j.id), 0);
+    n = 0;
+    ck_assert_int_eq(sched_job_each_uncollected(s, "comp-code:", count_job, &n), 0);
+    ck_assert_int_eq(n, 0);
+    /* the same key again is the same run */
+    ck_assert_int_eq(sched_job_submit(&x, s, &sp), 0);
+    ck_assert_int_eq(x.id, j.id);
+    /* an ordinary job of the same user is charged as always (the control) */
+    sp = spec(u, "pro", "cpu-basic", "print(1)\n");
+    ck_assert_int_eq(sched_job_submit(&x, s, &sp), ED_EQUOTA);
+    assert_verified();
+}
+END_TEST
+
 int main(void)
 {
     const TTest *tests[] = {
@@ -745,6 +805,7 @@ int main(void)
         key_budget_stops_running_work_then_refuses_its_starts,
         queued_work_of_a_spent_key_fails_at_start,
         user_stop_ends_queued_and_running_work_with_the_reason,
+        platform_run_is_uncharged_internal_sealed_and_collected,
         NULL,
     };
 
