@@ -280,6 +280,22 @@ static int rerun(gw_server *srv, run *r, const sched_job_info *j)
     return 1;
 }
 
+/* Whether submission r->sid is still running this run's attempt (a read
+ * that fails says yes: the report decides then). */
+static bool still_ours(comp *c, const run *r)
+{
+    comp_submission *s = NULL;
+    bool ours;
+
+    if (comp_submission_get(&s, c, r->user, r->cid, r->sid) < 0) {
+        ed_error_clear();
+        return true;
+    }
+    ours = s->status == COMP_RUNNING && s->retries == r->attempt;
+    comp_submission_free(s);
+    return ours;
+}
+
 /* 1 when the run's job ended and was reported, 0 while it runs (r->job may
  * change: a rerun). */
 static int finish_one(gw_server *srv, run *r)
@@ -297,8 +313,18 @@ static int finish_one(gw_server *srv, run *r)
         ed_error_clear();
         return 1;
     }
-    if (strcmp(j.status, "queued") == 0 || strcmp(j.status, "running") == 0)
+    if (strcmp(j.status, "queued") == 0 || strcmp(j.status, "running") == 0) {
+        /* the watchdog gave up on this attempt (requeued or failed it): stop
+         * its job rather than run it for nothing */
+        if (!r->stale && !still_ours(c, r)) {
+            sched_job_info x;
+            r->stale = true;
+            ed_log_info("comp.runner", "sid=%s job=%" PRId64 " superseded: cancelled", r->sid, r->job);
+            if (sched_job_cancel(&x, srv->sched, 0, r->job) < 0)
+                ed_error_clear();
+        }
         return 0;
+    }
     if (r->stale) {
         collect(srv, r);
         return 1;
@@ -376,7 +402,7 @@ static int adopt(const sched_job_info *j, void *payload)
         s->retries != r.attempt) {
         sched_job_info x;
         ed_error_clear();
-        r.stale = true;
+        r.stale = true;     /* gone, or the watchdog moved it on */
         if ((strcmp(j->status, "queued") == 0 || strcmp(j->status, "running") == 0) &&
             sched_job_cancel(&x, srv->sched, 0, j->id) < 0)
             ed_error_clear();
