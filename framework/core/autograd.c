@@ -57,7 +57,8 @@ static _Thread_local bool grad_off;
 
 static inline bool is_float(fw_dtype dt)
 {
-    return dt == FW_FLOAT32 || dt == FW_FLOAT64 || dt == FW_FLOAT16 || dt == FW_BFLOAT16;
+    return dt == FW_FLOAT32 || dt == FW_FLOAT64 || dt == FW_FLOAT16 || dt == FW_BFLOAT16 ||
+           dt == FW_COMPLEX64 || dt == FW_COMPLEX128;   /* "carries gradients" */
 }
 
 bool fw_grad_enabled(void) { return !grad_off; }
@@ -561,8 +562,9 @@ static int accumulate_leaf(fw_tensor *leaf, fw_tensor *g, capture *cap)
         fw_tensor_unref(leaf->grad);
         leaf->grad = d;
     }
-    if (leaf->dtype == FW_FLOAT16 || leaf->dtype == FW_BFLOAT16) {
-        /* no half kernels: add in float32, write back in place */
+    if (leaf->dtype == FW_FLOAT16 || leaf->dtype == FW_BFLOAT16 ||
+        leaf->dtype == FW_COMPLEX64 || leaf->dtype == FW_COMPLEX128) {
+        /* no half or complex kernels: add with the op, write back in place */
         fw_tensor *sum = NULL;
         if ((err = fw_add(&sum, leaf->grad, gc)) == 0) {
             fw_kview o, a;

@@ -3,9 +3,10 @@
 
 #include <string.h>
 
-static const size_t sizes[FW_NDTYPES] = {4, 8, 2, 2, 4, 8, 1, 1};
+static const size_t sizes[FW_NDTYPES] = {4, 8, 2, 2, 4, 8, 1, 1, 8, 16};
 static const char *const names[FW_NDTYPES] = {
-    "float32", "float64", "float16", "bfloat16", "int32", "int64", "bool", "uint8"};
+    "float32", "float64", "float16", "bfloat16", "int32", "int64", "bool", "uint8",
+    "complex64", "complex128"};
 
 bool fw_dtype_is_valid(fw_dtype dt) { return (unsigned)dt < FW_NDTYPES; }
 
@@ -28,6 +29,18 @@ bool fw_dtype_is_float(fw_dtype dt)
     return dt == FW_FLOAT32 || dt == FW_FLOAT64 || dt == FW_FLOAT16 || dt == FW_BFLOAT16;
 }
 
+bool fw_dtype_is_complex(fw_dtype dt) { return dt == FW_COMPLEX64 || dt == FW_COMPLEX128; }
+
+fw_dtype fw_dtype_real_part(fw_dtype dt)
+{
+    return dt == FW_COMPLEX64 ? FW_FLOAT32 : dt == FW_COMPLEX128 ? FW_FLOAT64 : dt;
+}
+
+fw_dtype fw_dtype_to_complex(fw_dtype dt)
+{
+    return dt == FW_FLOAT64 || dt == FW_COMPLEX128 ? FW_COMPLEX128 : FW_COMPLEX64;
+}
+
 /* Rank in the promotion lattice (float16 and bfloat16 share a rank). */
 static int rank(fw_dtype dt)
 {
@@ -39,6 +52,8 @@ static int rank(fw_dtype dt)
     case FW_FLOAT16: case FW_BFLOAT16: return 4;
     case FW_FLOAT32: return 5;
     case FW_FLOAT64: return 6;
+    case FW_COMPLEX64: return 7;
+    case FW_COMPLEX128: return 8;
     default: return -1;
     }
 }
@@ -49,6 +64,8 @@ fw_dtype fw_dtype_promote(fw_dtype a, fw_dtype b)
         return a;
     if ((a == FW_FLOAT16 && b == FW_BFLOAT16) || (a == FW_BFLOAT16 && b == FW_FLOAT16))
         return FW_FLOAT32;
+    if ((a == FW_COMPLEX64 && b == FW_FLOAT64) || (a == FW_FLOAT64 && b == FW_COMPLEX64))
+        return FW_COMPLEX128;
     return rank(a) >= rank(b) ? a : b;
 }
 

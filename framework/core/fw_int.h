@@ -59,7 +59,7 @@ void fw__hooks_free(fw_hook *h);
 /* Element pointer of the first element (host-addressable devices). */
 static inline void *fw__ptr(const fw_tensor *t)
 {
-    static const unsigned char sizes[FW_NDTYPES] = {4, 8, 2, 2, 4, 8, 1, 1};
+    static const unsigned char sizes[FW_NDTYPES] = {4, 8, 2, 2, 4, 8, 1, 1, 8, 16};
     return (char *)t->storage->data + t->offset * (int64_t)sizes[t->dtype];
 }
 
@@ -91,6 +91,8 @@ static inline void fw__store_double(void *p, fw_dtype dt, double v)
     case FW_INT64: *(int64_t *)p = fw__sat_i64(v); break;
     case FW_BOOL: *(uint8_t *)p = v != 0; break;
     case FW_UINT8: *(uint8_t *)p = (uint8_t)fw__sat_i64(v); break;
+    case FW_COMPLEX64: ((float *)p)[0] = (float)v; ((float *)p)[1] = 0; break;
+    case FW_COMPLEX128: ((double *)p)[0] = v; ((double *)p)[1] = 0; break;
     default: break;
     }
 }

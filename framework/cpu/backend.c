@@ -83,6 +83,8 @@ static inline double load_d(const char *p, fw_dtype dt)
     case FW_INT32: return *(const int32_t *)p;
     case FW_INT64: return (double)*(const int64_t *)p;
     case FW_BOOL: case FW_UINT8: return *(const uint8_t *)p;
+    case FW_COMPLEX64: return ((const float *)p)[0];      /* complex -> real: the real part */
+    case FW_COMPLEX128: return ((const double *)p)[0];
     default: return 0;
     }
 }
@@ -105,6 +107,9 @@ static inline void store_i(char *p, fw_dtype dt, int64_t v)
     default: *(uint8_t *)p = (uint8_t)v; break;
     }
 }
+
+/* complex128's element: copied as two words */
+typedef struct { uint64_t w[2]; } el16;
 
 typedef struct copy_job {
     int ndim;
@@ -178,6 +183,7 @@ static void copy_rows(void *ctx, int64_t r0, int64_t r1)
             case 1: for (int64_t i = 0; i < inner; i++) ((uint8_t *)dp)[i * ds] = ((const uint8_t *)sp)[i * ss]; break;
             case 2: for (int64_t i = 0; i < inner; i++) ((uint16_t *)dp)[i * ds] = ((const uint16_t *)sp)[i * ss]; break;
             case 4: for (int64_t i = 0; i < inner; i++) ((uint32_t *)dp)[i * ds] = ((const uint32_t *)sp)[i * ss]; break;
+            case 16: for (int64_t i = 0; i < inner; i++) ((el16 *)dp)[i * ds] = ((const el16 *)sp)[i * ss]; break;
             default: for (int64_t i = 0; i < inner; i++) ((uint64_t *)dp)[i * ds] = ((const uint64_t *)sp)[i * ss]; break;
             }
         } else if (j->dt == FW_FLOAT32 && j->sdt == FW_FLOAT64) {
@@ -192,6 +198,16 @@ static void copy_rows(void *ctx, int64_t r0, int64_t r1)
         } else if (j->dt == FW_FLOAT16 && j->sdt == FW_FLOAT32) {
             for (int64_t i = 0; i < inner; i++)
                 ((uint16_t *)dp)[i * ds] = fw_float_to_half(((const float *)sp)[i * ss]);
+        } else if (j->dt == FW_COMPLEX64 && j->sdt == FW_COMPLEX128) {
+            for (int64_t i = 0; i < inner; i++) {
+                ((float *)dp)[2 * i * ds] = (float)((const double *)sp)[2 * i * ss];
+                ((float *)dp)[2 * i * ds + 1] = (float)((const double *)sp)[2 * i * ss + 1];
+            }
+        } else if (j->dt == FW_COMPLEX128 && j->sdt == FW_COMPLEX64) {
+            for (int64_t i = 0; i < inner; i++) {
+                ((double *)dp)[2 * i * ds] = ((const float *)sp)[2 * i * ss];
+                ((double *)dp)[2 * i * ds + 1] = ((const float *)sp)[2 * i * ss + 1];
+            }
         } else if (is_int(j->dt) && is_int(j->sdt)) {
             for (int64_t i = 0; i < inner; i++)
                 store_i(dp + i * ds * (int64_t)j->dsz, j->dt, load_i(sp + i * ss * (int64_t)j->ssz, j->sdt));
@@ -245,6 +261,7 @@ static void tr_rows(void *ctx, int64_t b0, int64_t b1)
         case 1: TR_TILE(uint8_t) break;
         case 2: TR_TILE(uint16_t) break;
         case 4: TR_TILE(uint32_t) break;
+        case 16: TR_TILE(el16) break;
         default: TR_TILE(uint64_t) break;
         }
     }
@@ -291,7 +308,7 @@ int fw__cpu_copy_strided(const fw_kview *dst, const fw_kview *src)
 int fw__cpu_fill(const fw_kview *dst, double value)
 {
     /* fill a 1-element source broadcast over dst */
-    char one[8];
+    char one[16];
     fw_kview s = *dst;
 
     memset(one, 0, sizeof(one));

@@ -19,6 +19,15 @@
 #include "gjson.h"
 #include "graph_int.h"
 
+/* A dtype of the graph format: the framework's real dtypes (no complex:
+ * the runtime's kernels and fusions are real-valued). */
+static int graph_dtype(fw_dtype *out, const char *name)
+{
+    if (fw_dtype_from_name(out, name) < 0)
+        return -1;
+    return fw_dtype_is_complex(*out) ? -1 : 0;
+}
+
 static const struct {
     const char *name;
     int op, min_in, max_in;
@@ -306,7 +315,7 @@ static int parse_attrs(g_node *n, const fw_gj *a, int nsyms, int ni)
         return attr_bool(a, "keepdim", &n->keepdim, false, ni, op);
     case G_CAST: {
         const fw_gj *d = fw__gj_get(a, "dtype");
-        if (d == NULL || d->kind != FW_GJ_STR || fw_dtype_from_name(&n->dtype, d->str) < 0)
+        if (d == NULL || d->kind != FW_GJ_STR || graph_dtype(&n->dtype, d->str) < 0)
             return bad_node(ni, op, "unknown dtype", NULL);
         fw_error_clear();
         break;
@@ -350,7 +359,7 @@ static int parse_inputs(fw_graph *g, const fw_gj *ins, vmap *m)
         if ((idx = fw__graph_add_value(g, name->str, GV_INPUT)) < 0)
             return idx;
         v = &g->values[idx];
-        if (fw_dtype_from_name(&v->dtype, dt->str) < 0)
+        if (graph_dtype(&v->dtype, dt->str) < 0)
             return fw_error_set(FW_EFORMAT, "graph: input '%s': unknown dtype", name->str);
         if (parse_shape(fw__gj_get(e, "shape"), v->shape, &v->ndim, true) < 0)
             return fw_error_set(FW_EFORMAT, "graph: input '%s': bad shape", name->str);

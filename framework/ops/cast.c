@@ -27,7 +27,7 @@ int fw_cast(fw_tensor **out, fw_tensor *x, fw_dtype dt)
     }
     if ((err = fw__copy_cast(&y, x, dt)) < 0)
         return err;
-    if (fw_dtype_is_float(dt) &&
+    if ((fw_dtype_is_float(dt) || fw_dtype_is_complex(dt)) &&
         (err = fw_node_record(&node, "cast", cast_backward, 1, &x, 1, &y, 0, 0)) < 0) {
         fw_tensor_unref(y);
         return err;

@@ -2,6 +2,7 @@
  * broadcasting; backward reduces over broadcast dims. */
 #include "core/fw_backend.h"
 #include "core/fw_op.h"
+#include "ops_complex.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -231,6 +232,13 @@ static int arith(fw_tensor **out, const binspec *s, fw_tensor *a, fw_tensor *b)
     dt = fw_dtype_promote(a->dtype, b->dtype);
     if (dt == FW_BOOL)
         return fw_error_set(FW_EDTYPE, "%s: not defined for bool tensors", s->name);
+    if (!fw_dtype_is_float(dt) && fw_dtype_is_complex(dt)) {
+        static const int cx[] = {[FW_BIN_ADD] = FW_CX_ADD + 1, [FW_BIN_SUB] = FW_CX_SUB + 1,
+                                 [FW_BIN_MUL] = FW_CX_MUL + 1, [FW_BIN_DIV] = FW_CX_DIV + 1};
+        if ((unsigned)s->op < sizeof(cx) / sizeof(cx[0]) && cx[s->op])
+            return fw__complex_arith(out, cx[s->op] - 1, a, b);
+        return fw_error_set(FW_EDTYPE, "%s: not defined for complex tensors", s->name);
+    }
     if (s->float_only && !fw_dtype_is_float(dt))
         dt = FW_FLOAT32;
     if (dt == FW_FLOAT16 || dt == FW_BFLOAT16) {
@@ -446,7 +454,7 @@ int fw_allclose(bool *out, fw_tensor *a, fw_tensor *b, double rtol, double atol,
 static int scalar_like(fw_tensor **out, const fw_tensor *a, double s)
 {
     fw_dtype dt = a->dtype;
-    if (!fw_dtype_is_float(dt) && s != floor(s))
+    if (!fw_dtype_is_float(dt) && !fw_dtype_is_complex(dt) && s != floor(s))
         dt = FW_FLOAT32;
     if (dt == FW_BOOL)
         dt = FW_INT64;

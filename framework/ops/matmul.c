@@ -1,6 +1,7 @@
 /* matmul.c - batched, broadcasting matmul on OpenBLAS (Paddle/NumPy rules). */
 #include "core/fw_backend.h"
 #include "core/fw_op.h"
+#include "ops_complex.h"
 
 #include <stdlib.h>
 
@@ -183,6 +184,8 @@ int fw_matmul(fw_tensor **out, fw_tensor *x, fw_tensor *y, bool transpose_x, boo
         return fw_error_set(FW_ESHAPE, "matmul: inputs must have at least 1 dim, got %d and %d",
                             x->ndim, y->ndim);
     dt = fw_dtype_promote(x->dtype, y->dtype);
+    if (!fw_dtype_is_float(dt) && fw_dtype_is_complex(dt))
+        return fw__complex_matmul(out, x, y, transpose_x, transpose_y);
     if (!fw_dtype_is_float(dt))
         return fw_error_set(FW_EDTYPE, "matmul: expected float tensors, got %s and %s",
                             fw_dtype_name(x->dtype), fw_dtype_name(y->dtype));

@@ -2,6 +2,7 @@
  * var, std, argmax, argmin. Reducing everything gives a 0-D tensor. */
 #include "core/fw_backend.h"
 #include "core/fw_op.h"
+#include "ops_complex.h"
 
 #include <string.h>
 
@@ -118,6 +119,11 @@ static int reduce(fw_tensor **out, const char *name, fw_redop op, bool mean, fw_
         return fw_error_set(FW_EINVAL, "%s: input is NULL", name);
     if ((err = fw_op_axes_mask(&mask, name, axes, naxes, x->ndim)) < 0)
         return err;
+    if (!fw_dtype_is_float(x->dtype) && fw_dtype_is_complex(x->dtype)) {
+        if (op == FW_RED_SUM)
+            return fw__complex_sum(out, x, axes, naxes, keepdim, mean);
+        return fw_error_set(FW_EDTYPE, "%s: not defined for complex tensors", name);
+    }
     if (mean && !fw_dtype_is_float(x->dtype))
         return fw_error_set(FW_EDTYPE, "%s: expected a float tensor, got %s", name,
                             fw_dtype_name(x->dtype));

@@ -1,6 +1,7 @@
 /* unary.c - unary math ops (exp, log, ..., gelu, silu) with backward. */
 #include "core/fw_backend.h"
 #include "core/fw_op.h"
+#include "ops_complex.h"
 
 typedef struct unattr {
     fw_unop op;
@@ -44,6 +45,9 @@ static int unary(fw_tensor **out, const char *name, fw_unop op, fw_tensor *x, do
     if (x == NULL)
         return fw_error_set(FW_EINVAL, "%s: input is NULL", name);
     bool int_ok = op == FW_UN_ABS || op == FW_UN_NEG || op == FW_UN_SQUARE || op == FW_UN_SIGN;
+    if (!fw_dtype_is_float(x->dtype) && fw_dtype_is_complex(x->dtype) &&
+        (op == FW_UN_ABS || op == FW_UN_NEG))
+        return fw__complex_unary(out, op == FW_UN_ABS ? FW_CX_ABS : FW_CX_NEG, x);
     if (!fw_dtype_is_float(x->dtype) &&
         !(int_ok && (x->dtype == FW_INT32 || x->dtype == FW_INT64)))
         return fw_error_set(FW_EDTYPE, "%s: expected a float tensor, got %s", name,

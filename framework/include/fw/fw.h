@@ -22,5 +22,6 @@
 #include "fw/init.h"
 #include "fw/optim.h"
 #include "fw/safetensors.h"
+#include "fw/complex.h"
 
 #endif

@@ -77,7 +77,9 @@ typedef enum {
     FW_INT64 = 5,
     FW_BOOL = 6,      /* one byte, 0 or 1 */
     FW_UINT8 = 7,
-    FW_NDTYPES = 8
+    FW_COMPLEX64 = 8,   /* two float32 (real, imag), interleaved */
+    FW_COMPLEX128 = 9,  /* two float64 (real, imag), interleaved */
+    FW_NDTYPES = 10
 } fw_dtype;
 
 typedef enum {
@@ -89,15 +91,21 @@ typedef enum {
 /* Bytes per element (2 for float16), 0 for an invalid dtype. */
 size_t fw_dtype_size(fw_dtype dt);
 /* Paddle's name: "float32", "float64", "float16", "bfloat16", "int32",
- * "int64", "bool", "uint8"; "invalid" otherwise. */
+ * "int64", "bool", "uint8", "complex64", "complex128"; "invalid" otherwise. */
 const char *fw_dtype_name(fw_dtype dt);
 /* Parse a name above into *out; FW_EDTYPE if unknown. */
 int fw_dtype_from_name(fw_dtype *out, const char *name);
 bool fw_dtype_is_float(fw_dtype dt);   /* float32/64/16, bfloat16 */
+bool fw_dtype_is_complex(fw_dtype dt); /* complex64/128 (fw/complex.h) */
+/* complex64 -> float32, complex128 -> float64; dt itself otherwise. */
+fw_dtype fw_dtype_real_part(fw_dtype dt);
+/* The complex dtype holding dt: float64 -> complex128, others -> complex64. */
+fw_dtype fw_dtype_to_complex(fw_dtype dt);
 bool fw_dtype_is_valid(fw_dtype dt);
 /* The dtype two operands of a binary op compute in (NumPy-like promotion:
- * bool < uint8 < int32 < int64 < float16/bfloat16 < float32 < float64;
- * float16 with bfloat16 gives float32). */
+ * bool < uint8 < int32 < int64 < float16/bfloat16 < float32 < float64
+ * < complex64 < complex128; float16 with bfloat16 gives float32, complex64
+ * with float64 complex128). */
 fw_dtype fw_dtype_promote(fw_dtype a, fw_dtype b);
 
 /* float16 / bfloat16 conversion, round-to-nearest-even, NaN/Inf kept. */

@@ -16,6 +16,7 @@ from paddle._C import Tensor  # noqa: E402,F401
 
 from paddle.framework import (  # noqa: E402,F401
     dtype, float32, float64, float16, bfloat16, int32, int64, bool, uint8, int8, int16,
+    complex64, complex128,
     set_default_dtype, get_default_dtype, CPUPlace, CUDAPlace, CUDAPinnedPlace,
     set_device, get_device, is_compiled_with_cuda, is_compiled_with_rocm,
     is_compiled_with_xpu, ParamAttr, no_grad, enable_grad, set_grad_enabled,
@@ -41,7 +42,7 @@ from paddle.tensor import (  # noqa: E402,F401
     dot, outer, t, reshape, reshape_, flatten, squeeze, unsqueeze, transpose, moveaxis,
     swapaxes, concat, stack, split, chunk, unbind, tile, expand, expand_as, broadcast_to,
     broadcast_tensors, cast, flip, roll, shape, rank, increment, diag, kron, einsum, dist,
-    tolist, inverse)
+    tolist, inverse, real, imag, conj, angle, complex, as_complex, as_real, is_complex)
 
 CUDAPinnedPlace = CUDAPinnedPlace
 dtype = dtype

@@ -82,7 +82,8 @@ static int dtype_from_str(const char *s, fw_dtype *out)
         s = "bool";
     if (fw_dtype_from_name(out, s) < 0) {
         PyErr_Format(PyExc_TypeError, "unsupported dtype '%s' (expected one of float32, "
-                     "float64, float16, bfloat16, int32, int64, bool, uint8)", s);
+                     "float64, float16, bfloat16, int32, int64, bool, uint8, complex64, "
+                     "complex128)", s);
         return -1;
     }
     return 0;
@@ -349,8 +350,9 @@ static int scalar_of(PyObject *o, scalar *s)
         }
         int nd = b.ndim;
         char f = b.format ? b.format[strlen(b.format) - 1] : 'B';
+        bool cx = b.format && strchr(b.format, 'Z') != NULL;
         PyBuffer_Release(&b);
-        if (nd != 0)
+        if (nd != 0 || cx)      /* complex numpy scalars go the buffer way */
             return 0;
         if (f == '?') {
             int t = PyObject_IsTrue(o);
@@ -392,7 +394,7 @@ int pyc_tensor_or_scalar(PyObject *o, fw_tensor **out, fw_dtype dt)
     return 0;
 }
 
-static bool is_intlike(fw_dtype d) { return !fw_dtype_is_float(d); }
+static bool is_intlike(fw_dtype d) { return !fw_dtype_is_float(d) && !fw_dtype_is_complex(d); }
 
 /* Tensor `a` adjusted for arithmetic with a scalar of kind k. New ref. */
 static int arith_operand(fw_tensor **out, fw_tensor *a, int kind, int op)
@@ -494,6 +496,20 @@ PyObject *pyc_binary(int op, PyObject *a, PyObject *b)
     fw_tensor *t = ta ? pyc_t(a) : pyc_t(b);
     if (!ta && !tb)
         Py_RETURN_NOTIMPLEMENTED;
+    if (PyComplex_Check(other)) {
+        /* a Python complex: a 0-D complex tensor of t's precision */
+        fw_dtype tdt = fw_tensor_dtype(t);
+        fw_dtype cdt = tdt == FW_FLOAT64 || tdt == FW_COMPLEX128 ? FW_COMPLEX128 : FW_COMPLEX64;
+        double v[2] = {PyComplex_RealAsDouble(other), PyComplex_ImagAsDouble(other)};
+        float vf[2] = {(float)v[0], (float)v[1]};
+        fw_tensor *c = NULL;
+        if ((rc = fw_tensor_from_data(&c, cdt == FW_COMPLEX64 ? (void *)vf : (void *)v, cdt,
+                                      NULL, 0)) < 0)
+            return pyc_raise(rc);
+        rc = ta ? tensor_tensor(&r, op, t, c) : tensor_tensor(&r, op, c, t);
+        fw_tensor_unref(c);
+        return rc < 0 ? pyc_raise(rc) : pyc_wrap(r);
+    }
     scalar s;
     int k = scalar_of(other, &s);
     if (k < 0)
@@ -535,7 +551,7 @@ PyObject *pyc_place_object(void)
 
 PyObject *pyc_register_dtypes(PyObject *self, PyObject *arg)
 {
-    PyObject *seq = PySequence_Fast(arg, "expected a list of 8 dtype objects");
+    PyObject *seq = PySequence_Fast(arg, "expected a list of 10 dtype objects");
     if (!seq)
         return NULL;
     if (PySequence_Fast_GET_SIZE(seq) != FW_NDTYPES) {

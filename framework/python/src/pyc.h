@@ -108,6 +108,7 @@ extern PyMethodDef pyc_ops_methods[];
 extern PyMethodDef pyc_index_methods[];
 extern PyMethodDef pyc_nn_methods[];
 extern PyMethodDef pyc_autograd_methods[];
+extern PyMethodDef pyc_complex_methods[];   /* complex.c (fw/complex.h) */
 /* autograd.c: re-raise an exception a Python hook or PyLayer.backward raised
  * inside the engine (1 when one was pending). */
 int pyc_restore_callback_error(void);

@@ -36,6 +36,11 @@ PyObject *pyc_wrap(fw_tensor *t)
 static int format_dtype(const char *fmt, Py_ssize_t itemsize, fw_dtype *dt)
 {
     char c = fmt ? fmt[strlen(fmt) - 1] : 'B';
+    if (fmt && strlen(fmt) >= 2 && fmt[strlen(fmt) - 2] == 'Z') {   /* PEP 3118 complex */
+        if (c == 'f') { *dt = FW_COMPLEX64; return 0; }
+        if (c == 'd') { *dt = FW_COMPLEX128; return 0; }
+        return -1;
+    }
     switch (c) {
     case 'f': *dt = FW_FLOAT32; return 0;
     case 'd': *dt = FW_FLOAT64; return 0;
@@ -108,6 +113,8 @@ static const char *dtype_format(fw_dtype dt)
     case FW_INT64: return "q";
     case FW_BOOL: return "?";
     case FW_UINT8: return "B";
+    case FW_COMPLEX64: return "Zf";
+    case FW_COMPLEX128: return "Zd";
     default: return "B";
     }
 }
@@ -433,6 +440,15 @@ static PyObject *item_of(fw_tensor *t)
         int64_t v;
         int rc = fw_tensor_copy_to(&v, sizeof v, t);
         return rc < 0 ? pyc_raise(rc) : PyLong_FromLongLong(v);
+    }
+    if (fw_dtype_is_complex(dt)) {
+        double v[2];
+        fw_tensor *c = NULL;
+        int rc = fw_cast(&c, t, FW_COMPLEX128);
+        if (rc == 0)
+            rc = fw_tensor_copy_to(v, sizeof v, c);
+        fw_tensor_unref(c);
+        return rc < 0 ? pyc_raise(rc) : PyComplex_FromDoubles(v[0], v[1]);
     }
     double d;
     int rc = fw_tensor_item(&d, t);

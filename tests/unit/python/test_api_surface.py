@@ -9,6 +9,7 @@ Paddle's module layout (issue 13). A name may be added; removing one breaks
 (which keeps every name already listed).
 """
 import importlib
+import importlib.machinery
 import os
 import pkgutil
 import sys
@@ -66,10 +67,22 @@ PLACES = {
 }
 
 
+def _python_module(m):
+    """Whether a module pkgutil found is Python code: packages and .py files,
+    not shared libraries that sit in the package (libeddy_dist.so, which
+    pkgutil offers as an extension module but is a plain C library)."""
+    if m.ispkg:
+        return True
+    spec = m.module_finder.find_spec(m.name)
+    return spec is not None and (spec.origin or '').endswith(
+        tuple(importlib.machinery.SOURCE_SUFFIXES))
+
+
 def current_surface():
     """`module name` lines for the public names of every paddle module."""
     names = ['paddle'] + [m.name for m in pkgutil.walk_packages(paddle.__path__, 'paddle.')
-                          if not any(p.startswith('_') for p in m.name.split('.'))]
+                          if not any(p.startswith('_') for p in m.name.split('.')) and
+                          _python_module(m)]
     out = []
     missing = object()
     for mname in sorted(set(names)):

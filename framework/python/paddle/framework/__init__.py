@@ -1,6 +1,6 @@
 """paddle.framework: dtypes, places, Parameter, ParamAttr, grad mode, save/load."""
 from .dtype import (dtype, float32, float64, float16, bfloat16, int32, int64, bool, uint8,  # noqa: F401,A004
-                    int8, int16, convert_dtype, to_dtype, set_default_dtype, get_default_dtype)
+                    int8, int16, complex64, complex128, convert_dtype, to_dtype, set_default_dtype, get_default_dtype)
 from .place import (Place, CPUPlace, CUDAPlace, CUDAPinnedPlace, set_device, get_device,  # noqa: F401
                     is_compiled_with_cuda, is_compiled_with_rocm, is_compiled_with_xpu)
 from .param_attr import ParamAttr  # noqa: F401

@@ -4,10 +4,12 @@ import numpy as _np
 
 from paddle import _C
 
-_NAMES = ['float32', 'float64', 'float16', 'bfloat16', 'int32', 'int64', 'bool', 'uint8']
+_NAMES = ['float32', 'float64', 'float16', 'bfloat16', 'int32', 'int64', 'bool', 'uint8',
+          'complex64', 'complex128']
 _NP = {'float32': _np.float32, 'float64': _np.float64, 'float16': _np.float16,
        'bfloat16': _np.float32, 'int32': _np.int32, 'int64': _np.int64,
-       'bool': _np.bool_, 'uint8': _np.uint8}
+       'bool': _np.bool_, 'uint8': _np.uint8, 'complex64': _np.complex64,
+       'complex128': _np.complex128}
 
 
 class dtype:
@@ -45,18 +47,20 @@ class dtype:
     def is_floating_point(self):
         return self._code in (0, 1, 2, 3)
 
+    @property
+    def is_complex(self):
+        return self._code in (8, 9)
+
     def to_numpy(self):
         return _np.dtype(_NP[self.name])
 
 
 _ALL = [dtype(n, i) for i, n in enumerate(_NAMES)]
 _C._register_dtypes(_ALL)
-float32, float64, float16, bfloat16, int32, int64, bool, uint8 = _ALL  # noqa: A001
+float32, float64, float16, bfloat16, int32, int64, bool, uint8, complex64, complex128 = _ALL  # noqa: A001,E501
 # Paddle has these names too; they map to the nearest dtype we store.
 int8 = int32
 int16 = int32
-complex64 = None
-complex128 = None
 
 
 def _by_name(name):

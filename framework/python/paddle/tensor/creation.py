@@ -1,6 +1,8 @@
 """Tensor creation (Paddle's paddle/tensor/creation.py): to_tensor, zeros,
 ones, empty, full, *_like, arange, linspace, eye, assign, clone, tril, triu,
 meshgrid, diag."""
+import builtins as _builtins
+
 import numpy as np
 
 from paddle import _C
@@ -27,7 +29,12 @@ def _np_of(data):
 
 
 _NP_FIX = {'int8': np.int32, 'int16': np.int32, 'uint16': np.int32, 'uint32': np.int64,
-           'uint64': np.int64, 'float128': np.float64, 'longdouble': np.float64}
+           'uint64': np.int64, 'float128': np.float64, 'longdouble': np.float64,
+           'complex256': np.complex128, 'clongdouble': np.complex128}
+
+
+def _default_complex():
+    return 'complex128' if get_default_dtype() == 'float64' else 'complex64'
 
 
 def to_tensor(data, dtype=None, place=None, stop_gradient=True):
@@ -46,17 +53,21 @@ def to_tensor(data, dtype=None, place=None, stop_gradient=True):
         if isinstance(data, float) and dt is None:
             dt = get_default_dtype()
         return _C.to_tensor(data, dt, stop_gradient)
-    if isinstance(data, (complex, str, bytes)) or data is None:
+    if isinstance(data, _builtins.complex):
+        data = np.array(data, dtype=np.complex128)
+        if dt is None:
+            dt = _default_complex()
+    if isinstance(data, (str, bytes)) or data is None:
         raise TypeError("to_tensor: unsupported data type {}".format(type(data).__name__))
     a = data if isinstance(data, np.ndarray) else _np_of(data)
     if a.dtype.name in _NP_FIX:
         a = a.astype(_NP_FIX[a.dtype.name])
     elif a.dtype.kind in 'US O':
         raise TypeError("to_tensor: cannot make a Tensor of numpy dtype {}".format(a.dtype))
-    elif a.dtype.kind == 'c':
-        raise TypeError("to_tensor: complex Tensors are not supported by this build")
     if not isinstance(data, np.ndarray) and dt is None and a.dtype == np.float64:
         dt = get_default_dtype()  # Python float lists take the default dtype
+    elif not isinstance(data, np.ndarray) and dt is None and a.dtype == np.complex128:
+        dt = _default_complex()   # and Python complex lists its complex dtype
     if not a.flags.c_contiguous or not a.flags.aligned:
         a = np.ascontiguousarray(a)
     return _C.to_tensor(a, dt, stop_gradient)
@@ -176,3 +187,9 @@ def diag(x, offset=0, padding_value=0, name=None):
 # paddle.tensor.random (Paddle's layout); every paddle.tensor name still
 # imports from here.
 __getattr__ = _forward_to(__name__, 'paddle.tensor')
+
+
+def complex(real, imag, name=None):  # noqa: A001
+    """paddle.complex(real, imag): a complex tensor from float32 (complex64)
+    or float64 (complex128) parts; real and imag broadcast."""
+    return _C.complex(real, imag)

@@ -175,3 +175,13 @@ def masked_fill(x, mask, value, name=None):
 def tolist(x):
     """paddle.tolist: the tensor's values as (nested) Python lists."""
     return x._numpy().tolist()
+
+
+def as_complex(x, name=None):
+    """paddle.as_complex: float [..., 2] -> complex [...] (shares memory)."""
+    return _C.as_complex(x)
+
+
+def as_real(x, name=None):
+    """paddle.as_real: complex [...] -> float [..., 2] (shares memory)."""
+    return _C.as_real(x)

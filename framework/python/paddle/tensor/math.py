@@ -313,3 +313,13 @@ def dist(x, y, p=2, name=None):
     s = _C.sum(_C.pow(z, _t(p)), None, False) if p != 2 else \
         _C.sum(_C.multiply(z, z), None, False)
     return _C.pow(s, _t(1.0 / p))
+
+
+def conj(x, name=None):
+    """paddle.conj: the complex conjugate (x itself for real tensors)."""
+    return _C.conj(x)
+
+
+def angle(x, name=None):
+    """paddle.angle: atan2(imag, real) elementwise (for real x: 0 or pi)."""
+    return _C.angle(x)

@@ -228,6 +228,7 @@ _FORWARD = [
     'bmm', 'dot', 'outer', 't', 'flatten', 'squeeze', 'unsqueeze', 'transpose', 'moveaxis',
     'swapaxes', 'split', 'chunk', 'unbind', 'tile', 'expand', 'broadcast_to', 'flip', 'roll',
     'erf', 'diag', 'kron', 'tril', 'triu', 'where', 'pad', 'one_hot', 'dist',
+    'real', 'imag', 'conj', 'angle', 'as_complex', 'as_real', 'is_complex',
     # paddle.linalg's functions that Paddle also has as Tensor methods
     'inverse', 'cholesky', 'cholesky_solve', 'cond', 'cov', 'corrcoef', 'lstsq', 'lu',
     'lu_unpack', 'matrix_power', 'multi_dot', 'qr', 'solve', 'triangular_solve', 'eigvalsh',
