@@ -37,6 +37,24 @@ class TestComplexTensors(unittest.TestCase):
         np.testing.assert_array_equal(paddle.to_tensor([1.0, 2.0]).astype('complex64').numpy(),
                                       [1 + 0j, 2 + 0j])
 
+    def test_random_complex(self):
+        # randn/standard_normal/normal with complex dtypes (Paddle's documented examples):
+        # CN(0, 1) has real and imaginary parts of variance 1/2
+        paddle.seed(5)
+        z = paddle.randn([40000], dtype='complex64')
+        self.assertEqual(z.dtype, paddle.complex64)
+        a = z.numpy()
+        self.assertAlmostEqual(float(a.real.var()), 0.5, delta=0.03)
+        self.assertAlmostEqual(float(a.imag.var()), 0.5, delta=0.03)
+        self.assertEqual(paddle.standard_normal([2, 3], dtype='complex128').dtype,
+                         paddle.complex128)
+        n = paddle.normal(mean=1 + 2j, std=2.0, shape=[40000]).numpy()
+        self.assertAlmostEqual(complex(n.mean()).real, 1, delta=0.06)
+        self.assertAlmostEqual(complex(n.mean()).imag, 2, delta=0.06)
+        self.assertAlmostEqual(float((np.abs(n - n.mean()) ** 2).mean()), 4, delta=0.2)
+        m = paddle.to_tensor([1 + 1j, 2 + 2j], dtype='complex128')
+        self.assertEqual(paddle.normal(mean=m).dtype, paddle.complex128)
+
     def test_printing_like_paddle(self):
         z = paddle.complex(paddle.arange(2, dtype=paddle.float32).unsqueeze(-1),
                            paddle.arange(3, dtype=paddle.float32))

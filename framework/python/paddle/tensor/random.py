@@ -14,8 +14,18 @@ def rand(shape, dtype=None, name=None):
     return _C.rand(_shape(shape), _dt(dtype))
 
 
+def _complex_randn(shape, cdt):
+    """CN(0, 1): real and imaginary parts each N(0, 1/2), as Paddle and PyTorch."""
+    real = 'float64' if cdt == 'complex128' else 'float32'
+    s = 0.7071067811865476
+    return _C.complex(_C.randn(shape, real) * s, _C.randn(shape, real) * s)
+
+
 def randn(shape, dtype=None, name=None):
-    return _C.randn(_shape(shape), _dt(dtype))
+    dt = _dt(dtype)
+    if dt in ('complex64', 'complex128'):
+        return _complex_randn(_shape(shape), dt)
+    return _C.randn(_shape(shape), dt)
 
 
 standard_normal = randn
@@ -26,6 +36,13 @@ def uniform(shape, dtype=None, min=-1.0, max=1.0, seed=0, name=None):  # noqa: A
 
 
 def normal(mean=0.0, std=1.0, shape=None, name=None):
+    """paddle.normal; a complex mean (number or Tensor) gives complex normal
+    samples: mean + std * CN(0, 1)."""
+    if isinstance(mean, Tensor) and mean.dtype.is_complex:
+        return _complex_randn(mean.shape, mean.dtype.name) * std + mean
+    if isinstance(mean, complex):
+        ref = std.shape if isinstance(std, Tensor) else _shape(shape if shape is not None else [1])
+        return _complex_randn(ref, 'complex64') * std + mean
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
         z = _C.randn(ref.shape, ref.dtype)
