@@ -232,7 +232,8 @@ int sched__queue_snapshot(sched *s, sched_item **out_q, size_t *out_nq, sched_ru
     sched_resource *cls = NULL;
     sched_item *q = NULL;
     sched_run *r = NULL;
-    size_t ncls = 0, nq = 0, capq = 0, nr = 0, capr = 0;
+    size_t ncls = 0, nq = 0, capq = 0, nr = 0, capr = 0, nint = 0, capint = 0;
+    int64_t *internal = NULL;
     sqlite3_stmt *st = NULL;
     int64_t now = ed_now_ms();
     int rc, err;
@@ -250,7 +251,7 @@ int sched__queue_snapshot(sched *s, sched_item **out_q, size_t *out_nq, sched_ru
     if ((err = ed_store_prepare(&st, s->st,
                                 "SELECT j.id, j.user_id, j.resource, j.units, "
                                 "j.enqueued_at, j.max_runtime_ms, j.status, IFNULL(j.started_at, 0), j.preemptible, "
-                                "IFNULL(f.used, 0) FROM jobs j "
+                                "IFNULL(f.used, 0), j.internal FROM jobs j "
                                 "LEFT JOIN (SELECT user_id, SUM((CASE WHEN status = 'running' THEN ?1 "
                                 "  ELSE IFNULL(ended_at, started_at) END - started_at) * units) AS used "
                                 "  FROM jobs WHERE started_at > ?1 - 86400000 GROUP BY user_id) f ON f.user_id = j.user_id "
@@ -262,6 +263,17 @@ int sched__queue_snapshot(sched *s, sched_item **out_q, size_t *out_nq, sched_ru
         bool running = strcmp((const char *)sqlite3_column_text(st, 6), "running") == 0;
         if (c < 0)
             continue;
+        if (sqlite3_column_int(st, 10) != 0) {
+            if (nint == capint) {
+                int64_t *nv = realloc(internal, (capint = capint ? 2 * capint : 16) * sizeof(*internal));
+                if (nv == NULL) {
+                    err = ed_error_set(ED_ENOMEM, "queue snapshot");
+                    goto fail;
+                }
+                internal = nv;
+            }
+            internal[nint++] = sqlite3_column_int64(st, 0);
+        }
         if (running) {
             if (nr == capr) {
                 sched_run *nv = realloc(r, (capr = capr ? 2 * capr : 64) * sizeof(*r));
@@ -307,6 +319,21 @@ int sched__queue_snapshot(sched *s, sched_item **out_q, size_t *out_nq, sched_ru
     }
     if ((err = apply_user_terms(s, q, &nq, r, &nr)) < 0)
         goto fail;
+    /* platform runs (internal) are bounded by their starter and the class's
+     * capacity, not by their owner's concurrency cap: neither held back by
+     * the owner's kernels and jobs nor holding those back (a user of their
+     * own, -id, for the cap; their tier's weight stays) */
+    for (size_t k = 0; k < nint; k++) {
+        for (size_t i = 0; i < nq; i++)
+            if (q[i].id == internal[k]) {
+                q[i].user_id = -q[i].id;
+                q[i].user_cap = 0;
+            }
+        for (size_t i = 0; i < nr; i++)
+            if (r[i].id == internal[k])
+                r[i].user_id = -r[i].id;
+    }
+    free(internal);
     *out_q = q;
     *out_nq = nq;
     *out_r = r;
@@ -315,6 +342,7 @@ int sched__queue_snapshot(sched *s, sched_item **out_q, size_t *out_nq, sched_ru
     *out_ncls = ncls;
     return 0;
 fail:
+    free(internal);
     free(cls);
     free(q);
     free(r);

@@ -784,6 +784,29 @@ START_TEST(platform_run_is_uncharged_internal_sealed_and_collected)
 }
 END_TEST
 
+/* A platform run neither waits for its owner's concurrency cap (free: 1)
+ * nor counts against it. */
+START_TEST(platform_runs_are_outside_the_owners_cap)
+{
+    int64_t u = add_user("pc", "free");
+    sched_job_info a, b, x;
+    sched_job_spec sp = spec(u, "free", "cpu-basic", "import time\ntime.sleep(30)\n");
+
+    ck_assert_int_eq(sched_job_submit(&a, s, &sp), 0);
+    wait_status(&a, a.id, "running", 10000);
+    sp = spec(u, "free", "cpu-basic", "print('platform run')\n");
+    sp.internal = true;
+    sp.uncharged = true;
+    ck_assert_int_eq(sched_job_submit(&b, s, &sp), 0);
+    run_until_done(&b, b.id, 30000);
+    ck_assert_str_eq(b.status, "succeeded");
+    ck_assert_int_eq(sched_job_get(&x, s, 0, a.id), 0);
+    ck_assert_str_eq(x.status, "running");
+    ck_assert_int_eq(sched_job_cancel(&x, s, 0, a.id), 0);
+    run_until_done(&x, a.id, 10000);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *tests[] = {
@@ -806,6 +829,7 @@ int main(void)
         queued_work_of_a_spent_key_fails_at_start,
         user_stop_ends_queued_and_running_work_with_the_reason,
         platform_run_is_uncharged_internal_sealed_and_collected,
+        platform_runs_are_outside_the_owners_cap,
         NULL,
     };
 
