@@ -243,7 +243,7 @@ static void log_call(gw_request *req, int64_t dep, int version, int status, int 
 static int predict(gw_request *req, gw_response *res)
 {
     serve_hub *h = req->srv->serving;
-    serve_deployment d;
+    struct { int64_t id, price_mcoins_per_call; int version; } d = {0, 0, 0};
     static __thread serve_call c;
     json_t *body, *inputs, *v;
     const char *name;
@@ -253,7 +253,7 @@ static int predict(gw_request *req, gw_response *res)
 
     if (h == NULL)
         return ed_error_set(ED_EBUSY, "deployments are not available on this server");
-    if ((err = serve_deployment_get(&d, h, req->auth.user_id, req->params[0])) < 0)
+    if ((err = serve_deployment_resolve(&d.id, &d.price_mcoins_per_call, h, req->auth.user_id, req->params[0])) < 0)
         return err;
     if (key > 0 && acct_key_budget(&budget, req->srv->store, key) < 0) {
         ed_error_clear();
@@ -296,9 +296,11 @@ static int predict(gw_request *req, gw_response *res)
         serve_call_record r = {d.id, key, req->auth.user_id, c.version, 200, c.batch_size,
                                (ed_mono_ns() - req->start_ns) / 1000000, d.price_mcoins_per_call, NULL};
         serve_call_done(&c);
-        serve_call_release(h, key);
-        /* logged before answered: an unlogged call is never answered (nor charged) */
-        if ((err = serve_call_log(h, &r)) < 0) {
+        /* logged before answered: an unlogged call is never answered (nor charged);
+         * then its reservation goes (the log counts it from now) */
+        err = serve_call_log(h, &r);
+        serve_call_release(h, key, req->auth.user_id, d.price_mcoins_per_call);
+        if (err < 0) {
             json_decref(out);
             return ed_error_set(ED_EBUSY, "the call could not be recorded: %s", ed_error_last());
         }
@@ -311,7 +313,7 @@ refused:
         snprintf(msg, sizeof(msg), "%s", ed_error_last());
         log_call(req, d.id, c.version ? c.version : d.version, status, c.batch_size, 0, msg);
         serve_call_done(&c);
-        serve_call_release(h, key);
+        serve_call_release(h, key, req->auth.user_id, d.price_mcoins_per_call);
         if (err == SERVE_ETIMEOUT)
             return gw_respond_json(res, 504,
                                    json_pack("{s:{s:s, s:s, s:s}}", "error", "code", "timeout", "message", msg,

@@ -44,6 +44,8 @@
 
 #define SUP_TICK_MS 200
 
+static void *logger_main(void *arg);
+
 /* ---- config -------------------------------------------------------------------- */
 
 int serve_config_defaults(serve_config *c, const char *data_dir)
@@ -357,7 +359,10 @@ static int rep_launch(srep *r, serve_hub *h, sdep *d, int sock_child)
     if ((err = sbx_slot_claim(&r->slot, h->cfg.slot_dir, h->cfg.slot_base, h->cfg.slot_count)) < 0)
         return err;
     snprintf(fdarg, sizeof(fdarg), "%d", sock_child);
-    snprintf(threads, sizeof(threads), "%d", cls.cpus > 0 && cls.cpus <= 16 ? cls.cpus : 1);
+    /* one compute thread per replica: calls are batched, replicas scale out,
+     * and idle BLAS threads spinning in sched_yield cost more than they give
+     * at these sizes (measured: a third of two cores at batch 1) */
+    snprintf(threads, sizeof(threads), "1");
     argv[0] = "/opt/eddy/bin/eddy-serve-replica";
     argv[1] = "/opt/eddy/model/model";
     argv[2] = fdarg;
@@ -702,6 +707,8 @@ static int dep_sync(serve_hub *h, int64_t id)
         h->deps = d;
     }
     d->user_id = row.user_id;
+    snprintf(d->name, sizeof(d->name), "%s", row.name);
+    d->deleted = strcmp(row.status, "deleted") == 0;
     snprintf(d->resource, sizeof(d->resource), "%s", row.resource);
     snprintf(d->tier, sizeof(d->tier), "%s", row.tier);
     d->replicas = row.replicas;
@@ -953,6 +960,8 @@ int serve_hub_open(serve_hub **out, ed_store *st, struct sched *sch, const serve
     pthread_mutex_init(&h->mu, NULL);
     pthread_mutex_init(&h->flush_mu, NULL);
     pthread_cond_init(&h->cv, NULL);
+    pthread_cond_init(&h->log_cv, NULL);
+    pthread_cond_init(&h->log_done_cv, NULL);
     clean_tmp(h);
     /* what the last run left: its replicas are gone (they die with it); its
      * charge batches are posted again under their keys (at most once) */
@@ -970,6 +979,11 @@ int serve_hub_open(serve_hub **out, ed_store *st, struct sched *sch, const serve
         goto fail;
     }
     h->sup_started = true;
+    if (pthread_create(&h->logger, NULL, logger_main, h) != 0) {
+        err = ed_error_set(ED_EIO, "cannot start the call logger");
+        goto fail;
+    }
+    h->logger_started = true;
     *out = h;
     return 0;
 fail:
@@ -1011,6 +1025,14 @@ void serve_hub_free(serve_hub *h)
         usleep(20000);
     }
     supervise(h, false);          /* reap, meter to the end */
+    if (h->logger_started) {      /* every call logged before the last flush */
+        pthread_mutex_lock(&h->mu);
+        h->log_stop = true;
+        pthread_cond_signal(&h->log_cv);
+        pthread_mutex_unlock(&h->mu);
+        pthread_join(h->logger, NULL);
+        h->logger_started = false;
+    }
     serve_charges_flush(h, NULL);
     ed_error_clear();
     for (sdep *d = h->deps, *nx; d; d = nx) {
@@ -1027,6 +1049,12 @@ void serve_hub_free(serve_hub *h)
         nx = k->next;
         free(k);
     }
+    for (suser *u = h->users, *nx; u; u = nx) {
+        nx = u->next;
+        free(u);
+    }
+    pthread_cond_destroy(&h->log_cv);
+    pthread_cond_destroy(&h->log_done_cv);
     pthread_cond_destroy(&h->cv);
     pthread_mutex_destroy(&h->mu);
     pthread_mutex_destroy(&h->flush_mu);
@@ -1285,6 +1313,11 @@ int serve_predict(serve_hub *h, serve_call *c)
     }
     for (srep *r = d->reps; r; r = r->next)
         any |= r->state == REP_READY || r->state == REP_STARTING;
+    if (d->replicas == 0) {
+        pthread_mutex_unlock(&h->mu);
+        serve__item_free(it);
+        return ed_error_set(ED_EBUSY, "the deployment is scaled to zero replicas");
+    }
     if (!any && d->failures > 0) {
         pthread_mutex_unlock(&h->mu);
         serve__item_free(it);
@@ -1356,84 +1389,287 @@ static skey *key_locked(serve_hub *h, int64_t key_id)
     if ((k = calloc(1, sizeof(*k))) == NULL)
         return NULL;
     k->key_id = key_id;
+    k->day = -1;
+    k->limits.daily_budget_mcoins = -1;
     k->next = h->keys;
     h->keys = k;
     return k;
 }
 
-int serve_call_admit(serve_hub *h, int64_t key_id, int64_t user_id, int64_t key_budget, int64_t price,
-                     int *retry_after_s)
+static suser *user_locked(serve_hub *h, int64_t user_id)
 {
-    serve_key_limits l = {0, 0, -1};
-    int64_t now = ed_now_ms(), budget = key_budget, spent = 0, pending = 0;
-    quota_balance bal;
+    suser *u;
+    for (u = h->users; u; u = u->next)
+        if (u->user_id == user_id)
+            return u;
+    if ((u = calloc(1, sizeof(*u))) == NULL)
+        return NULL;
+    u->user_id = user_id;
+    u->next = h->users;
+    h->users = u;
+    return u;
+}
+
+#define LIMITS_TTL_MS 5000
+#define BALANCE_TTL_MS 1000
+
+/* What the store says, read unlocked, for a key's cache: limits and today's
+ * spending (the call log is this hub's alone, so counting on from there is
+ * exact). */
+static int key_refresh(serve_hub *h, int64_t key_id, int64_t now)
+{
+    serve_key_limits l;
+    int64_t spent = 0;
     skey *k;
     int err;
 
-    *retry_after_s = 0;
-    if (key_id > 0) {
-        if ((err = serve_key_limits_get(&l, h, key_id)) < 0)
+    if ((err = serve_key_limits_get(&l, h, key_id)) < 0)
+        return err;
+    pthread_mutex_lock(&h->mu);
+    k = key_locked(h, key_id);
+    if (k && k->day == now / 86400000) {
+        pthread_mutex_unlock(&h->mu);
+        spent = -1;
+    } else {
+        pthread_mutex_unlock(&h->mu);
+        if ((err = serve__key_spent_today(&spent, h->st, key_id, now)) < 0)
             return err;
-        if (l.daily_budget_mcoins >= 0 && (budget < 0 || l.daily_budget_mcoins < budget))
-            budget = l.daily_budget_mcoins;
-        if (budget >= 0) {
-            if ((err = serve__key_spent_today(&spent, h->st, key_id, now)) < 0)
-                return err;
-            if (budget == 0 || spent + price > budget)
-                return ed_error_set(ED_EQUOTA, "this key's daily budget of %lld mcoins is spent (%lld today)",
-                                    (long long)budget, (long long)spent);
-        }
     }
-    if (price > 0) {
-        if ((err = quota_balance_get(&bal, h->st, user_id)) < 0 || (err = serve__user_unposted(&pending, h->st, user_id)) < 0)
-            return err;
-        if (bal.coins_mcoins - pending < price)
-            return ed_error_set(ED_EQUOTA, "your balance (%lld mcoins, %lld of calls not yet charged) cannot pay a "
-                                "call of %lld mcoins", (long long)bal.coins_mcoins, (long long)pending,
-                                (long long)price);
-    }
-    if (key_id <= 0)
-        return 0;
     pthread_mutex_lock(&h->mu);
     if ((k = key_locked(h, key_id)) == NULL) {
         pthread_mutex_unlock(&h->mu);
         return ed_error_set(ED_ENOMEM, "key state");
     }
-    if (k->minute != now / 60000) {
-        k->minute = now / 60000;
-        k->count = 0;
+    k->limits = l;
+    k->limits_read_ms = now;
+    if (spent >= 0 && k->day != now / 86400000) {
+        k->day = now / 86400000;
+        k->spent = spent;
     }
-    if (l.requests_per_min > 0 && k->count >= l.requests_per_min) {
-        *retry_after_s = (int)((k->minute + 1) * 60000 - now + 999) / 1000;
-        pthread_mutex_unlock(&h->mu);
-        return ed_error_set(ED_ELIMIT, "this key's limit of %lld calls a minute is reached",
-                            (long long)l.requests_per_min);
-    }
-    if (k->inflight >= (l.concurrency > 0 ? l.concurrency : SERVE_DEFAULT_CONCURRENCY)) {
-        *retry_after_s = 1;
-        pthread_mutex_unlock(&h->mu);
-        return ed_error_set(ED_ELIMIT, "this key already has %d calls in flight (its limit)", k->inflight);
-    }
-    k->count++;
-    k->inflight++;
     pthread_mutex_unlock(&h->mu);
     return 0;
 }
 
-void serve_call_release(serve_hub *h, int64_t key_id)
+static int user_refresh(serve_hub *h, int64_t user_id, int64_t now)
 {
-    skey *k;
+    quota_balance bal;
+    int64_t pending = 0;
+    suser *u;
+    int err;
 
-    if (key_id <= 0)
-        return;
+    if ((err = quota_balance_get(&bal, h->st, user_id)) < 0 ||
+        (err = serve__user_unposted(&pending, h->st, user_id)) < 0)
+        return err;
     pthread_mutex_lock(&h->mu);
-    for (k = h->keys; k; k = k->next)
-        if (k->key_id == key_id && k->inflight > 0)
-            k->inflight--;
+    if ((u = user_locked(h, user_id)) == NULL) {
+        pthread_mutex_unlock(&h->mu);
+        return ed_error_set(ED_ENOMEM, "user state");
+    }
+    u->avail = bal.coins_mcoins - pending;
+    u->read_ms = now;
+    u->since = 0;
     pthread_mutex_unlock(&h->mu);
+    return 0;
+}
+
+int serve_call_admit(serve_hub *h, int64_t key_id, int64_t user_id, int64_t key_budget, int64_t price,
+                     int *retry_after_s)
+{
+    int64_t now = ed_now_ms(), budget = key_budget;
+    skey *k = NULL;
+    suser *u = NULL;
+    bool need_key = false, need_user = false;
+    int err;
+
+    *retry_after_s = 0;
+    pthread_mutex_lock(&h->mu);
+    if (key_id > 0 && ((k = key_locked(h, key_id)) == NULL || k->limits_read_ms == 0 ||
+                       now - k->limits_read_ms > LIMITS_TTL_MS || k->day != now / 86400000))
+        need_key = true;
+    if (price > 0 && ((u = user_locked(h, user_id)) == NULL || u->read_ms == 0 || now - u->read_ms > BALANCE_TTL_MS))
+        need_user = true;
+    pthread_mutex_unlock(&h->mu);
+    if ((need_key && (err = key_refresh(h, key_id, now)) < 0) || (need_user && (err = user_refresh(h, user_id, now)) < 0))
+        return err;
+
+    pthread_mutex_lock(&h->mu);
+    if (price > 0) {
+        if ((u = user_locked(h, user_id)) == NULL)
+            goto oom;
+        if (u->avail - u->since - u->reserved < price) {
+            int64_t have = u->avail - u->since - u->reserved;
+            pthread_mutex_unlock(&h->mu);
+            return ed_error_set(ED_EQUOTA, "your balance (%lld mcoins after calls not yet charged) cannot pay a call "
+                                "of %lld mcoins", (long long)have, (long long)price);
+        }
+    }
+    if (key_id <= 0) {
+        if (u)
+            u->reserved += price;
+        pthread_mutex_unlock(&h->mu);
+        return 0;
+    }
+    if ((k = key_locked(h, key_id)) == NULL)
+        goto oom;
+    if (k->limits.daily_budget_mcoins >= 0 && (budget < 0 || k->limits.daily_budget_mcoins < budget))
+        budget = k->limits.daily_budget_mcoins;
+    if (budget >= 0 && (budget == 0 || k->spent + k->reserved + price > budget)) {
+        int64_t spent = k->spent;
+        pthread_mutex_unlock(&h->mu);
+        return ed_error_set(ED_EQUOTA, "this key's daily budget of %lld mcoins is spent (%lld today)",
+                            (long long)budget, (long long)spent);
+    }
+    if (k->minute != now / 60000) {
+        k->minute = now / 60000;
+        k->count = 0;
+    }
+    if (k->limits.requests_per_min > 0 && k->count >= k->limits.requests_per_min) {
+        int64_t rpm = k->limits.requests_per_min;
+        *retry_after_s = (int)(((k->minute + 1) * 60000 - now + 999) / 1000);
+        pthread_mutex_unlock(&h->mu);
+        return ed_error_set(ED_ELIMIT, "this key's limit of %lld calls a minute is reached", (long long)rpm);
+    }
+    if (k->inflight >= (k->limits.concurrency > 0 ? k->limits.concurrency : SERVE_DEFAULT_CONCURRENCY)) {
+        int n = k->inflight;
+        *retry_after_s = 1;
+        pthread_mutex_unlock(&h->mu);
+        return ed_error_set(ED_ELIMIT, "this key already has %d calls in flight (its limit)", n);
+    }
+    k->count++;
+    k->inflight++;
+    k->reserved += price;
+    if (u)
+        u->reserved += price;
+    pthread_mutex_unlock(&h->mu);
+    return 0;
+oom:
+    pthread_mutex_unlock(&h->mu);
+    return ed_error_set(ED_ENOMEM, "admission state");
+}
+
+void serve_call_release(serve_hub *h, int64_t key_id, int64_t user_id, int64_t price)
+{
+    pthread_mutex_lock(&h->mu);
+    if (key_id > 0)
+        for (skey *k = h->keys; k; k = k->next)
+            if (k->key_id == key_id) {
+                if (k->inflight > 0)
+                    k->inflight--;
+                k->reserved -= k->reserved >= price ? price : k->reserved;
+            }
+    if (price > 0)
+        for (suser *u = h->users; u; u = u->next)
+            if (u->user_id == user_id)
+                u->reserved -= u->reserved >= price ? price : u->reserved;
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* ---- the call log (group commit) ---------------------------------------------------------- */
+
+static void *logger_main(void *arg)
+{
+    serve_hub *h = arg;
+
+    pthread_mutex_lock(&h->mu);
+    for (;;) {
+        slog *list;
+        int rc;
+        while (h->log_head == NULL && !h->log_stop)
+            pthread_cond_wait(&h->log_cv, &h->mu);
+        if (h->log_head == NULL && h->log_stop)
+            break;
+        list = h->log_head;
+        h->log_head = h->log_tail = NULL;
+        pthread_mutex_unlock(&h->mu);
+        rc = serve__calls_insert(h->st, list);
+        if (rc < 0) {
+            ed_log_warn("serve", "call log: %s", ed_error_last());
+            ed_error_clear();
+        }
+        pthread_mutex_lock(&h->mu);
+        for (slog *l = list, *nx; l; l = nx) {
+            nx = l->next;
+            if (rc == 0 && l->r.cost_mcoins > 0) {
+                int64_t day = l->at / 86400000;
+                for (skey *k = h->keys; k && l->r.key_id > 0; k = k->next)
+                    if (k->key_id == l->r.key_id && k->day == day)
+                        k->spent += l->r.cost_mcoins;
+                for (suser *u = h->users; u; u = u->next)
+                    if (u->user_id == l->r.user_id)
+                        u->since += l->r.cost_mcoins;
+            }
+            l->rc = rc;
+            l->done = true;
+            if (!l->wait)
+                free(l);
+        }
+        pthread_cond_broadcast(&h->log_done_cv);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
 }
 
 int serve_call_log(serve_hub *h, const serve_call_record *r)
 {
-    return serve__call_insert(h->st, r, ed_now_ms());
+    slog *l = calloc(1, sizeof(*l));
+    int rc;
+
+    if (l == NULL)
+        return ed_error_set(ED_ENOMEM, "call log");
+    l->r = *r;
+    l->r.error = NULL;
+    if (r->error)
+        snprintf(l->error, sizeof(l->error), "%s", r->error);
+    l->at = ed_now_ms();
+    /* a charged or answered call waits for its row (logged before it is
+     * answered); a refusal need not */
+    l->wait = r->status == 200 || r->cost_mcoins > 0;
+    pthread_mutex_lock(&h->mu);
+    if (!h->logger_started) {
+        pthread_mutex_unlock(&h->mu);
+        l->next = NULL;
+        rc = serve__calls_insert(h->st, l);
+        free(l);
+        return rc;
+    }
+    if (h->log_tail)
+        h->log_tail->next = l;
+    else
+        h->log_head = l;
+    h->log_tail = l;
+    pthread_cond_signal(&h->log_cv);
+    if (!l->wait) {
+        pthread_mutex_unlock(&h->mu);
+        return 0;
+    }
+    while (!l->done)
+        pthread_cond_wait(&h->log_done_cv, &h->mu);
+    pthread_mutex_unlock(&h->mu);
+    rc = l->rc;
+    free(l);
+    return rc < 0 ? ed_error_set(rc, "the call could not be logged") : 0;
+}
+
+int serve_deployment_resolve(int64_t *id, int64_t *price, serve_hub *h, int64_t user_id, const char *ref)
+{
+    char *end;
+    long long n = strtoll(ref, &end, 10);
+    bool by_id = *ref && *end == '\0' && n > 0;
+    serve_deployment d;
+    int err;
+
+    pthread_mutex_lock(&h->mu);
+    for (sdep *x = h->deps; x; x = x->next)
+        if (!x->deleted && x->user_id == user_id && (by_id ? x->id == n : strcmp(x->name, ref) == 0)) {
+            *id = x->id;
+            *price = x->price;
+            pthread_mutex_unlock(&h->mu);
+            return 0;
+        }
+    pthread_mutex_unlock(&h->mu);
+    if ((err = serve_deployment_get(&d, h, user_id, ref)) < 0)
+        return err;
+    *id = d.id;
+    *price = d.price_mcoins_per_call;
+    return 0;
 }

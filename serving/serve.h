@@ -122,6 +122,9 @@ int serve_deployment_create(serve_deployment *out, serve_hub *h, const serve_spe
 /* `ref` is the id ("12") or the owner's deployment name. ED_ENOTFOUND when
  * `user_id` does not own it (or it is deleted). */
 int serve_deployment_get(serve_deployment *out, serve_hub *h, int64_t user_id, const char *ref);
+/* serve_deployment_get for the call path: the id and price of the
+ * caller's deployment `ref`, from memory when the hub holds it. */
+int serve_deployment_resolve(int64_t *id, int64_t *price, serve_hub *h, int64_t user_id, const char *ref);
 /* The owner's deployments (not deleted), newest first, ids below `before`
  * (0: from the newest); *n_out of at most `max`. */
 int serve_deployment_list(serve_deployment *out, size_t max, size_t *n_out, serve_hub *h,
@@ -195,9 +198,13 @@ int serve_predict(serve_hub *h, serve_call *c);
  * cannot pay `price`). Key 0 checks only the balance. */
 int  serve_call_admit(serve_hub *h, int64_t key_id, int64_t user_id, int64_t key_budget_mcoins,
                       int64_t price_mcoins, int *retry_after_s);
-void serve_call_release(serve_hub *h, int64_t key_id);
+/* After an admitted call was logged (or refused): its concurrency slot and
+ * its reserved price go back. */
+void serve_call_release(serve_hub *h, int64_t key_id, int64_t user_id, int64_t price_mcoins);
 
-/* Log one answered call (before answering it). */
+/* Log one call. An answered or charged call waits for its row to be
+ * committed (calls arriving meanwhile share one transaction: group commit),
+ * so it is answered only once logged; a refusal is queued. */
 typedef struct serve_call_record {
     int64_t deployment_id, key_id, user_id;
     int     version, status, batch_size;

@@ -16,6 +16,8 @@ struct sbx_job;
 struct sbx_slot;
 struct sched;
 
+typedef struct slog slog;
+
 /* ---- store.c -------------------------------------------------------------- */
 
 int serve__dep_insert(int64_t *out_id, ed_store *st, const serve_spec *s, const char *sha, int64_t bytes,
@@ -32,7 +34,7 @@ int serve__rep_insert(int64_t *out_id, ed_store *st, int64_t dep, int version, i
 int serve__rep_status(ed_store *st, int64_t rid, const char *status, const char *detail, int64_t ended_at);
 int serve__rep_metered(ed_store *st, int64_t rid, int64_t seq, int64_t ms);
 int serve__reps_end_all(ed_store *st, int64_t now);
-int serve__call_insert(ed_store *st, const serve_call_record *r, int64_t now);
+int serve__calls_insert(ed_store *st, slog *list);
 int serve__key_spent_today(int64_t *out, ed_store *st, int64_t key_id, int64_t now);
 int serve__user_unposted(int64_t *out, ed_store *st, int64_t user_id);
 
@@ -69,6 +71,8 @@ typedef struct sinput {
 
 struct sdep {
     int64_t id, user_id;
+    char name[SERVE_NAME_MAX + 1];
+    bool deleted;
     char resource[32], tier[32];
     int replicas, max_batch, max_delay_ms, timeout_ms;
     int64_t price;
@@ -104,8 +108,33 @@ typedef struct skey {
     int64_t key_id;
     int64_t minute, count;       /* requests this minute */
     int inflight;
+    serve_key_limits limits;     /* cached; serve_key_limits_put refreshes it */
+    int64_t limits_read_ms;      /* 0: not read */
+    int64_t day;                 /* UTC day number `spent` is of; -1 not read */
+    int64_t spent;               /* mcoins logged today (from the store, then counted) */
+    int64_t reserved;            /* mcoins of admitted calls not yet logged */
     struct skey *next;
 } skey;
+
+/* A caller's coins as last read (balance less calls not yet posted), and
+ * what was logged or admitted since: a call is refused (402) when it would
+ * take the balance below zero. Read again every second. */
+typedef struct suser {
+    int64_t user_id;
+    int64_t avail, read_ms, since, reserved;
+    struct suser *next;
+} suser;
+
+/* A call record waiting for the logger's next transaction (group commit:
+ * one fsync for every call that arrived meanwhile). */
+struct slog {
+    serve_call_record r;
+    char error[300];
+    int64_t at;
+    bool wait, done;
+    int rc;
+    struct slog *next;
+};
 
 struct serve_hub {
     ed_store *st;
@@ -117,7 +146,13 @@ struct serve_hub {
     bool sup_started, stop;
     sdep *deps;
     skey *keys;
+    suser *users;
     int64_t last_meter_ms, last_flush_ms;
+    /* the call logger (hub.c) */
+    pthread_t logger;
+    bool logger_started, log_stop;
+    pthread_cond_t log_cv, log_done_cv;
+    slog *log_head, *log_tail;
     pthread_mutex_t flush_mu;    /* one flush at a time */
 };
 

@@ -359,34 +359,55 @@ int serve_replicas_json(json_t **out, serve_hub *h, int64_t user_id, int64_t id,
 
 /* ---- calls ----------------------------------------------------------------------- */
 
-int serve__call_insert(ed_store *st, const serve_call_record *r, int64_t now)
+typedef struct calls_ctx {
+    ed_store *st;
+    slog *list;
+} calls_ctx;
+
+static int calls_body(void *arg)
 {
+    calls_ctx *c = arg;
     sqlite3_stmt *q = NULL;
-    char day[16];
     int rc, err;
 
-    day_of(day, now);
-    if ((err = ed_store_prepare(&q, st,
+    if ((err = ed_store_prepare(&q, c->st,
                                 "INSERT INTO serve_calls (at, day, deployment_id, key_id, user_id, version, status, "
                                 "latency_ms, batch_size, cost_mcoins, error) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)")) < 0)
         return err;
-    sqlite3_bind_int64(q, 1, now);
-    sqlite3_bind_text(q, 2, day, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(q, 3, r->deployment_id);
-    if (r->key_id > 0)
-        sqlite3_bind_int64(q, 4, r->key_id);
-    sqlite3_bind_int64(q, 5, r->user_id);
-    sqlite3_bind_int(q, 6, r->version);
-    sqlite3_bind_int(q, 7, r->status);
-    sqlite3_bind_int64(q, 8, r->latency_ms);
-    sqlite3_bind_int(q, 9, r->batch_size);
-    sqlite3_bind_int64(q, 10, r->cost_mcoins);
-    if (r->error)
-        sqlite3_bind_text(q, 11, r->error, -1, SQLITE_TRANSIENT);
-    if ((rc = ed_store_step(q)) != SQLITE_DONE)
-        return fail(q, st, rc, "log call");
+    for (slog *l = c->list; l; l = l->next) {
+        const serve_call_record *r = &l->r;
+        char day[16];
+        day_of(day, l->at);
+        sqlite3_reset(q);
+        sqlite3_clear_bindings(q);
+        sqlite3_bind_int64(q, 1, l->at);
+        sqlite3_bind_text(q, 2, day, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(q, 3, r->deployment_id);
+        if (r->key_id > 0)
+            sqlite3_bind_int64(q, 4, r->key_id);
+        sqlite3_bind_int64(q, 5, r->user_id);
+        sqlite3_bind_int(q, 6, r->version);
+        sqlite3_bind_int(q, 7, r->status);
+        sqlite3_bind_int64(q, 8, r->latency_ms);
+        sqlite3_bind_int(q, 9, r->batch_size);
+        sqlite3_bind_int64(q, 10, r->cost_mcoins);
+        if (l->error[0])
+            sqlite3_bind_text(q, 11, l->error, -1, SQLITE_TRANSIENT);
+        if ((rc = sqlite3_step(q)) != SQLITE_DONE) {
+            err = ed_store_error(ed_store_db(c->st), rc, "log calls");
+            sqlite3_finalize(q);
+            return err;
+        }
+    }
     sqlite3_finalize(q);
     return 0;
+}
+
+/* Every record of `list` in one transaction. */
+int serve__calls_insert(ed_store *st, slog *list)
+{
+    calls_ctx c = {st, list};
+    return ed_store_tx(st, calls_body, &c);
 }
 
 static int one_int(int64_t *out, ed_store *st, const char *sql, int64_t a, const char *b)
@@ -601,6 +622,11 @@ int serve_key_limits_put(serve_hub *h, int64_t key_id, int64_t user_id, const se
     if ((rc = ed_store_step(q)) != SQLITE_DONE)
         return fail(q, h->st, rc, "write key limits");
     sqlite3_finalize(q);
+    pthread_mutex_lock(&h->mu);     /* the admission cache reads them again */
+    for (skey *k = h->keys; k; k = k->next)
+        if (k->key_id == key_id)
+            k->limits_read_ms = 0;
+    pthread_mutex_unlock(&h->mu);
     return 0;
 }
 
