@@ -465,6 +465,30 @@ int fw__complex_matmul(fw_tensor **out, fw_tensor *x, fw_tensor *y, bool tx, boo
     return err;
 }
 
+int fw__complex_equal(fw_tensor **out, fw_tensor *a, fw_tensor *b, bool ne)
+{
+    fw_tensor *ar = NULL, *ai = NULL, *br = NULL, *bi = NULL, *er = NULL, *ei = NULL;
+    int err;
+
+    *out = NULL;
+    bool was = fw_set_grad_enabled(false);
+    if ((err = fw_real(&ar, a)) == 0 && (err = fw_imag(&ai, a)) == 0 &&
+        (err = fw_real(&br, b)) == 0 && (err = fw_imag(&bi, b)) == 0) {
+        if (ne && (err = fw_ne(&er, ar, br)) == 0 && (err = fw_ne(&ei, ai, bi)) == 0)
+            err = fw_logical_or(out, er, ei);
+        else if (!ne && (err = fw_eq(&er, ar, br)) == 0 && (err = fw_eq(&ei, ai, bi)) == 0)
+            err = fw_logical_and(out, er, ei);
+    }
+    fw_set_grad_enabled(was);
+    fw_tensor_unref(ar);
+    fw_tensor_unref(ai);
+    fw_tensor_unref(br);
+    fw_tensor_unref(bi);
+    fw_tensor_unref(er);
+    fw_tensor_unref(ei);
+    return err;
+}
+
 int fw_conj(fw_tensor **out, fw_tensor *x)
 {
     *out = NULL;

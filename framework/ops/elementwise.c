@@ -500,6 +500,11 @@ static int compare(fw_tensor **out, const char *name, fw_binop op, fw_tensor *a,
     if ((err = fw_op_check_same_device(name, a, b)) < 0)
         return err;
     dt = fw_op_compute_dtype(fw_dtype_promote(a->dtype, b->dtype));
+    if (!fw_dtype_is_float(dt) && fw_dtype_is_complex(dt)) {
+        if (op == FW_BIN_EQ || op == FW_BIN_NE)
+            return fw__complex_equal(out, a, b, op == FW_BIN_NE);
+        return fw_error_set(FW_EDTYPE, "%s: not defined for complex tensors", name);
+    }
     bool was = fw_set_grad_enabled(false);
     if ((err = fw_cast(&a2, a, dt)) == 0 && (err = fw_cast(&b2, b, dt)) == 0)
         err = raw_binary(out, name, op, a2, b2, FW_BOOL);

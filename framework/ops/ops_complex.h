@@ -15,6 +15,8 @@ int fw__complex_unary(fw_tensor **out, int op, fw_tensor *x);
 /* sum or mean of a complex x. */
 int fw__complex_sum(fw_tensor **out, fw_tensor *x, const int *axes, int naxes, bool keepdim,
                     bool mean);
+/* a == b (or a != b when ne) elementwise, either operand complex: bool. */
+int fw__complex_equal(fw_tensor **out, fw_tensor *a, fw_tensor *b, bool ne);
 /* matmul with either operand complex. */
 int fw__complex_matmul(fw_tensor **out, fw_tensor *x, fw_tensor *y, bool tx, bool ty);
 

@@ -107,6 +107,25 @@ class TestComplexTensors(unittest.TestCase):
                 self.assertLess(rel_err(got, want), tol)
         with self.assertRaises(TypeError):
             paddle.maximum(paddle.to_tensor([1j]), paddle.to_tensor([2j]))
+        with self.assertRaises(TypeError):
+            paddle.exp(paddle.to_tensor([1j]))
+
+    def test_compare_and_layout_ops(self):
+        a = np.array([[-1 - 2j, 3.5 + 0j], [0j, -2.25j]], np.complex64)
+        x = paddle.to_tensor(a)
+        np.testing.assert_array_equal((x == x).numpy(), np.ones((2, 2), bool))
+        np.testing.assert_array_equal((x != paddle.to_tensor(a[:1])).numpy(), a != a[:1])
+        np.testing.assert_array_equal((x == 0).numpy(), a == 0)
+        with self.assertRaises(TypeError):
+            x > x
+        for cdt in ('complex64', 'complex128'):
+            y = x.astype(cdt)
+            b = a.astype(cdt)
+            np.testing.assert_array_equal(paddle.concat([y, y]).numpy(), np.concatenate([b, b]))
+            np.testing.assert_array_equal(y.transpose([1, 0]).contiguous().numpy(), b.T)
+            np.testing.assert_array_equal(y[:, 0].numpy(), b[:, 0])
+            np.testing.assert_array_equal(paddle.stack([y, y]).numpy(), np.stack([b, b]))
+            np.testing.assert_array_equal(y.reshape([4]).numpy(), b.reshape(4))
 
     def test_gradients(self):
         rng = np.random.default_rng(1)

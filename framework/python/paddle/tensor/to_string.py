@@ -68,8 +68,9 @@ def _to_summary(a):
 
 def _get_max_width(a):
     max_width, signed = 0, False
+    cx = np.iscomplexobj(a)     # complex items print as Python's repr, unsigned
     for item in a.flatten():
-        if not signed and item < 0:
+        if not signed and not cx and item < 0:
             signed = True
         max_width = max(max_width, len(_format_item(item)))
     return max_width, signed
