@@ -162,6 +162,15 @@ static json_t *job_json(gw_request *req, const sched_job_info *j)
         json_decref(o);
         o = NULL;
     }
+    /* a platform run (scheduler/README.md "Platform runs"): only an admin
+     * ever reads one; say what it is */
+    if (o && j->internal &&
+        json_object_set_new(o, "platform_run",
+                            json_pack("{s:b, s:b, s:b, s:b}", "network_off", j->network_off, "uncharged",
+                                      j->uncharged, "fixed_mounts", j->fixed_mounts, "collected", j->collected)) < 0) {
+        json_decref(o);
+        o = NULL;
+    }
     return job_disk_json(req, j, o);
 }
 

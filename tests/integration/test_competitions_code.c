@@ -346,6 +346,12 @@ START_TEST(runs_are_sealed)
     ck_assert_int_eq(r.status, 200);
     ck_assert_int_eq(json_array_size(json_object_get(r.json, "items")), 1);   /* the control job only */
     it_resp_free(&r);
+    snprintf(path, sizeof(path), "/api/v1/jobs/%lld", run);
+    j = it_get_json(&srv, ah, path);     /* an admin reads it: what it is */
+    ck_assert_ptr_nonnull(j);
+    ck_assert(json_is_true(json_object_get(json_object_get(j, "platform_run"), "network_off")));
+    ck_assert(json_is_true(json_object_get(json_object_get(j, "platform_run"), "uncharged")));
+    json_decref(j);
     ck_assert_int_eq(it_db_int(&srv, "SELECT network_off + internal + uncharged + fixed_mounts + collected "
                                      "FROM jobs WHERE id = %lld", run), 5);
 
