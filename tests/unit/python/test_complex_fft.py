@@ -229,6 +229,25 @@ class TestFFT(unittest.TestCase):
                     self.assertEqual(list(got.shape), list(want.shape))
                     self.assertLess(rel_err(got, want), tol, (dt, norm))
 
+    def test_hermitian_nd_against_scipy(self):
+        try:
+            import scipy.fft as sf
+        except ImportError:
+            self.skipTest('scipy is not installed (numpy has no hfftn/ihfftn)')
+        rng = np.random.default_rng(6)
+        x = rng.standard_normal((4, 6, 5))
+        xc = x + 1j * rng.standard_normal((4, 6, 5))
+        T = paddle.to_tensor
+        for norm in NORMS:
+            for got, want in ((pfft.hfftn(T(xc), s=(4, 6, 8), norm=norm),
+                               sf.hfftn(xc, s=(4, 6, 8), norm=norm)),
+                              (pfft.ihfftn(T(x), norm=norm), sf.ihfftn(x, norm=norm)),
+                              (pfft.hfft2(T(xc), s=(6, 8), norm=norm),
+                               sf.hfft2(xc, s=(6, 8), norm=norm)),
+                              (pfft.ihfft2(T(x), norm=norm), sf.ihfft2(x, norm=norm))):
+                self.assertEqual(list(got.shape), list(want.shape))
+                self.assertLess(rel_err(got, want), 1e-10, norm)
+
     def test_freqs_and_shifts(self):
         np.testing.assert_allclose(pfft.fftfreq(5, 0.5).numpy(), np.fft.fftfreq(5, 0.5),
                                    rtol=1e-6)
