@@ -184,10 +184,12 @@ static int cmd_create_update(int argc, char **argv, const cli_globals *g, bool c
             return usage();
         }
     }
-    if (create && (src == NULL || !json_object_get(src, "path"))) {
+    if ((create && src == NULL) ||
+        (src && (!json_object_get(src, "path") ||
+                 (!json_object_get(src, "project_id") && !json_object_get(src, "job_id"))))) {
         json_decref(body);
         json_decref(src);
-        fprintf(stderr, "eddy: deploy create needs --project P or --job ID, and --path PREFIX\n");
+        fprintf(stderr, "eddy: a source is --project P [--version V] or --job ID, with --path PREFIX\n");
         return CLI_EXIT_USAGE;
     }
     if ((err = cli_open(&c, g->url, true)) < 0)
