@@ -10,8 +10,9 @@
  *   - the failure classes this host can produce: timeout (max_runtime_s),
  *     exceeded_compute (memory over the class's limit), exception,
  *     missing_output, invalid_output, platform_error (the host deleted the
- *     inputs), each with a bounded log tail where the run failed, none
- *     counted; scoring_error is the scoring program's (it_test_competitions_scorer);
+ *     inputs), scoring_error (the host's scoring program fails on a good
+ *     output), each with a bounded log tail where the run failed, none
+ *     counted;
  *   - the ledger: a free competition's run is neither reserved nor charged
  *     (no hold, no meter row, the balance unchanged); a charged one is
  *     metered and paid like a job;
@@ -127,8 +128,9 @@ static void inputs_make(char *id, it_user *host)
 }
 
 /* A started code competition hosted by `host` with the truth (a canary in
- * row 7): its id into `cid`. `code` is the code_competition object. */
-static void comp_make(char *cid, it_user *host, const char *slug, const char *code)
+ * row 7): its id into `cid`. `code` is the code_competition object;
+ * `scorer` NULL, or a scoring program (higher is better) put before the start. */
+static void comp_make(char *cid, it_user *host, const char *slug, const char *code, const char *scorer)
 {
     const char *csvh[4] = {"Content-Type: text/csv", host->cookie, host->csrf, NULL};
     char body[2048], path[300], s[64], e[64], truth[4096];
@@ -149,6 +151,13 @@ static void comp_make(char *cid, it_user *host, const char *slug, const char *co
         n += (size_t)snprintf(truth + n, sizeof(truth) - n, "%d,%s\n", i, i == 7 ? CANARY : i % 3 ? "cat" : "dog");
     snprintf(path, sizeof(path), "/api/v1/competitions/%s/truth", cid);
     ck_assert_int_eq(it_request_status(&srv, "PUT", path, truth, csvh), 200);
+    if (scorer != NULL) {
+        snprintf(path, sizeof(path), "/api/v1/competitions/%s", cid);
+        ck_assert_int_eq(it_request_status(&srv, "PUT", path, "{\"scorer\":{\"direction\":\"higher\",\"timeout_s\":10}}",
+                                           host->hdrs), 200);
+        snprintf(path, sizeof(path), "/api/v1/competitions/%s/scorer", cid);
+        ck_assert_int_eq(it_request_status(&srv, "PUT", path, scorer, host->hdrs), 200);
+    }
     snprintf(path, sizeof(path), "/api/v1/competitions/%s", cid);
     snprintf(body, sizeof(body), "{\"start_at\":\"%s\"}", at(s, sizeof(s), 300));
     ck_assert_int_eq(it_request_status(&srv, "PUT", path, body, host->hdrs), 200);
@@ -291,7 +300,7 @@ START_TEST(runs_are_sealed)
     /* the inputs: shown to the host only */
     snprintf(code, sizeof(code), "{\"resource\":\"cpu-basic\",\"max_runtime_s\":120,\"charged\":false,"
              "\"inputs\":{\"dataset_id\":\"%s\",\"version\":1}}", dsid);
-    comp_make(cid, &host, "pets-sealed", code);
+    comp_make(cid, &host, "pets-sealed", code, NULL);
     snprintf(path, sizeof(path), "/api/v1/competitions/%s", cid);
     j = it_get_json(&srv, host.hdrs, path);
     ck_assert_str_eq(it_json_str(json_object_get(json_object_get(j, "code_competition"), "inputs"), "dataset_id"),
@@ -401,7 +410,7 @@ START_TEST(failure_classes)
     inputs_make(dsid, &host);
     snprintf(code, sizeof(code), "{\"resource\":\"cpu-small\",\"max_runtime_s\":5,\"charged\":false,"
              "\"inputs\":{\"dataset_id\":\"%s\",\"version\":1}}", dsid);
-    comp_make(cid, &host, "pets-fail", code);
+    comp_make(cid, &host, "pets-fail", code, NULL);
     ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, alice.hdrs, "pets-fail", "good.py", GOOD_PY), 0);
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         snprintf(path, sizeof(path), "/api/v1/projects/%s/files/%s", pid, cases[k].entry);
@@ -424,6 +433,22 @@ START_TEST(failure_classes)
         tail = it_json_str(err, "log_tail");
         if (cases[k].tail != NULL)
             ck_assert_msg(tail != NULL && strstr(tail, cases[k].tail) != NULL, "%s: tail %s", cases[k].entry, tail);
+        ck_assert_ptr_null(strstr(json_dumps(j, 0), CANARY));
+        json_decref(j);
+    }
+
+    /* the host's scoring program fails on a good output: scoring_error */
+    {
+        char scid[64];
+        comp_make(scid, &host, "pets-scorer", "{\"resource\":\"cpu-small\",\"max_runtime_s\":30,\"charged\":false}",
+                  "import sys\nprint('the scorer broke', file=sys.stderr)\nsys.exit(3)\n");
+        accept_rules(&alice, scid);
+        submit(sid, &alice, scid, pid, vid, "good.py");
+        j = final_of(&alice, scid, sid, 120);
+        ck_assert_msg(strcmp(it_json_str(j, "status"), "failed") == 0 &&
+                          strcmp(it_json_str(json_object_get(j, "error"), "class"), "scoring_error") == 0,
+                      "%s", json_dumps(j, 0));
+        ck_assert(json_is_false(json_object_get(j, "counted")));
         ck_assert_ptr_null(strstr(json_dumps(j, 0), CANARY));
         json_decref(j);
     }
@@ -466,8 +491,9 @@ START_TEST(charged_runs_and_a_restart)
     ck_assert_int_eq(it_user_make(&host, &srv, admin_cookie, admin_csrf, "hoster", 0), 0);
     ck_assert_int_eq(it_user_make(&alice, &srv, admin_cookie, admin_csrf, "alice", 1000000), 0);
     ck_assert_int_eq(it_request_status(&srv, "POST", "/api/v1/admin/hosts", "{\"username\":\"hoster\"}", ah), 201);
-    comp_make(paid, &host, "pets-paid", "{\"resource\":\"cpu-basic\",\"max_runtime_s\":60,\"charged\":true}");
-    comp_make(free_cid, &host, "pets-free", "{\"resource\":\"cpu-basic\",\"max_runtime_s\":60,\"charged\":false}");
+    comp_make(paid, &host, "pets-paid", "{\"resource\":\"cpu-basic\",\"max_runtime_s\":60,\"charged\":true}", NULL);
+    comp_make(free_cid, &host, "pets-free", "{\"resource\":\"cpu-basic\",\"max_runtime_s\":60,\"charged\":false}",
+              NULL);
     ck_assert_int_eq(it_project_make(pid, sizeof(pid), &srv, alice.hdrs, "pets-paid", "good.py", GOOD_PY), 0);
     {
         char path[200];
