@@ -113,6 +113,90 @@ static const unsigned char plain[256] = {
     [0x01 ... 0x09] = 1, [0x0B ... 0x0C] = 1, [0x0E ... 0x21] = 1, [0x23 ... 0x2B] = 1, [0x2D ... 0xFF] = 1,
 };
 
+/* The common record: a whole line (LF or CRLF) in the buffer without
+ * quotes, lone CRs or NULs, fields and the record within their bounds.
+ * Found with memchr and copied with commas turned into NULs in one pass;
+ * anything else goes to parse() below, which reads it (or reports its
+ * error) exactly as before. 1: a record, 2: a blank line, -1: not this
+ * kind (nothing consumed). */
+#define ONES  0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+#define LOWS  0x7F7F7F7F7F7F7F7Full
+
+/* 0x80 in each byte of v that is zero, nothing elsewhere (exact: no borrow
+ * between bytes). */
+static inline uint64_t zero_bytes(uint64_t v)
+{
+    return ~(((v & LOWS) + LOWS) | v | LOWS);
+}
+
+/* Turn the comma at rec[k] into a field end. 0, or -1 past a bound. */
+static inline int fast_field(comp_csv *r, char *rec, size_t k, size_t *fstart, int *nf)
+{
+    if (k - *fstart > COMP_CSV_MAX_FIELD || *nf + 1 >= COMP_CSV_MAX_COLUMNS)
+        return -1;
+    rec[k] = '\0';
+    r->field[*nf] = rec + *fstart;
+    r->flen[*nf] = k - *fstart;
+    (*nf)++;
+    *fstart = k + 1;
+    return 0;
+}
+
+static int parse_fast(comp_csv *r)
+{
+    const unsigned char *b = (const unsigned char *)r->buf + r->pos, *nl;
+    size_t avail = r->len - r->pos, L, k, fstart = 0;
+    uint64_t hi = 0;
+    int nf = 0;
+    char *rec = r->rec;
+
+    if (avail == 0 || (nl = memchr(b, '\n', avail < COMP_CSV_MAX_RECORD ? avail : COMP_CSV_MAX_RECORD)) == NULL)
+        return -1;
+    L = (size_t)(nl - b);
+    if (L > 0 && b[L - 1] == '\r')
+        L--;
+    memcpy(rec, b, L);
+    /* 8 bytes at a time (the last word masked to the line; the buffer has
+     * the bytes up to the newline at least): quotes, CRs and NULs send the
+     * line to parse(); commas end fields. */
+    for (k = 0; k < L; k += 8) {
+        uint64_t w, valid = HIGHS, bad, comma;
+        if (avail - k < 8)
+            break;      /* the buffer's last bytes: one at a time below */
+        memcpy(&w, b + k, 8);
+        if (L - k < 8)
+            valid = HIGHS & ((1ull << ((L - k) * 8)) - 1);
+        hi |= w & valid;
+        bad = (zero_bytes(w ^ ('"' * ONES)) | zero_bytes(w ^ ('\r' * ONES)) | zero_bytes(w)) & valid;
+        if (bad)
+            return -1;
+        for (comma = zero_bytes(w ^ (',' * ONES)) & valid; comma; comma &= comma - 1)
+            if (fast_field(r, rec, k + (size_t)(__builtin_ctzll(comma) >> 3), &fstart, &nf) < 0)
+                return -1;
+    }
+    for (; k < L; k++) {
+        unsigned c = b[k];
+        hi |= c;
+        if (c == '"' || c == '\r' || c == 0)
+            return -1;
+        if (c == ',' && fast_field(r, rec, k, &fstart, &nf) < 0)
+            return -1;
+    }
+    if (L - fstart > COMP_CSV_MAX_FIELD)
+        return -1;
+    rec[L] = '\0';
+    r->field[nf] = rec + fstart;
+    r->flen[nf] = L - fstart;
+    nf++;
+    r->rec_line = r->line;
+    r->nfields = nf;
+    r->nonascii = (hi & HIGHS) != 0;
+    r->pos += (size_t)(nl - b) + 1;
+    r->line++;
+    return nf == 1 && L == 0 ? 2 : 1;
+}
+
 /* Parse one record from buf[pos..len). 1: a record, 2: a blank line
  * (consumed, no record), 0: need more input, <0: error. */
 static int parse(comp_csv *r)
@@ -121,6 +205,7 @@ static int parse(comp_csv *r)
     size_t i = r->pos, end = r->len, o = 0, fstart = 0;
     int64_t line = r->line, qline = 0;
     int st = S_START, nf = 0, quoted = 0;
+    unsigned hi = 0;        /* OR of the unquoted bytes: 0x80 set when one is not ASCII */
     char *rec = r->rec;
 
     for (;;) {
@@ -161,6 +246,7 @@ static int parse(comp_csv *r)
                         return fail(r, ED_EUNPROC, line, nf + 1, "a quote inside an unquoted field");
                     st = S_QUO;
                     quoted = 1;
+                    hi |= 0x80;     /* quoted fields: checked field by field */
                     qline = line;
                     i++;
                 } else {
@@ -168,8 +254,11 @@ static int parse(comp_csv *r)
                     size_t lim = end < r->pos + COMP_CSV_MAX_RECORD + 1 ? end : r->pos + COMP_CSV_MAX_RECORD + 1;
                     st = S_UNQ;
                     rec[o++] = (char)c;
-                    for (i++; i < lim && plain[b[i]]; i++)
+                    hi |= (unsigned)c;
+                    for (i++; i < lim && plain[b[i]]; i++) {
                         rec[o++] = (char)b[i];
+                        hi |= b[i];
+                    }
                 }
                 break;
             case S_QUO:
@@ -216,6 +305,7 @@ static int parse(comp_csv *r)
             if (done_rec) {
                 r->rec_line = r->line;
                 r->nfields = nf;
+                r->nonascii = (hi & 0x80) != 0;
                 r->pos = i;
                 r->line = line;
                 if (nf == 1 && r->flen[0] == 0 && !quoted)
@@ -244,7 +334,8 @@ int comp__csv_next(comp_csv *r)
             return fail(r, ED_EUNPROC, 0, 0, "the file is empty");
     }
     for (;;) {
-        rc = parse(r);
+        if (r->slow_only || (rc = parse_fast(r)) < 0)
+            rc = parse(r);
         if (rc < 0)
             return rc;
         if (rc == 3)
@@ -258,7 +349,7 @@ int comp__csv_next(comp_csv *r)
         if ((rc = fill(r)) < 0)
             return rc;
     }
-    for (i = 0; i < r->nfields; i++) {
+    for (i = 0; r->nonascii && i < r->nfields; i++) {
         const unsigned char *f = (const unsigned char *)r->field[i];
         size_t k, n = r->flen[i];
         for (k = 0; k < n && f[k] < 0x80; k++)
@@ -333,10 +424,46 @@ int comp__parse_double(double *out, const char *s, size_t n)
     j = i;
     if (s[i] == '+' || s[i] == '-')
         neg = s[i++] == '-';
-    if (ieq(s + i, n - i, "nan"))
-        return 1;
-    if (ieq(s + i, n - i, "inf") || ieq(s + i, n - i, "infinity"))
-        return 2;
+    {
+        /* The common form, [digits][.digits] with at most 19 digits in all
+         * (leading zeros included) and no exponent: the digits are exact in
+         * m, and m < 2^53 over an exact power of ten <= 1e22 is correctly
+         * rounded (Clinger's fast path, as below). Anything else: below. */
+        const unsigned char *u = (const unsigned char *)s;
+        size_t k = i, fd = 0, nd;
+        uint64_t q = 0;     /* wraps past 19 digits: then nd says so */
+        for (; k < n; k++) {
+            unsigned d = (unsigned)u[k] - '0';
+            if (d > 9)
+                break;
+            q = q * 10 + d;
+        }
+        nd = k - i;
+        if (k < n && s[k] == '.') {
+            size_t f0 = ++k;
+            for (; k < n; k++) {
+                unsigned d = (unsigned)u[k] - '0';
+                if (d > 9)
+                    break;
+                q = q * 10 + d;
+            }
+            fd = k - f0;
+            nd += fd;
+        }
+        if (k == n && nd > 0 && nd <= 19 && q < ((uint64_t)1 << 53) && fd <= 22) {
+            v = (double)q;
+            if (fd > 0)
+                v /= pow10_exact[fd];
+            *out = neg ? -v : v;
+            return 0;
+        }
+    }
+    if (i < n && (s[i] | 0x20) >= 'a') {    /* a letter: nan or inf? */
+        if (ieq(s + i, n - i, "nan"))
+            return 1;
+        if (ieq(s + i, n - i, "inf") || ieq(s + i, n - i, "infinity"))
+            return 2;
+    }
     for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = 1) {
         if (m == 0 && s[i] == '0') {
             continue;       /* leading zeros carry nothing */

@@ -47,6 +47,9 @@ typedef struct comp_csv {
     /* The last error: code (ED_EUNPROC: the input is malformed or over a
      * bound; ED_EIO; ED_ENOMEM), text without a position, the physical line
      * (0: the whole file) and the 1-based field (0: none). */
+    int nonascii;           /* the current record may hold bytes >= 0x80 (UTF-8 checked) */
+    int slow_only;          /* tests: without the fast path for plain lines (the fuzz
+                             * target checks both read every input alike) */
     int err_code;
     char err[256];
     int64_t err_line;

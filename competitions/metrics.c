@@ -443,8 +443,14 @@ int comp__acc_label(comp_acc *a, const comp_truth *t, size_t row, const char *s,
 {
     int pub = t->public_mask ? t->public_mask[row] : 1;
     uint32_t truth = t->cls[row];
-    int64_t c = comp__strtab_find(&t->classes, s, len);
+    const char *ts = comp__strtab_get(&t->classes, truth);
+    int64_t c;
 
+    /* the truth's own label first (a right answer needs no lookup) */
+    if (strncmp(ts, s, len) == 0 && ts[len] == '\0')
+        c = (int64_t)truth;
+    else
+        c = comp__strtab_find(&t->classes, s, len);
     a->n[pub]++;
     if (c == (int64_t)truth)
         a->correct[pub]++;

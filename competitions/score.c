@@ -28,7 +28,52 @@ void comp_truth_free(comp_truth *t)
     free(t->y);
     free(t->public_mask);
     free(t->class_order);
+    free(t->dense);
     free(t);
+}
+
+int64_t comp__truth_find(const comp_truth *t, const char *s, size_t len)
+{
+    if (t->dense != NULL)
+        return comp__dense_row(t, comp__canon_uint(s, len));
+    return comp__strtab_find(&t->ids, s, len);
+}
+
+/* The dense index (see comp_truth.dense) when every id is a canonical
+ * integer in a narrow range: 1 built, 0 not applicable (the hash index is
+ * built instead), ED_EEXISTS with the duplicate pair, ED_ENOMEM. */
+static int dense_index(comp_truth *t, size_t *dup_first, size_t *dup_second)
+{
+    uint64_t lo = UINT64_MAX, hi = 0;
+    size_t n = t->ids.n, i;
+
+    for (i = 0; i < n; i++) {
+        const char *s = comp__strtab_get(&t->ids, i);
+        int64_t v = comp__canon_uint(s, strlen(s));
+        if (v < 0)
+            return 0;
+        if ((uint64_t)v < lo)
+            lo = (uint64_t)v;
+        if ((uint64_t)v > hi)
+            hi = (uint64_t)v;
+    }
+    if (n == 0 || hi - lo >= 2 * (uint64_t)n + 1024)
+        return 0;
+    t->dense_len = (size_t)(hi - lo + 1);
+    t->dense_min = lo;
+    if ((t->dense = comp__big_calloc(t->dense_len, sizeof(*t->dense))) == NULL)
+        return ED_ENOMEM;
+    for (i = 0; i < n; i++) {
+        const char *s = comp__strtab_get(&t->ids, i);
+        uint64_t k = (uint64_t)comp__canon_uint(s, strlen(s)) - lo;
+        if (t->dense[k] != 0) {
+            *dup_first = t->dense[k] - 1;
+            *dup_second = i;
+            return ED_EEXISTS;
+        }
+        t->dense[k] = (uint32_t)(i + 1);
+    }
+    return 1;
 }
 
 size_t comp_truth_rows(const comp_truth *t) { return t->ids.n; }
@@ -43,6 +88,7 @@ size_t comp_truth_memory(const comp_truth *t)
 {
     size_t rows = t->ids.ncap;
     return sizeof(*t) + strtab_mem(&t->ids) + strtab_mem(&t->classes) + strtab_mem(&t->lists) +
+           t->dense_len * sizeof(uint32_t) +
            (t->cls ? rows * sizeof(uint32_t) : 0) + (t->y ? rows * sizeof(double) : 0) +
            (t->public_mask ? t->ids.n : 0);
 }
@@ -194,7 +240,11 @@ int comp_truth_load(comp_truth **out, int fd, const comp_score_spec *spec)
             cap_rows = nc;
         }
         if (cls_metric) {
-            int64_t c = comp__strtab_find(&t->classes, tv, tl);
+            /* runs of one label are common (sorted truths): the last one first */
+            const char *ls = row > 0 ? comp__strtab_get(&t->classes, t->cls[row - 1]) : NULL;
+            int64_t c = ls != NULL && strncmp(ls, tv, tl) == 0 && ls[tl] == '\0'
+                            ? (int64_t)t->cls[row - 1]
+                            : comp__strtab_find(&t->classes, tv, tl);
             if (c < 0 && (c = comp__strtab_add(&t->classes, tv, tl)) < 0) {
                 err = ed_error_set(ED_ENOMEM, "truth classes");
                 goto fail;
@@ -224,7 +274,9 @@ int comp_truth_load(comp_truth **out, int fd, const comp_score_spec *spec)
     }
     {
         size_t d1 = 0, d2 = 0;
-        if ((err = comp__strtab_index(&t->ids, &d1, &d2)) < 0) {
+        if ((err = dense_index(t, &d1, &d2)) == 0)
+            err = comp__strtab_index(&t->ids, &d1, &d2);
+        if (err < 0) {
             if (err == ED_EEXISTS)
                 err = ed_error_set(ED_EINVAL, "truth: duplicate id '%.64s' (data rows %zu and %zu)",
                                    comp__strtab_get(&t->ids, d2), d1 + 1, d2 + 1);
@@ -420,7 +472,7 @@ static int check_header(sub_cols *c, const comp_truth *t, const comp_csv *r, com
     }
     miss[mo] = extra[eo] = '\0';
     /* No id column, and the first field is one of the truth's ids: the header is missing. */
-    if (c->at[0] < 0 && r->nfields > 0 && comp__strtab_find(&t->ids, r->field[0], r->flen[0]) >= 0)
+    if (c->at[0] < 0 && r->nfields > 0 && comp__truth_find(t, r->field[0], r->flen[0]) >= 0)
         return sub_fail(e, ED_EUNPROC, 1, 0,
                         "missing header: the first line looks like data; it must name the columns: %s", list);
     if (mo && eo)
@@ -475,6 +527,7 @@ typedef struct sub_ctx {
     size_t used, cap;
     int64_t line[BATCH];
     uint32_t hash[BATCH];
+    int64_t key[BATCH];         /* dense ids: the id's value (-1: not canonical) */
     int64_t found[BATCH];
     char **field;               /* [BATCH * cols->n] */
     size_t *flen;
@@ -585,11 +638,12 @@ static int flush_batch(sub_ctx *c)
          * try the row after the last one before the index. */
         if (c->guessing && c->guess < t->ids.n) {
             const char *g = comp__strtab_get(&t->ids, c->guess);
-            if (!memcmp(g, id, idl) && g[idl] == '\0')
+            if (strncmp(g, id, idl) == 0 && g[idl] == '\0')
                 found = (int64_t)c->guess;
         }
         if (found < 0)
-            found = comp__strtab_find_hashed(&t->ids, id, idl, c->hash[k]);
+            found = t->dense != NULL ? comp__dense_row(t, (int64_t)c->key[k])
+                                     : comp__strtab_find_hashed(&t->ids, id, idl, c->hash[k]);
         if (found >= 0) {
             c->guessing = (size_t)found == c->guess;
             c->guess = (size_t)found + 1;
@@ -638,7 +692,15 @@ static int add_record(sub_ctx *c, const comp_csv *r)
     }
     c->used = o;
     c->line[c->n] = r->rec_line;
-    c->hash[c->n] = comp__strtab_prefetch(&c->t->ids, f[c->cols->at[0]], fl[c->cols->at[0]]);
+    if (c->t->dense != NULL) {
+        int64_t v = comp__canon_uint(f[c->cols->at[0]], fl[c->cols->at[0]]);
+        uint64_t k = (uint64_t)v - c->t->dense_min;
+        c->key[c->n] = v;
+        if (v >= 0 && k < c->t->dense_len)
+            __builtin_prefetch(&c->t->dense[k]);
+    } else {
+        c->hash[c->n] = comp__strtab_prefetch(&c->t->ids, f[c->cols->at[0]], fl[c->cols->at[0]]);
+    }
     c->n++;
     return 0;
 }

@@ -68,6 +68,14 @@ struct comp_truth {
     comp_strtab lists;          /* row -> label list (map@K), in row order */
     uint8_t *public_mask;       /* row -> 1 public, 0 private; NULL: all public */
     uint32_t *class_order;      /* classes sorted as sklearn sorts them */
+    /* Ids that are all canonical decimal integers (no sign, no leading
+     * zero, at most 18 digits) within a range of at most 2 rows + 1024
+     * values (Kaggle's usual ids) are looked up by value instead of by
+     * hash: dense[v - dense_min] = row + 1 (0: none), 4 bytes per value,
+     * and ids.slot stays empty. NULL: the hash index. */
+    uint32_t *dense;
+    uint64_t dense_min;
+    size_t dense_len;
     uint32_t positive;          /* binary: the positive class (the greater) */
 };
 
@@ -102,6 +110,33 @@ void comp__acc_auc_multi(comp_acc *a, const comp_truth *t, size_t row, const dou
 void comp__acc_mapk(comp_acc *a, const comp_truth *t, size_t row, const char *s, size_t len);
 /* Final scores; ED_ENOMEM (auc sort needs none, but keep the shape). */
 int comp__acc_finish(comp_acc *a, const comp_truth *t, double *pub, double *priv);
+
+/* A truth id's row, or -1: the dense index or the hash index. */
+int64_t comp__truth_find(const comp_truth *t, const char *s, size_t len);
+/* The canonical decimal value of s[0..len) (see comp_truth.dense), or -1. */
+static inline int64_t comp__canon_uint(const char *s, size_t len)
+{
+    uint64_t v = 0;
+
+    if (len == 0 || len > 18 || (len > 1 && s[0] == '0'))
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        unsigned d = (unsigned)(unsigned char)s[i] - '0';
+        if (d > 9)
+            return -1;
+        v = v * 10 + d;
+    }
+    return (int64_t)v;
+}
+/* The dense index's row for value v (from comp__canon_uint), or -1. */
+static inline int64_t comp__dense_row(const comp_truth *t, int64_t v)
+{
+    uint64_t k = (uint64_t)v - t->dense_min;
+
+    if (v < 0 || k >= t->dense_len)
+        return -1;
+    return (int64_t)t->dense[k] - 1;
+}
 
 /* Kaggle's apk over space-separated lists. */
 double comp__apk(const char *actual, size_t alen, const char *pred, size_t plen, int k);

@@ -331,7 +331,7 @@ static int split_csv(int64_t n[2], csv_out *out[2], const comp_truth *t, int in,
     while (idcol >= 0 && (rc = comp__csv_next(&r)) == 1) {
         int64_t row;
         int part;
-        if (idcol >= r.nfields || (row = comp__strtab_find(&t->ids, r.field[idcol], r.flen[idcol])) < 0)
+        if (idcol >= r.nfields || (row = comp__truth_find(t, r.field[idcol], r.flen[idcol])) < 0)
             continue;   /* validated before: cannot happen */
         part = t->public_mask == NULL || t->public_mask[row] ? 1 : 0;
         out_record(out[part], &r);
