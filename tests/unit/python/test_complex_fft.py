@@ -294,7 +294,8 @@ class TestFFT(unittest.TestCase):
                 check_grad(self, lambda t: (pfft.hfft(t, n=n, norm=norm) ** 2).sum(), h)
                 check_grad(self, lambda t: paddle.angle(pfft.ihfft(t, norm=norm) + 1.5).sum(),
                            xr)
-            check_grad(self, lambda t: paddle.abs(pfft.fft2(t)).sum(), rng.standard_normal((3, 4, n)))
+            check_grad(self, lambda t: paddle.abs(pfft.fft2(t)).sum(),
+                       rng.standard_normal((3, 4, n)))
             check_grad(self, lambda t: paddle.abs(pfft.rfftn(t, s=(3, n + 1))).sum(),
                        rng.standard_normal((3, 4, n)))
             X = np.fft.rfftn(rng.standard_normal((3, 4, n)))
