@@ -83,7 +83,7 @@ static void bench(const char *dir, const char *name, int ndim, const int64_t *sa
                 t[i - warm] = t1 - t0;
         }
         qsort(t, (size_t)iters, sizeof(double), cmp_double);
-        printf("%s_b%lld_us %.1f\n", name, (long long)batch, t[iters / 2]);
+        printf("%s_b%lld_us %.2f\n", name, (long long)batch, t[iters / 2]);
         snprintf(path, sizeof(path), "%s/%s_b%lld_c.f32", dir, name, (long long)batch);
         FILE *f = fopen(path, "wb");
         if (f) {
@@ -109,5 +109,6 @@ int main(int argc, char **argv)
     }
     bench(argv[1], "lenet", 4, (int64_t[]){1, 28, 28}, iters, threads, only);
     bench(argv[1], "mlp", 2, (int64_t[]){784}, iters, threads, only);
+    bench(argv[1], "tiny", 2, (int64_t[]){4}, iters, threads, only);
     return 0;
 }

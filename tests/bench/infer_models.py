@@ -47,9 +47,21 @@ class MLP(nn.Layer):
         return self.l3(F.relu(self.l2(F.relu(self.l1(x)))))
 
 
+class Tiny(nn.Layer):
+    """Linear(4, 10): almost no arithmetic, so a call measures per-call overhead."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(4, 10)
+
+    def forward(self, x):
+        return self.l(x)
+
+
 MODELS = {
     'lenet': (LeNet, [None, 1, 28, 28]),
     'mlp': (MLP, [None, 784]),
+    'tiny': (Tiny, [None, 4]),
 }
 
 

@@ -33,7 +33,7 @@ def main():
                     if i > iters // 10:
                         times.append(t1 - t0)
             np.save(os.path.join(d, '{}_b{}_eager.npy'.format(name, batch)), y)
-            print('{}_b{}_us {:.1f}'.format(name, batch, 1e6 * float(np.median(times))))
+            print('{}_b{}_us {:.2f}'.format(name, batch, 1e6 * float(np.median(times))))
 
 
 if __name__ == '__main__':
