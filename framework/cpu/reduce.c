@@ -238,7 +238,8 @@ int fw__cpu_reduce(fw_redop op, const fw_kview *out, const fw_kview *x, unsigned
             return 0;                          /* empty input: identity */
     nd = fw__coalesce(nd, shape, 2, st);
 
-    if (x->dtype == FW_FLOAT16 || x->dtype == FW_BFLOAT16 || x->dtype >= FW_NDTYPES)
+    if (x->dtype == FW_FLOAT16 || x->dtype == FW_BFLOAT16 || x->dtype >= FW_NDTYPES ||
+        fw_dtype_is_complex(x->dtype))
         return fw_error_set(FW_EDTYPE, "reduce kernel has no %s version", fw_dtype_name(x->dtype));
     red_job j = {op, x->dtype, nd, {0}, {{0}}, out->data, x->data,
                  (int64_t)fw_dtype_size(out->dtype), (int64_t)fw_dtype_size(x->dtype)};

@@ -126,6 +126,16 @@ class TestComplexTensors(unittest.TestCase):
             np.testing.assert_array_equal(y[:, 0].numpy(), b[:, 0])
             np.testing.assert_array_equal(paddle.stack([y, y]).numpy(), np.stack([b, b]))
             np.testing.assert_array_equal(y.reshape([4]).numpy(), b.reshape(4))
+            i = paddle.to_tensor([1, 0])
+            np.testing.assert_array_equal(paddle.gather(y, i).numpy(), b[[1, 0]])
+            np.testing.assert_array_equal(paddle.flip(y, [1]).numpy(), b[:, ::-1])
+            np.testing.assert_array_equal(paddle.tile(y, [2, 1]).numpy(), np.tile(b, (2, 1)))
+            np.testing.assert_array_equal(y[::2, 1:].numpy(), b[::2, 1:])
+            z = y.clone()
+            z[0, 0] = 5 + 5j
+            z[1] = paddle.to_tensor([1j, 2j], dtype=cdt)
+            self.assertEqual(z[0, 0].item(), 5 + 5j)
+            np.testing.assert_array_equal(z[1].numpy(), [1j, 2j])
 
     def test_gradients(self):
         rng = np.random.default_rng(1)

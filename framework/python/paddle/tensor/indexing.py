@@ -143,8 +143,10 @@ def _value_tensor(x, value):
         return value
     if isinstance(value, (bool, int, float, np.number)):
         return value
-    a = np.asarray(value)
-    return _C.to_tensor(np.ascontiguousarray(a), x.dtype.name)
+    a = np.asarray(value)        # a Python complex, a list, an array
+    if a.ndim:                   # (ascontiguousarray would make a 0-D array 1-D)
+        a = np.ascontiguousarray(a)
+    return _C.to_tensor(a, x.dtype.name)
 
 
 def setitem(x, idx, value):
