@@ -225,6 +225,8 @@ const gw_route gw__routes_static[] = {
     APP("/datasets/{rest*}"),
     APP("/competitions"),
     APP("/competitions/{rest*}"),
+    APP("/deployments"),
+    APP("/deployments/{rest*}"),
     {"GET", "/assets/{path*}", get_asset, GW_PUBLIC, "The web app's hashed scripts and styles"},
     {"GET", "/favicon.svg", get_root_file, GW_PUBLIC, "The web app's icon"},
     {NULL, NULL, NULL, 0, NULL},
