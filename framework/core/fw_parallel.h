@@ -39,6 +39,14 @@ int fw_parallel_num_threads(void);
  * from inside a loop body. */
 void fw_parallel_set_num_threads(int n);
 
+/* Run fn(ctx, 0, n) on the calling thread as a parallel region of one:
+ * OpenBLAS single-threaded and nested loops inline. For small BLAS calls
+ * outside any loop (a batch-1 convolution's gemm), where waking OpenBLAS's
+ * threads costs more than the work. Plain fn(ctx, 0, n) when already in a
+ * region, when the pool has one thread, or while another thread's loop
+ * holds the pool. */
+void fw_parallel_run_serial(int64_t n, fw_parallel_fn fn, void *ctx);
+
 /* True on a pool worker or in the caller while it runs a parallel loop. */
 bool fw_parallel_in_region(void);
 

@@ -186,6 +186,21 @@ void fw_parallel_set_num_threads(int n)
 
 bool fw_parallel_in_region(void) { return in_region; }
 
+void fw_parallel_run_serial(int64_t n, fw_parallel_fn fn, void *ctx)
+{
+    pthread_once(&once, init_pool);
+    if (in_region || blas_threads == 1 || pthread_mutex_trylock(&job_lock) != 0) {
+        fn(ctx, 0, n);
+        return;
+    }
+    openblas_set_num_threads(1);
+    in_region = true;
+    fn(ctx, 0, n);
+    in_region = false;
+    openblas_set_num_threads(blas_threads);
+    pthread_mutex_unlock(&job_lock);
+}
+
 void fw_parallel_for(int64_t n, int64_t grain, fw_parallel_fn fn, void *ctx)
 {
     job j;

@@ -13,7 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fw_parallel.h"
 #include "nn_kernels.h"
+
+/* Multiply-adds below which a batch-1 convolution or a linear layer runs
+ * its BLAS call on one thread: waking OpenBLAS's threads costs more (2
+ * threads, LeNet-5's batch-1 forward: 50 -> 28 us). */
+#define SMALL_GEMM ((int64_t)1 << 22)
 
 /* im2col copies and zeroes rows of 10-30 elements: NN_NO_LIBCALLS keeps
  * them loops (measured: LeNet conv1 forward 0.47 -> 0.39 ms). */
@@ -39,9 +45,37 @@
 
 #else /* template body ------------------------------------------------- */
 
+static void NN_S(linear_fwd_blas)(NN_T *y, const NN_T *x, const NN_T *w, const NN_T *b,
+                                  int64_t M, int64_t K, int64_t N);
+
+struct NN_S(linear_ctx) {
+    NN_T *y;
+    const NN_T *x, *w, *b;
+    int64_t M, K, N;
+};
+
+static void NN_S(linear_serial)(void *vctx, int64_t b0, int64_t b1)
+{
+    const struct NN_S(linear_ctx) *c = vctx;
+    (void)b0;
+    (void)b1;
+    NN_S(linear_fwd_blas)(c->y, c->x, c->w, c->b, c->M, c->K, c->N);
+}
+
 /* x [M, K] @ w [K, N] + b [N] -> y [M, N] */
 void NN_S(fw__nn_linear_fwd)(NN_T *y, const NN_T *x, const NN_T *w, const NN_T *b,
                              int64_t M, int64_t K, int64_t N)
+{
+    if (M * K * N < SMALL_GEMM) {
+        struct NN_S(linear_ctx) c = {y, x, w, b, M, K, N};
+        fw_parallel_run_serial(1, NN_S(linear_serial), &c);
+        return;
+    }
+    NN_S(linear_fwd_blas)(y, x, w, b, M, K, N);
+}
+
+static void NN_S(linear_fwd_blas)(NN_T *y, const NN_T *x, const NN_T *w, const NN_T *b,
+                                  int64_t M, int64_t K, int64_t N)
 {
     if (b != NULL) {
         for (int64_t i = 0; i < M; i++)
@@ -315,7 +349,10 @@ int NN_S(fw__nn_conv2d_fwd)(NN_T *y, const NN_T *x, const NN_T *w, const NN_T *b
     ctx.w = w;
     ctx.b = b;
     ctx.g = g;
-    fw__nn_parallel(g->N, 1, NN_S(conv_fwd_range), &ctx);
+    if (g->N == 1 && g->OC * P * K < SMALL_GEMM)
+        fw_parallel_run_serial(1, NN_S(conv_fwd_range), &ctx);   /* one small sample */
+    else
+        fw__nn_parallel(g->N, 1, NN_S(conv_fwd_range), &ctx);
     return ctx.failed ? -1 : 0;
 }
 
