@@ -116,7 +116,7 @@ static void model_bytes_free(model_bytes *m)
     memset(m, 0, sizeof(*m));
 }
 
-static int read_source(model_bytes *m, gw_request *req, const json_t *src)
+static int read_source(model_bytes *m, gw_request *req, const json_t *src, bool python)
 {
     const char *pid = NULL, *ver = NULL, *path = NULL;
     char prefix[ED_FS_PATH_MAX + 1], file[ED_FS_PATH_MAX + 16];
@@ -130,8 +130,11 @@ static int read_source(model_bytes *m, gw_request *req, const json_t *src)
     if ((err = ed_json_get_str(&path, src, "path", true)) < 0)
         return ed_error_set(ED_EINVAL, "field 'source.path' is required (the prefix given to paddle.jit.save)");
     n = strlen(path);
-    if (n > 8 && strcmp(path + n - 8, ".pdmodel") == 0)
+    if (!python && n > 8 && strcmp(path + n - 8, ".pdmodel") == 0)
         n -= 8;
+    if (python && (n < 4 || strcmp(path + n - 3, ".py") != 0))
+        return ed_error_set(ED_EUNPROC, "field 'source.path' of a python deployment names its handler file "
+                            "(predict.py with load() and predict(inputs))");
     if (n == 0 || n > ED_FS_PATH_MAX - 16 || ed_fs_path_check(path, n) < 0)
         return ed_error_set(ED_EUNPROC, "field 'source.path': a relative path inside the project or output");
     snprintf(prefix, sizeof(prefix), "%.*s", (int)n, path);
@@ -141,16 +144,16 @@ static int read_source(model_bytes *m, gw_request *req, const json_t *src)
             return err;
         if ((err = gw__job_output_open(&dfd, req, req->auth.user_id, job)) < 0)
             return err;
-        snprintf(file, sizeof(file), "%s.pdmodel", prefix);
+        snprintf(file, sizeof(file), python ? "%s" : "%s.pdmodel", prefix);
         err = ed_fs_read_beneath(&m->model, &m->model_len, dfd, file, SERVE_MODEL_MAX);
-        if (err == 0) {
+        if (err == 0 && !python) {
             snprintf(file, sizeof(file), "%s.pdiparams", prefix);
             err = ed_fs_read_beneath(&m->params, &m->params_len, dfd, file, SERVE_PARAMS_MAX);
         }
         close(dfd);
         if (err == ED_ENOTFOUND)
-            err = ed_error_set(ED_EUNPROC, "job %" PRId64 "'s output has no %s (paddle.jit.save writes "
-                               "PATH.pdmodel and PATH.pdiparams)", job, file);
+            err = ed_error_set(ED_EUNPROC, "job %" PRId64 "'s output has no %s%s", job, file,
+                               python ? "" : " (paddle.jit.save writes PATH.pdmodel and PATH.pdiparams)");
         if (err == ED_ETOOBIG)
             err = ed_error_set(ED_ETOOBIG, "%s is too large to deploy", file);
         if (err == 0)
@@ -170,17 +173,18 @@ static int read_source(model_bytes *m, gw_request *req, const json_t *src)
             return ed_error_set(ED_ENOTFOUND, "project %s not found", pid);
         }
         proj_free(p);
-        snprintf(file, sizeof(file), "%s.pdmodel", prefix);
+        snprintf(file, sizeof(file), python ? "%s" : "%s.pdmodel", prefix);
         err = proj_file_read(&m->model, &m->model_len, req->srv->projects, req->auth.user_id, pid, file, ver);
         if (err == 0 && m->model_len > SERVE_MODEL_MAX)
             err = ed_error_set(ED_ETOOBIG, "%s is over %u bytes", file, SERVE_MODEL_MAX);
-        if (err == 0) {
+        if (err == 0 && !python) {
             snprintf(file, sizeof(file), "%s.pdiparams", prefix);
             err = proj_file_read(&m->params, &m->params_len, req->srv->projects, req->auth.user_id, pid, file, ver);
         }
         if (err == ED_ENOTFOUND)
-            err = ed_error_set(ED_EUNPROC, "the project has no %s%s%s (paddle.jit.save writes PATH.pdmodel and "
-                               "PATH.pdiparams)", file, ver ? " in version " : "", ver ? ver : "");
+            err = ed_error_set(ED_EUNPROC, "the project has no %s%s%s%s", file, ver ? " in version " : "",
+                               ver ? ver : "",
+                               python ? "" : " (paddle.jit.save writes PATH.pdmodel and PATH.pdiparams)");
         if (err == 0)
             m->source = json_pack("{s:s, s:o, s:s}", "project_id", pid, "version", ver ? json_string(ver) : json_null(),
                                   "path", prefix);
@@ -236,13 +240,12 @@ static int create_deployment(gw_request *req, gw_response *res)
         return err;
     if (json_object_get(body, "allow_nan") && (err = ed_json_get_bool(&s.allow_nan, body, "allow_nan", true)) < 0)
         return err;
-    if (s.kind && strcmp(s.kind, "model") != 0)
-        return ed_error_set(ED_EUNPROC, "field 'kind': only \"model\" deployments exist on this server yet "
-                            "(\"python\" handlers are not implemented)");
+    if (s.kind && strcmp(s.kind, "model") != 0 && strcmp(s.kind, "python") != 0)
+        return ed_error_set(ED_EUNPROC, "field 'kind' must be \"model\" or \"python\"");
     if ((err = acct_user_get(&u, req->srv->store, req->auth.user_id)) < 0)
         return err;
     s.tier = u.tier;
-    if ((err = read_source(&m, req, json_object_get(body, "source"))) < 0)
+    if ((err = read_source(&m, req, json_object_get(body, "source"), s.kind && strcmp(s.kind, "python") == 0)) < 0)
         return err;
     src = json_dumps(m.source, JSON_COMPACT);
     s.source_json = src;
@@ -310,7 +313,7 @@ static int apply_change(gw_request *req, gw_response *res, serve_change *c, cons
         c->tier = u.tier;
     ed_error_clear();
     if (source) {
-        if ((err = read_source(&m, req, source)) < 0)
+        if ((err = read_source(&m, req, source, strcmp(cur.kind, "python") == 0)) < 0)
             return err;
         src = json_dumps(m.source, JSON_COMPACT);
         c->model = m.model;

@@ -309,6 +309,134 @@ fail:
     return err;
 }
 
+/* The Python handler's worker (kind "python"): run in the sandbox as
+ * `python3 /opt/eddy/model/_eddy_worker.py FD` next to the user's
+ * predict.py. It speaks the replica's frames (serve_wire.h): HELLO after
+ * load(), then each RUN as a dict of numpy arrays to predict(inputs), whose
+ * dict of array-likes goes back as the RESULT. An exception is a refused
+ * call (status 1, its last line), the worker keeps serving. */
+static const char PY_WORKER[] =
+    "import importlib.util, os, struct, sys, traceback\n"
+    "import numpy as np\n"
+    "fd = int(sys.argv[1])\n"
+    "MAGIC = 0x56534445\n"
+    "DT = {0: np.float32, 1: np.float64, 4: np.int32, 5: np.int64, 6: np.bool_, 7: np.uint8}\n"
+    "CODE = {np.dtype(v): k for k, v in DT.items()}\n"
+    "def send(t, payload):\n"
+    "    data = struct.pack('<III', MAGIC, t, len(payload)) + payload\n"
+    "    mv = memoryview(data)\n"
+    "    while mv:\n"
+    "        n = os.write(fd, mv)\n"
+    "        mv = mv[n:]\n"
+    "def readn(n):\n"
+    "    b = bytearray()\n"
+    "    while len(b) < n:\n"
+    "        c = os.read(fd, n - len(b))\n"
+    "        if not c:\n"
+    "            sys.exit(0)\n"
+    "        b += c\n"
+    "    return bytes(b)\n"
+    "def fail(t, msg):\n"
+    "    send(t, struct.pack('<I', 1) + msg.encode('utf-8', 'replace')[:400])\n"
+    "def last(e):\n"
+    "    return ''.join(traceback.format_exception_only(type(e), e)).strip().splitlines()[-1]\n"
+    "sys.path.insert(0, '/opt/eddy/model')\n"
+    "try:\n"
+    "    spec = importlib.util.spec_from_file_location('predict', '/opt/eddy/model/predict.py')\n"
+    "    mod = importlib.util.module_from_spec(spec)\n"
+    "    spec.loader.exec_module(mod)\n"
+    "    if hasattr(mod, 'load'):\n"
+    "        mod.load()\n"
+    "    if not callable(getattr(mod, 'predict', None)):\n"
+    "        raise RuntimeError('predict.py defines no predict(inputs)')\n"
+    "except BaseException as e:\n"
+    "    traceback.print_exc()\n"
+    "    fail(1, 'load: ' + last(e))\n"
+    "    sys.exit(2)\n"
+    "send(1, struct.pack('<I', 0))\n"
+    "while True:\n"
+    "    magic, t, n = struct.unpack('<III', readn(12))\n"
+    "    if magic != MAGIC or t != 2:\n"
+    "        sys.exit(3)\n"
+    "    p = readn(n)\n"
+    "    off = 4\n"
+    "    inputs = {}\n"
+    "    for _ in range(struct.unpack_from('<I', p, 0)[0]):\n"
+    "        nl = struct.unpack_from('<H', p, off)[0]; off += 2\n"
+    "        name = p[off:off + nl].decode(); off += nl\n"
+    "        dt, nd = p[off], p[off + 1]; off += 2\n"
+    "        shape = struct.unpack_from('<%dq' % nd, p, off); off += 8 * nd\n"
+    "        nb = struct.unpack_from('<Q', p, off)[0]; off += 8\n"
+    "        inputs[name] = np.frombuffer(p[off:off + nb], dtype=DT.get(dt, np.uint8)).reshape(shape).copy(); off += nb\n"
+    "    try:\n"
+    "        out = mod.predict(inputs)\n"
+    "        if not isinstance(out, dict):\n"
+    "            out = {'out': out}\n"
+    "        body = [struct.pack('<II', 0, len(out))]\n"
+    "        for k, v in out.items():\n"
+    "            a = np.ascontiguousarray(np.asarray(v))\n"
+    "            if a.dtype not in CODE:\n"
+    "                a = a.astype(np.float64 if a.dtype.kind == 'f' else np.int64)\n"
+    "            if a.ndim > 8:\n"
+    "                raise ValueError('output %s has more than 8 dimensions' % k)\n"
+    "            kb = str(k).encode()[:64]\n"
+    "            body.append(struct.pack('<H', len(kb)) + kb + bytes([CODE[a.dtype], a.ndim]) +\n"
+    "                        struct.pack('<%dq' % a.ndim, *a.shape) + struct.pack('<Q', a.nbytes) + a.tobytes())\n"
+    "        send(3, b''.join(body))\n"
+    "    except Exception as e:\n"
+    "        traceback.print_exc()\n"
+    "        fail(3, 'predict: ' + last(e))\n";
+
+#define HANDLER_MAX (1u << 20)   /* bytes of a predict.py */
+
+/* kind "python": predict.py and the worker into the temporary directory.
+ * Nothing of the user's runs here: a handler that does not load fails its
+ * replicas (503, with load()'s error in the replica list). */
+static int handler_stage(char *tmp, size_t tmp_n, char **inputs, char **outputs, char sha[65], serve_hub *h,
+                         const char *src, size_t len)
+{
+    char root[600];
+    int dfd = -1, err;
+
+    *inputs = *outputs = NULL;
+    tmp[0] = '\0';
+    if (len == 0 || len > HANDLER_MAX || memchr(src, '\0', len))
+        return ed_error_set(ED_EUNPROC, "handler: predict.py must be 1..%u bytes of text", HANDLER_MAX);
+    if (memmem(src, len, "def predict", 11) == NULL)
+        return ed_error_set(ED_EUNPROC, "handler: predict.py defines no predict(inputs)");
+    snprintf(root, sizeof(root), "%s/models", h->cfg.data_dir);
+    if (mkdir(root, 0755) < 0 && errno != EEXIST)
+        return ed_error_set(ED_EIO, "mkdir %s: %s", root, strerror(errno));
+    snprintf(tmp, tmp_n, "%s/tmp-XXXXXX", root);
+    if (mkdtemp(tmp) == NULL) {
+        tmp[0] = '\0';
+        return ed_error_set(ED_EIO, "mkdtemp under %s: %s", root, strerror(errno));
+    }
+    chmod(tmp, 0755);
+    if ((err = ed_fs_open_dir(&dfd, tmp)) < 0 || (err = write_file(dfd, "predict.py", src, len)) < 0 ||
+        (err = write_file(dfd, "_eddy_worker.py", PY_WORKER, sizeof(PY_WORKER) - 1)) < 0)
+        goto fail;
+    close(dfd);
+    *inputs = strdup("[]");
+    *outputs = strdup("[]");
+    if (!*inputs || !*outputs) {
+        free(*inputs);
+        free(*outputs);
+        *inputs = *outputs = NULL;
+        rm_tree(tmp);
+        tmp[0] = '\0';
+        return ed_error_set(ED_ENOMEM, "handler");
+    }
+    ed_sha256_hex(sha, src, len);
+    return 0;
+fail:
+    if (dfd >= 0)
+        close(dfd);
+    rm_tree(tmp);
+    tmp[0] = '\0';
+    return err;
+}
+
 /* Move a staged model to DATA/models/<id>/v<n>. */
 static int model_commit(serve_hub *h, const char *tmp, int64_t id, int version)
 {
@@ -326,29 +454,59 @@ static int model_commit(serve_hub *h, const char *tmp, int64_t id, int version)
 
 /* ---- replicas --------------------------------------------------------------------- */
 
-/* Send the batch's inputs (each input concatenated along dim 0) and wait. */
+/* The `paddle` package's folder on the host (EDDY_PADDLE_DIR, or the build
+ * tree's framework/python next to `eddy`), canonical, or "". */
+static void paddle_dir(char *out, size_t n)
+{
+    const char *env = getenv("EDDY_PADDLE_DIR");
+    char exe[PATH_MAX], cand[PATH_MAX], canon[PATH_MAX];
+    ssize_t len;
+
+    out[0] = '\0';
+    if (env && env[0]) {
+        snprintf(cand, sizeof(cand), "%s", env);
+    } else {
+        if ((len = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) <= 0)
+            return;
+        exe[len] = '\0';
+        snprintf(cand, sizeof(cand), "%.3000s/../framework/python", dirname(exe));
+    }
+    if (realpath(cand, canon) && strlen(canon) < n)
+        snprintf(out, n, "%s", canon);
+}
+
+/* Start replica `r` of `d` in its sandbox with `sock_child` as its end of
+ * the socketpair: eddy-serve-replica for a model, python3 and the worker
+ * for a handler. */
 static int rep_launch(srep *r, serve_hub *h, sdep *d, int sock_child)
 {
     char bin[PATH_MAX], bindir[PATH_MAX], canon[PATH_MAX], model[700], fdarg[16], threads[16], logp[700];
+    char pydir[PATH_MAX];
     sched_resource cls;
     sbx_spec sp;
     sbx_bind ro[2];
     int logfd, err;
     char *argv[6];
-    char *env[] = {"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "OPENBLAS_NUM_THREADS=1", NULL};
+    char *env[] = {"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "OPENBLAS_NUM_THREADS=1",
+                   "PYTHONPATH=/opt/eddy/python", "PYTHONDONTWRITEBYTECODE=1", NULL};
 
-    replica_path(bin, sizeof(bin), &h->cfg);
-    if (bin[0] == '\0' || access(bin, X_OK) != 0)
-        return ed_error_set(ED_EIO, "eddy-serve-replica not found (%s)", bin[0] ? bin : "next to eddy");
-    if (realpath(bin, canon) == NULL)
-        return ed_error_set(ED_EIO, "%s: %s", bin, strerror(errno));
-    {
-        char tmp[PATH_MAX];
-        snprintf(tmp, sizeof(tmp), "%s", canon);
-        snprintf(bindir, sizeof(bindir), "%s", dirname(tmp));
+    bindir[0] = pydir[0] = '\0';
+    if (!d->python) {
+        replica_path(bin, sizeof(bin), &h->cfg);
+        if (bin[0] == '\0' || access(bin, X_OK) != 0)
+            return ed_error_set(ED_EIO, "eddy-serve-replica not found (%s)", bin[0] ? bin : "next to eddy");
+        if (realpath(bin, canon) == NULL)
+            return ed_error_set(ED_EIO, "%s: %s", bin, strerror(errno));
+        {
+            char tmp[PATH_MAX];
+            snprintf(tmp, sizeof(tmp), "%s", canon);
+            snprintf(bindir, sizeof(bindir), "%s", dirname(tmp));
+        }
+        if (strcmp(strrchr(canon, '/') + 1, "eddy-serve-replica") != 0)
+            return ed_error_set(ED_EINVAL, "the replica program must be a file named eddy-serve-replica");
+    } else {
+        paddle_dir(pydir, sizeof(pydir));     /* `import paddle` in a handler, when there is one */
     }
-    if (strcmp(strrchr(canon, '/') + 1, "eddy-serve-replica") != 0)
-        return ed_error_set(ED_EINVAL, "the replica program must be a file named eddy-serve-replica");
     snprintf(model, sizeof(model), "%s/models/%lld/v%d", h->cfg.data_dir, (long long)d->id, r->version);
     if (realpath(model, canon) == NULL)
         return ed_error_set(ED_EIO, "model %s: %s", model, strerror(errno));
@@ -363,26 +521,37 @@ static int rep_launch(srep *r, serve_hub *h, sdep *d, int sock_child)
      * and idle BLAS threads spinning in sched_yield cost more than they give
      * at these sizes (measured: a third of two cores at batch 1) */
     snprintf(threads, sizeof(threads), "1");
-    argv[0] = "/opt/eddy/bin/eddy-serve-replica";
-    argv[1] = "/opt/eddy/model/model";
-    argv[2] = fdarg;
-    argv[3] = threads;
-    argv[4] = NULL;
-    ro[0] = (sbx_bind){bindir, "/opt/eddy/bin", 0};
-    ro[1] = (sbx_bind){model, "/opt/eddy/model", 0};
+    sbx_spec_init(&sp);
+    if (d->python) {
+        argv[0] = "/usr/bin/python3";
+        argv[1] = "/opt/eddy/model/_eddy_worker.py";
+        argv[2] = fdarg;
+        argv[3] = NULL;
+        ro[0] = (sbx_bind){model, "/opt/eddy/model", 0};
+        ro[1] = (sbx_bind){pydir, "/opt/eddy/python", 0};
+        sp.n_ro = pydir[0] ? 2 : 1;
+        sp.pids = 256;
+    } else {
+        argv[0] = "/opt/eddy/bin/eddy-serve-replica";
+        argv[1] = "/opt/eddy/model/model";
+        argv[2] = fdarg;
+        argv[3] = threads;
+        argv[4] = NULL;
+        ro[0] = (sbx_bind){bindir, "/opt/eddy/bin", 0};
+        ro[1] = (sbx_bind){model, "/opt/eddy/model", 0};
+        sp.n_ro = 2;
+        sp.pids = 64;
+    }
     snprintf(logp, sizeof(logp), "%s/models/%lld/replicas.log", h->cfg.data_dir, (long long)d->id);
     logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-    sbx_spec_init(&sp);
     sp.argv = argv;
     sp.env = env;
     sp.host_uid = sp.host_gid = sbx_slot_uid(r->slot);
     sp.ro = ro;
-    sp.n_ro = 2;
     sp.cwd = "/tmp";
     sp.tmp_bytes = 16LL << 20;
     sp.mem_bytes = (int64_t)(cls.memory_mb > 0 ? cls.memory_mb : 1024) << 20;
     sp.cpu_millis = (cls.cpus > 0 ? cls.cpus : 1) * 1000;
-    sp.pids = 64;
     sp.net = SBX_NET_NONE;
     sp.stdio[0] = -1;
     sp.stdio[1] = logfd;
@@ -709,6 +878,7 @@ static int dep_sync(serve_hub *h, int64_t id)
     d->user_id = row.user_id;
     snprintf(d->name, sizeof(d->name), "%s", row.name);
     d->deleted = strcmp(row.status, "deleted") == 0;
+    d->python = strcmp(row.kind, "python") == 0;
     snprintf(d->resource, sizeof(d->resource), "%s", row.resource);
     snprintf(d->tier, sizeof(d->tier), "%s", row.tier);
     d->replicas = row.replicas;
@@ -723,7 +893,7 @@ static int dep_sync(serve_hub *h, int64_t id)
     d->version = row.version;
     memcpy(d->in, tmp.in, sizeof(d->in));
     d->n_in = tmp.n_in;
-    d->batchable = tmp.batchable;
+    d->batchable = tmp.batchable && strcmp(row.kind, "python") != 0;
     pthread_cond_broadcast(&d->qcv);
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
@@ -1104,13 +1274,15 @@ int serve_deployment_create(serve_deployment *out, serve_hub *h, const serve_spe
     if ((err = name_check(s->name)) < 0 ||
         (err = settings_check(s->replicas, s->max_batch, s->max_delay_ms, s->timeout_ms, s->price_mcoins_per_call)) < 0)
         return err;
-    if (s->kind && strcmp(s->kind, "model") != 0)
-        return ed_error_set(ED_EUNPROC, "field 'kind': only \"model\" deployments exist yet");
+    if (s->kind && strcmp(s->kind, "model") != 0 && strcmp(s->kind, "python") != 0)
+        return ed_error_set(ED_EUNPROC, "field 'kind' must be \"model\" or \"python\"");
     if (s->resource == NULL || (h->sched && sched_resource_get(&cls, h->sched, s->resource) < 0))
         return ed_error_set(ED_EUNPROC, "field 'resource': no resource class '%s'", s->resource ? s->resource : "");
     if (h->sched && cls.gpu)
         return ed_error_set(ED_EUNPROC, "field 'resource': replicas run on CPU classes only (no CUDA backend yet)");
-    if ((err = model_stage(tmp, sizeof(tmp), &inputs, &outputs, sha, h, model, model_len, params, params_len)) < 0)
+    if ((err = s->kind && strcmp(s->kind, "python") == 0
+                   ? handler_stage(tmp, sizeof(tmp), &inputs, &outputs, sha, h, model, model_len)
+                   : model_stage(tmp, sizeof(tmp), &inputs, &outputs, sha, h, model, model_len, params, params_len)) < 0)
         return err;
     if ((err = serve__dep_insert(&id, h->st, s, sha, (int64_t)(model_len + params_len), inputs, outputs,
                                  ed_now_ms())) < 0 ||
@@ -1203,8 +1375,10 @@ int serve_deployment_update(serve_deployment *out, serve_hub *h, int64_t user_id
                               row.price_mcoins_per_call)) < 0)
         return err;
     if (c->model) {
-        if ((err = model_stage(tmp, sizeof(tmp), &inputs, &outputs, sha, h, c->model, c->model_len, c->params,
-                               c->params_len)) < 0)
+        if ((err = strcmp(row.kind, "python") == 0
+                       ? handler_stage(tmp, sizeof(tmp), &inputs, &outputs, sha, h, c->model, c->model_len)
+                       : model_stage(tmp, sizeof(tmp), &inputs, &outputs, sha, h, c->model, c->model_len, c->params,
+                                     c->params_len)) < 0)
             return err;
         if ((err = model_commit(h, tmp, id, row.version + 1)) < 0 ||
             (err = serve__version_insert(h->st, id, row.version + 1, c->source_json ? c->source_json : "{}", sha,
@@ -1243,6 +1417,20 @@ int serve_deployment_delete(serve_hub *h, int64_t user_id, int64_t id)
 static int check_inputs(const sdep *d, const serve_call *c, int64_t *rows)
 {
     *rows = 1;
+    if (d->python) {      /* a handler declares no spec: it checks its own inputs */
+        for (int k = 0; k < c->n_in; k++) {
+            const serve_tensor *t = &c->in[k];
+            if (d->allow_nan || (t->dtype != FW_FLOAT32 && t->dtype != FW_FLOAT64))
+                continue;
+            for (size_t i = 0; i < t->nbytes / (t->dtype == FW_FLOAT32 ? 4 : 8); i++) {
+                double v = t->dtype == FW_FLOAT32 ? ((const float *)t->data)[i] : ((const double *)t->data)[i];
+                if (!isfinite(v))
+                    return ed_error_set(ED_EUNPROC, "input '%s' holds %s at element %zu (this deployment refuses it)",
+                                        t->name, isnan(v) ? "NaN" : "an infinity", i);
+            }
+        }
+        return 0;
+    }
     if (c->n_in != d->n_in)
         for (int i = 0; i < d->n_in; i++) {
             bool have = false;
@@ -1311,8 +1499,10 @@ int serve_predict(serve_hub *h, serve_call *c)
         serve__item_free(it);
         return err;
     }
+    /* a deployment whose replicas fail to start answers at once rather than
+     * holding calls for the next try */
     for (srep *r = d->reps; r; r = r->next)
-        any |= r->state == REP_READY || r->state == REP_STARTING;
+        any |= r->state == REP_READY || (r->state == REP_STARTING && d->failures == 0);
     if (d->replicas == 0) {
         pthread_mutex_unlock(&h->mu);
         serve__item_free(it);

@@ -77,6 +77,7 @@ struct sdep {
     int replicas, max_batch, max_delay_ms, timeout_ms;
     int64_t price;
     bool allow_nan, running;
+    bool python;                 /* kind "python": predict.py in a Python worker */
     int version;                 /* the target version */
     sinput in[SERVE_MAX_TENSORS];
     int n_in;
