@@ -732,6 +732,10 @@ static void *rep_main(void *arg)
         snprintf(detail, sizeof(detail), "socketpair: %s", strerror(errno));
         goto ended;
     }
+    /* r->fd is what serve_hub_free shuts down to end a replica still starting */
+    pthread_mutex_lock(&h->mu);
+    r->fd = sv[0];
+    pthread_mutex_unlock(&h->mu);
     if (rep_launch(r, h, d, sv[1]) < 0) {
         snprintf(detail, sizeof(detail), "%s", ed_error_last());
         ed_error_clear();
@@ -743,7 +747,6 @@ static void *rep_main(void *arg)
     r->launched = true;
     r->metered_to_ms = ed_mono_ns() / 1000000;   /* the owner pays from the launch */
     pthread_mutex_unlock(&h->mu);
-    r->fd = sv[0];
     if (serve__frame_read(r->fd, &type, &hello, &len, 1 << 16, (int)h->cfg.ready_timeout_ms) < 0 ||
         type != SERVE_W_HELLO || serve__decode_u32(&status, hello, len, &off) < 0 || status != 0) {
         if (hello && status != 0)
@@ -815,20 +818,24 @@ static void *rep_main(void *arg)
 ended:
     if (sv[1] >= 0)
         close(sv[1]);
-    if (r->job) {
-        sbx_usage u;
-        close(r->fd);        /* EOF: the replica exits on its own */
+    {
+        int fd;
+        pthread_mutex_lock(&h->mu);
+        fd = r->fd;
         r->fd = -1;
+        pthread_mutex_unlock(&h->mu);
+        if (fd >= 0)
+            close(fd);       /* EOF: the replica exits on its own */
+    }
+    if (r->job) {            /* the job handle is this thread's alone */
+        sbx_usage u;
         if (sbx_job_wait(r->job, 2000, &u) == ED_EBUSY) {
             ed_error_clear();
             sbx_job_kill(r->job);
         }
         sbx_job_free(r->job);
         r->job = NULL;
-    } else if (sv[0] >= 0) {
-        close(sv[0]);
     }
-    r->fd = -1;
     sbx_slot_free(r->slot);
     r->slot = NULL;
     pthread_mutex_lock(&h->mu);
@@ -1186,8 +1193,8 @@ void serve_hub_free(serve_hub *h)
             for (srep *r = d->reps; r; r = r->next)
                 if (r->state != REP_ENDED) {
                     live = true;
-                    if (r->state == REP_STARTING && r->job)
-                        sbx_job_kill(r->job);
+                    if (r->state == REP_STARTING && r->fd >= 0)
+                        shutdown(r->fd, SHUT_RDWR);   /* its HELLO read ends; it cleans up itself */
                 }
         pthread_mutex_unlock(&h->mu);
         if (!live)
