@@ -549,6 +549,18 @@ START_TEST(deploy_call_limits_usage_and_rolling_update)
         ck_assert_int_eq(it_request_status(&srv, "GET", url, NULL, bob.hdrs), 404);
     }
     ck_assert_int_eq(ledger_model_charges(&alice), (int64_t)successes * PRICE);
+    /* the owner's replicas are metered like jobs (EDDY_METER_INTERVAL_MS=1000) */
+    {
+        json_t *j, *x;
+        size_t k;
+        int64_t metered = 0;
+        dep_url(url, sizeof(url), "");
+        j = it_get_json(&srv, alice.hdrs, url);
+        ck_assert_ptr_nonnull(j);
+        json_array_foreach(json_object_get(j, "replica_list"), k, x) metered += json_integer_value(json_object_get(x, "metered_ms"));
+        ck_assert_msg(metered > 0, "no replica time metered: %s", json_dumps(j, 0));
+        json_decref(j);
+    }
 
     /* kill -9 with calls logged but not yet charged: after a restart the
      * charges are exact (each batch posted once under its key) */
