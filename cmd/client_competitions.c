@@ -44,6 +44,9 @@ static const cli_col comp_fields[] = {
     {"Max team size", "max_team_size", CLI_FMT_TEXT},
     {"Final selections", "selection_max", CLI_FMT_TEXT},
     {"Leaderboard", "leaderboard", CLI_FMT_TEXT},
+    {"Host", "host", CLI_FMT_TEXT},
+    {"Scoring program", "scorer.direction", CLI_FMT_TEXT},
+    {"Scoring program uploaded", "scorer.uploaded", CLI_FMT_TEXT},
     {"Rules accepted", "rules_accepted", CLI_FMT_TEXT},
 };
 
@@ -68,7 +71,8 @@ static int usage(void)
             "       eddy competitions submit COMP FILE [--wait]\n"
             "       eddy competitions submit COMP (--job ID | --project PROJECT) --path P [--wait]\n"
             "       eddy competitions submissions COMP [--all] [--limit N]\n"
-            "       eddy competitions select COMP SUBMISSION_ID...\n"
+            "       eddy competitions select COMP SUBMISSION_ID... | --clear\n"
+            "       eddy competitions scorer COMP FILE.py | --remove      (hosts, before the start)\n"
             "       eddy competitions leaderboard COMP [--private] [--limit N] [--offset N]\n"
             "       eddy competitions team COMP [show | create NAME | invite USER | join TEAM_ID | leave]\n"
             "COMP is a competition's id or slug.\n");
@@ -343,11 +347,14 @@ static int cmd_select(int argc, char **argv, const cli_globals *g)
     cli *c = NULL;
     int err;
 
+    /* --clear: no choice, the best public ones count (as on Kaggle) */
+    bool clear = argc == 3 && strcmp(argv[2], "--clear") == 0;
+
     if (argc < 3 || argv[1][0] == '-' || ids == NULL) {
         json_decref(ids);
         return usage();
     }
-    for (int i = 2; i < argc; i++)
+    for (int i = 2; i < argc && !clear; i++)
         json_array_append_new(ids, json_string(argv[i]));
     if ((err = comp_path(path, sizeof(path), argv[1], "/submissions/select")) == 0 &&
         (err = cli_open(&c, g->url, true)) == 0) {
@@ -356,7 +363,9 @@ static int cmd_select(int argc, char **argv, const cli_globals *g)
             if (g->json)
                 cli_print_json(out);
             else
-                printf("Selected %zu submission(s) for the final leaderboard.\n", json_array_size(ids));
+                printf(clear ? "Selection cleared: the best public submissions count.\n"
+                             : "Selected %zu submission(s) for the final leaderboard.\n",
+                       json_array_size(ids));
         }
         json_decref(b);
     }
@@ -477,6 +486,52 @@ out:
     return cli_done(c, err);
 }
 
+/* scorer COMP FILE.py (PUT, streamed) | scorer COMP --remove (DELETE) */
+static int cmd_scorer(int argc, char **argv, const cli_globals *g)
+{
+    char path[600];
+    cli *c = NULL;
+    json_t *out = NULL;
+    int err, fd = -1;
+
+    if (argc != 3 || argv[1][0] == '-')
+        return usage();
+    if ((err = comp_path(path, sizeof(path), argv[1], "/scorer")) < 0 || (err = cli_open(&c, g->url, true)) < 0)
+        goto out;
+    if (strcmp(argv[2], "--remove") == 0) {
+        err = cli_call_json(&out, c, "DELETE", path, NULL, 0);
+    } else {
+        const char *hdrs[] = {"Content-Type: text/x-python", NULL};
+        struct stat sb;
+        cli_resp r = {0};
+        ed_buf body = {0};
+        if ((fd = open(argv[2], O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+            err = ed_error_set(CLI_EUSAGE, "%s: %s", argv[2], fd < 0 ? strerror(errno) : "not a regular file");
+            goto out;
+        }
+        err = cli_stream(&r, c, "PUT", path, hdrs, fd, 0, sb.st_size, collect, &body);
+        if (err == 0 && (out = json_loadb(body.data ? body.data : "", body.len, 0, NULL)) == NULL)
+            err = ed_error_set(ED_EIO, "the server's answer is not JSON");
+        ed_buf_free(&body);
+        cli_resp_free(&r);
+    }
+    if (err == 0) {
+        if (g->json)
+            cli_print_json(out);
+        else if (json_is_null(json_object_get(out, "scorer")))
+            printf("No scoring program: the built-in metric %s scores.\n",
+                   json_string_value(json_object_get(out, "metric")) ?: "");
+        else
+            printf("Scoring program stored (%s is better).\n",
+                   json_string_value(json_object_get(json_object_get(out, "scorer"), "direction")) ?: "");
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    json_decref(out);
+    return cli_done(c, err);
+}
+
 int cmd_client_competitions(int argc, char **argv, const cli_globals *g)
 {
     const char *sub = argc > 1 ? argv[1] : NULL;
@@ -505,6 +560,8 @@ int cmd_client_competitions(int argc, char **argv, const cli_globals *g)
         return cmd_leaderboard(argc, argv, g);
     if (strcmp(sub, "team") == 0)
         return cmd_team(argc, argv, g);
+    if (strcmp(sub, "scorer") == 0)
+        return cmd_scorer(argc, argv, g);
     fprintf(stderr, "eddy: unknown competitions command '%s'\n", sub);
     return usage();
 }

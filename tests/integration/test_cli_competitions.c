@@ -4,7 +4,8 @@
  * rules, makes a team and invites a user, submits a CSV (waiting for its
  * score) and an invalid one (its error shown, exit 1), lists its
  * submissions, reads the public leaderboard, is refused the private one
- * before the end, and cannot leave a team that has submitted. Bad usage
+ * before the end, cannot leave a team that has submitted, clears the final
+ * selection, sees the host's name and cannot put a scoring program. Bad usage
  * exits 2, a refusal 1. */
 #include "harness.h"
 
@@ -227,6 +228,20 @@ START_TEST(cli_flow)
     EDDY(o, "competitions", "leaderboard", "iris", "--json");
     expect(o, 0, "leaderboard --json");
     ck_assert_ptr_nonnull(strstr(o->out, "\"items\""));
+    /* the final selection cleared: the best public ones count */
+    EDDY(o, "competitions", "select", "iris", "--clear");
+    expect(o, 0, "select --clear");
+    ck_assert_ptr_nonnull(strstr(o->out, "cleared"));
+    /* the host's name is shown; a scoring program is the host's */
+    EDDY(o, "competitions", "show", "iris");
+    expect(o, 0, "show the host");
+    ck_assert_ptr_nonnull(strstr(o->out, "hoster"));
+    snprintf(path, sizeof(path), "%s/scorer.py", dir);
+    write_file(path, "print('{\"score\": 1}')\n");
+    EDDY(o, "competitions", "scorer", "iris", path);
+    expect(o, 1, "a participant puts a scoring program");
+    EDDY(o, "competitions", "scorer", "iris");
+    expect(o, 2, "scorer without a file");
     free(o);
 }
 END_TEST
