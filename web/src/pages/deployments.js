@@ -21,6 +21,8 @@ async function deployForm() {
   const proj = h('select', { 'aria-label': 'Project', 'data-testid': 'deploy-project' }, projects.map((p) => h('option', { value: p.id }, p.name)));
   const ver = h('select', { 'aria-label': 'Version', 'data-testid': 'deploy-version' });
   const path = h('select', { 'aria-label': 'Saved model', 'data-testid': 'deploy-path' });
+  const kind = h('select', { 'aria-label': 'Kind', 'data-testid': 'deploy-kind' },
+    h('option', { value: 'model' }, 'saved model (paddle.jit.save)'), h('option', { value: 'python' }, 'Python handler (predict.py)'));
   const name = h('input', { placeholder: 'name (letters, digits, . - _)', required: true, 'aria-label': 'Deployment name', 'data-testid': 'deploy-name' });
   const res = await resourcePicker();
   const num = (label, value, min, max, testid) => h('input', { type: 'number', value, min, max, 'aria-label': label, 'data-testid': testid, style: { width: '6em' } });
@@ -42,13 +44,15 @@ async function deployForm() {
   function loadPaths() {
     clear(path);
     const v = versions.find((x) => x.id === ver.value);
-    const prefixes = modelPrefixes(v && v.files);
-    path.append(...prefixes.map((p) => h('option', { value: p }, `${p}.pdmodel`)));
-    if (!prefixes.length) path.append(h('option', { value: '', disabled: true }, 'no .pdmodel in this version'));
+    const py = kind.value === 'python';
+    const prefixes = py ? ((v && v.files) || []).filter((f) => f.endsWith('.py')) : modelPrefixes(v && v.files);
+    path.append(...prefixes.map((p) => h('option', { value: p }, py ? p : `${p}.pdmodel`)));
+    if (!prefixes.length) path.append(h('option', { value: '', disabled: true }, py ? 'no .py file in this version' : 'no .pdmodel in this version'));
     if (!name.value && prefixes.length) name.value = prefixes[0].split('/').pop().replace(/[^A-Za-z0-9._-]/g, '-');
   }
   proj.addEventListener('change', loadVersions);
   ver.addEventListener('change', loadPaths);
+  kind.addEventListener('change', loadPaths);
   await loadVersions();
   const form = h('form', {
     class: 'inline-form', 'data-testid': 'deploy-form',
@@ -56,7 +60,7 @@ async function deployForm() {
       ev.preventDefault();
       clear(msg);
       const body = {
-        name: name.value.trim(), kind: 'model', resource: res.value,
+        name: name.value.trim(), kind: kind.value, resource: res.value,
         source: { project_id: proj.value, version: ver.value, path: path.value },
         replicas: Number(replicas.value), max_batch: Number(maxBatch.value), max_delay_ms: Number(maxDelay.value),
         timeout_ms: Number(timeout.value), price_mcoins_per_call: Number(price.value),
@@ -66,7 +70,7 @@ async function deployForm() {
         if (d) { toast(`Deployed ${d.name}`); navigate(`/deployments/${d.id}`); }
       } catch (e) { clear(msg, errorBox(e.message || String(e))); }
     },
-  }, field('Project', proj), field('Version', ver), field('Saved model', path), field('Name', name), field('Resource', res),
+  }, field('Project', proj), field('Version', ver), field('Kind', kind), field('Model', path), field('Name', name), field('Resource', res),
   field('Replicas', replicas), field('Max batch', maxBatch), field('Max delay (ms)', maxDelay), field('Timeout (ms)', timeout),
   field('Price per call (mcoins)', price), h('button', { type: 'submit', class: 'primary', 'data-testid': 'deploy-submit' }, 'Deploy'));
   return h('div', null, projects.length ? form : h('p', null, 'Create a project, save a model into it with paddle.jit.save and make a version first.'), msg);
