@@ -440,6 +440,11 @@ int sched_job_submit(sched_job_info *out, sched *s, const sched_job_spec *sp)
             return ed_error_set(ED_EINVAL, "%d ranks do not spread evenly over %d nodes", ranks, nodes);
         units = ranks;     /* one slot (the class's cpus and memory) per rank */
     }
+    /* fail closed: only the local executor seals a run (exec_slurm.c leaves
+     * the network to the cluster and mounts no datasets) */
+    if ((sp->network_off || sp->fixed_mounts) && strcmp(s->exec->name, "local") != 0)
+        return ed_error_set(ED_EPRECOND, "the %s executor cannot switch a job's network off nor mount its "
+                            "inputs; platform runs need the local executor", s->exec->name);
     if (nodes > 1 && strcmp(s->exec->name, "slurm") != 0)
         return ed_error_set(ED_EUNPROC, "%d nodes requested; the %s executor runs a job on one host", nodes,
                             s->exec->name);
