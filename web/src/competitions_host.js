@@ -14,6 +14,7 @@ import { statusCell } from './competitions_submit.js';
 const METRICS = ['accuracy', 'f1_macro', 'f1_micro', 'rmse', 'mae', 'logloss', 'auc', 'map@k'];
 const MODES = [['public', 'Public leaderboard'], ['own_score', 'Only my own score'], ['hidden', 'Hidden until the end']];
 const TRUTH_MAX = 1024 * 1024 * 1024;
+const SCORER_MAX = 1024 * 1024;
 
 // <input type=datetime-local> holds a naive time: the form treats it as UTC.
 // Seconds are kept (step=1), so a short test timeline can be set.
@@ -173,6 +174,62 @@ function truthCard(c) {
     started ? null : h('div', { class: 'inline-form' }, input, up), out);
 }
 
+// A custom scoring program (Codabench-style): its direction and limits go in
+// the competition's "scorer" setting, the Python file to PUT .../scorer;
+// "Remove" (DELETE) goes back to the built-in metric. Only whether one is
+// stored ever comes back; its output never does (a run's failure is a fixed
+// scoring_error message).
+function scorerCard(c) {
+  const sc = c.scorer || null;
+  const started = Date.now() >= apiTime(c.start_at);
+  const status = h('p', { 'data-testid': 'comp-scorer-status' });
+  const say = (x) => {
+    status.textContent = !x ? `No scoring program: the built-in metric ${c.metric} scores.`
+      : x.uploaded ? `A scoring program is stored (${x.direction} is better; ${x.timeout_s} s and ${x.memory_mb} MiB a run).`
+        : `Scored by a program (${x.direction} is better), not uploaded yet: submissions fail with scoring_error until it is.`;
+  };
+  say(sc);
+  const dir = h('select', { 'data-testid': 'comp-scorer-direction', 'aria-label': 'Direction' },
+    [['higher', 'Higher is better'], ['lower', 'Lower is better']].map(([v, l]) => h('option', { value: v, selected: (sc && sc.direction) === v }, l)));
+  const timeout = h('input', { type: 'number', min: 1, max: 240, value: (sc && sc.timeout_s) || 60, 'data-testid': 'comp-scorer-timeout', 'aria-label': 'Time limit (s)' });
+  const memory = h('input', { type: 'number', min: 64, max: 8192, value: (sc && sc.memory_mb) || 1024, 'data-testid': 'comp-scorer-memory', 'aria-label': 'Memory limit (MiB)' });
+  const input = h('input', { type: 'file', accept: '.py,text/x-python', 'data-testid': 'comp-scorer-file', 'aria-label': 'Scoring program (Python)' });
+  const out = h('div', { 'data-testid': 'comp-scorer-result' });
+  const fail = (e) => clear(out, h('div', { class: 'error-box', role: 'alert', 'data-testid': 'comp-scorer-error' }, e.message));
+  const up = h('button', {
+    class: 'primary', 'data-testid': 'comp-scorer-upload',
+    onclick: () => busy(up, async () => {
+      clear(out);
+      const file = input.files[0];
+      if (!file) throw new Error('Choose the Python file first.');
+      if (file.size > SCORER_MAX) throw new Error(`${file.name} is ${bytes(file.size)}; a scoring program may be at most 1 MiB.`);
+      let fresh;
+      try {
+        await api.put(compUrl(c.id), { scorer: { direction: dir.value, timeout_s: Number(timeout.value), memory_mb: Number(memory.value) } });
+        fresh = await api.put(`${compUrl(c.id)}/scorer`, file, { headers: { 'Content-Type': 'text/x-python' } });
+      } catch (e) { fail(e); return; }
+      input.value = '';
+      say(fresh && fresh.scorer);
+      toast('Scoring program stored.');
+    }),
+  }, 'Upload');
+  const rm = h('button', {
+    'data-testid': 'comp-scorer-remove',
+    onclick: () => busy(rm, async () => {
+      clear(out);
+      let fresh;
+      try { fresh = await api.del(`${compUrl(c.id)}/scorer`); } catch (e) { fail(e); return; }
+      say(fresh && fresh.scorer);
+      toast('Back to the built-in metric.');
+    }),
+  }, 'Remove');
+  return h('div', { class: 'card', 'data-testid': 'comp-scorer' }, h('h3', null, 'Scoring program (optional)'), status,
+    h('p', { class: 'muted' }, 'A Python file run as python3 scorer.py TRUTH.csv SUBMISSION.csv in the sandbox, without network, once on the public rows and once on the private rows, after the submission passed the metric\'s checks. Its last line must be {"score": <number>}; nothing else it prints is kept.'
+      + (started ? ' The competition has started: the scoring program is fixed.' : '')),
+    started ? null : h('div', { class: 'inline-form' }, dir, h('label', null, 'Time limit (s) ', timeout),
+      h('label', null, 'Memory (MiB) ', memory), input, up, rm), out);
+}
+
 async function allSubmissions(c) {
   const box = h('div', { 'data-testid': 'comp-all-subs' });
   let stop = null;
@@ -207,6 +264,7 @@ export async function hostTab(c) {
   if (ds) dsNote = api.get(dsUrl(ds.id)).then(() => null).catch((e) => h('p', { class: 'neg' }, `The dataset: ${e.message}`));
   return h('div', { class: 'comp-host' },
     truthCard(c),
+    scorerCard(c),
     await dsNote,
     h('div', { class: 'card' }, h('h3', null, 'Settings'), form.el, h('div', { class: 'comp-actions' }, save)),
     h('div', { class: 'card' }, h('h3', null, 'All submissions'), await allSubmissions(c)));
