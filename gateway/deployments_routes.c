@@ -260,7 +260,7 @@ static int create_deployment(gw_request *req, gw_response *res)
 
 static int list_deployments(gw_request *req, gw_response *res)
 {
-    static __thread serve_deployment items[LIST_MAX + 1];
+    serve_deployment *items;
     int limit;
     int64_t before;
     size_t n = 0;
@@ -273,11 +273,16 @@ static int list_deployments(gw_request *req, gw_response *res)
         return err;
     if (limit > LIST_MAX)
         limit = LIST_MAX;
-    if ((err = serve_deployment_list(items, (size_t)limit + 1, &n, hub(req), req->auth.user_id, before)) < 0)
+    if ((items = calloc((size_t)limit + 1, sizeof(*items))) == NULL)
+        return ed_error_set(ED_ENOMEM, "deployments");
+    if ((err = serve_deployment_list(items, (size_t)limit + 1, &n, hub(req), req->auth.user_id, before)) < 0) {
+        free(items);
         return err;
+    }
     a = json_array();
     for (size_t i = 0; i < n; i++)
         json_array_append_new(a, dep_json(req, &items[i]));
+    free(items);
     return gw_respond_page(res, a, limit);
 }
 
