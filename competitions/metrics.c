@@ -282,6 +282,25 @@ static int grow_slots(comp_strtab *t)
     return 0;
 }
 
+int comp__strtab_reserve(comp_strtab *t, size_t n, size_t bytes)
+{
+    if (n > t->ncap) {
+        uint64_t *o = comp__big_realloc(t->off, t->ncap * sizeof(*o), n * sizeof(*o));
+        if (!o)
+            return ED_ENOMEM;
+        t->off = o;
+        t->ncap = n;
+    }
+    if (bytes > t->bcap) {
+        char *b = comp__big_realloc(t->bytes, t->blen, bytes);
+        if (!b)
+            return ED_ENOMEM;
+        t->bytes = b;
+        t->bcap = bytes;
+    }
+    return 0;
+}
+
 int64_t comp__strtab_append(comp_strtab *t, const char *s, size_t len)
 {
     if (t->n >= (size_t)(COMP_SLOT_LONG - 2))

@@ -45,6 +45,9 @@ int64_t comp__strtab_find(const comp_strtab *t, const char *s, size_t len);
  * loading the slot it will look at. */
 int64_t comp__strtab_find_hashed(const comp_strtab *t, const char *s, size_t len, uint32_t hash);
 uint32_t comp__strtab_prefetch(const comp_strtab *t, const char *s, size_t len);
+/* Make room for n strings of `bytes` bytes in all (their NULs included)
+ * without growing. 0, or ED_ENOMEM (the table unchanged). */
+int comp__strtab_reserve(comp_strtab *t, size_t n, size_t bytes);
 /* Add s (must not be present): its index, or ED_ENOMEM. */
 int64_t comp__strtab_add(comp_strtab *t, const char *s, size_t len);
 /* Append s without indexing it (a list, or a table indexed later): its
