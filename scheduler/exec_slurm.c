@@ -16,6 +16,8 @@
  * in "slurm" mode: one rank per task, Paddle's environment derived from
  * SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID / SLURM_STEP_NODELIST, lines
  * prefixed "[rank i] "; --kill-on-bad-exit ends every rank when one fails.
+ * An interactive kernel's job runs eddy-kernel, which dials back to a
+ * socket of the kernel's own ("interactive kernels" below).
  *
  * Calls come from the scheduler thread (or a cancel) under s->mu, so one
  * curl handle serves them all; each request is bounded (SLURM_TIMEOUT_MS).
@@ -24,6 +26,7 @@
 #include "sched_int.h"
 #include "slurm_api.h"
 
+#include "ed_crypto.h"
 #include "ed_error.h"
 #include "ed_json.h"
 #include "ed_log.h"
@@ -33,10 +36,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netdb.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,13 +50,18 @@
 #define SLURM_POLL_MS      250        /* a running job's state at most this often */
 #define SLURM_RESP_MAX     (8 << 20)  /* an answer larger than this is refused */
 #define RANK_BASE_PORT     6170
+#define KERNEL_TOKEN_LEN   43         /* [A-Za-z0-9]: 256 bits */
+#define KERNEL_HELLO_MAX   1024       /* the kernel's first frame (the token) */
+#define KERNEL_HELLO_MS    5000       /* a connection has this long to send it */
 
 typedef struct slurm_conn {
     CURL *curl;
     char  base[300];           /* "http://host:port" (or "http://localhost" over a socket) */
     char  sock[256];           /* unix socket path, "" for TCP */
     char  ver[16];             /* the API version in use */
+    char  cb_host[256];        /* kernels dial back to this address (EDDY_SLURM_CALLBACK_HOST) */
     const sched_config *cfg;
+    sched *s;
 } slurm_conn;
 
 typedef struct slurm_run {
@@ -59,6 +70,13 @@ typedef struct slurm_run {
     int64_t     polled_at;     /* ms */
     bool        signalled;     /* Eddy asked it to stop (a CANCELLED end is ours) */
     int         errors;        /* consecutive failed polls */
+    /* an interactive kernel: eddy-kernel dials back (kernel_accept) */
+    int         lfd;           /* listening socket until it has, else -1 */
+    int         cfd;           /* a connection whose first frame is awaited, else -1 */
+    int64_t     cfd_until;     /* ms: when that connection is given up */
+    size_t      hlen;
+    unsigned char hello[4 + KERNEL_HELLO_MAX];
+    char        token[KERNEL_TOKEN_LEN + 1];
 } slurm_run;
 
 typedef struct buf {
@@ -182,11 +200,133 @@ static void map_lookup(char *out, size_t n, const char *map, const char *key)
     }
 }
 
-static const char RUN_PY[] = "import runpy, sys\n"
-                             "for s in (sys.stdout, sys.stderr):\n"
-                             "    s.reconfigure(line_buffering=True, write_through=False)\n"
+/* The entry as __main__ with line-buffered output (the log is a file). Not
+ * runpy: importing it costs ~20 ms of every job's start here
+ * (tests/bench/slurm_latency.sh). */
+static const char RUN_PY[] = "import sys\n"
+                             "for _eddy in (sys.stdout, sys.stderr):\n"
+                             "    _eddy.reconfigure(line_buffering=True, write_through=False)\n"
                              "sys.argv = sys.argv[1:]\n"
-                             "runpy.run_path(sys.argv[0], run_name='__main__')\n";
+                             "__file__ = sys.argv[0]\n"
+                             "with open(__file__, 'rb') as _eddy:\n"
+                             "    _eddy = compile(_eddy.read(), __file__, 'exec')\n"
+                             "del sys\n"
+                             "exec(_eddy)\n";
+
+/* ---- interactive kernels: eddy-kernel dials back ----------------------------------
+ *
+ * A kernel's job runs `eddy-kernel serve --connect HOST:PORT` with a fresh
+ * token in EDDY_KERNEL_TOKEN (kernel_runner/README.md "Serve mode"): HOST is
+ * EDDY_SLURM_CALLBACK_HOST (an address of this server the nodes reach;
+ * default 127.0.0.1, a one-node cluster on this host), PORT a listening
+ * socket of this kernel's own. The first connection whose first frame holds
+ * the token is handed to the kernel hook, as the local executor hands its
+ * socketpair; the listener then closes. Anything else that connects is
+ * closed. */
+
+/* A listening TCP socket on `host`, any port, non-blocking: "HOST:PORT"
+ * into `addr`. */
+static int kernel_listen(int *lfd, char *addr, size_t n, const char *host)
+{
+    struct addrinfo hints, *ai = NULL;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    char port[16];
+    int fd, rc, e;
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    if ((rc = getaddrinfo(host, "0", &hints, &ai)) != 0)
+        return ed_error_set(ED_EINVAL, "EDDY_SLURM_CALLBACK_HOST '%.200s': %s", host, gai_strerror(rc));
+    fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 4) < 0 ||
+        getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 ||
+        getnameinfo((struct sockaddr *)&ss, sl, NULL, 0, port, sizeof(port), NI_NUMERICSERV) != 0) {
+        e = errno;
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(ai);
+        return ed_error_set(ED_EIO, "kernel callback socket on %.200s: %s", host, strerror(e));
+    }
+    freeaddrinfo(ai);
+    snprintf(addr, n, strchr(host, ':') ? "[%s]:%s" : "%s:%s", host, port);
+    *lfd = fd;
+    return 0;
+}
+
+static void kernel_drop(slurm_run *sr, sched__running *r, const char *why)
+{
+    ed_log_warn("sched.slurm", "job %lld: a connection to the kernel's callback port %s: closed", (long long)r->id,
+                why);
+    close(sr->cfd);
+    sr->cfd = -1;
+}
+
+/* At each poll until the kernel dialled back: take a connection, read its
+ * first frame without blocking (KERNEL_HELLO_MS at most), and hand the
+ * socket over when it holds the token. */
+static void kernel_accept(slurm_run *sr, sched__running *r)
+{
+    sched *s = sr->c->s;
+    int64_t now = ed_now_ms();
+    json_t *h = NULL;
+    const char *tok;
+    int fl;
+
+    if (sr->cfd < 0) {
+        if ((sr->cfd = accept4(sr->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) < 0)
+            return;
+        sr->hlen = 0;
+        sr->cfd_until = now + KERNEL_HELLO_MS;
+    }
+    for (;;) {
+        size_t want = 4;
+        ssize_t got;
+        if (sr->hlen >= 4) {
+            uint32_t len = (uint32_t)sr->hello[0] << 24 | (uint32_t)sr->hello[1] << 16 |
+                           (uint32_t)sr->hello[2] << 8 | sr->hello[3];
+            if (len == 0 || len > KERNEL_HELLO_MAX) {
+                kernel_drop(sr, r, "sent no token frame");
+                return;
+            }
+            want = 4 + len;
+            if (sr->hlen == want)
+                break;
+        }
+        got = read(sr->cfd, sr->hello + sr->hlen, want - sr->hlen);
+        if (got > 0) {
+            sr->hlen += (size_t)got;
+            continue;
+        }
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            if (now > sr->cfd_until)
+                kernel_drop(sr, r, "sent no token in time");
+            return;
+        }
+        kernel_drop(sr, r, "closed before its token");
+        return;
+    }
+    if (ed_json_parse(&h, (const char *)sr->hello + 4, sr->hlen - 4, 2) < 0 || !json_is_object(h) ||
+        (tok = json_string_value(json_object_get(h, "token"))) == NULL || strlen(tok) != KERNEL_TOKEN_LEN ||
+        !ed_ct_equal(tok, sr->token, KERNEL_TOKEN_LEN)) {
+        json_decref(h);
+        kernel_drop(sr, r, "without the kernel's token");
+        return;
+    }
+    json_decref(h);
+    explicit_bzero(sr->token, sizeof(sr->token));
+    close(sr->lfd);
+    sr->lfd = -1;
+    if ((fl = fcntl(sr->cfd, F_GETFL)) >= 0)
+        fcntl(sr->cfd, F_SETFL, fl & ~O_NONBLOCK);    /* as the local executor's socketpair */
+    sched__log_notice(r, "the kernel connected back from Slurm job %lld", (long long)sr->job_id);
+    if (s->kernel_hook)
+        s->kernel_hook(s->kernel_hook_arg, r->id, sr->cfd);   /* takes the fd */
+    else
+        close(sr->cfd);
+    sr->cfd = -1;
+}
 
 #define QUOTE(s)                                                                                              \
     do {                                                                                                      \
@@ -203,7 +343,10 @@ static int slurm_launch(sched *s, sched__running *r, const sched_job_info *j, co
     slurm_run *sr = NULL;
     sched__slurm_req q;
     char script[8192], work[760], output[760], logp[760], entry[1100], paddle[512], partition[64], qos[64];
-    char envb[10][800], *env[14], path[64], name[32], *body = NULL, *resp = NULL, *run = NULL, *rk = NULL;
+    char envb[12][800], *env[16], path[64], name[32], *body = NULL, *resp = NULL, *run = NULL, *rk = NULL;
+    char kernel[512] = "", tree[760] = "", cb[300] = "", token[KERNEL_TOKEN_LEN + 1] = "";
+    bool kmode = strcmp(j->entry, SCHED_KERNEL_ENTRY) == 0;
+    int lfd = -1;
     const char *python = s->cfg.slurm_python[0] ? s->cfg.slurm_python : "/usr/bin/python3";
     json_t *args = NULL;
     size_t ne = 0, rlen = 0, nlen = strlen(j->entry), lr, lk;
@@ -212,8 +355,24 @@ static int slurm_launch(sched *s, sched__running *r, const sched_job_info *j, co
     int ranks = r->ranks > 0 ? r->ranks : 1, nodes = r->nodes > 0 ? r->nodes : 1, err;
 
     (void)egress;      /* the cluster's network policy is the cluster's */
-    if (strcmp(j->entry, SCHED_KERNEL_ENTRY) == 0)
-        return ed_error_set(ED_EUNPROC, "interactive kernels do not run on the Slurm executor");
+    if (kmode) {
+        /* eddy-kernel in the project's live tree (the same path on the
+         * nodes), dialling back to a socket of this kernel's own */
+        size_t n = strlen(j->project_id);
+        struct stat tst;
+        sched__kernel_path(kernel, sizeof(kernel), s);
+        if (kernel[0] == '\0')
+            return ed_error_set(ED_EUNPROC, "interactive kernels need eddy-kernel, which is not installed on this host");
+        if (n == 0 || n > 63 ||
+            strspn(j->project_id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") != n)
+            return ed_error_set(ED_EINVAL, "project id '%.64s' is not a project's", j->project_id);
+        snprintf(tree, sizeof(tree), "%s/projects/%s", s->cfg.data_dir, j->project_id);
+        if (lstat(tree, &tst) < 0 || !S_ISDIR(tst.st_mode))
+            return ed_error_set(ED_ENOTFOUND, "the working tree of project %s is gone", j->project_id);
+        if ((err = kernel_listen(&lfd, cb, sizeof(cb), c->cb_host)) < 0)
+            return err;
+        ed_random_token(token, KERNEL_TOKEN_LEN);
+    }
     if (nlen > 6 && strcmp(j->entry + nlen - 6, ".ipynb") == 0)
         return ed_error_set(ED_EUNPROC, "notebook entries do not run on the Slurm executor yet: run a .py entry");
     if (ed_json_parse(&args, j->args_json, strlen(j->args_json), 2) < 0 || !json_is_array(args))
@@ -226,7 +385,15 @@ static int slurm_launch(sched *s, sched__running *r, const sched_job_info *j, co
 
     /* the batch script: one rank runs the entry itself; several run srun,
      * one supervisor per task (ranks.c, "slurm" mode) */
-    snprintf(script, sizeof(script), "#!/bin/sh\n# eddy job %lld\n", (long long)j->id);
+    snprintf(script, sizeof(script), "#!/bin/sh\n# eddy %s %lld\n", kmode ? "kernel" : "job", (long long)j->id);
+    if (kmode) {
+        strcat(script, "exec");
+        QUOTE(kernel);
+        strcat(script, " serve --connect");
+        QUOTE(cb);
+        strcat(script, "\n");
+        goto script_done;
+    }
     if (ranks > 1) {
         char n[96];
         snprintf(n, sizeof(n), " --kill-on-bad-exit=1 --ntasks=%d --ntasks-per-node=%d", ranks, ranks / nodes);
@@ -251,18 +418,23 @@ static int slurm_launch(sched *s, sched__running *r, const sched_job_info *j, co
         QUOTE(a);
     }
     strcat(script, "\n");
+script_done:
 
 #define ENV(...) (snprintf(envb[ne], sizeof(envb[ne]), __VA_ARGS__), env[ne] = envb[ne], ne++)
     ENV("PATH=/usr/local/bin:/usr/bin:/bin");
-    ENV("HOME=%s", work);
+    ENV("HOME=%s", kmode ? job_dir : work);
     ENV("LANG=C.UTF-8");
     ENV("PYTHONUNBUFFERED=1");
     ENV("EDDY_JOB_ID=%lld", (long long)j->id);
     ENV("EDDY_OUTPUT_DIR=%s", output);
-    ENV("EDDY_RUNNER=python3");
+    ENV("EDDY_RUNNER=%s", kmode ? "eddy-kernel" : "python3");
     ENV("EDDY_EXECUTOR=slurm");
-    if (paddle[0])
+    if (paddle[0]) {
         ENV("PYTHONPATH=%s", paddle);
+        ENV("EDDY_PYTHONPATH=%s", paddle);
+    }
+    if (kmode)
+        ENV("EDDY_KERNEL_TOKEN=%s", token);    /* eddy-kernel removes it before user code runs */
 #undef ENV
     /* the two programs, passed in the environment (no quoting) */
     lr = sizeof("EDDY_RUN_PY=") + sizeof(RUN_PY);
@@ -283,7 +455,7 @@ static int slurm_launch(sched *s, sched__running *r, const sched_job_info *j, co
     q.name = name;
     q.partition = partition;
     q.qos = qos;
-    q.cwd = work;
+    q.cwd = kmode ? tree : work;
     q.output = logp;
     q.script = script;
     q.env = (const char *const *)env;
@@ -318,13 +490,23 @@ static int slurm_launch(sched *s, sched__running *r, const sched_job_info *j, co
     }
     sr->c = c;
     sr->job_id = job_id;
+    sr->lfd = lfd;
+    sr->cfd = -1;
+    lfd = -1;
+    memcpy(sr->token, token, sizeof(sr->token));
     r->xdata = sr;
     snprintf(r->exec_ref, sizeof(r->exec_ref), "%lld", (long long)job_id);
+    if (kmode)
+        sched__log_notice(r, "the kernel will connect back to %s", cb);
     sched__log_notice(r, "submitted to Slurm as job %lld (%d rank%s on %d node%s%s%s)", (long long)job_id, ranks,
                       ranks == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s", partition[0] ? ", partition " : "",
                       partition);
     err = 0;
 out:
+    if (lfd >= 0)
+        close(lfd);
+    explicit_bzero(token, sizeof(token));
+    explicit_bzero(envb, sizeof(envb));
     json_decref(args);
     free(body);
     free(resp);
@@ -346,6 +528,8 @@ static int slurm_poll(sched__running *r, sched__outcome *out)
     memset(out, 0, sizeof(*out));
     if (sr == NULL)
         return 1;
+    if (sr->lfd >= 0)
+        kernel_accept(sr, r);
     if (now - sr->polled_at < SLURM_POLL_MS)
         return 0;
     sr->polled_at = now;
@@ -424,7 +608,13 @@ static int slurm_signal(sched__running *r, int sig)
 
 static void slurm_release(sched__running *r)
 {
-    free(r->xdata);
+    slurm_run *sr = r->xdata;
+
+    if (sr && sr->lfd >= 0)
+        close(sr->lfd);
+    if (sr && sr->cfd >= 0)
+        close(sr->cfd);
+    free(sr);
     r->xdata = NULL;
 }
 
@@ -448,10 +638,19 @@ static int slurm_attach(sched *s, sched__running *r, const sched_job_info *j, co
     free(resp);
     if (err < 0)
         return err == ED_ENOTFOUND ? err : ed_error_set(ED_ENOTFOUND, "%s", ed_error_last());
+    if (strcmp(j->entry, SCHED_KERNEL_ENTRY) == 0) {
+        /* a kernel's connection ended with the server that it dialled */
+        snprintf(path, sizeof(path), "/slurm/%s/job/%lld?signal=SIGKILL", c->ver, id);
+        if (http(&resp, &rlen, &status, c, "DELETE", path, NULL) == 0)
+            free(resp);
+        return ed_error_set(ED_ENOTFOUND, "kernel job %lld: its connection ended with the server's restart "
+                            "(Slurm job %lld cancelled)", (long long)j->id, id);
+    }
     if ((sr = calloc(1, sizeof(*sr))) == NULL)
         return ed_error_set(ED_ENOMEM, "Slurm job state");
     sr->c = c;
     sr->job_id = id;
+    sr->lfd = sr->cfd = -1;
     r->xdata = sr;
     return 0;
 }
@@ -472,6 +671,10 @@ static int slurm_open(sched *s)
     if ((c = calloc(1, sizeof(*c))) == NULL)
         return ed_error_set(ED_ENOMEM, "Slurm executor");
     c->cfg = &s->cfg;
+    c->s = s;
+    snprintf(c->cb_host, sizeof(c->cb_host), "%s",
+             getenv("EDDY_SLURM_CALLBACK_HOST") && getenv("EDDY_SLURM_CALLBACK_HOST")[0] ? getenv("EDDY_SLURM_CALLBACK_HOST")
+                                                                                      : "127.0.0.1");
     if (strncmp(url, "unix:", 5) == 0) {
         snprintf(c->sock, sizeof(c->sock), "%s", url + 5);
         snprintf(c->base, sizeof(c->base), "http://localhost");

@@ -72,17 +72,19 @@ int sched_kernel_submit(sched_job_info *out, sched *s, const sched_job_spec *spe
     sqlite3_stmt *q = NULL;
     int err, idmap;
 
-    if (strcmp(s->exec->name, "local") != 0)
-        return ed_error_set(ED_EUNPROC, "interactive kernels run on the local executor only; this server runs "
-                                        "work on %s (EDDY_EXECUTOR)", s->exec->name);
     sched__kernel_path(kernel, sizeof(kernel), s);
     if (kernel[0] == '\0')
         return ed_error_set(ED_EUNPROC, "interactive kernels need eddy-kernel, which is not installed on this host");
-    idmap_probe(s);
-    sched__lock(s);
-    idmap = s->idmap;
-    snprintf(why, sizeof(why), "%s", s->idmap_why);
-    sched__unlock(s);
+    /* on Slurm (exec_slurm.c) the kernel runs in the tree itself, as the
+     * cluster's user: no sandbox, so no idmapped mount */
+    idmap = 1;
+    if (strcmp(s->exec->name, "local") == 0) {
+        idmap_probe(s);
+        sched__lock(s);
+        idmap = s->idmap;
+        snprintf(why, sizeof(why), "%s", s->idmap_why);
+        sched__unlock(s);
+    }
     if (idmap < 0)
         return ed_error_set(ED_EUNPROC, "interactive kernels work in the project's tree through an idmapped bind "
                             "mount, which this host cannot make: %s (Linux 5.12 or later and a data directory "

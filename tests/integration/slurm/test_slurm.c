@@ -5,7 +5,8 @@
  * slurmctld, slurmd, slurmrestd on a unix socket, local auth) in a
  * temporary directory; `eddy serve` runs with EDDY_EXECUTOR=slurm against
  * it, and everything goes through Eddy's REST API: a job, a 2-task job (and
- * a failing rank), a cancel, a node failure (slurmd killed: Slurm ends the
+ * a failing rank), a cancel, an interactive kernel (its eddy-kernel dials
+ * back; 1+1; stopped, its Slurm job ends), a node failure (slurmd killed: Slurm ends the
  * job NODE_FAIL, Eddy fails it platform_error and refunds it) and a restart
  * of Eddy while a job runs (re-attached, it finishes). The cluster is
  * stopped at the end. Exit 77 (a skip) where the host cannot run Slurm
@@ -323,6 +324,71 @@ START_TEST(a_restarted_server_reattaches_and_the_job_finishes)
 }
 END_TEST
 
+/* squeue's answer for `args` (first line), "" when none. */
+static void squeue(char *out, size_t n, const char *args)
+{
+    char cmd[400];
+    FILE *p;
+
+    out[0] = '\0';
+    snprintf(cmd, sizeof(cmd), "SLURM_CONF='%s/slurm.conf' squeue -h %s 2>/dev/null", cluster, args);
+    if ((p = popen(cmd, "r")) != NULL) {
+        if (fgets(out, (int)n, p) == NULL)
+            out[0] = '\0';
+        pclose(p);
+    }
+    out[strcspn(out, "\n")] = '\0';
+}
+
+START_TEST(a_kernel_runs_on_slurm_and_dials_back)
+{
+    char kid[64], path[96], sid[32] = "", st[64] = "", args[96], msg[80], want[96];
+    const char *got = NULL;
+    it_resp r;
+    json_t *k, *ev;
+
+    /* the kernel is a Slurm job whose eddy-kernel connects back to the server */
+    it_ck_kernel_start(kid, sizeof(kid), &srv, u.hdrs, pid);
+    squeue(sid, sizeof(sid), "-t RUNNING -o %i");
+    ck_assert_msg(sid[0] != '\0', "no running Slurm job for the kernel");
+    /* 1+1 there, with Slurm's environment and without the token */
+    ck_assert_int_eq(it_kernel_execute(msg, sizeof(msg), &srv, u.hdrs, kid,
+                                       "import os\n(1 + 1, os.environ.get('SLURM_JOB_ID'), "
+                                       "'EDDY_KERNEL_TOKEN' in os.environ)",
+                                       NULL),
+                     0);
+    ev = it_kernel_events(&srv, u.hdrs, kid, 0, msg, IT_EV_IDLE, 60, NULL);
+    ck_assert_ptr_nonnull(ev);
+    for (size_t i = 0; i < json_array_size(ev); i++) {
+        json_t *m = json_array_get(ev, i);
+        if (strcmp(it_msg_type(m), "execute_result") == 0 && strcmp(it_msg_parent(m), msg) == 0)
+            got = json_string_value(
+                json_object_get(json_object_get(json_object_get(m, "content"), "data"), "text/plain"));
+    }
+    snprintf(want, sizeof(want), "(2, '%s', False)", sid);
+    ck_assert_msg(got && strcmp(got, want) == 0, "the cell gave %s, not %s", got ? got : "nothing", want);
+    json_decref(ev);
+
+    /* stopped through Eddy: the kernel ends and so does its Slurm job */
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
+    it_request(&r, &srv, "DELETE", path, NULL, u.hdrs);
+    ck_assert_msg(r.status == 200 || r.status == 202 || r.status == 204, "stop: %ld %s", r.status, r.body);
+    it_resp_free(&r);
+    k = it_kernel_wait(&srv, u.hdrs, kid, "dead", 30);
+    ck_assert_ptr_nonnull(k);
+    json_decref(k);
+    snprintf(args, sizeof(args), "-t all -j '%s' -o %%T", sid);
+    for (int i = 0; i < 100; i++) {
+        squeue(st, sizeof(st), args);
+        if (strcmp(st, "RUNNING") != 0 && strcmp(st, "PENDING") != 0 && strcmp(st, "COMPLETING") != 0)
+            break;
+        usleep(100000);
+    }
+    ck_assert_msg(strcmp(st, "RUNNING") != 0 && strcmp(st, "PENDING") != 0 && strcmp(st, "COMPLETING") != 0,
+                  "Slurm job %s of the stopped kernel is still %s", sid, st);
+}
+END_TEST
+
 int main(void)
 {
     char start[400];
@@ -354,6 +420,7 @@ int main(void)
     tcase_add_test(tc, a_job_runs_on_slurm);
     tcase_add_test(tc, a_two_task_job_and_a_failing_rank);
     tcase_add_test(tc, a_cancel_reaches_slurm);
+    tcase_add_test(tc, a_kernel_runs_on_slurm_and_dials_back);
     tcase_add_test(tc, a_node_failure_is_a_platform_error_and_refunded);
     tcase_add_test(tc, a_restarted_server_reattaches_and_the_job_finishes);
     suite_add_tcase(s, tc);
