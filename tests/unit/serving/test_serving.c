@@ -14,6 +14,7 @@
 
 #include <check.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,6 +346,126 @@ START_TEST(the_balance_must_pay_the_call)
 }
 END_TEST
 
+
+/* ---- replicas (as root: in-process sandbox launches) ---------------------------- */
+
+typedef struct caller {
+    serve_hub *h;
+    int64_t dep;
+    float x;
+    int err, batch;
+    float y;
+} caller;
+
+static void *call_main(void *arg)
+{
+    caller *c = arg;
+    serve_call call;
+    float *x = malloc(2 * sizeof(float));
+
+    serve_call_init(&call);
+    x[0] = x[1] = c->x;
+    call.deployment_id = c->dep;
+    call.n_in = 1;
+    call.in[0] = (serve_tensor){.name = "x", .dtype = FW_FLOAT32, .ndim = 2, .shape = {1, 2}, .data = x, .nbytes = 8};
+    c->err = serve_predict(c->h, &call);
+    if (c->err == 0) {
+        c->y = ((float *)call.out[0].data)[0];
+        c->batch = call.batch_size;
+    }
+    serve_call_done(&call);
+    return NULL;
+}
+
+static int wait_ready(int64_t user, const char *name, int version)
+{
+    serve_deployment d;
+    for (int i = 0; i < 300; i++) {
+        if (serve_deployment_get(&d, hub, user, name) == 0 && d.replicas_ready >= 1 && d.version == version) {
+            /* the old version's replicas drain on the supervisor's next tick */
+            return 0;
+        }
+        usleep(100000);
+    }
+    return -1;
+}
+
+START_TEST(replicas_batch_concurrent_calls_and_roll_to_a_new_version)
+{
+    int64_t u = add_user("joe", "free");
+    char p[256];
+    size_t pl = params(p);
+    serve_deployment d;
+    serve_spec s = spec(u, "live");
+    serve_change c;
+    caller cs[6];
+    pthread_t th[6];
+    serve_config cfg;
+
+    if (geteuid() != 0) {
+        fprintf(stderr, "SKIP replicas_batch_concurrent_calls_and_roll_to_a_new_version: the sandbox needs root\n");
+        return;
+    }
+    serve_hub_free(hub);
+    ck_assert_int_eq(serve_config_defaults(&cfg, fixture_dir), 0);
+    snprintf(cfg.replica_bin, sizeof(cfg.replica_bin), "%s", SERVE_REPLICA_BIN);
+    ck_assert_int_eq(serve_hub_open(&hub, st, NULL, &cfg), 0);
+    s.replicas = 1;
+    s.max_batch = 8;
+    s.max_delay_ms = 200;
+    s.timeout_ms = 20000;
+    ck_assert_int_eq(serve_deployment_create(&d, hub, &s, MODEL, strlen(MODEL), p, pl), 0);
+    ck_assert_msg(wait_ready(u, "live", 1) == 0, "no replica became ready");
+    for (int i = 0; i < 6; i++) {
+        cs[i] = (caller){hub, d.id, (float)i, 0, 0, 0};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, call_main, &cs[i]), 0);
+    }
+    for (int i = 0; i < 6; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(cs[i].err, 0);
+        ck_assert_msg(cs[i].y == 3.0f * (float)i + 0.5f, "call %d: %g", i, cs[i].y);   /* x.w + b */
+        ck_assert_int_ge(cs[i].batch, 1);
+    }
+    /* a wrong shape is refused before the replica; the replica still answers */
+    {
+        serve_call call;
+        float *x = malloc(3 * sizeof(float));
+        serve_call_init(&call);
+        call.deployment_id = d.id;
+        call.n_in = 1;
+        call.in[0] = (serve_tensor){.name = "x", .dtype = FW_FLOAT32, .ndim = 2, .shape = {1, 3}, .data = x, .nbytes = 12};
+        ck_assert_int_eq(serve_predict(hub, &call), ED_EUNPROC);
+        serve_call_done(&call);
+    }
+    /* a new version (b = 1.5): rolled, then answering with it */
+    memset(&c, 0, sizeof(c));
+    c.replicas = c.max_batch = c.max_delay_ms = c.timeout_ms = -1;
+    c.price_mcoins_per_call = -1;
+    c.allow_nan = -1;
+    {
+        float b2 = 1.5f;
+        memcpy(p + pl - 12, &b2, 4);
+    }
+    c.model = MODEL;
+    c.model_len = strlen(MODEL);
+    c.params = p;
+    c.params_len = pl;
+    ck_assert_int_eq(serve_deployment_update(&d, hub, u, d.id, &c), 0);
+    ck_assert_int_eq(d.version, 2);
+    ck_assert_msg(wait_ready(u, "live", 2) == 0, "version 2 never became ready");
+    for (int tries = 0; tries < 100; tries++) {
+        cs[0] = (caller){hub, d.id, 1.0f, 0, 0, 0};
+        call_main(&cs[0]);
+        ck_assert_int_eq(cs[0].err, 0);
+        if (cs[0].y == 4.5f)
+            break;
+        ck_assert_msg(cs[0].y == 3.5f, "%g", cs[0].y);
+        usleep(100000);
+    }
+    ck_assert_msg(cs[0].y == 4.5f, "version 2 never answered");
+}
+END_TEST
+
 /* ---- usage ------------------------------------------------------------------------- */
 
 START_TEST(usage_percentiles_per_day)
@@ -390,6 +511,7 @@ int main(void)
     SRunner *sr;
     int failed;
 
+    tcase_set_timeout(tc, 120);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, tensors_round_trip_and_every_truncation_is_refused);
     tcase_add_test(tc, tensor_sizes_refuse_overflow);
@@ -401,6 +523,7 @@ int main(void)
     tcase_add_test(tc, daily_budget_counts_calls_in_flight_and_logged);
     tcase_add_test(tc, the_balance_must_pay_the_call);
     tcase_add_test(tc, usage_percentiles_per_day);
+    tcase_add_test(tc, replicas_batch_concurrent_calls_and_roll_to_a_new_version);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
