@@ -35,7 +35,7 @@ void comp_truth_free(comp_truth *t)
 
 int64_t comp__truth_find(const comp_truth *t, const char *s, size_t len)
 {
-    if (t->dense != NULL)
+    if (t->dense_len > 0)
         return comp__dense_row(t, comp__canon_uint(s, len));
     return comp__strtab_find(&t->ids, s, len);
 }
@@ -45,14 +45,18 @@ int64_t comp__truth_find(const comp_truth *t, const char *s, size_t len)
  * built instead), ED_EEXISTS with the duplicate pair, ED_ENOMEM. */
 static int dense_index(comp_truth *t, size_t *dup_first, size_t *dup_second)
 {
-    uint64_t lo = UINT64_MAX, hi = 0;
+    uint64_t lo = UINT64_MAX, hi = 0, first = 0;
     size_t n = t->ids.n, i;
+    int seq = 1;
 
     for (i = 0; i < n; i++) {
         const char *s = comp__strtab_get(&t->ids, i);
         int64_t v = comp__canon_uint(s, strlen(s));
         if (v < 0)
             return 0;
+        if (i == 0)
+            first = (uint64_t)v;
+        seq = seq && (uint64_t)v == first + i;
         if ((uint64_t)v < lo)
             lo = (uint64_t)v;
         if ((uint64_t)v > hi)
@@ -62,6 +66,8 @@ static int dense_index(comp_truth *t, size_t *dup_first, size_t *dup_second)
         return 0;
     t->dense_len = (size_t)(hi - lo + 1);
     t->dense_min = lo;
+    if (seq)
+        return 1;   /* in order, one apart: the row is the value's offset */
     if ((t->dense = comp__big_calloc(t->dense_len, sizeof(*t->dense))) == NULL)
         return ED_ENOMEM;
     for (i = 0; i < n; i++) {
@@ -89,7 +95,7 @@ size_t comp_truth_memory(const comp_truth *t)
 {
     size_t rows = t->ids.ncap;
     return sizeof(*t) + strtab_mem(&t->ids) + strtab_mem(&t->classes) + strtab_mem(&t->lists) +
-           t->dense_len * sizeof(uint32_t) +
+           (t->dense ? t->dense_len * sizeof(uint32_t) : 0) +
            (t->cls ? rows * sizeof(uint32_t) : 0) + (t->y ? rows * sizeof(double) : 0) +
            (t->public_mask ? t->ids.n : 0);
 }
@@ -677,7 +683,7 @@ static int flush_batch(sub_ctx *c)
                 found = (int64_t)c->guess;
         }
         if (found < 0)
-            found = t->dense != NULL ? comp__dense_row(t, (int64_t)c->key[k])
+            found = t->dense_len > 0 ? comp__dense_row(t, (int64_t)c->key[k])
                                      : comp__strtab_find_hashed(&t->ids, id, idl, c->hash[k]);
         if (found >= 0) {
             c->guessing = (size_t)found == c->guess;
@@ -727,11 +733,11 @@ static int add_record(sub_ctx *c, const comp_csv *r)
     }
     c->used = o;
     c->line[c->n] = r->rec_line;
-    if (c->t->dense != NULL) {
+    if (c->t->dense_len > 0) {
         int64_t v = comp__canon_uint(f[c->cols->at[0]], fl[c->cols->at[0]]);
         uint64_t k = (uint64_t)v - c->t->dense_min;
         c->key[c->n] = v;
-        if (v >= 0 && k < c->t->dense_len)
+        if (v >= 0 && k < c->t->dense_len && c->t->dense != NULL)
             __builtin_prefetch(&c->t->dense[k]);
     } else {
         c->hash[c->n] = comp__strtab_prefetch(&c->t->ids, f[c->cols->at[0]], fl[c->cols->at[0]]);

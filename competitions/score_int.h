@@ -75,7 +75,9 @@ struct comp_truth {
      * zero, at most 18 digits) within a range of at most 2 rows + 1024
      * values (Kaggle's usual ids) are looked up by value instead of by
      * hash: dense[v - dense_min] = row + 1 (0: none), 4 bytes per value,
-     * and ids.slot stays empty. NULL: the hash index. */
+     * and ids.slot stays empty; dense NULL with dense_len > 0: the ids are
+     * dense_min, dense_min + 1, ... in file order (row = v - dense_min, no
+     * array). dense_len 0: the hash index. */
     uint32_t *dense;
     uint64_t dense_min;
     size_t dense_len;
@@ -138,7 +140,7 @@ static inline int64_t comp__dense_row(const comp_truth *t, int64_t v)
 
     if (v < 0 || k >= t->dense_len)
         return -1;
-    return (int64_t)t->dense[k] - 1;
+    return t->dense != NULL ? (int64_t)t->dense[k] - 1 : (int64_t)k;
 }
 
 /* Kaggle's apk over space-separated lists. */

@@ -185,6 +185,34 @@ START_TEST(unknown_duplicate_and_missing_ids_are_refused)
             "wrong row count: 3 rows, expected 4; 1 id is missing (first: '3')", 0, 0);
     /* an id is compared byte for byte: " 1" is not "1" */
     refused("accuracy", T4, "id,y\n 1,a\n", 0, "line 2, column 1: unknown id ' 1'", 2, 1);
+    /* integer ids are looked up by value, but only in their canonical form */
+    refused("accuracy", T4, "id,y\n01,a\n", 0, "line 2, column 1: unknown id '01'", 2, 1);
+    refused("accuracy", T4, "id,y\n+1,a\n", 0, "line 2, column 1: unknown id '+1'", 2, 1);
+    refused("accuracy", T4, "id,y\n5,a\n", 0, "line 2, column 1: unknown id '5'", 2, 1);
+    refused("accuracy", T4, "id,y\n0,a\n", 0, "line 2, column 1: unknown id '0'", 2, 1);
+}
+END_TEST
+
+static void truth_refused(const char *metric, const char *csv, int code, const char *needle);
+
+/* The three id indexes: integers in file order one apart (no array),
+ * integers in a narrow range (an array by value), anything else (a hash). */
+START_TEST(integer_ids_by_value_and_other_ids_by_hash_score_alike)
+{
+    static const char *const truths[] = {"id,y\n7,a\n8,b\n9,a\n10,c\n", "id,y\n10,a\n8,b\n9,a\n7,c\n",
+                                         "id,y\n7,a\n8000000,b\n9,a\n10,c\n", "id,y\nx7,a\nx8,b\nx9,a\nx10,c\n"};
+    static const char *const subs[] = {"id,y\n10,c\n9,a\n8,x\n7,a\n", "id,y\n7,c\n9,a\n8,x\n10,a\n",
+                                       "id,y\n10,c\n9,a\n8000000,x\n7,a\n", "id,y\nx10,c\nx9,a\nx8,x\nx7,a\n"};
+    for (int i = 0; i < 4; i++) {
+        comp_truth *t = truth_of("accuracy", truths[i], 0);
+        comp_score_result r;
+        comp_score_error e;
+        ck_assert_msg(score(t, subs[i], &r, &e) == 0, "%d: %s", i, e.message);
+        ck_assert_msg(r.public_score == 0.75, "%d: %g", i, r.public_score);
+        comp_truth_free(t);
+    }
+    truth_refused("accuracy", "id,y\n3,a\n1,b\n3,c\n", ED_EINVAL, "truth: duplicate id '3' (data rows 1 and 3)");
+    truth_refused("accuracy", "id,y\n3,a\n3,b\n", ED_EINVAL, "truth: duplicate id '3' (data rows 1 and 2)");
 }
 END_TEST
 
@@ -377,6 +405,7 @@ int main(void)
     tcase_add_test(tc, auc_split_with_a_single_class_is_refused);
     tcase_add_test(tc, reader_handles_records_across_buffer_refills);
     tcase_add_test(tc, the_first_error_in_file_order_wins_across_batches);
+    tcase_add_test(tc, integer_ids_by_value_and_other_ids_by_hash_score_alike);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
