@@ -371,6 +371,8 @@ typedef struct comp_submission {
     int64_t state_deadline;     /* ms; 0 in a final state */
     int retries;
     bool code;                  /* a code submission */
+    char team_name[COMP_TEAM_NAME_MAX + 1];    /* the team's name now */
+    char username[40];          /* who submitted */
 } comp_submission;
 void comp_submission_free(comp_submission *s);
 

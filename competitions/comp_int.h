@@ -75,7 +75,9 @@ int comp__best_refresh(comp *c, const char *id, int64_t team);
 /* Rows as structs. */
 int comp__submission_row(comp_submission **out, sqlite3_stmt *s);
 #define COMP__SUB_COLS "id, team_id, user_id, created_at, status, error_class, error_message, log_tail, " \
-                       "public_score, metric_version, counted, selected, state_deadline, retries, kind"
+                       "public_score, metric_version, counted, selected, state_deadline, retries, kind, " \
+                       "(SELECT name FROM comp_teams WHERE comp_teams.id = comp_submissions.team_id), " \
+                       "(SELECT username FROM users WHERE users.id = comp_submissions.user_id)"
 
 comp_status comp__status_parse(const char *s);
 

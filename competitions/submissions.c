@@ -72,6 +72,10 @@ int comp__submission_row(comp_submission **out, sqlite3_stmt *s)
     x->state_deadline = sqlite3_column_int64(s, 12);
     x->retries = sqlite3_column_int(s, 13);
     x->code = strcmp((const char *)sqlite3_column_text(s, 14), "code") == 0;
+    if (sqlite3_column_text(s, 15) != NULL)
+        snprintf(x->team_name, sizeof(x->team_name), "%s", (const char *)sqlite3_column_text(s, 15));
+    if (sqlite3_column_text(s, 16) != NULL)
+        snprintf(x->username, sizeof(x->username), "%s", (const char *)sqlite3_column_text(s, 16));
     *out = x;
     return 0;
 }

@@ -451,7 +451,9 @@ json_t *gw__comp_submission_json(gw_request *req, const comp_submission *s)
         return NULL;
     json_object_set_new(o, "id", json_string(s->id));
     json_object_set_new(o, "team_id", json_integer(s->team_id));
+    json_object_set_new(o, "team_name", json_string(s->team_name));
     json_object_set_new(o, "user_id", json_integer(s->user_id));
+    json_object_set_new(o, "username", json_string(s->username));
     json_object_set_new(o, "status", json_string(comp_status_name(s->status)));
     json_object_set_new(o, "kind", json_string(s->code ? "code" : "csv"));
     json_object_set_new(o, "created_at", time_json(s->created_at));

@@ -343,6 +343,8 @@ START_TEST(scoring_programs)
     sub = submit_wait(&alice, cid, good);
     ck_assert_str_eq(it_json_str(sub, "status"), "scored");
     ck_assert(json_real_value(json_object_get(sub, "public_score")) < 0.02);
+    ck_assert_str_eq(it_json_str(sub, "team_name"), alice.name);
+    ck_assert_str_eq(it_json_str(sub, "username"), alice.name);
     json_decref(sub);
     /* a program that prints the truth before its score: only the score passes */
     {
