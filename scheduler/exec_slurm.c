@@ -362,7 +362,8 @@ static int slurm_launch(sched *s, sched__running *r, const sched_job_info *j, co
         struct stat tst;
         sched__kernel_path(kernel, sizeof(kernel), s);
         if (kernel[0] == '\0')
-            return ed_error_set(ED_EUNPROC, "interactive kernels need eddy-kernel, which is not installed on this host");
+            return ed_error_set(ED_EUNPROC, "interactive kernels need eddy-kernel, which is not installed on "
+                                            "this host");
         if (n == 0 || n > 63 ||
             strspn(j->project_id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") != n)
             return ed_error_set(ED_EINVAL, "project id '%.64s' is not a project's", j->project_id);
@@ -672,9 +673,10 @@ static int slurm_open(sched *s)
         return ed_error_set(ED_ENOMEM, "Slurm executor");
     c->cfg = &s->cfg;
     c->s = s;
-    snprintf(c->cb_host, sizeof(c->cb_host), "%s",
-             getenv("EDDY_SLURM_CALLBACK_HOST") && getenv("EDDY_SLURM_CALLBACK_HOST")[0] ? getenv("EDDY_SLURM_CALLBACK_HOST")
-                                                                                      : "127.0.0.1");
+    {
+        const char *cb = getenv("EDDY_SLURM_CALLBACK_HOST");
+        snprintf(c->cb_host, sizeof(c->cb_host), "%s", cb && cb[0] ? cb : "127.0.0.1");
+    }
     if (strncmp(url, "unix:", 5) == 0) {
         snprintf(c->sock, sizeof(c->sock), "%s", url + 5);
         snprintf(c->base, sizeof(c->base), "http://localhost");
