@@ -335,8 +335,7 @@ int comp_dataset_in_use(char *why, size_t why_len, const char *id, int64_t numbe
     int rc, err;
 
     if ((err = ed_store_prepare(&s, c->st,
-            "SELECT slug FROM competitions WHERE ((dataset_id = ?1 AND (?2 = 0 OR dataset_version = ?2)) "
-            "OR (code_inputs_dataset_id = ?1 AND (?2 = 0 OR code_inputs_version = ?2))) "
+            "SELECT slug FROM competitions WHERE dataset_id = ?1 AND (?2 = 0 OR dataset_version = ?2) "
             "AND end_at > ?3 LIMIT 1")) < 0)
         return err;
     sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
