@@ -184,7 +184,7 @@ export async function run(t) {
       return route.continue();
     });
     await page.fill('[data-testid=ds-upload-dir]', 'raw');
-    await page.setInputFiles('[data-testid=ds-upload-input]', { name: 'big.bin', mimeType: 'application/octet-stream', buffer: big });
+    await page.setInputFiles('[data-testid=ds-upload-input]', { name: 'big.bin', mimeType: 'application/octet-stream', buffer: big }, { timeout: 60000 });
     await page.waitForSelector('[data-testid=ds-upload][data-path="raw/big.bin"][data-state=retrying]', { timeout: 30000 });
     await shot(page, '81-datasets-upload-retrying');
     await page.waitForSelector('[data-testid=ds-upload][data-path="raw/big.bin"][data-state=done]', { timeout: 60000 });
