@@ -188,7 +188,10 @@ fail:
     return err;
 }
 
-int sched__mounts_fixed(sched_mount **out, size_t *out_n, sched *s, int64_t job_id)
+/* The datasets a job was submitted with, in order: `fixed` reads the host
+ * trees a platform run mounts (sched_mount.tree), else the paths the job's
+ * datasets are shown at (sched_mount.path). */
+static int job_datasets_read(sched_mount **out, size_t *out_n, sched *s, int64_t job_id, bool fixed)
 {
     sqlite3_stmt *q = NULL;
     sched_mount *m = NULL;
@@ -198,8 +201,10 @@ int sched__mounts_fixed(sched_mount **out, size_t *out_n, sched *s, int64_t job_
     *out = NULL;
     *out_n = 0;
     if ((err = ed_store_prepare(&q, s->st,
-                                "SELECT dataset_id, name, version, tree FROM job_datasets WHERE job_id = ?1 "
-                                "ORDER BY pos LIMIT ?2")) < 0)
+                                fixed ? "SELECT dataset_id, name, version, tree FROM job_datasets "
+                                        "WHERE job_id = ?1 ORDER BY pos LIMIT ?2"
+                                      : "SELECT dataset_id, name, version, path FROM job_datasets "
+                                        "WHERE job_id = ?1 ORDER BY pos LIMIT ?2")) < 0)
         return err;
     sqlite3_bind_int64(q, 1, job_id);
     sqlite3_bind_int(q, 2, SCHED_MOUNTS_MAX);
@@ -211,62 +216,40 @@ int sched__mounts_fixed(sched_mount **out, size_t *out_n, sched *s, int64_t job_
         snprintf(m[n].dataset_id, sizeof(m[n].dataset_id), "%s", (const char *)sqlite3_column_text(q, 0));
         snprintf(m[n].name, sizeof(m[n].name), "%s", (const char *)sqlite3_column_text(q, 1));
         m[n].version = sqlite3_column_int64(q, 2);
-        snprintf(m[n].tree, sizeof(m[n].tree), "%s", (const char *)sqlite3_column_text(q, 3));
+        if (fixed)
+            snprintf(m[n].tree, sizeof(m[n].tree), "%s", (const char *)sqlite3_column_text(q, 3));
+        else
+            snprintf(m[n].path, sizeof(m[n].path), "%s", (const char *)sqlite3_column_text(q, 3));
         n++;
     }
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE) {
         free(m);
         return ed_store_error(ed_store_db(s->st), rc, "job datasets");
-    }
-    /* as written at submit, checked again: the paths come out the same */
-    if ((err = check_all(m, n)) < 0) {
-        free(m);
-        return err;
-    }
-    if (n == 0) {
-        free(m);
-        m = NULL;
     }
     *out = m;
     *out_n = n;
     return 0;
 }
 
+int sched__mounts_fixed(sched_mount **out, size_t *out_n, sched *s, int64_t job_id)
+{
+    int err;
+
+    if ((err = job_datasets_read(out, out_n, s, job_id, true)) < 0)
+        return err;
+    /* as written at submit, checked again: the paths come out the same */
+    if ((err = check_all(*out, *out_n)) < 0) {
+        free(*out);
+        *out = NULL;
+        *out_n = 0;
+    }
+    return err;
+}
+
 int sched_job_datasets(sched_mount **out, size_t *out_n, sched *s, int64_t job_id)
 {
-    sqlite3_stmt *q = NULL;
-    sched_mount *m = NULL;
-    size_t n = 0;
-    int rc, err;
-
-    *out = NULL;
-    *out_n = 0;
-    if ((err = ed_store_prepare(&q, s->st,
-                                "SELECT dataset_id, name, version, path FROM job_datasets WHERE job_id = ?1 "
-                                "ORDER BY pos LIMIT ?2")) < 0)
-        return err;
-    sqlite3_bind_int64(q, 1, job_id);
-    sqlite3_bind_int(q, 2, SCHED_MOUNTS_MAX);
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (!m && (m = calloc(SCHED_MOUNTS_MAX, sizeof(*m))) == NULL) {
-            sqlite3_finalize(q);
-            return ed_error_set(ED_ENOMEM, "job datasets");
-        }
-        snprintf(m[n].dataset_id, sizeof(m[n].dataset_id), "%s", (const char *)sqlite3_column_text(q, 0));
-        snprintf(m[n].name, sizeof(m[n].name), "%s", (const char *)sqlite3_column_text(q, 1));
-        m[n].version = sqlite3_column_int64(q, 2);
-        snprintf(m[n].path, sizeof(m[n].path), "%s", (const char *)sqlite3_column_text(q, 3));
-        n++;
-    }
-    sqlite3_finalize(q);
-    if (rc != SQLITE_DONE) {
-        free(m);
-        return ed_store_error(ed_store_db(s->st), rc, "job datasets");
-    }
-    *out = m;
-    *out_n = n;
-    return 0;
+    return job_datasets_read(out, out_n, s, job_id, false);
 }
 
 int sched_dataset_in_use(int64_t *out_job, bool *out_kernel, sched *s, const char *dataset_id, int64_t version)
