@@ -324,24 +324,35 @@ int serve__reps_end_all(ed_store *st, int64_t now)
     return 0;
 }
 
-int serve_replicas_json(json_t **out, serve_hub *h, int64_t user_id, int64_t id, int limit)
+/* Prepare `sql` (?1 the deployment, ?2 the row limit) over a deployment
+ * `user_id` may read: the list readers' common start. */
+static int dep_rows_prepare(sqlite3_stmt **q, serve_hub *h, int64_t user_id, int64_t id, const char *sql, int limit)
 {
-    sqlite3_stmt *q = NULL;
     int64_t have;
     char ref[32];
-    int rc, err;
+    int err;
 
-    *out = NULL;
     snprintf(ref, sizeof(ref), "%lld", (long long)id);
     if ((err = serve__dep_find(&have, h->st, user_id, ref)) < 0)
         return err;
-    if ((err = ed_store_prepare(&q, h->st,
+    if ((err = ed_store_prepare(q, h->st, sql)) < 0)
+        return err;
+    sqlite3_bind_int64(*q, 1, id);
+    sqlite3_bind_int(*q, 2, limit);
+    return 0;
+}
+
+int serve_replicas_json(json_t **out, serve_hub *h, int64_t user_id, int64_t id, int limit)
+{
+    sqlite3_stmt *q = NULL;
+    int rc, err;
+
+    *out = NULL;
+    if ((err = dep_rows_prepare(&q, h, user_id, id,
                                 "SELECT id, version, status, detail, started_at, ended_at, metered_ms FROM "
                                 "deployment_replicas WHERE deployment_id = ?1 ORDER BY ended_at IS NOT NULL, id DESC "
-                                "LIMIT ?2")) < 0)
+                                "LIMIT ?2", limit > 0 ? limit : 20)) < 0)
         return err;
-    sqlite3_bind_int64(q, 1, id);
-    sqlite3_bind_int(q, 2, limit > 0 ? limit : 20);
     *out = json_array();
     while ((rc = sqlite3_step(q)) == SQLITE_ROW)
         json_array_append_new(*out, json_pack("{s:I, s:i, s:s, s:s, s:I, s:o, s:I}", "id",
@@ -731,20 +742,14 @@ int serve_usage_key(json_t **out, serve_hub *h, int64_t key_id, int64_t from_ms,
 int serve_calls_json(json_t **out, serve_hub *h, int64_t user_id, int64_t id, int limit)
 {
     sqlite3_stmt *q = NULL;
-    int64_t have;
-    char ref[32];
     int rc, err;
 
     *out = NULL;
-    snprintf(ref, sizeof(ref), "%lld", (long long)id);
-    if ((err = serve__dep_find(&have, h->st, user_id, ref)) < 0)
-        return err;
-    if ((err = ed_store_prepare(&q, h->st,
+    if ((err = dep_rows_prepare(&q, h, user_id, id,
                                 "SELECT id, at, key_id, version, status, latency_ms, batch_size, cost_mcoins, error "
-                                "FROM serve_calls WHERE deployment_id = ?1 ORDER BY id DESC LIMIT ?2")) < 0)
+                                "FROM serve_calls WHERE deployment_id = ?1 ORDER BY id DESC LIMIT ?2",
+                                limit > 0 && limit <= 500 ? limit : 50)) < 0)
         return err;
-    sqlite3_bind_int64(q, 1, id);
-    sqlite3_bind_int(q, 2, limit > 0 && limit <= 500 ? limit : 50);
     *out = json_array();
     while ((rc = sqlite3_step(q)) == SQLITE_ROW)
         json_array_append_new(
