@@ -170,6 +170,24 @@ typedef struct fft_attr {
     int64_t n;
 } fft_attr;
 
+/* Record y = op(x) on the tape with `at` as the node's attributes; *out
+ * gets y (dropped on failure). The three transforms' common end. */
+static int record(fw_tensor **out, const char *name, fw_backward_fn backward, fw_tensor *x,
+                  fw_tensor *y, fft_attr at)
+{
+    fw_node *node;
+    int err;
+
+    if ((err = fw_node_record(&node, name, backward, 1, &x, 1, &y, 0, sizeof(fft_attr))) < 0) {
+        fw_tensor_unref(y);
+        return err;
+    }
+    if (node)
+        *(fft_attr *)fw_node_attr(node) = at;
+    *out = y;
+    return 0;
+}
+
 static int check(const char *name, fw_tensor *x, bool want_complex)
 {
     if (x == NULL)
@@ -195,7 +213,6 @@ static int c2c_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 int fw_fft_c2c(fw_tensor **out, fw_tensor *x, bool inverse, double scale)
 {
     fw_tensor *y = NULL;
-    fw_node *node;
     int err;
 
     *out = NULL;
@@ -206,18 +223,7 @@ int fw_fft_c2c(fw_tensor **out, fw_tensor *x, bool inverse, double scale)
         return fw_error_set(FW_ESHAPE, "fft_c2c: invalid number of data points (0)");
     if ((err = run(&y, "fft_c2c", K_C2C, x, n, n, x->dtype, inverse, scale)) < 0)
         return err;
-    if ((err = fw_node_record(&node, "fft_c2c", c2c_backward, 1, &x, 1, &y, 0,
-                              sizeof(fft_attr))) < 0) {
-        fw_tensor_unref(y);
-        return err;
-    }
-    if (node) {
-        fft_attr *a = fw_node_attr(node);
-        a->inverse = inverse;
-        a->scale = scale;
-    }
-    *out = y;
-    return 0;
+    return record(out, "fft_c2c", c2c_backward, x, y, (fft_attr){.inverse = inverse, .scale = scale});
 }
 
 /* r2c's adjoint: Re(scale * inverse DFT of the bins zero-padded to n). */
@@ -233,7 +239,6 @@ static int r2c_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 int fw_fft_r2c(fw_tensor **out, fw_tensor *x, double scale)
 {
     fw_tensor *y = NULL;
-    fw_node *node;
     int err;
 
     *out = NULL;
@@ -245,18 +250,7 @@ int fw_fft_r2c(fw_tensor **out, fw_tensor *x, double scale)
     if ((err = run(&y, "fft_r2c", K_R2C, x, n, n / 2 + 1, fw_dtype_to_complex(x->dtype), false,
                    scale)) < 0)
         return err;
-    if ((err = fw_node_record(&node, "fft_r2c", r2c_backward, 1, &x, 1, &y, 0,
-                              sizeof(fft_attr))) < 0) {
-        fw_tensor_unref(y);
-        return err;
-    }
-    if (node) {
-        fft_attr *a = fw_node_attr(node);
-        a->scale = scale;
-        a->n = n;
-    }
-    *out = y;
-    return 0;
+    return record(out, "fft_r2c", r2c_backward, x, y, (fft_attr){.scale = scale, .n = n});
 }
 
 /* c2r's adjoint: scale * c_k * DFT(g)_k for k = 0..n/2, c_k = 2 except for
@@ -273,7 +267,6 @@ static int c2r_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 int fw_fft_c2r(fw_tensor **out, fw_tensor *x, int64_t n, double scale)
 {
     fw_tensor *y = NULL;
-    fw_node *node;
     int err;
 
     *out = NULL;
@@ -289,16 +282,5 @@ int fw_fft_c2r(fw_tensor **out, fw_tensor *x, int64_t n, double scale)
     if ((err = run(&y, "fft_c2r", K_C2R, x, n, n, fw_dtype_real_part(x->dtype), true,
                    scale)) < 0)
         return err;
-    if ((err = fw_node_record(&node, "fft_c2r", c2r_backward, 1, &x, 1, &y, 0,
-                              sizeof(fft_attr))) < 0) {
-        fw_tensor_unref(y);
-        return err;
-    }
-    if (node) {
-        fft_attr *a = fw_node_attr(node);
-        a->scale = scale;
-        a->n = n;
-    }
-    *out = y;
-    return 0;
+    return record(out, "fft_c2r", c2r_backward, x, y, (fft_attr){.scale = scale, .n = n});
 }
