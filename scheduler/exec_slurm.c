@@ -359,7 +359,7 @@ static int slurm_launch(sched *s, sched__running *r, const sched_job_info *j, co
         /* eddy-kernel in the project's live tree (the same path on the
          * nodes), dialling back to a socket of this kernel's own */
         size_t n = strlen(j->project_id);
-        struct stat tst;
+        int tfd;
         sched__kernel_path(kernel, sizeof(kernel), s);
         if (kernel[0] == '\0')
             return ed_error_set(ED_EUNPROC, "interactive kernels need eddy-kernel, which is not installed on "
@@ -368,8 +368,11 @@ static int slurm_launch(sched *s, sched__running *r, const sched_job_info *j, co
             strspn(j->project_id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") != n)
             return ed_error_set(ED_EINVAL, "project id '%.64s' is not a project's", j->project_id);
         snprintf(tree, sizeof(tree), "%s/projects/%s", s->cfg.data_dir, j->project_id);
-        if (lstat(tree, &tst) < 0 || !S_ISDIR(tst.st_mode))
+        /* DATA/projects/<id> is the server's (users write beneath it, never
+         * it): a link or a non-directory there is refused, not followed */
+        if ((tfd = open(tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
             return ed_error_set(ED_ENOTFOUND, "the working tree of project %s is gone", j->project_id);
+        close(tfd);
         if ((err = kernel_listen(&lfd, cb, sizeof(cb), c->cb_host)) < 0)
             return err;
         ed_random_token(token, KERNEL_TOKEN_LEN);
