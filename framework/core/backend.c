@@ -37,6 +37,13 @@ const fw_backend *fw_backend_require(fw_device dev, const char *op)
     return b;
 }
 
+const void *fw_backend_family(const fw_backend *b, const void *fam, const char *op)
+{
+    if (fam == NULL)
+        fw_error_set(FW_EDEVICE, "%s: not supported on %s", op, b ? b->name : "this device");
+    return fam;
+}
+
 bool fw_device_available(fw_device dev) { return fw_backend_get(dev) != NULL; }
 
 void fw__kview(fw_kview *v, const fw_tensor *t)

@@ -10,6 +10,7 @@
 #ifndef FW_BACKEND_H
 #define FW_BACKEND_H
 
+#include "fw/device.h"
 #include "fw/tensor.h"
 
 #include <stdbool.h>
@@ -59,6 +60,35 @@ typedef enum {
     FW_RED_SUM, FW_RED_MAX, FW_RED_MIN, FW_RED_PROD, FW_RED_COUNT
 } fw_redop;
 
+/* Kernel families beyond the core ones, one table each, declared in their
+ * own headers so each family's owner changes only its file:
+ *   core/fw_backend_nn.h     softmax, linear, conv, pooling, norms, dropout,
+ *                            embedding, losses, RNN cells      (ops/nn_*.c)
+ *   core/fw_backend_index.h  concat, split, gather, scatter, where, sort,
+ *                            clip, cumsum, masked ops, ...     (ops/index*.c, join.c)
+ *   core/fw_backend_optim.h  fused SGD/Momentum/Adam(W), sum of squares (optim/)
+ *   core/fw_backend_random.h Philox fills: uniform, normal, bernoulli (random/)
+ *   core/fw_backend_fft.h    complex DFT                        (ops/fft.c)
+ * A backend leaves a family NULL when it has none; ops then fail with
+ * FW_EDEVICE "<op>: not supported on cuda" (fw_backend_family()). */
+struct fw_nn_kernels;
+struct fw_index_kernels;
+struct fw_optim_kernels;
+struct fw_random_kernels;
+struct fw_fft_kernels;
+
+/* Device queries behind fw/device.h (NULL for the CPU: one device). */
+typedef struct fw_device_ops {
+    int (*count)(void);
+    int (*set_current)(int index);
+    int (*current)(void);
+    int (*synchronize)(int index);
+    int (*properties)(int index, fw_device_props *out);
+    int (*memory_stats)(int index, fw_device_memory *out);
+    int (*reset_peak)(int index);
+    int (*empty_cache)(void);
+} fw_device_ops;
+
 typedef struct fw_backend {
     const char *name;
     fw_device device;
@@ -99,6 +129,19 @@ typedef struct fw_backend {
                         const void *a, int64_t lda, const int64_t *a_off,
                         const void *b, int64_t ldb, const int64_t *b_off,
                         void *c, int64_t ldc, int64_t sc, int64_t batch);
+
+    /* The families above (NULL: none on this device). */
+    const struct fw_nn_kernels *nn;
+    const struct fw_index_kernels *index;
+    const struct fw_optim_kernels *optim;
+    const struct fw_random_kernels *random;
+    const struct fw_fft_kernels *fft;
+
+    /* Device queries (NULL: a single always-ready device, the CPU). */
+    const fw_device_ops *dev;
+    /* alloc/free do their own caching (the CUDA backend's stream-ordered
+     * allocator): core/alloc.c passes requests straight through. */
+    bool caches_itself;
 } fw_backend;
 
 /* Install the table for b->device (replaces any earlier one). */
@@ -107,6 +150,10 @@ int fw_backend_register(const fw_backend *b);
 const fw_backend *fw_backend_get(fw_device dev);
 /* Sets FW_EDEVICE "<op>: no backend for cuda" and returns NULL. */
 const fw_backend *fw_backend_require(fw_device dev, const char *op);
+/* The family table `fam` (b->nn, b->index, ...) or NULL with FW_EDEVICE
+ * "<op>: not supported on <backend name>". Usage:
+ *   const struct fw_nn_kernels *k = fw_backend_family(b, b->nn, "conv2d"); */
+const void *fw_backend_family(const fw_backend *b, const void *fam, const char *op);
 
 /* The CPU table (cpu/backend.c). */
 const fw_backend *fw__cpu_backend(void);

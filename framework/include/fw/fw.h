@@ -7,6 +7,7 @@
  * ops.h     elementwise, unary, reductions, matmul, views, cast (fwcore)
  * index.h   concat, stack, split, gather, where, topk, ... (fwidx)
  * nn.h      linear, conv, pooling, norms, losses, RNN cells (fwnn)
+ * device.h  device counts, the current GPU, memory counters
  * random.h, init.h, optim.h, safetensors.h (fwtrain)
  * Conventions (errors, ownership, threads) are in tensor.h and README.md.
  */
@@ -23,5 +24,6 @@
 #include "fw/optim.h"
 #include "fw/safetensors.h"
 #include "fw/complex.h"
+#include "fw/device.h"
 
 #endif
