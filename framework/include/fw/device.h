@@ -34,6 +34,13 @@ int fw_device_count(fw_device dev);
  * CUDA-capable device is detected", ...; "" when devices exist. */
 const char *fw_device_unavailable_reason(fw_device dev);
 
+/* The device that creation functions without a device argument use
+ * (fw_tensor_empty, zeros, from data, random; paddle.set_device): FW_CPU
+ * at start; process-wide. Ops put their outputs on their inputs' device,
+ * whatever the default. FW_EDEVICE when dev has no usable device. */
+int fw_device_set_default(fw_device dev);
+fw_device fw_device_default(void);
+
 /* The device new FW_CUDA tensors are made on (paddle.set_device('gpu:N')).
  * FW_EDEVICE when index is not in [0, count). */
 int fw_device_set_current(fw_device dev, int index);
