@@ -85,6 +85,8 @@ class Optimizer:
             self._add_param_group({'params': params})
         self._opt = None
         self._accumulators = {}
+        self._multi_precision = False
+        self._masters = {}        # index -> float32 master of a float16/bfloat16 param
 
     def _add_param_group(self, group):
         import paddle
@@ -129,7 +131,7 @@ class Optimizer:
         kw['lr'] = self.get_lr()
         kw['weight_decay'] = self._weight_decay
         kw['clip_norm'] = self._clip_norm()
-        opt = _C().Optimizer(self._kind, list(self._parameter_list), **kw)
+        opt = _C().Optimizer(self._kind, self._make_masters(), **kw)
         for i, p in enumerate(self._parameter_list):
             scale = 1.0
             attr = getattr(p, 'optimize_attr', None)
@@ -153,6 +155,58 @@ class Optimizer:
 
     def _configure(self, opt):
         pass
+
+    # ---- float16/bfloat16 parameters ------------------------------------------------
+    # The C update runs on float32: a low-precision parameter is updated
+    # through a float32 master copy (from its gradient cast to float32) and
+    # the result cast back into it. With multi_precision (set by
+    # paddle.amp.decorate at O2, or the constructor) the master persists
+    # across steps and is saved in state_dict()['master_weights'], as
+    # Paddle's; without it the master is re-read from the parameter before
+    # every step, so the parameter's rounded value is the truth.
+    def _make_masters(self):
+        import paddle
+        low = (paddle.float16, paddle.bfloat16)
+        old = self._masters
+        self._masters = {}
+        out = []
+        for i, p in enumerate(self._parameter_list):
+            if p.dtype in low:
+                m = old.get(i)
+                if m is None or m.shape != p.shape:
+                    m = p.astype('float32').detach()
+                    m.stop_gradient = False
+                    m.name = self._param_name(p, i) + '_fp32_master_0'
+                self._masters[i] = m
+                out.append(m)
+            else:
+                out.append(p)
+        return out
+
+    def _opt_param_name(self, i):
+        """The name accumulators are saved under (Paddle names a master
+        weight's accumulators after the master)."""
+        m = self._masters.get(i)
+        if m is not None and self._multi_precision:
+            return m.name
+        return self._param_name(self._parameter_list[i], i)
+
+    def _masters_in(self):
+        """Gradients of low-precision params to their masters (float32)."""
+        import paddle
+        with paddle.no_grad():
+            for i, m in self._masters.items():
+                p = self._parameter_list[i]
+                if not self._multi_precision:
+                    m._assign(p)
+                g = p.grad
+                m.grad = None if g is None else g.astype('float32')
+
+    def _masters_out(self):
+        import paddle
+        with paddle.no_grad():
+            for i, m in self._masters.items():
+                self._parameter_list[i]._assign(m)
 
     # ---- learning rate ------------------------------------------------------------
     def get_lr(self):
@@ -199,7 +253,11 @@ class Optimizer:
         opt.set_lr(self.get_lr())
         self._apply_python_clip()
         self._apply_l1()
+        if self._masters:
+            self._masters_in()
         opt.step()
+        if self._masters:
+            self._masters_out()
 
     def minimize(self, loss, startup_program=None, parameters=None, no_grad_set=None):
         """Dygraph minimize: the gradients come from a prior loss.backward()."""
@@ -235,7 +293,11 @@ class Optimizer:
                 for sn in names:
                     t = self._opt.state_get(i, sn)
                     if t is not None:
-                        out['{}_{}'.format(self._param_name(p, i), _STATE_KEYS.get(sn, sn))] = t
+                        out['{}_{}'.format(self._opt_param_name(i),
+                                           _STATE_KEYS.get(sn, sn))] = t
+            if self._multi_precision and self._masters:
+                out['master_weights'] = {self._param_name(self._parameter_list[i], i): m
+                                         for i, m in self._masters.items()}
         else:
             out.update(self._accumulators)
         if isinstance(self._learning_rate, lr_mod.LRScheduler):
@@ -258,7 +320,7 @@ class Optimizer:
     def _load_state(self, state_dict):
         import paddle
         names = self._opt.state_names()
-        own = [self._param_name(p, i) for i, p in enumerate(self._parameter_list)]
+        own = [self._opt_param_name(i) for i in range(len(self._parameter_list))]
         saved = self._saved_prefixes(state_dict, names)
         # Parameter names come from a process-wide counter, so a model rebuilt
         # in the same process has other names: when no saved name matches but
@@ -282,10 +344,27 @@ class Optimizer:
         sched = state_dict.pop('LR_Scheduler', None)
         if sched is not None and isinstance(self._learning_rate, lr_mod.LRScheduler):
             self._learning_rate.set_state_dict(sched)
-        state_dict.pop('master_weights', None)
+        masters = state_dict.pop('master_weights', None)
         if self._parameter_list:
             self._build()
             self._load_state(state_dict)
+            if masters and self._masters:
+                self._load_masters(masters)
+
+    def _load_masters(self, masters):
+        import paddle
+        own = {self._param_name(self._parameter_list[i], i): i for i in self._masters}
+        keys = list(masters)
+        if not set(keys) & set(own) and len(keys) == len(own):
+            pairs = zip(sorted(own.values()), keys)     # renamed model: by position
+        else:
+            pairs = ((own[k], k) for k in keys if k in own)
+        for i, k in pairs:
+            v = masters[k]
+            if not isinstance(v, paddle.Tensor):
+                v = paddle.to_tensor(np.asarray(v))
+            with paddle.no_grad():
+                self._masters[i]._assign(v)
 
     set_dict = set_state_dict
     load_state_dict = set_state_dict
@@ -298,6 +377,7 @@ class SGD(Optimizer):
     def __init__(self, learning_rate=0.001, parameters=None, weight_decay=None, grad_clip=None,
                  multi_precision=False, name=None):
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+        self._multi_precision = bool(multi_precision)
 
 
 class Momentum(Optimizer):
@@ -313,6 +393,7 @@ class Momentum(Optimizer):
         self._momentum = m
         self._use_nesterov = bool(use_nesterov)
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+        self._multi_precision = bool(multi_precision)
 
     def _hyper(self):
         return {'momentum': self._momentum, 'nesterov': self._use_nesterov}
@@ -340,6 +421,7 @@ class Adam(Optimizer):
         if amsgrad:
             raise NotImplementedError("Adam: amsgrad is not supported")
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+        self._multi_precision = bool(multi_precision)
 
     def _hyper(self):
         return {'beta1': self._beta1, 'beta2': self._beta2, 'epsilon': self._epsilon}

@@ -12,6 +12,7 @@ import string
 import numpy as np
 
 from paddle import _C
+from paddle.amp import _state as _amp
 from paddle._lazy import paddle as _paddle
 
 __all__ = ['einsum']
@@ -157,6 +158,8 @@ def einsum(equation, *operands):
         raise TypeError("einsum: equation must be a str, got {}".format(type(equation).__name__))
     if not operands:
         raise ValueError("einsum: at least one operand is required")
+    if _amp.ON and _amp.current():
+        return _amp.call('einsum', lambda *ops: einsum(equation, *ops), tuple(operands))
     for x in operands:
         if not isinstance(x, _C.Tensor):
             raise TypeError("einsum: operands must be Tensors, got {}".format(type(x).__name__))

@@ -17,17 +17,23 @@ import numbers
 import numpy as np
 
 from paddle import _C
+from paddle.amp import _state as _amp
 from paddle._lazy import paddle as _paddle
 from ._args import _axis, _ints
 
 
 def matmul(x, y, transpose_x=False, transpose_y=False, name=None):
+    if _amp.ON and _amp.current():
+        return _amp.call(('matmul_v2', 'matmul'), _C.matmul, (x, y), transpose_x,
+                         transpose_y)
     return _C.matmul(x, y, transpose_x, transpose_y)
 
 
 def bmm(x, y, name=None):
     if x.ndim != 3 or y.ndim != 3:
         raise ValueError("bmm: x and y must be 3-D, got shapes {} and {}".format(x.shape, y.shape))
+    if _amp.ON and _amp.current():
+        return _amp.call(('bmm', 'matmul_v2'), _C.matmul, (x, y))
     return _C.matmul(x, y)
 
 

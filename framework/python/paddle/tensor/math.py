@@ -3,6 +3,7 @@ paddle/tensor/math.py)."""
 import numpy as np
 
 from paddle import _C
+from paddle.amp import _state as _amp
 from paddle._lazy import forward_to as _forward_to
 from paddle.framework.dtype import convert_dtype
 from ._args import _axis, _t
@@ -27,6 +28,8 @@ def divide(x, y, name=None):
 
 
 def pow(x, y, name=None):  # noqa: A001
+    if _amp.ON and _amp.current():
+        return _amp.call('pow', _C.pow, (_t(x), _t(y)))
     return _C.pow(_t(x), _t(y))
 
 
@@ -81,18 +84,26 @@ floor_mod = remainder
 
 
 def exp(x, name=None):
+    if _amp.ON and _amp.current():
+        return _amp.call('exp', _C.exp, (x,))
     return _C.exp(x)
 
 
 def log(x, name=None):
+    if _amp.ON and _amp.current():
+        return _amp.call('log', _C.log, (x,))
     return _C.log(x)
 
 
 def log2(x, name=None):
+    if _amp.ON and _amp.current():
+        return _amp.call('log2', log2, (x,))
     return _C.divide(_C.log(x), float(np.log(2.0)))
 
 
 def log10(x, name=None):
+    if _amp.ON and _amp.current():
+        return _amp.call('log10', log10, (x,))
     return _C.divide(_C.log(x), float(np.log(10.0)))
 
 
@@ -101,6 +112,8 @@ def log1p(x, name=None):
 
 
 def expm1(x, name=None):
+    if _amp.ON and _amp.current():
+        return _amp.call('expm1', expm1, (x,))
     return _C.subtract(_C.exp(x), 1.0)
 
 
@@ -109,10 +122,14 @@ def sqrt(x, name=None):
 
 
 def rsqrt(x, name=None):
+    if _amp.ON and _amp.current():
+        return _amp.call('rsqrt', _C.rsqrt, (x,))
     return _C.rsqrt(x)
 
 
 def square(x, name=None):
+    if _amp.ON and _amp.current():
+        return _amp.call('square', _C.square, (x,))
     return _C.square(x)
 
 
@@ -141,6 +158,8 @@ def cos(x, name=None):
 
 
 def reciprocal(x, name=None):
+    if _amp.ON and _amp.current():
+        return _amp.call('reciprocal', reciprocal, (x,))
     return _C.divide(1.0, x)
 
 
@@ -234,6 +253,8 @@ def _cast_opt(x, dtype):
 def sum(x, axis=None, dtype=None, keepdim=False, name=None):  # noqa: A001
     if x.dtype.name == 'bool':
         x = _C.cast(x, 'int64')
+    if _amp.ON and _amp.current():
+        return _cast_opt(_amp.call('reduce_sum', _C.sum, (x,), _axis(axis), keepdim), dtype)
     return _cast_opt(_C.sum(x, _axis(axis), keepdim), dtype)
 
 
@@ -252,6 +273,8 @@ amin = min
 
 
 def prod(x, axis=None, keepdim=False, dtype=None, name=None):
+    if _amp.ON and _amp.current():
+        return _amp.call('reduce_prod', prod, (x,), axis, keepdim, dtype)
     return _cast_opt(_C.prod(x, _axis(axis), keepdim), dtype)
 
 
@@ -266,6 +289,8 @@ def logsumexp(x, axis=None, keepdim=False, name=None):
 
 
 def cumsum(x, axis=None, dtype=None, name=None):
+    if _amp.ON and _amp.current():
+        return _amp.call('cumsum', cumsum, (x,), axis, dtype)
     return _C.cumsum(x, None if axis is None else int(axis),
                      None if dtype is None else convert_dtype(dtype))
 
@@ -288,6 +313,8 @@ def outer(x, y, name=None):
 
 
 def mm(input, mat2, name=None):  # noqa: A002
+    if _amp.ON and _amp.current():
+        return _amp.call(('matmul_v2', 'matmul'), _C.matmul, (input, mat2))
     return _C.matmul(input, mat2)
 
 

@@ -1,5 +1,6 @@
 """Activations (Paddle's paddle/nn/functional/activation.py)."""
 from paddle import _C
+from paddle.amp import _state as _amp
 from paddle._lazy import forward_to as _forward_to
 from ._args import _check_tensor
 
@@ -43,7 +44,10 @@ def _cast_for(x, dtype):
 
 def softmax(x, axis=-1, dtype=None, name=None):
     _check_tensor(x, 'softmax')
-    return _C.softmax(_cast_for(x, dtype), int(axis))
+    x = _cast_for(x, dtype)
+    if _amp.ON and _amp.current():
+        return _amp.call('softmax', _C.softmax, (x,), int(axis))
+    return _C.softmax(x, int(axis))
 
 
 def softmax_(x, axis=-1, dtype=None, name=None):
@@ -54,7 +58,10 @@ def softmax_(x, axis=-1, dtype=None, name=None):
 
 def log_softmax(x, axis=-1, dtype=None, name=None):
     _check_tensor(x, 'log_softmax')
-    return _C.log_softmax(_cast_for(x, dtype), int(axis))
+    x = _cast_for(x, dtype)
+    if _amp.ON and _amp.current():
+        return _amp.call('log_softmax', _C.log_softmax, (x,), int(axis))
+    return _C.log_softmax(x, int(axis))
 
 
 def gelu(x, approximate=False, name=None):

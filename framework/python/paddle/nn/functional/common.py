@@ -5,6 +5,7 @@ import numbers
 import numpy as np
 
 from paddle import _C
+from paddle.amp import _state as _amp
 from paddle._lazy import forward_to as _forward_to
 from paddle.tensor.creation import to_tensor
 from ._args import _check_tensor, _from_nchw
@@ -13,6 +14,8 @@ from ._args import _check_tensor, _from_nchw
 def linear(x, weight, bias=None, name=None):
     """x @ weight + bias with weight [in, out]."""
     _check_tensor(x, 'linear')
+    if _amp.ON and _amp.current():
+        return _amp.call(('linear', 'matmul_v2'), _C.linear, (x, weight, bias))
     return _C.linear(x, weight, bias)
 
 
@@ -27,6 +30,8 @@ def dropout(x, p=0.5, axis=None, training=True, mode='upscale_in_train', name=No
     if mode not in ('downscale_in_infer', 'upscale_in_train'):
         raise ValueError("mode argument should be 'downscale_in_infer' or 'upscale_in_train'")
     if axis is None:
+        if _amp.ON and _amp.current():
+            return _amp.call('dropout', _C.dropout, (x,), float(p), bool(training), mode)
         return _C.dropout(x, float(p), bool(training), mode)
     axes = [axis] if isinstance(axis, int) else list(axis)
     axes = [a + x.ndim if a < 0 else a for a in axes]
@@ -163,6 +168,11 @@ def interpolate(x, size=None, scale_factor=None, mode='nearest', align_corners=F
     linear, bilinear, trilinear (separable linear interpolation) and bicubic
     (separable Keys cubic, A = -0.75). With scale_factor (and no
     recompute_scale_factor) the source step is 1/scale_factor, as in Paddle."""
+    if _amp.ON and _amp.current():
+        return _amp.call(('linear_interp_v2', 'nearest_interp_v2', 'bilinear_interp_v2',
+                          'bicubic_interp_v2', 'trilinear_interp_v2'), interpolate, (x,), size,
+                         scale_factor, mode, align_corners, align_mode, data_format,
+                         recompute_scale_factor)
     _check_tensor(x, 'interpolate')
     mode = mode.lower()
     if mode not in ('nearest', 'linear', 'bilinear', 'trilinear', 'bicubic'):

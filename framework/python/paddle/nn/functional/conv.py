@@ -3,6 +3,7 @@ one fused C op each; conv3d is one conv2d per kernel depth tap over strided
 depth slices; the transposed convolutions are convolutions of the
 zero-stuffed input (all on the im2col + gemm path)."""
 from paddle import _C
+from paddle.amp import _state as _amp
 from paddle._lazy import forward_to as _forward_to
 from paddle.tensor.manipulation import flip as _flip
 from ._args import _check_tensor, _conv_padding, _from_nchw, _ntuple, _to_nchw
@@ -17,7 +18,11 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
     s = _ntuple(stride, 1, 'stride')
     d = _ntuple(dilation, 1, 'dilation')
     pad = _conv_padding(padding, 1, [weight.shape[2]], s, d, x.shape[2:], 'conv1d')
-    out = _C.conv1d(x, weight, bias, s[0], pad, d[0], int(groups))
+    if _amp.ON and _amp.current():
+        out = _amp.call(('conv1d', 'conv2d'), _C.conv1d, (x, weight, bias), s[0], pad, d[0],
+                        int(groups))
+    else:
+        out = _C.conv1d(x, weight, bias, s[0], pad, d[0], int(groups))
     return _from_nchw(out, moved)
 
 
@@ -32,7 +37,11 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
     dilation = _ntuple(dilation, 2, 'dilation')
     ks = list(weight.shape[2:])
     pad = _conv_padding(padding, 2, ks, stride, dilation, x.shape[2:], 'conv2d')
-    out = _C.conv2d(x, weight, bias, stride, pad, dilation, int(groups))
+    if _amp.ON and _amp.current():
+        out = _amp.call('conv2d', _C.conv2d, (x, weight, bias), stride, pad, dilation,
+                        int(groups))
+    else:
+        out = _C.conv2d(x, weight, bias, stride, pad, dilation, int(groups))
     return _from_nchw(out, moved)
 
 

@@ -1,5 +1,6 @@
 """Index inputs (Paddle's paddle/nn/functional/input.py): one_hot, embedding."""
 from paddle import _C
+from paddle.amp import _state as _amp
 from ._args import _check_tensor
 
 
@@ -15,4 +16,6 @@ def embedding(x, weight, padding_idx=None, max_norm=None, norm_type=2.0, sparse=
         v = weight.shape[0]
         if padding_idx >= v or padding_idx < -v:
             raise ValueError("padding_idx must be within [-{}, {})".format(v, v))
+    if _amp.ON and _amp.current():
+        return _amp.call('lookup_table_v2', _C.embedding, (x, weight), padding_idx)
     return _C.embedding(x, weight, padding_idx)

@@ -1,5 +1,6 @@
 """Losses (Paddle's paddle/nn/functional/loss.py)."""
 from paddle import _C
+from paddle.amp import _state as _amp
 from paddle._lazy import forward_to as _forward_to
 from ._args import _check_tensor
 
@@ -23,6 +24,8 @@ def binary_cross_entropy(input, label, weight=None, reduction='mean', name=None)
     _check_tensor(input, 'binary_cross_entropy', 'input')
     _check_tensor(label, 'binary_cross_entropy', 'label')
     _reduction(reduction, 'bce_loss')
+    if _amp.ON and _amp.current():
+        return _amp.call('bce_loss', _C.binary_cross_entropy, (input, label, weight), reduction)
     return _C.binary_cross_entropy(input, label, weight, reduction)
 
 
@@ -31,6 +34,9 @@ def binary_cross_entropy_with_logits(logit, label, weight=None, reduction='mean'
     _check_tensor(logit, 'binary_cross_entropy_with_logits', 'logit')
     _check_tensor(label, 'binary_cross_entropy_with_logits', 'label')
     _reduction(reduction, 'bce_with_logits_loss')
+    if _amp.ON and _amp.current():
+        return _amp.call('sigmoid_cross_entropy_with_logits', _C.binary_cross_entropy_with_logits,
+                         (logit, label, weight, pos_weight), reduction)
     return _C.binary_cross_entropy_with_logits(logit, label, weight, pos_weight, reduction)
 
 
@@ -46,6 +52,11 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction='mean'
         # Paddle: with label_smoothing the labels become soft (one-hot for hard
         # ones); float labels of the input's shape already are, and get smoothed
         soft_label = True
+    if _amp.ON and _amp.current():
+        return _amp.call(('cross_entropy', 'softmax_with_cross_entropy'), _C.cross_entropy,
+                         (input, label, weight), int(ignore_index), reduction,
+                         bool(soft_label), int(axis), bool(use_softmax),
+                         float(label_smoothing))
     return _C.cross_entropy(input, label, weight, int(ignore_index), reduction,
                             bool(soft_label), int(axis), bool(use_softmax),
                             float(label_smoothing))
@@ -53,6 +64,9 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction='mean'
 
 def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=-100,
                                numeric_stable_mode=True, return_softmax=False, axis=-1):
+    if _amp.ON and _amp.current():
+        return _amp.call('softmax_with_cross_entropy', softmax_with_cross_entropy, (logits, label),
+                         soft_label, ignore_index, numeric_stable_mode, return_softmax, axis)
     loss = _C.cross_entropy(logits, label, None, int(ignore_index), 'none', bool(soft_label),
                             int(axis), True, 0.0)
     if not soft_label and loss.ndim == logits.ndim - 1:
@@ -81,6 +95,8 @@ def l1_loss(input, label, reduction='mean', name=None):
     _check_tensor(input, 'l1_loss', 'input')
     _check_tensor(label, 'l1_loss', 'label')
     _reduction(reduction, 'L1Loss')
+    if _amp.ON and _amp.current():
+        return _amp.call('l1_loss', _C.l1_loss, (input, label), reduction)
     return _C.l1_loss(input, label, reduction)
 
 
@@ -94,6 +110,8 @@ def mse_loss(input, label, reduction='mean', name=None):
     _check_tensor(input, 'mse_loss', 'input')
     _check_tensor(label, 'mse_loss', 'label')
     _reduction(reduction, 'MSELoss')
+    if _amp.ON and _amp.current():
+        return _amp.call('mse_loss', _C.mse_loss, (input, label), reduction)
     return _C.mse_loss(input, label, reduction)
 
 
@@ -101,6 +119,9 @@ def nll_loss(input, label, weight=None, ignore_index=-100, reduction='mean', nam
     _check_tensor(input, 'nll_loss', 'input')
     _check_tensor(label, 'nll_loss', 'label')
     _reduction(reduction, 'nll_loss')
+    if _amp.ON and _amp.current():
+        return _amp.call('nll_loss', _C.nll_loss, (input, label, weight), int(ignore_index),
+                         reduction)
     return _C.nll_loss(input, label, weight, int(ignore_index), reduction)
 
 
@@ -122,6 +143,8 @@ def sigmoid_focal_loss(logit, label, normalizer=None, alpha=0.25, gamma=2.0,
 
 def smooth_l1_loss(input, label, reduction='mean', delta=1.0, name=None):
     _reduction(reduction, 'smooth_l1_loss')
+    if _amp.ON and _amp.current():
+        return _amp.call('huber_loss', smooth_l1_loss, (input, label), reduction, delta)
     d = float(delta)
     diff = _C.abs(_C.subtract(input, label))
     quad = _C.multiply(_C.square(diff), 0.5)

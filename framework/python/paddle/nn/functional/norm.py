@@ -2,6 +2,7 @@
 import numbers
 
 from paddle import _C
+from paddle.amp import _state as _amp
 from paddle._lazy import forward_to as _forward_to
 from ._args import _check_tensor, _from_nchw, _to_nchw
 
@@ -18,8 +19,13 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
         train = False
     elif use_global_stats is False:
         train = True
-    out = _C.batch_norm(x, running_mean, running_var, weight, bias, train, float(momentum),
-                        float(epsilon))
+    if _amp.ON and _amp.current():
+        # only x is cast: the statistics are updated in place, in float32
+        out = _amp.call('batch_norm', _C.batch_norm, (x,), running_mean, running_var, weight,
+                        bias, train, float(momentum), float(epsilon))
+    else:
+        out = _C.batch_norm(x, running_mean, running_var, weight, bias, train,
+                            float(momentum), float(epsilon))
     return _from_nchw(out, moved)
 
 
@@ -27,6 +33,9 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, epsilon=1e-05, name=
     _check_tensor(x, 'layer_norm')
     if isinstance(normalized_shape, numbers.Integral):
         normalized_shape = [int(normalized_shape)]
+    if _amp.ON and _amp.current():
+        return _amp.call('layer_norm', _C.layer_norm, (x,), list(normalized_shape), weight, bias,
+                         float(epsilon))
     return _C.layer_norm(x, list(normalized_shape), weight, bias, float(epsilon))
 
 
@@ -54,6 +63,9 @@ def group_norm(x, num_groups, epsilon=1e-05, weight=None, bias=None, data_format
     """Normalise each group of num_groups channel groups over (channels of the
     group, spatial axes), then scale/shift per channel."""
     _check_tensor(x, 'group_norm')
+    if _amp.ON and _amp.current():
+        return _amp.call('group_norm', group_norm, (x,), num_groups, epsilon, weight, bias,
+                         data_format)
     if x.ndim < 2:
         raise ValueError("group_norm: x must be at least 2-D, got {}".format(list(x.shape)))
     moved = False
@@ -81,6 +93,9 @@ def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None
     variance), then scale/shift per channel. With use_input_stats=False the
     given running statistics are used instead."""
     _check_tensor(x, 'instance_norm')
+    if _amp.ON and _amp.current():
+        return _amp.call('instance_norm', instance_norm, (x,), running_mean, running_var, weight,
+                         bias, use_input_stats, momentum, eps, data_format)
     if x.ndim < 3:
         raise ValueError("instance_norm: x must be at least 3-D [N, C, ...], got {}".format(
             list(x.shape)))

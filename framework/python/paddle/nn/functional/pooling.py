@@ -2,6 +2,7 @@
 import numbers
 
 from paddle import _C
+from paddle.amp import _state as _amp
 from paddle._lazy import forward_to as _forward_to
 from ._args import _check_tensor, _conv_padding, _from_nchw, _ntuple, _to_nchw
 
@@ -23,6 +24,9 @@ def avg_pool1d(x, kernel_size, stride=None, padding=0, exclusive=True, ceil_mode
     k = _ntuple(kernel_size, 1, 'kernel_size')[0]
     s = k if stride is None else _ntuple(stride, 1, 'stride')[0]
     pad = _pool_padding(padding, 1, [k], [s], x.shape[2:], 'avg_pool1d')[0]
+    if _amp.ON and _amp.current():
+        return _amp.call('pool2d', _C.avg_pool1d, (x,), k, s, pad, bool(ceil_mode),
+                         bool(exclusive))
     return _C.avg_pool1d(x, k, s, pad, bool(ceil_mode), bool(exclusive))
 
 
@@ -35,7 +39,11 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusiv
     k = _ntuple(kernel_size, 2, 'kernel_size')
     s = k if stride is None else _ntuple(stride, 2, 'stride')
     pad = _pool_padding(padding, 2, k, s, x.shape[2:], 'avg_pool2d')
-    out = _C.avg_pool2d(x, k, s, pad, bool(ceil_mode), bool(exclusive))
+    if _amp.ON and _amp.current():
+        out = _amp.call('pool2d', _C.avg_pool2d, (x,), k, s, pad, bool(ceil_mode),
+                        bool(exclusive))
+    else:
+        out = _C.avg_pool2d(x, k, s, pad, bool(ceil_mode), bool(exclusive))
     if divisor_override:
         out = _C.multiply(out, float(k[0] * k[1]) / float(divisor_override))
     return _from_nchw(out, moved)
@@ -47,6 +55,9 @@ def max_pool1d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_m
     k = _ntuple(kernel_size, 1, 'kernel_size')[0]
     s = k if stride is None else _ntuple(stride, 1, 'stride')[0]
     pad = _pool_padding(padding, 1, [k], [s], x.shape[2:], 'max_pool1d')[0]
+    if _amp.ON and _amp.current():
+        return _amp.call('max_pool2d_with_index' if return_mask else 'pool2d', _C.max_pool1d,
+                         (x,), k, s, pad, bool(ceil_mode), bool(return_mask))
     return _C.max_pool1d(x, k, s, pad, bool(ceil_mode), bool(return_mask))
 
 
@@ -59,7 +70,11 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_m
     k = _ntuple(kernel_size, 2, 'kernel_size')
     s = k if stride is None else _ntuple(stride, 2, 'stride')
     pad = _pool_padding(padding, 2, k, s, x.shape[2:], 'max_pool2d')
-    r = _C.max_pool2d(x, k, s, pad, bool(ceil_mode), bool(return_mask))
+    if _amp.ON and _amp.current():
+        r = _amp.call('max_pool2d_with_index' if return_mask else 'pool2d', _C.max_pool2d,
+                      (x,), k, s, pad, bool(ceil_mode), bool(return_mask))
+    else:
+        r = _C.max_pool2d(x, k, s, pad, bool(ceil_mode), bool(return_mask))
     if return_mask:
         return _from_nchw(r[0], moved), _from_nchw(r[1], moved)
     return _from_nchw(r, moved)
@@ -67,6 +82,8 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_m
 
 def adaptive_avg_pool1d(x, output_size, name=None):
     _check_tensor(x, 'adaptive_avg_pool1d')
+    if _amp.ON and _amp.current():
+        return _amp.call('pool2d', _C.adaptive_avg_pool1d, (x,), int(output_size))
     return _C.adaptive_avg_pool1d(x, int(output_size))
 
 
@@ -77,6 +94,8 @@ def adaptive_avg_pool2d(x, output_size, data_format='NCHW', name=None):
         osz = [int(output_size)] * 2
     else:
         osz = [x.shape[2 + i] if v is None else int(v) for i, v in enumerate(output_size)]
+    if _amp.ON and _amp.current():
+        return _from_nchw(_amp.call('pool2d', _C.adaptive_avg_pool2d, (x,), osz), moved)
     return _from_nchw(_C.adaptive_avg_pool2d(x, osz), moved)
 
 
