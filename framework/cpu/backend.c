@@ -337,6 +337,7 @@ static const fw_backend cpu_backend = {
     .reduce = fw__cpu_reduce,
     .arg_reduce = fw__cpu_arg_reduce,
     .gemm_batched = fw__cpu_gemm_batched,
+    .nn = &fw__cpu_nn_kernels,
 };
 
 const fw_backend *fw__cpu_backend(void) { return &cpu_backend; }

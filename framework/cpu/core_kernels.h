@@ -21,6 +21,9 @@ int fw__cpu_gemm_batched(fw_dtype dt, bool ta, bool tb, int64_t m, int64_t n, in
                          const void *b, int64_t ldb, const int64_t *b_off,
                          void *c, int64_t ldc, int64_t sc, int64_t batch);
 
+/* The CPU nn table (cpu/nn_backend.c, core/fw_backend_nn.h). */
+extern const struct fw_nn_kernels fw__cpu_nn_kernels;
+
 /* Merge adjacent dims that are contiguous with each other in every one of
  * nops stride arrays (strides[op][dim]); shape/strides are rewritten in
  * place; returns the new ndim (>= 1). */

@@ -4,9 +4,12 @@
  * Plain functions over contiguous float / double arrays, llm.c style: sizes
  * spelled out, shapes written on entry. Every kernel exists twice, suffixed
  * _f32 and _f64, generated from one body (the .c files include themselves
- * once per type). Kernels never fail on input: the op layer (ops/nn_*.c)
- * validates shapes, labels and ids first and sets the error message. Kernels
- * that need scratch memory return 0 or FW_ENOMEM-style negative values (-1).
+ * once per type). They are private to cpu/: the ops reach them only through
+ * the CPU backend's nn table (cpu/nn_backend.c, core/fw_backend_nn.h).
+ * Kernels never fail on input: the op layer (ops/nn_*.c) validates shapes,
+ * labels and ids first and sets the error message. Kernels that need
+ * scratch memory return 0 or -1 (out of memory; the table entry sets the
+ * FW_ENOMEM message).
  *
  * Outputs named d* in backward kernels are OVERWRITTEN (not accumulated);
  * autograd accumulates. A NULL output pointer means "not needed".
@@ -18,29 +21,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Geometry of a 2-D convolution (1-D is H = KH = 1). Input x [N, C, H, W],
- * weight [OC, C/groups, KH, KW], output [N, OC, OH, OW]. Padding may be
- * asymmetric: ph0 rows on top, ph1 at the bottom, pw0 left, pw1 right. */
-typedef struct fw_nn_conv_geom {
-    int64_t N, C, H, W;
-    int64_t OC, KH, KW;
-    int64_t OH, OW;
-    int64_t sh, sw;          /* stride */
-    int64_t ph0, ph1, pw0, pw1; /* padding */
-    int64_t dh, dw;          /* dilation */
-    int64_t groups;
-} fw_nn_conv_geom;
-
-/* Geometry of 2-D pooling over planes: x [P = N*C, H, W] -> y [P, OH, OW].
- * Windows start at oh*sh - ph; Paddle's convention. */
-typedef struct fw_nn_pool_geom {
-    int64_t P, H, W, OH, OW;
-    int64_t KH, KW, sh, sw, ph, pw;
-    int exclusive;           /* avg: divide by the count of in-bounds cells */
-} fw_nn_pool_geom;
-
-/* Pointwise loss kinds. */
-enum { FW__NN_LOSS_MSE, FW__NN_LOSS_L1, FW__NN_LOSS_BCE, FW__NN_LOSS_BCE_LOGITS };
+/* fw_nn_conv_geom, fw_nn_pool_geom, fw_nn_loss_kind and the table these
+ * kernels are registered in (cpu/nn_backend.c). */
+#include "../core/fw_backend_nn.h"
 
 /* Scratch memory reused per thread (grows, never shrinks; freed at thread
  * exit). Returns NULL when out of memory. `slot` picks one of 4 buffers. */
@@ -71,60 +54,6 @@ void fw__nn_parallel(int64_t n, int64_t grain,
 #else
 #define NN_CLONES
 #endif
-
-/* ---- op-layer helpers (ops/nn_common.c), shared by ops/nn_*.c ---- */
-struct fw_tensor;
-struct fw_node;
-
-/* Not NULL, on the CPU, float32 or float64: "<op>: <what> must be float32
- * or float64, got int64". */
-int fw__nn_check_float(const char *op, const char *what, const struct fw_tensor *x);
-/* Like fw__nn_check_float and of ref's dtype (NULL x passes). */
-int fw__nn_check_optional_like(const char *op, const char *what, const struct fw_tensor *x,
-                               const struct fw_tensor *ref);
-/* FW_ESHAPE "<op>: <what> must be <rank>-D <layout>, got [..]". */
-int fw__nn_check_rank(const char *op, const char *what, const struct fw_tensor *x, int rank,
-                      const char *layout);
-/* Labels/ids (int32/int64, any view) as a malloc'ed int64 array of
- * numel entries, each in [0, n) or equal to `skip` (pass INT64_MIN for
- * none): FW_ERANGE "<op>: label 7 out of range [0, 5)". Caller frees. */
-int fw__nn_labels(int64_t **out, const char *op, const char *what,
-                  const struct fw_tensor *label, int64_t n, int64_t skip);
-/* Apply a reduction to a per-element loss (takes no ref of loss):
- * none: new ref of loss; sum: 0-D sum; mean: 0-D mean. */
-int fw__nn_reduce(struct fw_tensor **out, struct fw_tensor *loss, int reduction,
-                  const char *op);
-/* A new uninitialised tensor shaped like input i of node n. */
-int fw__nn_grad_like(struct fw_tensor **out, struct fw_node *n, int input);
-/* The start of a one-input backward: *g a dense copy of the output's
- * gradient gout and *dx a new buffer shaped like input 0 (always needed:
- * a node whose one input needs no gradient is never recorded). On failure
- * neither is left. */
-int fw__nn_grad1_begin(struct fw_tensor **g, struct fw_tensor **dx, struct fw_node *n,
-                       struct fw_tensor *gout);
-/* For each of node n's first `count` inputs that needs a gradient, a new
- * uninitialised tensor shaped like it in d[i]; the others get NULL. On
- * failure nothing is left allocated (d[] is all NULL) and the error is
- * returned. Shared by the backward functions with several inputs. */
-int fw__nn_grads_new(struct fw_tensor **d, struct fw_node *n, int count);
-/* fw_node_record() of an op with inputs ins[0..n_in) and the one output y,
- * then, when a node was recorded, attr (attr_size bytes) copied into it and
- * saved[i] kept in slot i for i < n_saved (NULL entries stay empty). The
- * shared tail of the nn ops' forward functions. 0 or FW_ENOMEM. */
-int fw__nn_record(const char *op,
-                  int (*backward)(struct fw_node *, struct fw_tensor **,
-                                  struct fw_tensor *const *),
-                  int n_in, struct fw_tensor *const *ins, struct fw_tensor *y,
-                  const void *attr, size_t attr_size, int n_saved,
-                  struct fw_tensor *const *saved);
-/* Unref d[0..count) and set them NULL. */
-void fw__nn_grads_drop(struct fw_tensor **d, int count);
-/* fw__ptr(t), or NULL for a NULL tensor. */
-void *fw__nn_ptr(const struct fw_tensor *t);
-
-/* Call the _f32 or _f64 kernel for dtype dt (pointers pass as void *). */
-#define FW__NN_CALL(dt, fn, ...) \
-    ((dt) == FW_FLOAT32 ? fn##_f32(__VA_ARGS__) : fn##_f64(__VA_ARGS__))
 
 #define NN_KT float
 #define NN_KS(name) name##_f32

@@ -195,13 +195,13 @@ void NN_S(fw__nn_pointwise_loss_fwd)(NN_T *loss, int kind, const NN_T *x, const 
     for (int64_t i = 0; i < n; i++) {
         NN_T l, d = x[i] - y[i];
         switch (kind) {
-        case FW__NN_LOSS_MSE:
+        case FW_NN_LOSS_MSE:
             l = d * d;
             break;
-        case FW__NN_LOSS_L1:
+        case FW_NN_LOSS_L1:
             l = fabs(d);
             break;
-        case FW__NN_LOSS_BCE:
+        case FW_NN_LOSS_BCE:
             l = -(y[i] * NN_S(clamped_log)(x[i]) + (1 - y[i]) * NN_S(clamped_log)(1 - x[i]));
             break;
         default: {
@@ -224,15 +224,15 @@ void NN_S(fw__nn_pointwise_loss_bwd)(NN_T *dx, NN_T *dy, int kind, const NN_T *x
         if (w != NULL)
             gi *= w[i];
         switch (kind) {
-        case FW__NN_LOSS_MSE:
+        case FW_NN_LOSS_MSE:
             gx = 2 * d;
             gy = -gx;
             break;
-        case FW__NN_LOSS_L1:
+        case FW_NN_LOSS_L1:
             gx = (NN_T)((d > 0) - (d < 0));
             gy = -gx;
             break;
-        case FW__NN_LOSS_BCE: {
+        case FW_NN_LOSS_BCE: {
             NN_T den = (1 - x[i]) * x[i];
             gx = d / (den > (NN_T)1e-12 ? den : (NN_T)1e-12);
             gy = NN_S(clamped_log)(1 - x[i]) - NN_S(clamped_log)(x[i]);

@@ -2,7 +2,7 @@
  * backward with create_graph.
  *
  * conv_backward (nn_conv.c) normally runs the fused kernel
- * fw__nn_conv2d_bwd, whose results have no grad history. Under
+ * conv2d_bwd (the device's nn table), whose results have no grad history. Under
  * create_graph it calls fw__conv_grad_graph instead, which builds
  *   dx = input_grad(g, w), dw = weight_grad(x, g), db = sum(g)
  * from two ops recorded here. Both are linear in each argument, and their
@@ -12,9 +12,8 @@
  * so gradients of any order are available. Everything is computed on 4-D
  * views [N, C, H, W] (conv1d has H = 1) and reshaped back.
  */
-#include "../core/fw_op.h"
-#include "../cpu/nn_kernels.h"
 #include "fw/nn.h"
+#include "nn_int.h"
 
 #include <string.h>
 
@@ -43,31 +42,32 @@ static int run_kernel(fw_tensor **out, const char *op, fw_tensor *x4, fw_tensor 
 {
     int64_t xs[4], ws[4], gs[4];
     fw_tensor *xd = NULL, *wd = NULL, *gd = NULL, *r = NULL;
+    const fw_nn_kernels *k;
     int err;
 
     shapes(geo, xs, ws, gs);
     *out = NULL;
+    if ((k = fw__nn_kernels(op, g4->device)) == NULL)
+        return fw_error_code();
     if ((err = fw_op_dense(&gd, g4)) < 0)
         return err;
     if (want_dx) {
         if ((err = fw_op_dense(&wd, w4)) < 0)
             goto out;
-        err = fw_op_output(&r, FW_CPU, g4->dtype, xs, 4);
+        err = fw_op_output(&r, g4->device, g4->dtype, xs, 4);
     } else {
         /* the kernel reads w only for dx; give it zeros rather than NULL */
         if ((err = fw_op_dense(&xd, x4)) < 0 ||
-            (err = fw_op_zeros(&wd, FW_CPU, g4->dtype, ws, 4)) < 0)
+            (err = fw_op_zeros(&wd, g4->device, g4->dtype, ws, 4)) < 0)
             goto out;
-        err = fw_op_output(&r, FW_CPU, g4->dtype, ws, 4);
+        err = fw_op_output(&r, g4->device, g4->dtype, ws, 4);
     }
     if (err < 0)
         goto out;
-    if (FW__NN_CALL(g4->dtype, fw__nn_conv2d_bwd, want_dx ? fw__ptr(r) : NULL,
-                    want_dx ? NULL : fw__ptr(r), NULL, xd ? fw__ptr(xd) : NULL, fw__ptr(wd),
-                    fw__ptr(gd), geo) < 0) {
-        err = fw_error_set(FW_ENOMEM, "%s: out of memory for im2col buffers", op);
+    if ((err = k->conv2d_bwd(g4->dtype, want_dx ? fw__ptr(r) : NULL,
+                             want_dx ? NULL : fw__ptr(r), NULL, xd ? fw__ptr(xd) : NULL,
+                             fw__ptr(wd), fw__ptr(gd), geo)) < 0)
         goto out;
-    }
     *out = r;
     r = NULL;
 out:

@@ -1,24 +1,46 @@
 /*
  * nn_common.c - validation, reduction and autograd helpers shared by the nn ops.
  */
-#include <stdlib.h>
 #include <string.h>
 
-#include "../core/fw_op.h"
-#include "../cpu/nn_kernels.h"
 #include "fw/nn.h"
+#include "nn_int.h"
+
+static const char *dev_name(fw_device d)
+{
+    const fw_backend *b = fw_backend_get(d);
+    if (b != NULL && b->name != NULL)
+        return b->name;
+    return d == FW_CPU ? "cpu" : d == FW_CUDA ? "cuda" : "an unknown device";
+}
+
+const fw_nn_kernels *fw__nn_kernels(const char *op, fw_device dev)
+{
+    const fw_backend *b = fw_backend_require(dev, op);
+    return b != NULL ? fw_backend_family(b, b->nn, op) : NULL;
+}
 
 int fw__nn_check_float(const char *op, const char *what, const fw_tensor *x)
 {
     if (x == NULL)
         return fw_error_set(FW_EINVAL, "%s: %s is NULL", op, what);
-    if (x->dtype != FW_FLOAT32 && x->dtype != FW_FLOAT64)
-        return fw_error_set(FW_EDTYPE, "%s: %s must be float32 or float64, got %s", op, what,
-                            fw_dtype_name(x->dtype));
-    if (x->device != FW_CPU)
-        return fw_error_set(FW_EDEVICE, "%s: %s is not on the CPU (only CPU kernels exist)",
-                            op, what);
+    if (x->dtype != FW_FLOAT32 && x->dtype != FW_FLOAT64) {
+        /* float16/bfloat16 only where the device computes them natively */
+        const fw_backend *b = fw_dtype_is_float(x->dtype) ? fw_backend_get(x->device) : NULL;
+        if (b == NULL || b->nn == NULL || !(b->nn->dtypes & (1u << x->dtype)))
+            return fw_error_set(FW_EDTYPE, "%s: %s must be float32 or float64, got %s", op,
+                                what, fw_dtype_name(x->dtype));
+    }
     return 0;
+}
+
+int fw__nn_check_device(const char *op, const char *what, const fw_tensor *x,
+                        const char *ref_what, const fw_tensor *ref)
+{
+    if (x->device == ref->device)
+        return 0;
+    return fw_error_set(FW_EDEVICE, "%s: %s is on %s, %s on %s", op, ref_what,
+                        dev_name(ref->device), what, dev_name(x->device));
 }
 
 int fw__nn_check_optional_like(const char *op, const char *what, const fw_tensor *x,
@@ -27,7 +49,8 @@ int fw__nn_check_optional_like(const char *op, const char *what, const fw_tensor
     int err;
     if (x == NULL)
         return 0;
-    if ((err = fw__nn_check_float(op, what, x)) < 0)
+    if ((err = fw__nn_check_float(op, what, x)) < 0 ||
+        (err = fw__nn_check_device(op, what, x, "input", ref)) < 0)
         return err;
     if (x->dtype != ref->dtype)
         return fw_error_set(FW_EDTYPE, "%s: %s is %s but the input is %s", op, what,
@@ -45,51 +68,111 @@ int fw__nn_check_rank(const char *op, const char *what, const fw_tensor *x, int 
                         fw_shape_format(buf, sizeof(buf), x->shape, x->ndim));
 }
 
-int fw__nn_labels(int64_t **out, const char *op, const char *what, const fw_tensor *label,
-                  int64_t n, int64_t skip)
+int fw__nn_host(fw_tensor **out, fw_tensor *t)
 {
+    const fw_backend *b = fw_backend_get(t->device);
     fw_tensor *d = NULL;
-    int64_t *ids = NULL, cnt;
     int err;
 
     *out = NULL;
+    if ((err = fw_op_dense(&d, t)) < 0)
+        return err;
+    if (t->device == FW_CPU || (b != NULL && b->host_accessible)) {
+        *out = d;
+        return 0;
+    }
+    err = fw__nn_to_device(&d, FW_CPU);
+    if (err < 0) {
+        fw_tensor_unref(d);
+        return err;
+    }
+    *out = d;
+    return 0;
+}
+
+int fw__nn_to_device(fw_tensor **t, fw_device dev)
+{
+    fw_tensor *m = NULL;
+    bool grad;
+    int err;
+
+    if ((*t)->device == dev)
+        return 0;
+    /* a constant the op made: no history to carry */
+    grad = fw_set_grad_enabled(false);
+    err = fw_tensor_to(&m, *t, dev);
+    fw_set_grad_enabled(grad);
+    if (err < 0)
+        return err;
+    fw_tensor_unref(*t);
+    *t = m;
+    return 0;
+}
+
+int fw__nn_copy(fw_tensor *dst, const fw_tensor *src, size_t nbytes)
+{
+    const fw_backend *b = fw_backend_require(dst->device, "copy");
+    if (b == NULL)
+        return fw_error_code();
+    return b->copy(fw__ptr(dst), dst->device, fw__ptr(src), src->device, nbytes);
+}
+
+int fw__nn_labels(fw_tensor **out, fw_tensor **host, const char *op, const char *what,
+                  const fw_tensor *label, int64_t n, int64_t skip, const char *ref_what,
+                  const fw_tensor *ref)
+{
+    fw_tensor *h = NULL, *ids = NULL;
+    int64_t cnt, *v;
+    int err;
+
+    *out = NULL;
+    if (host != NULL)
+        *host = NULL;
     if (label == NULL)
         return fw_error_set(FW_EINVAL, "%s: %s is NULL", op, what);
     if (label->dtype != FW_INT64 && label->dtype != FW_INT32)
         return fw_error_set(FW_EDTYPE, "%s: %s must be int32 or int64, got %s", op, what,
                             fw_dtype_name(label->dtype));
-    if (label->device != FW_CPU)
-        return fw_error_set(FW_EDEVICE, "%s: %s is not on the CPU", op, what);
+    if ((err = fw__nn_check_device(op, what, label, ref_what, ref)) < 0)
+        return err;
     cnt = label->numel;
-    if ((ids = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof(int64_t))) == NULL)
-        return fw_error_set(FW_ENOMEM, "%s: %s copy", op, what);
-    if ((err = fw_op_dense(&d, (fw_tensor *)label)) < 0)
+    if ((err = fw__nn_host(&h, (fw_tensor *)label)) < 0 ||
+        (err = fw_op_output(&ids, FW_CPU, FW_INT64, &cnt, 1)) < 0)
         goto fail;
+    v = fw__ptr(ids);
     if (label->dtype == FW_INT64) {
-        const int64_t *src = fw__ptr(d);
-        for (int64_t i = 0; i < cnt; i++)
-            ids[i] = src[i];
+        if (cnt > 0)
+            memcpy(v, fw__ptr(h), (size_t)cnt * sizeof(int64_t));
     } else {
-        const int32_t *src = fw__ptr(d);
+        const int32_t *src = fw__ptr(h);
         for (int64_t i = 0; i < cnt; i++)
-            ids[i] = src[i];
+            v[i] = src[i];
     }
-    fw_tensor_unref(d);
-    d = NULL;
     for (int64_t i = 0; i < cnt; i++) {
-        if (ids[i] == skip)
+        if (v[i] == skip)
             continue;
-        if (ids[i] < 0 || ids[i] >= n) {
+        if (v[i] < 0 || v[i] >= n) {
             err = fw_error_set(FW_ERANGE, "%s: %s %lld out of range [0, %lld)", op, what,
-                               (long long)ids[i], (long long)n);
+                               (long long)v[i], (long long)n);
             goto fail;
         }
+    }
+    fw_tensor_unref(h);
+    h = NULL;
+    if (host != NULL)
+        *host = fw_tensor_ref(ids);
+    if ((err = fw__nn_to_device(&ids, ref->device)) < 0) {
+        if (host != NULL) {
+            fw_tensor_unref(*host);
+            *host = NULL;
+        }
+        goto fail;
     }
     *out = ids;
     return 0;
 fail:
-    fw_tensor_unref(d);
-    free(ids);
+    fw_tensor_unref(h);
+    fw_tensor_unref(ids);
     return err;
 }
 
@@ -110,11 +193,11 @@ int fw__nn_reduce(fw_tensor **out, fw_tensor *loss, int reduction, const char *o
     }
 }
 
-int fw__nn_grad_like(fw_tensor **out, fw_node *n, int input)
+int fw__nn_grad_like(fw_tensor **out, fw_node *n, int input, fw_device dev)
 {
     int ndim;
     const int64_t *shape = fw_node_input_shape(n, input, &ndim);
-    return fw_op_output(out, FW_CPU, fw_node_input_dtype(n, input), shape, ndim);
+    return fw_op_output(out, dev, fw_node_input_dtype(n, input), shape, ndim);
 }
 
 int fw__nn_grad1_begin(fw_tensor **g, fw_tensor **dx, fw_node *n, fw_tensor *gout)
@@ -123,14 +206,14 @@ int fw__nn_grad1_begin(fw_tensor **g, fw_tensor **dx, fw_node *n, fw_tensor *gou
 
     if ((err = fw_op_dense(g, gout)) < 0)
         return err;
-    if ((err = fw__nn_grad_like(dx, n, 0)) < 0) {
+    if ((err = fw__nn_grad_like(dx, n, 0, gout->device)) < 0) {
         fw_tensor_unref(*g);
         *g = NULL;
     }
     return err;
 }
 
-int fw__nn_grads_new(fw_tensor **d, fw_node *n, int count)
+int fw__nn_grads_new(fw_tensor **d, fw_node *n, int count, fw_device dev)
 {
     int err = 0;
 
@@ -138,7 +221,7 @@ int fw__nn_grads_new(fw_tensor **d, fw_node *n, int count)
         d[i] = NULL;
     for (int i = 0; i < count && err == 0; i++)
         if (fw_node_needs_grad(n, i))
-            err = fw__nn_grad_like(&d[i], n, i);
+            err = fw__nn_grad_like(&d[i], n, i, dev);
     if (err < 0)
         fw__nn_grads_drop(d, count);
     return err;

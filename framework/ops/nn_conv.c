@@ -3,9 +3,8 @@
  */
 #include <stdint.h>
 
-#include "../core/fw_op.h"
-#include "../cpu/nn_kernels.h"
 #include "fw/nn.h"
+#include "nn_int.h"
 
 /* ---- linear ---------------------------------------------------------------- */
 
@@ -44,16 +43,21 @@ static int linear_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 {
     const linear_attr *a = fw_node_attr(n);
     fw_tensor *x = fw_node_saved(n, 0), *w = fw_node_saved(n, 1), *g = NULL;
+    const fw_nn_kernels *k;
     int err;
 
     if (fw__autograd_creating_graph())
         return linear_backward_graph(n, a, gin, x, w, gout[0]);
+    if ((k = fw__nn_kernels("linear", x->device)) == NULL)
+        return fw_error_code();
     if ((err = fw_op_dense(&g, gout[0])) < 0)
         return err;
     /* gin: dx, dw, db */
-    if ((err = fw__nn_grads_new(gin, n, 3)) == 0)
-        FW__NN_CALL(g->dtype, fw__nn_linear_bwd, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]),
-                    fw__nn_ptr(gin[2]), fw__ptr(x), fw__ptr(w), fw__ptr(g), a->M, a->K, a->N);
+    if ((err = fw__nn_grads_new(gin, n, 3, x->device)) == 0 &&
+        (err = k->linear_bwd(g->dtype, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]),
+                             fw__nn_ptr(gin[2]), fw__ptr(x), fw__ptr(w), fw__ptr(g), a->M, a->K,
+                             a->N)) < 0)
+        fw__nn_grads_drop(gin, 3);
     fw_tensor_unref(g);
     return err;
 }
@@ -62,6 +66,7 @@ int fw_linear(fw_tensor **out, fw_tensor *x, fw_tensor *w, fw_tensor *b)
 {
     fw_tensor *xd = NULL, *wd = NULL, *bd = NULL, *y = NULL;
     fw_tensor *ins[3] = {x, w, b};
+    const fw_nn_kernels *k;
     int64_t shape[FW_MAX_DIMS];
     linear_attr a;
     char s1[128], s2[128];
@@ -72,6 +77,8 @@ int fw_linear(fw_tensor **out, fw_tensor *x, fw_tensor *w, fw_tensor *b)
         (err = fw__nn_check_optional_like("linear", "weight", w, x)) < 0 ||
         (err = fw__nn_check_optional_like("linear", "bias", b, x)) < 0)
         return err;
+    if ((k = fw__nn_kernels("linear", x->device)) == NULL)
+        return fw_error_code();
     if (w == NULL)
         return fw_error_set(FW_EINVAL, "linear: weight is NULL");
     if (x->ndim < 1)
@@ -104,10 +111,10 @@ int fw_linear(fw_tensor **out, fw_tensor *x, fw_tensor *w, fw_tensor *b)
     if ((err = fw_op_dense(&xd, x)) < 0 || (err = fw_op_dense(&wd, w)) < 0 ||
         (b != NULL && (err = fw_op_dense(&bd, b)) < 0))
         goto fail;
-    if ((err = fw_op_output(&y, FW_CPU, x->dtype, shape, x->ndim)) < 0)
+    if ((err = fw_op_output(&y, x->device, x->dtype, shape, x->ndim)) < 0 ||
+        (err = k->linear_fwd(x->dtype, fw__ptr(y), fw__ptr(xd), fw__ptr(wd), fw__nn_ptr(bd),
+                             a.M, a.K, a.N)) < 0)
         goto fail;
-    FW__NN_CALL(x->dtype, fw__nn_linear_fwd, fw__ptr(y), fw__ptr(xd), fw__ptr(wd),
-                fw__nn_ptr(bd), a.M, a.K, a.N);
     if ((err = fw__nn_record("linear", linear_backward, 3, ins, y, &a, sizeof(a), 2,
                              (fw_tensor *[]){xd, wd})) < 0)
         goto fail;
@@ -127,20 +134,20 @@ static int conv_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 {
     const fw_nn_conv_geom *geo = fw_node_attr(n);
     fw_tensor *x = fw_node_saved(n, 0), *w = fw_node_saved(n, 1), *g = NULL;
+    const fw_nn_kernels *k;
     int err;
 
     if (fw__autograd_creating_graph())   /* differentiable: ops/conv_grad.c */
         return fw__conv_grad_graph(n, geo, gin, x, w, gout[0]);
+    if ((k = fw__nn_kernels(fw_node_name(n), x->device)) == NULL)
+        return fw_error_code();
     if ((err = fw_op_dense(&g, gout[0])) < 0)
         return err;
     /* gin: dx, dw, db */
-    if ((err = fw__nn_grads_new(gin, n, 3)) == 0 &&
-        FW__NN_CALL(g->dtype, fw__nn_conv2d_bwd, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]),
-                    fw__nn_ptr(gin[2]), fw__ptr(x), fw__ptr(w), fw__ptr(g), geo) < 0) {
-        err = fw_error_set(FW_ENOMEM, "%s backward: out of memory for im2col buffers",
-                           fw_node_name(n));
+    if ((err = fw__nn_grads_new(gin, n, 3, x->device)) == 0 &&
+        (err = k->conv2d_bwd(g->dtype, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]),
+                             fw__nn_ptr(gin[2]), fw__ptr(x), fw__ptr(w), fw__ptr(g), geo)) < 0)
         fw__nn_grads_drop(gin, 3);
-    }
     fw_tensor_unref(g);
     return err;
 }
@@ -153,21 +160,21 @@ static int conv_run(fw_tensor **out, const char *op, fw_tensor *x, fw_tensor *w,
 {
     fw_tensor *xd = NULL, *wd = NULL, *bd = NULL, *y = NULL;
     fw_tensor *ins[3] = {x, w, b};
+    const fw_nn_kernels *k;
     int err;
 
+    if ((k = fw__nn_kernels(op, x->device)) == NULL)
+        return fw_error_code();
     /* gemm sizes are ints: the im2col panel is [C/groups*KH*KW, OH*OW] */
     if ((g->C / g->groups) * g->KH * g->KW > INT32_MAX || g->OH * g->OW > INT32_MAX / 64)
         return fw_error_set(FW_EUNSUPPORTED, "%s: kernel or output map too large for BLAS", op);
     if ((err = fw_op_dense(&xd, x)) < 0 || (err = fw_op_dense(&wd, w)) < 0 ||
         (b != NULL && (err = fw_op_dense(&bd, b)) < 0))
         goto fail;
-    if ((err = fw_op_output(&y, FW_CPU, x->dtype, out_shape, out_ndim)) < 0)
+    if ((err = fw_op_output(&y, x->device, x->dtype, out_shape, out_ndim)) < 0 ||
+        (err = k->conv2d_fwd(x->dtype, fw__ptr(y), fw__ptr(xd), fw__ptr(wd), fw__nn_ptr(bd),
+                             g)) < 0)
         goto fail;
-    if (FW__NN_CALL(x->dtype, fw__nn_conv2d_fwd, fw__ptr(y), fw__ptr(xd), fw__ptr(wd),
-                    fw__nn_ptr(bd), g) < 0) {
-        err = fw_error_set(FW_ENOMEM, "%s: out of memory for im2col buffers", op);
-        goto fail;
-    }
     if ((err = fw__nn_record(op, conv_backward, 3, ins, y, g, sizeof(*g), 2,
                              (fw_tensor *[]){xd, wd})) < 0)
         goto fail;

@@ -1,16 +1,15 @@
 /*
  * nn_loss.c - loss ops: cross_entropy, nll_loss, mse_loss, l1_loss,
  * binary_cross_entropy(_with_logits). Each computes a per-element loss in
- * one autograd node (kernels in cpu/nn_loss.c); the reduction is a sum or
+ * one autograd node (the device's nn kernels); the reduction is a sum or
  * mean op on top, so the mean/sum results are 0-D like Paddle's.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/fw_op.h"
-#include "../cpu/nn_kernels.h"
 #include "fw/nn.h"
+#include "nn_int.h"
 
 /* ---- class losses (cross entropy, nll) -------------------------------------- */
 
@@ -33,6 +32,7 @@ static int cls_backward_graph(fw_node *n, const cls_attr *a, fw_tensor **dx, fw_
 {
     fw_tensor *lab = fw_node_saved(n, 0), *w = fw_node_saved(n, 2), *x = fw_node_saved(n, 3);
     fw_tensor *T = NULL, *R = NULL, *g = NULL, *p = NULL, *u = NULL, *v = NULL;
+    fw_tensor *labh = NULL, *wh = NULL;
     int64_t gshape[FW_MAX_DIMS];
     int nd, ax = a->axis, err;
     const int64_t *xs = fw_node_input_shape(n, 0, &nd);
@@ -48,17 +48,21 @@ static int cls_backward_graph(fw_node *n, const cls_attr *a, fw_tensor **dx, fw_
         if ((err = fw_sum(&R, T, &ax, 1, true)) < 0)
             goto out;
     } else {
-        const int64_t *ids = fw__ptr(lab);
-        if ((err = fw_op_zeros(&T, FW_CPU, dt, xs, nd)) < 0 ||
+        /* built on the host from host copies of the labels and weights */
+        const int64_t *ids;
+        if ((err = fw__nn_host(&labh, lab)) < 0 ||
+            (w != NULL && (err = fw__nn_host(&wh, w)) < 0) ||
+            (err = fw_op_zeros(&T, FW_CPU, dt, xs, nd)) < 0 ||
             (err = fw_op_zeros(&R, FW_CPU, dt, gshape, nd)) < 0)
             goto out;
+        ids = fw__ptr(labh);
         for (int64_t s = 0; s < a->outer * a->inner; s++) {
             int64_t oo = s / a->inner, ii = s % a->inner, y = ids[s];
             double wy;
             if (y == a->ignore_index || y < 0 || y >= a->C)
                 continue;
-            wy = w == NULL ? 1.0 : dt == FW_FLOAT32 ? (double)((float *)fw__ptr(w))[y]
-                                                    : ((double *)fw__ptr(w))[y];
+            wy = wh == NULL ? 1.0 : dt == FW_FLOAT32 ? (double)((float *)fw__ptr(wh))[y]
+                                                     : ((double *)fw__ptr(wh))[y];
             int64_t at = (oo * a->C + y) * a->inner + ii;
             if (dt == FW_FLOAT32) {
                 ((float *)fw__ptr(T))[at] = (float)wy;
@@ -68,6 +72,9 @@ static int cls_backward_graph(fw_node *n, const cls_attr *a, fw_tensor **dx, fw_
                 ((double *)fw__ptr(R))[s] = wy;
             }
         }
+        if ((err = fw__nn_to_device(&T, x->device)) < 0 ||
+            (err = fw__nn_to_device(&R, x->device)) < 0)
+            goto out;
     }
     if ((err = fw_reshape(&g, gout, gshape, nd)) < 0)
         goto out;
@@ -83,6 +90,8 @@ static int cls_backward_graph(fw_node *n, const cls_attr *a, fw_tensor **dx, fw_
             err = fw_neg(dx, v);
     }
 out:
+    fw_tensor_unref(labh);
+    fw_tensor_unref(wh);
     fw_tensor_unref(T);
     fw_tensor_unref(R);
     fw_tensor_unref(g);
@@ -100,25 +109,33 @@ static int cls_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
     const cls_attr *a = fw_node_attr(n);
     fw_tensor *lab = fw_node_saved(n, 0), *xs = fw_node_saved(n, 1), *w = fw_node_saved(n, 2);
     fw_tensor *g = NULL, *dx = NULL;
+    const fw_nn_kernels *k;
     int err;
 
     if (fw__autograd_creating_graph())
         return fw_node_needs_grad(n, 0) ? cls_backward_graph(n, a, &gin[0], gout[0]) : 0;
+    if ((k = fw__nn_kernels(fw_node_name(n), xs->device)) == NULL)
+        return fw_error_code();
     if ((err = fw__nn_grad1_begin(&g, &dx, n, gout[0])) < 0)
         return err;
     if (a->kind == CLS_CE_HARD)
-        FW__NN_CALL(g->dtype, fw__nn_ce_hard_bwd, fw__ptr(dx), a->use_softmax ? fw__ptr(xs) : NULL,
-                    a->use_softmax ? NULL : fw__ptr(xs), fw__ptr(lab), fw__nn_ptr(w),
-                    fw__ptr(g), a->outer, a->C, a->inner, a->ignore_index, a->use_softmax);
+        err = k->ce_hard_bwd(g->dtype, fw__ptr(dx), a->use_softmax ? fw__ptr(xs) : NULL,
+                             a->use_softmax ? NULL : fw__ptr(xs), fw__ptr(lab), fw__nn_ptr(w),
+                             fw__ptr(g), a->outer, a->C, a->inner, a->ignore_index,
+                             a->use_softmax);
     else if (a->kind == CLS_CE_SOFT)
-        FW__NN_CALL(g->dtype, fw__nn_ce_soft_bwd, fw__ptr(dx), a->use_softmax ? fw__ptr(xs) : NULL,
-                    a->use_softmax ? NULL : fw__ptr(xs), fw__ptr(lab), fw__nn_ptr(w),
-                    fw__ptr(g), a->outer, a->C, a->inner, a->use_softmax);
+        err = k->ce_soft_bwd(g->dtype, fw__ptr(dx), a->use_softmax ? fw__ptr(xs) : NULL,
+                             a->use_softmax ? NULL : fw__ptr(xs), fw__ptr(lab), fw__nn_ptr(w),
+                             fw__ptr(g), a->outer, a->C, a->inner, a->use_softmax);
     else
-        FW__NN_CALL(g->dtype, fw__nn_nll_bwd, fw__ptr(dx), fw__ptr(lab), fw__nn_ptr(w),
-                    fw__ptr(g), a->outer, a->C, a->inner, a->ignore_index);
-    gin[0] = dx;
+        err = k->nll_bwd(g->dtype, fw__ptr(dx), fw__ptr(lab), fw__nn_ptr(w), fw__ptr(g),
+                         a->outer, a->C, a->inner, a->ignore_index);
     fw_tensor_unref(g);
+    if (err < 0) {
+        fw_tensor_unref(dx);
+        return err;
+    }
+    gin[0] = dx;
     return 0;
 }
 
@@ -129,24 +146,29 @@ static int cls_loss(fw_tensor **out, const char *op, fw_tensor *x, fw_tensor *xd
                     fw_tensor *lab, fw_tensor *w, const cls_attr *a, const int64_t *loss_shape,
                     int loss_ndim)
 {
+    const fw_nn_kernels *k;
     fw_tensor *loss = NULL, *lsm = NULL;
     int err;
 
-    if ((err = fw_op_output(&loss, FW_CPU, x->dtype, loss_shape, loss_ndim)) < 0)
+    if ((k = fw__nn_kernels(op, x->device)) == NULL)
+        return fw_error_code();
+    if ((err = fw_op_output(&loss, x->device, x->dtype, loss_shape, loss_ndim)) < 0)
         return err;
     if (a->kind != CLS_NLL && a->use_softmax &&
-        (err = fw_op_output(&lsm, FW_CPU, x->dtype, x->shape, x->ndim)) < 0)
+        (err = fw_op_output(&lsm, x->device, x->dtype, x->shape, x->ndim)) < 0)
         goto fail;
     if (a->kind == CLS_CE_HARD)
-        FW__NN_CALL(x->dtype, fw__nn_ce_hard_fwd, fw__ptr(loss), fw__nn_ptr(lsm), fw__ptr(xd),
-                    fw__ptr(lab), fw__nn_ptr(w), a->outer, a->C, a->inner, a->ignore_index,
-                    a->use_softmax);
+        err = k->ce_hard_fwd(x->dtype, fw__ptr(loss), fw__nn_ptr(lsm), fw__ptr(xd), fw__ptr(lab),
+                             fw__nn_ptr(w), a->outer, a->C, a->inner, a->ignore_index,
+                             a->use_softmax);
     else if (a->kind == CLS_CE_SOFT)
-        FW__NN_CALL(x->dtype, fw__nn_ce_soft_fwd, fw__ptr(loss), fw__nn_ptr(lsm), fw__ptr(xd),
-                    fw__ptr(lab), fw__nn_ptr(w), a->outer, a->C, a->inner, a->use_softmax);
+        err = k->ce_soft_fwd(x->dtype, fw__ptr(loss), fw__nn_ptr(lsm), fw__ptr(xd), fw__ptr(lab),
+                             fw__nn_ptr(w), a->outer, a->C, a->inner, a->use_softmax);
     else
-        FW__NN_CALL(x->dtype, fw__nn_nll_fwd, fw__ptr(loss), fw__ptr(xd), fw__ptr(lab),
-                    fw__nn_ptr(w), a->outer, a->C, a->inner, a->ignore_index);
+        err = k->nll_fwd(x->dtype, fw__ptr(loss), fw__ptr(xd), fw__ptr(lab), fw__nn_ptr(w),
+                         a->outer, a->C, a->inner, a->ignore_index);
+    if (err < 0)
+        goto fail;
     if ((err = fw__nn_record(op, cls_backward, 1, &x, loss, a, sizeof(*a), 4,
                              (fw_tensor *[]){lab, lsm != NULL ? lsm : xd, w, x})) < 0)
         goto fail;
@@ -211,8 +233,10 @@ int fw_cross_entropy(fw_tensor **out, fw_tensor *input, fw_tensor *label,
 {
     static const fw_cross_entropy_opts defaults = FW_CROSS_ENTROPY_DEFAULTS;
     const fw_cross_entropy_opts *o = opts != NULL ? opts : &defaults;
-    fw_tensor *xd = NULL, *wd = NULL, *labt = NULL, *loss = NULL;
-    int64_t *ids = NULL, loss_shape[FW_MAX_DIMS];
+    fw_tensor *xd = NULL, *wd = NULL, *wh = NULL, *labt = NULL, *labh = NULL, *loss = NULL;
+    fw_tensor *idt = NULL, *idh = NULL;
+    const int64_t *ids = NULL;
+    int64_t loss_shape[FW_MAX_DIMS];
     cls_attr a = {0};
     double denom = 0;
     int ax, err, loss_ndim, soft;
@@ -269,9 +293,10 @@ int fw_cross_entropy(fw_tensor **out, fw_tensor *input, fw_tensor *label,
                                 "input's shape without the class axis %d, or with it of size 1)",
                                 fw_shape_format(s1, sizeof(s1), label->shape, label->ndim),
                                 fw_shape_format(s2, sizeof(s2), input->shape, input->ndim), ax);
-        if ((err = fw__nn_labels(&ids, "cross_entropy", "label", label, a.C, o->ignore_index)) <
-            0)
+        if ((err = fw__nn_labels(&idt, &idh, "cross_entropy", "label", label, a.C,
+                                 o->ignore_index, "input", input)) < 0)
             return err;
+        ids = fw__ptr(idh);
     }
     if ((err = fw_op_dense(&xd, input)) < 0 ||
         (o->weight != NULL && (err = fw_op_dense(&wd, o->weight)) < 0))
@@ -289,25 +314,26 @@ int fw_cross_entropy(fw_tensor **out, fw_tensor *input, fw_tensor *label,
     }
 
     if (soft || o->label_smoothing > 0) {
-        /* dense soft labels [outer, C, inner], smoothed if asked */
+        /* dense soft labels [outer, C, inner], smoothed if asked: built on
+         * the host (labh), then moved to the input's device (labt) */
         double eps = o->label_smoothing;
         int64_t total = a.outer * a.C * a.inner;
-        if ((err = fw_op_output(&labt, FW_CPU, input->dtype, input->shape, input->ndim)) < 0)
+        if ((err = fw_op_output(&labh, FW_CPU, input->dtype, input->shape, input->ndim)) < 0)
             goto fail;
         if (soft) {
             fw_tensor *ld = NULL;
-            if ((err = fw_op_dense(&ld, label)) < 0)
+            if ((err = fw__nn_host(&ld, label)) < 0)
                 goto fail;
-            memcpy(fw__ptr(labt), fw__ptr(ld), (size_t)total * fw_dtype_size(input->dtype));
+            memcpy(fw__ptr(labh), fw__ptr(ld), (size_t)total * fw_dtype_size(input->dtype));
             fw_tensor_unref(ld);
             if (eps > 0) {
                 for (int64_t i = 0; i < total; i++) {
                     if (input->dtype == FW_FLOAT32)
-                        ((float *)fw__ptr(labt))[i] =
-                            (float)((1 - eps) * ((float *)fw__ptr(labt))[i] + eps / (double)a.C);
+                        ((float *)fw__ptr(labh))[i] =
+                            (float)((1 - eps) * ((float *)fw__ptr(labh))[i] + eps / (double)a.C);
                     else
-                        ((double *)fw__ptr(labt))[i] =
-                            (1 - eps) * ((double *)fw__ptr(labt))[i] + eps / (double)a.C;
+                        ((double *)fw__ptr(labh))[i] =
+                            (1 - eps) * ((double *)fw__ptr(labh))[i] + eps / (double)a.C;
                 }
             }
         } else {
@@ -319,18 +345,18 @@ int fw_cross_entropy(fw_tensor **out, fw_tensor *input, fw_tensor *label,
                                    : (1 - eps) * (c == y ? 1.0 : 0.0) + eps / (double)a.C;
                     int64_t at = (oo * a.C + c) * a.inner + ii;
                     if (input->dtype == FW_FLOAT32)
-                        ((float *)fw__ptr(labt))[at] = (float)v;
+                        ((float *)fw__ptr(labh))[at] = (float)v;
                     else
-                        ((double *)fw__ptr(labt))[at] = v;
+                        ((double *)fw__ptr(labh))[at] = v;
                 }
             }
         }
+        labt = fw_tensor_ref(labh);
+        if ((err = fw__nn_to_device(&labt, input->device)) < 0)
+            goto fail;
         a.kind = CLS_CE_SOFT;
     } else {
-        int64_t n = a.outer * a.inner;
-        if ((err = fw_op_output(&labt, FW_CPU, FW_INT64, &n, 1)) < 0)
-            goto fail;
-        memcpy(fw__ptr(labt), ids, (size_t)n * sizeof(int64_t));
+        labt = fw_tensor_ref(idt);
         a.kind = CLS_CE_HARD;
     }
     if ((err = cls_loss(&loss, "cross_entropy", input, xd, labt, wd, &a, loss_shape,
@@ -341,23 +367,26 @@ int fw_cross_entropy(fw_tensor **out, fw_tensor *input, fw_tensor *label,
         (wd != NULL || (a.kind == CLS_CE_HARD && o->ignore_index >= 0))) {
         /* Paddle: with weight, divide by the summed weights of the kept
          * labels (soft and smoothed labels: sum_c l_c w_c per sample);
-         * without, by the count of kept labels (ignore_index >= 0) */
+         * without, by the count of kept labels (ignore_index >= 0).
+         * Read on the host. */
+        if (wd != NULL && (err = fw__nn_host(&wh, wd)) < 0)
+            goto fail;
         for (int64_t s = 0; s < a.outer * a.inner; s++) {
             if (a.kind == CLS_CE_HARD) {
                 if (ids[s] == o->ignore_index)
                     continue;
-                denom += wd != NULL ? (input->dtype == FW_FLOAT32
-                                           ? (double)((float *)fw__ptr(wd))[ids[s]]
-                                           : ((double *)fw__ptr(wd))[ids[s]])
+                denom += wh != NULL ? (input->dtype == FW_FLOAT32
+                                           ? (double)((float *)fw__ptr(wh))[ids[s]]
+                                           : ((double *)fw__ptr(wh))[ids[s]])
                                     : 1.0;
             } else {
                 int64_t oo = s / a.inner, ii = s % a.inner;
                 for (int64_t c = 0; c < a.C; c++) {
                     int64_t at = (oo * a.C + c) * a.inner + ii;
-                    double l = input->dtype == FW_FLOAT32 ? (double)((float *)fw__ptr(labt))[at]
-                                                          : ((double *)fw__ptr(labt))[at];
-                    double wc = input->dtype == FW_FLOAT32 ? (double)((float *)fw__ptr(wd))[c]
-                                                           : ((double *)fw__ptr(wd))[c];
+                    double l = input->dtype == FW_FLOAT32 ? (double)((float *)fw__ptr(labh))[at]
+                                                          : ((double *)fw__ptr(labh))[at];
+                    double wc = input->dtype == FW_FLOAT32 ? (double)((float *)fw__ptr(wh))[c]
+                                                           : ((double *)fw__ptr(wh))[c];
                     denom += l * wc;
                 }
             }
@@ -367,10 +396,13 @@ int fw_cross_entropy(fw_tensor **out, fw_tensor *input, fw_tensor *label,
         err = fw__nn_reduce(out, loss, o->reduction, "cross_entropy");
     }
 fail:
-    free(ids);
+    fw_tensor_unref(idt);
+    fw_tensor_unref(idh);
     fw_tensor_unref(xd);
     fw_tensor_unref(wd);
+    fw_tensor_unref(wh);
     fw_tensor_unref(labt);
+    fw_tensor_unref(labh);
     fw_tensor_unref(loss);
     return err;
 }
@@ -378,8 +410,9 @@ fail:
 int fw_nll_loss(fw_tensor **out, fw_tensor *input, fw_tensor *label, fw_tensor *weight,
                 int64_t ignore_index, fw_reduction reduction)
 {
-    fw_tensor *xd = NULL, *wd = NULL, *labt = NULL, *loss = NULL;
-    int64_t *ids = NULL, n;
+    fw_tensor *xd = NULL, *wd = NULL, *wh = NULL, *labt = NULL, *idh = NULL, *loss = NULL;
+    const int64_t *ids;
+    int64_t n;
     cls_attr a = {0};
     double denom = 0;
     char s1[128], s2[128];
@@ -414,25 +447,27 @@ int fw_nll_loss(fw_tensor **out, fw_tensor *input, fw_tensor *label, fw_tensor *
     a.ignore_index = ignore_index;
     if ((err = check_class_weight("nll_loss", weight, input, a.C)) < 0)
         return err;
-    if ((err = fw__nn_labels(&ids, "nll_loss", "label", label, a.C, ignore_index)) < 0)
+    if ((err = fw__nn_labels(&labt, &idh, "nll_loss", "label", label, a.C, ignore_index,
+                             "input", input)) < 0)
         return err;
+    ids = fw__ptr(idh);
     n = a.outer * a.inner;
     if ((err = fw_op_dense(&xd, input)) < 0 ||
-        (weight != NULL && (err = fw_op_dense(&wd, weight)) < 0) ||
-        (err = fw_op_output(&labt, FW_CPU, FW_INT64, &n, 1)) < 0)
+        (weight != NULL && (err = fw_op_dense(&wd, weight)) < 0))
         goto fail;
-    memcpy(fw__ptr(labt), ids, (size_t)n * sizeof(int64_t));
     if ((err = cls_loss(&loss, "nll_loss", input, xd, labt, wd, &a, label->shape, label->ndim)) <
         0)
         goto fail;
     if (reduction == FW_REDUCTION_MEAN) {
         fw_tensor *s = NULL;
+        if (wd != NULL && (err = fw__nn_host(&wh, wd)) < 0)
+            goto fail;
         for (int64_t i = 0; i < n; i++) {
             if (ids[i] == ignore_index)
                 continue;
-            denom += wd == NULL ? 1.0
-                                : input->dtype == FW_FLOAT32 ? (double)((float *)fw__ptr(wd))[ids[i]]
-                                                             : ((double *)fw__ptr(wd))[ids[i]];
+            denom += wh == NULL ? 1.0
+                                : input->dtype == FW_FLOAT32 ? (double)((float *)fw__ptr(wh))[ids[i]]
+                                                             : ((double *)fw__ptr(wh))[ids[i]];
         }
         /* Paddle divides by the total weight as is (0 gives nan) */
         if ((err = fw_sum(&s, loss, NULL, 0, false)) == 0) {
@@ -443,9 +478,10 @@ int fw_nll_loss(fw_tensor **out, fw_tensor *input, fw_tensor *label, fw_tensor *
         err = fw__nn_reduce(out, loss, reduction, "nll_loss");
     }
 fail:
-    free(ids);
+    fw_tensor_unref(idh);
     fw_tensor_unref(xd);
     fw_tensor_unref(wd);
+    fw_tensor_unref(wh);
     fw_tensor_unref(labt);
     fw_tensor_unref(loss);
     return err;
@@ -454,7 +490,7 @@ fail:
 /* ---- pointwise losses ----------------------------------------------------------- */
 
 typedef struct pw_attr {
-    int kind;
+    fw_nn_loss_kind kind;
 } pw_attr;
 
 /* create_graph for l1, bce and bce-with-logits: the same gradients from
@@ -463,14 +499,14 @@ typedef struct pw_attr {
  *   bce:         dx = g w (x - y) / (x (1 - x)),        dy = g w (log(1-x) - log x)
  *   bce_logits:  dx = g w (sigmoid(x) - y),             dy = -g w x
  * (bce_logits with pos_weight is not supported here). */
-static int pw_backward_graph(fw_node *n, int kind, fw_tensor **gin, fw_tensor *g)
+static int pw_backward_graph(fw_node *n, fw_nn_loss_kind kind, fw_tensor **gin, fw_tensor *g)
 {
     fw_tensor *x = fw_node_saved(n, 0), *y = fw_node_saved(n, 1);
     fw_tensor *w = fw_node_saved(n, 2), *pw = fw_node_saved(n, 3);
     fw_tensor *t[8] = {0}, *gw = NULL, *dx = NULL, *dy = NULL;
     int err = 0;
 
-    if (kind == FW__NN_LOSS_BCE_LOGITS && pw != NULL)
+    if (kind == FW_NN_LOSS_BCE_LOGITS && pw != NULL)
         return fw_error_set(FW_EUNSUPPORTED, "binary_cross_entropy_with_logits: second "
                             "derivatives with pos_weight are not supported");
     if (w != NULL)
@@ -479,11 +515,11 @@ static int pw_backward_graph(fw_node *n, int kind, fw_tensor **gin, fw_tensor *g
         gw = fw_tensor_ref(g);
     if (err < 0)
         return err;
-    if (kind == FW__NN_LOSS_L1) {
+    if (kind == FW_NN_LOSS_L1) {
         if ((err = fw_sub(&t[0], x, y)) == 0 && (err = fw_sign(&t[1], t[0])) == 0 &&
             (err = fw_mul(&dx, gw, t[1])) == 0)
             err = fw_neg(&dy, dx);
-    } else if (kind == FW__NN_LOSS_BCE) {
+    } else if (kind == FW_NN_LOSS_BCE) {
         if ((err = fw_sub(&t[0], x, y)) == 0 && (err = fw_rsub_scalar(&t[1], x, 1.0)) == 0 &&
             (err = fw_mul(&t[2], x, t[1])) == 0 && (err = fw_div(&t[3], t[0], t[2])) == 0 &&
             (err = fw_mul(&dx, gw, t[3])) == 0 && (err = fw_log(&t[4], t[1])) == 0 &&
@@ -515,11 +551,12 @@ static int pw_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
     fw_tensor *x = fw_node_saved(n, 0), *y = fw_node_saved(n, 1);
     fw_tensor *w = fw_node_saved(n, 2), *pw = fw_node_saved(n, 3);
     fw_tensor *g = NULL;
+    const fw_nn_kernels *k;
     int err;
 
-    if (fw__autograd_creating_graph() && a->kind != FW__NN_LOSS_MSE)
+    if (fw__autograd_creating_graph() && a->kind != FW_NN_LOSS_MSE)
         return pw_backward_graph(n, a->kind, gin, gout[0]);
-    if (fw__autograd_creating_graph() && a->kind == FW__NN_LOSS_MSE) {
+    if (fw__autograd_creating_graph() && a->kind == FW_NN_LOSS_MSE) {
         /* differentiable: dx = 2 (x - y) g, dy = -dx */
         fw_tensor *d = NULL, *dx = NULL;
         if ((err = fw_sub(&d, x, y)) == 0 && (err = fw_mul(&g, d, gout[0])) == 0 &&
@@ -532,13 +569,16 @@ static int pw_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
         fw_tensor_unref(dx);
         return err;
     }
+    if ((k = fw__nn_kernels(fw_node_name(n), x->device)) == NULL)
+        return fw_error_code();
     if ((err = fw_op_dense(&g, gout[0])) < 0)
         return err;
     /* gin: dx, dy */
-    if ((err = fw__nn_grads_new(gin, n, 2)) == 0)
-        FW__NN_CALL(g->dtype, fw__nn_pointwise_loss_bwd, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]),
-                    a->kind, fw__ptr(x), fw__ptr(y), fw__nn_ptr(w), fw__nn_ptr(pw), fw__ptr(g), 1,
-                    g->numel);
+    if ((err = fw__nn_grads_new(gin, n, 2, x->device)) == 0 &&
+        (err = k->pointwise_loss_bwd(g->dtype, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]), a->kind,
+                                     fw__ptr(x), fw__ptr(y), fw__nn_ptr(w), fw__nn_ptr(pw),
+                                     fw__ptr(g), 1, g->numel)) < 0)
+        fw__nn_grads_drop(gin, 2);
     fw_tensor_unref(g);
     return err;
 }
@@ -565,17 +605,20 @@ static int expand_dense(fw_tensor **out, const char *op, const char *what, fw_te
     return err;
 }
 
-static int pointwise_loss(fw_tensor **out, const char *op, int kind, fw_tensor *x,
+static int pointwise_loss(fw_tensor **out, const char *op, fw_nn_loss_kind kind, fw_tensor *x,
                           fw_tensor *y, fw_tensor *w, fw_tensor *pw, fw_reduction reduction)
 {
     fw_tensor *xd = NULL, *yd = NULL, *wd = NULL, *pwd = NULL, *loss = NULL;
     fw_tensor *ins[2] = {x, y};
+    const fw_nn_kernels *k;
     pw_attr a = {kind};
     int err;
 
     *out = NULL;
     if ((err = fw__nn_check_float(op, "input", x)) < 0)
         return err;
+    if ((k = fw__nn_kernels(op, x->device)) == NULL)
+        return fw_error_code();
     if (y == NULL)
         return fw_error_set(FW_EINVAL, "%s: label is NULL", op);
     if ((err = fw__nn_check_optional_like(op, "label", y, x)) < 0 ||
@@ -588,10 +631,10 @@ static int pointwise_loss(fw_tensor **out, const char *op, int kind, fw_tensor *
     if ((err = expand_dense(&wd, op, "weight", w, x)) < 0 ||
         (err = expand_dense(&pwd, op, "pos_weight", pw, x)) < 0 ||
         (err = fw_op_dense(&xd, x)) < 0 || (err = fw_op_dense(&yd, y)) < 0 ||
-        (err = fw_op_output(&loss, FW_CPU, x->dtype, x->shape, x->ndim)) < 0)
+        (err = fw_op_output(&loss, x->device, x->dtype, x->shape, x->ndim)) < 0 ||
+        (err = k->pointwise_loss_fwd(x->dtype, fw__ptr(loss), kind, fw__ptr(xd), fw__ptr(yd),
+                                     fw__nn_ptr(wd), fw__nn_ptr(pwd), x->numel)) < 0)
         goto fail;
-    FW__NN_CALL(x->dtype, fw__nn_pointwise_loss_fwd, fw__ptr(loss), kind, fw__ptr(xd),
-                fw__ptr(yd), fw__nn_ptr(wd), fw__nn_ptr(pwd), x->numel);
     if ((err = fw__nn_record(op, pw_backward, 2, ins, loss, &a, sizeof(a), 4,
                              (fw_tensor *[]){xd, yd, wd, pwd})) < 0)
         goto fail;
@@ -607,19 +650,19 @@ fail:
 
 int fw_mse_loss(fw_tensor **out, fw_tensor *input, fw_tensor *label, fw_reduction reduction)
 {
-    return pointwise_loss(out, "mse_loss", FW__NN_LOSS_MSE, input, label, NULL, NULL,
+    return pointwise_loss(out, "mse_loss", FW_NN_LOSS_MSE, input, label, NULL, NULL,
                           reduction);
 }
 
 int fw_l1_loss(fw_tensor **out, fw_tensor *input, fw_tensor *label, fw_reduction reduction)
 {
-    return pointwise_loss(out, "l1_loss", FW__NN_LOSS_L1, input, label, NULL, NULL, reduction);
+    return pointwise_loss(out, "l1_loss", FW_NN_LOSS_L1, input, label, NULL, NULL, reduction);
 }
 
 int fw_binary_cross_entropy(fw_tensor **out, fw_tensor *input, fw_tensor *label,
                             fw_tensor *weight, fw_reduction reduction)
 {
-    return pointwise_loss(out, "binary_cross_entropy", FW__NN_LOSS_BCE, input, label, weight,
+    return pointwise_loss(out, "binary_cross_entropy", FW_NN_LOSS_BCE, input, label, weight,
                           NULL, reduction);
 }
 
@@ -627,6 +670,6 @@ int fw_binary_cross_entropy_with_logits(fw_tensor **out, fw_tensor *logit, fw_te
                                         fw_tensor *weight, fw_tensor *pos_weight,
                                         fw_reduction reduction)
 {
-    return pointwise_loss(out, "binary_cross_entropy_with_logits", FW__NN_LOSS_BCE_LOGITS, logit,
+    return pointwise_loss(out, "binary_cross_entropy_with_logits", FW_NN_LOSS_BCE_LOGITS, logit,
                           label, weight, pos_weight, reduction);
 }

@@ -5,9 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/fw_op.h"
-#include "../cpu/nn_kernels.h"
 #include "fw/nn.h"
+#include "nn_int.h"
 
 /* ---- batch_norm ------------------------------------------------------------- */
 
@@ -22,15 +21,20 @@ static int bn_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
     fw_tensor *x = fw_node_saved(n, 0), *mean = fw_node_saved(n, 1);
     fw_tensor *invstd = fw_node_saved(n, 2), *w = fw_node_saved(n, 3);
     fw_tensor *g = NULL;
+    const fw_nn_kernels *k;
     int err;
 
+    if ((k = fw__nn_kernels("batch_norm", x->device)) == NULL)
+        return fw_error_code();
     if ((err = fw_op_dense(&g, gout[0])) < 0)
         return err;
     /* gin: dx, dw, db */
-    if ((err = fw__nn_grads_new(gin, n, 3)) == 0)
-        FW__NN_CALL(g->dtype, fw__nn_batch_norm_bwd, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]),
-                    fw__nn_ptr(gin[2]), fw__ptr(x), fw__ptr(g), fw__ptr(mean), fw__ptr(invstd),
-                    fw__nn_ptr(w), a->N, a->C, a->L, a->training);
+    if ((err = fw__nn_grads_new(gin, n, 3, x->device)) == 0 &&
+        (err = k->batch_norm_bwd(g->dtype, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]),
+                                 fw__nn_ptr(gin[2]), fw__ptr(x), fw__ptr(g), fw__ptr(mean),
+                                 fw__ptr(invstd), fw__nn_ptr(w), a->N, a->C, a->L,
+                                 a->training)) < 0)
+        fw__nn_grads_drop(gin, 3);
     fw_tensor_unref(g);
     return err;
 }
@@ -61,6 +65,7 @@ int fw_batch_norm(fw_tensor **out, fw_tensor *x, fw_tensor *running_mean,
     fw_tensor *xd = NULL, *wd = NULL, *bd = NULL, *y = NULL, *mean = NULL, *invstd = NULL;
     fw_tensor *rmd = NULL, *rvd = NULL;
     fw_tensor *ins[3] = {x, weight, bias};
+    const fw_nn_kernels *k;
     bn_attr a = {0};
     char buf[128];
     int64_t cshape[1];
@@ -69,6 +74,8 @@ int fw_batch_norm(fw_tensor **out, fw_tensor *x, fw_tensor *running_mean,
     *out = NULL;
     if ((err = fw__nn_check_float("batch_norm", "x", x)) < 0)
         return err;
+    if ((k = fw__nn_kernels("batch_norm", x->device)) == NULL)
+        return fw_error_code();
     if (x->ndim < 2)
         return fw_error_set(FW_ESHAPE, "batch_norm: x must be 2-D [N, C] or more [N, C, ...], got %s",
                             fw_shape_format(buf, sizeof(buf), x->shape, x->ndim));
@@ -95,25 +102,27 @@ int fw_batch_norm(fw_tensor **out, fw_tensor *x, fw_tensor *running_mean,
     if ((err = fw_op_dense(&xd, x)) < 0 ||
         (weight != NULL && (err = fw_op_dense(&wd, weight)) < 0) ||
         (bias != NULL && (err = fw_op_dense(&bd, bias)) < 0) ||
-        (err = fw_op_output(&y, FW_CPU, x->dtype, x->shape, x->ndim)) < 0 ||
-        (err = fw_op_output(&mean, FW_CPU, x->dtype, cshape, 1)) < 0 ||
-        (err = fw_op_output(&invstd, FW_CPU, x->dtype, cshape, 1)) < 0)
+        (err = fw_op_output(&y, x->device, x->dtype, x->shape, x->ndim)) < 0 ||
+        (err = fw_op_output(&mean, x->device, x->dtype, cshape, 1)) < 0 ||
+        (err = fw_op_output(&invstd, x->device, x->dtype, cshape, 1)) < 0)
         goto fail;
     if (training) {
-        FW__NN_CALL(x->dtype, fw__nn_batch_norm_train_fwd, fw__ptr(y), fw__ptr(mean),
-                    fw__ptr(invstd), fw__nn_ptr(running_mean), fw__nn_ptr(running_var),
-                    fw__ptr(xd), fw__nn_ptr(wd), fw__nn_ptr(bd), a.N, a.C, a.L, momentum,
-                    epsilon);
+        err = k->batch_norm_train_fwd(x->dtype, fw__ptr(y), fw__ptr(mean), fw__ptr(invstd),
+                                      fw__nn_ptr(running_mean), fw__nn_ptr(running_var),
+                                      fw__ptr(xd), fw__nn_ptr(wd), fw__nn_ptr(bd), a.N, a.C,
+                                      a.L, momentum, epsilon);
     } else {
         /* copies: the running statistics may change before backward runs */
         if ((err = fw_op_dense(&rmd, running_mean)) < 0 ||
-            (err = fw_op_dense(&rvd, running_var)) < 0)
+            (err = fw_op_dense(&rvd, running_var)) < 0 ||
+            (err = fw__nn_copy(mean, rmd, (size_t)a.C * fw_dtype_size(x->dtype))) < 0)
             goto fail;
-        memcpy(fw__ptr(mean), fw__ptr(rmd), (size_t)a.C * fw_dtype_size(x->dtype));
-        FW__NN_CALL(x->dtype, fw__nn_batch_norm_infer_fwd, fw__ptr(y), fw__ptr(invstd),
-                    fw__ptr(xd), fw__ptr(rmd), fw__ptr(rvd), fw__nn_ptr(wd), fw__nn_ptr(bd),
-                    a.N, a.C, a.L, epsilon);
+        err = k->batch_norm_infer_fwd(x->dtype, fw__ptr(y), fw__ptr(invstd), fw__ptr(xd),
+                                      fw__ptr(rmd), fw__ptr(rvd), fw__nn_ptr(wd),
+                                      fw__nn_ptr(bd), a.N, a.C, a.L, epsilon);
     }
+    if (err < 0)
+        goto fail;
     if ((err = fw__nn_record("batch_norm", bn_backward, 3, ins, y, &a, sizeof(a), 4,
                              (fw_tensor *[]){xd, mean, invstd, wd})) < 0)
         goto fail;
@@ -143,15 +152,19 @@ static int ln_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
     fw_tensor *x = fw_node_saved(n, 0), *mean = fw_node_saved(n, 1);
     fw_tensor *rstd = fw_node_saved(n, 2), *w = fw_node_saved(n, 3);
     fw_tensor *g = NULL;
+    const fw_nn_kernels *k;
     int err;
 
+    if ((k = fw__nn_kernels("layer_norm", x->device)) == NULL)
+        return fw_error_code();
     if ((err = fw_op_dense(&g, gout[0])) < 0)
         return err;
     /* gin: dx, dw, db */
-    if ((err = fw__nn_grads_new(gin, n, 3)) == 0)
-        FW__NN_CALL(g->dtype, fw__nn_layer_norm_bwd, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]),
-                    fw__nn_ptr(gin[2]), fw__ptr(x), fw__ptr(g), fw__ptr(mean), fw__ptr(rstd),
-                    fw__nn_ptr(w), a->M, a->D);
+    if ((err = fw__nn_grads_new(gin, n, 3, x->device)) == 0 &&
+        (err = k->layer_norm_bwd(g->dtype, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]),
+                                 fw__nn_ptr(gin[2]), fw__ptr(x), fw__ptr(g), fw__ptr(mean),
+                                 fw__ptr(rstd), fw__nn_ptr(w), a->M, a->D)) < 0)
+        fw__nn_grads_drop(gin, 3);
     fw_tensor_unref(g);
     return err;
 }
@@ -162,6 +175,7 @@ int fw_layer_norm(fw_tensor **out, fw_tensor *x, const int64_t *normalized_shape
     fw_tensor *xd = NULL, *wd = NULL, *bd = NULL, *y = NULL, *mean = NULL, *rstd = NULL;
     fw_tensor *ins[3] = {x, weight, bias};
     ln_attr a = {1, 1};
+    const fw_nn_kernels *k;
     char s1[128], s2[128];
     int64_t mshape[1];
     int err;
@@ -171,6 +185,8 @@ int fw_layer_norm(fw_tensor **out, fw_tensor *x, const int64_t *normalized_shape
         (err = fw__nn_check_optional_like("layer_norm", "weight", weight, x)) < 0 ||
         (err = fw__nn_check_optional_like("layer_norm", "bias", bias, x)) < 0)
         return err;
+    if ((k = fw__nn_kernels("layer_norm", x->device)) == NULL)
+        return fw_error_code();
     if (n < 1 || n > x->ndim || normalized_shape == NULL ||
         !fw_shape_equal(normalized_shape, n, x->shape + x->ndim - n, n))
         return fw_error_set(FW_ESHAPE,
@@ -194,12 +210,13 @@ int fw_layer_norm(fw_tensor **out, fw_tensor *x, const int64_t *normalized_shape
     if ((err = fw_op_dense(&xd, x)) < 0 ||
         (weight != NULL && (err = fw_op_dense(&wd, weight)) < 0) ||
         (bias != NULL && (err = fw_op_dense(&bd, bias)) < 0) ||
-        (err = fw_op_output(&y, FW_CPU, x->dtype, x->shape, x->ndim)) < 0 ||
-        (err = fw_op_output(&mean, FW_CPU, x->dtype, mshape, 1)) < 0 ||
-        (err = fw_op_output(&rstd, FW_CPU, x->dtype, mshape, 1)) < 0)
+        (err = fw_op_output(&y, x->device, x->dtype, x->shape, x->ndim)) < 0 ||
+        (err = fw_op_output(&mean, x->device, x->dtype, mshape, 1)) < 0 ||
+        (err = fw_op_output(&rstd, x->device, x->dtype, mshape, 1)) < 0 ||
+        (err = k->layer_norm_fwd(x->dtype, fw__ptr(y), fw__ptr(mean), fw__ptr(rstd),
+                                 fw__ptr(xd), fw__nn_ptr(wd), fw__nn_ptr(bd), a.M, a.D,
+                                 epsilon)) < 0)
         goto fail;
-    FW__NN_CALL(x->dtype, fw__nn_layer_norm_fwd, fw__ptr(y), fw__ptr(mean), fw__ptr(rstd),
-                fw__ptr(xd), fw__nn_ptr(wd), fw__nn_ptr(bd), a.M, a.D, epsilon);
     if ((err = fw__nn_record("layer_norm", ln_backward, 3, ins, y, &a, sizeof(a), 4,
                              (fw_tensor *[]){xd, mean, rstd, wd})) < 0)
         goto fail;
@@ -225,14 +242,21 @@ static int dropout_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 {
     const dropout_attr *a = fw_node_attr(n);
     fw_tensor *mask = fw_node_saved(n, 0), *g = NULL, *dx = NULL;
+    const fw_nn_kernels *k;
     int err;
 
+    if ((k = fw__nn_kernels("dropout", mask->device)) == NULL)
+        return fw_error_code();
     if ((err = fw__nn_grad1_begin(&g, &dx, n, gout[0])) < 0)
         return err;
-    FW__NN_CALL(g->dtype, fw__nn_dropout_apply, fw__ptr(dx), fw__ptr(g), fw__ptr(mask),
-                g->numel, a->scale);
-    gin[0] = dx;
+    err = k->dropout_apply(g->dtype, fw__ptr(dx), fw__ptr(g), fw__ptr(mask), g->numel,
+                           a->scale);
     fw_tensor_unref(g);
+    if (err < 0) {
+        fw_tensor_unref(dx);
+        return err;
+    }
+    gin[0] = dx;
     return 0;
 }
 
@@ -240,6 +264,7 @@ int fw_dropout(fw_tensor **out, fw_tensor *x, double p, bool training, fw_dropou
                fw_generator *g)
 {
     fw_tensor *xd = NULL, *y = NULL, *mask = NULL;
+    const fw_nn_kernels *k;
     dropout_attr a;
     int err;
 
@@ -263,14 +288,19 @@ int fw_dropout(fw_tensor **out, fw_tensor *x, double p, bool training, fw_dropou
         return 0;
     }
     a.scale = mode == FW_DROPOUT_UPSCALE_IN_TRAIN ? (p < 1 ? 1 / (1 - p) : 0) : 1;
+    if ((k = fw__nn_kernels("dropout", x->device)) == NULL)
+        return fw_error_code();
+    /* the mask is drawn on the host (the same bits on every device for a
+     * seed), then moved to x's device */
     if ((err = fw_op_dense(&xd, x)) < 0 ||
-        (err = fw_op_output(&y, FW_CPU, x->dtype, x->shape, x->ndim)) < 0 ||
+        (err = fw_op_output(&y, x->device, x->dtype, x->shape, x->ndim)) < 0 ||
         (err = fw_op_output(&mask, FW_CPU, FW_UINT8, x->shape, x->ndim)) < 0)
         goto fail;
-    if ((err = fw_random_bernoulli_u8(g, fw__ptr(mask), (size_t)x->numel, 1 - p)) < 0)
+    if ((err = fw_random_bernoulli_u8(g, fw__ptr(mask), (size_t)x->numel, 1 - p)) < 0 ||
+        (err = fw__nn_to_device(&mask, x->device)) < 0 ||
+        (err = k->dropout_apply(x->dtype, fw__ptr(y), fw__ptr(xd), fw__ptr(mask), x->numel,
+                                a.scale)) < 0)
         goto fail;
-    FW__NN_CALL(x->dtype, fw__nn_dropout_apply, fw__ptr(y), fw__ptr(xd), fw__ptr(mask),
-                x->numel, a.scale);
     if ((err = fw__nn_record("dropout", dropout_backward, 1, &x, y, &a, sizeof(a), 1,
                              (fw_tensor *[]){mask})) < 0)
         goto fail;
@@ -293,21 +323,29 @@ static int embedding_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gou
 {
     const emb_attr *a = fw_node_attr(n);
     fw_tensor *ids = fw_node_saved(n, 0), *g = NULL, *dw = NULL;
+    const fw_nn_kernels *k;
     int err;
 
+    if ((k = fw__nn_kernels("embedding", ids->device)) == NULL)
+        return fw_error_code();
     if ((err = fw__nn_grad1_begin(&g, &dw, n, gout[0])) < 0)
         return err;
-    FW__NN_CALL(g->dtype, fw__nn_embedding_bwd, fw__ptr(dw), fw__ptr(g), fw__ptr(ids), a->n,
-                a->V, a->D, a->padding_idx);
-    gin[0] = dw;
+    err = k->embedding_bwd(g->dtype, fw__ptr(dw), fw__ptr(g), fw__ptr(ids), a->n, a->V, a->D,
+                           a->padding_idx);
     fw_tensor_unref(g);
+    if (err < 0) {
+        fw_tensor_unref(dw);
+        return err;
+    }
+    gin[0] = dw;
     return 0;
 }
 
 int fw_embedding(fw_tensor **out, fw_tensor *ids, fw_tensor *weight, int64_t padding_idx)
 {
     fw_tensor *wd = NULL, *y = NULL, *idt = NULL;
-    int64_t *idv = NULL, shape[FW_MAX_DIMS];
+    const fw_nn_kernels *k;
+    int64_t shape[FW_MAX_DIMS];
     emb_attr a;
     fw_node *node;
     char buf[128];
@@ -318,6 +356,8 @@ int fw_embedding(fw_tensor **out, fw_tensor *ids, fw_tensor *weight, int64_t pad
         (err = fw__nn_check_rank("embedding", "weight", weight, 2, "[num_embeddings, dim]")) <
             0)
         return err;
+    if ((k = fw__nn_kernels("embedding", weight->device)) == NULL)
+        return fw_error_code();
     if (ids == NULL)
         return fw_error_set(FW_EINVAL, "embedding: ids is NULL");
     if (ids->ndim + 1 > FW_MAX_DIMS)
@@ -334,31 +374,28 @@ int fw_embedding(fw_tensor **out, fw_tensor *ids, fw_tensor *weight, int64_t pad
                                 (long long)padding_idx, (long long)-a.V, (long long)a.V);
         a.padding_idx = padding_idx < 0 ? padding_idx + a.V : padding_idx;
     }
-    if ((err = fw__nn_labels(&idv, "embedding", "id", ids, a.V, INT64_MIN)) < 0)
+    /* ids as a dense int64 tensor on the weight's device */
+    if ((err = fw__nn_labels(&idt, NULL, "embedding", "id", ids, a.V, INT64_MIN, "weight",
+                             weight)) < 0)
         return err;
     for (int d = 0; d < ids->ndim; d++)
         shape[d] = ids->shape[d];
     shape[ids->ndim] = a.D;
     if ((err = fw_op_dense(&wd, weight)) < 0 ||
-        (err = fw_op_output(&y, FW_CPU, weight->dtype, shape, ids->ndim + 1)) < 0)
+        (err = fw_op_output(&y, weight->device, weight->dtype, shape, ids->ndim + 1)) < 0 ||
+        (err = k->embedding_fwd(weight->dtype, fw__ptr(y), fw__ptr(wd), fw__ptr(idt), a.n, a.D,
+                                a.padding_idx)) < 0)
         goto fail;
-    FW__NN_CALL(weight->dtype, fw__nn_embedding_fwd, fw__ptr(y), fw__ptr(wd), idv, a.n, a.D,
-                a.padding_idx);
     if ((err = fw_node_record(&node, "embedding", embedding_backward, 1, &weight, 1, &y, 1,
                               sizeof(a))) < 0)
         goto fail;
     if (node != NULL) {
-        int64_t ishape[1] = {a.n};
         *(emb_attr *)fw_node_attr(node) = a;
-        if ((err = fw_op_output(&idt, FW_CPU, FW_INT64, ishape, 1)) < 0)
-            goto fail;
-        memcpy(fw__ptr(idt), idv, (size_t)a.n * sizeof(int64_t));
         fw_node_save(node, 0, idt);
     }
     *out = y;
     y = NULL;
 fail:
-    free(idv);
     fw_tensor_unref(idt);
     fw_tensor_unref(wd);
     fw_tensor_unref(y);

@@ -2,9 +2,8 @@
  * nn_pool.c - max, average and adaptive-average pooling ops, 2-D and 1-D
  * (1-D runs the 2-D kernels with H = 1). Kernels in cpu/nn_pool.c.
  */
-#include "../core/fw_op.h"
-#include "../cpu/nn_kernels.h"
 #include "fw/nn.h"
+#include "nn_int.h"
 
 enum { POOL_MAX, POOL_AVG, POOL_ADAPTIVE };
 
@@ -17,20 +16,27 @@ static int pool_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 {
     const pool_attr *a = fw_node_attr(n);
     fw_tensor *g = NULL, *dx = NULL;
+    const fw_nn_kernels *k;
     int err;
 
+    if ((k = fw__nn_kernels(fw_node_name(n), gout[0]->device)) == NULL)
+        return fw_error_code();
     if ((err = fw__nn_grad1_begin(&g, &dx, n, gout[0])) < 0)
         return err;
     if (a->kind == POOL_MAX)
-        FW__NN_CALL(g->dtype, fw__nn_maxpool2d_bwd, fw__ptr(dx), fw__ptr(fw_node_saved(n, 0)),
-                    fw__ptr(g), &a->g);
+        err = k->maxpool2d_bwd(g->dtype, fw__ptr(dx), fw__ptr(fw_node_saved(n, 0)), fw__ptr(g),
+                               &a->g);
     else if (a->kind == POOL_AVG)
-        FW__NN_CALL(g->dtype, fw__nn_avgpool2d_bwd, fw__ptr(dx), fw__ptr(g), &a->g);
+        err = k->avgpool2d_bwd(g->dtype, fw__ptr(dx), fw__ptr(g), &a->g);
     else
-        FW__NN_CALL(g->dtype, fw__nn_adaptive_avgpool2d_bwd, fw__ptr(dx), fw__ptr(g), a->g.P,
-                    a->g.H, a->g.W, a->g.OH, a->g.OW);
-    gin[0] = dx;
+        err = k->adaptive_avgpool2d_bwd(g->dtype, fw__ptr(dx), fw__ptr(g), a->g.P, a->g.H,
+                                        a->g.W, a->g.OH, a->g.OW);
     fw_tensor_unref(g);
+    if (err < 0) {
+        fw_tensor_unref(dx);
+        return err;
+    }
+    gin[0] = dx;
     return 0;
 }
 
@@ -58,23 +64,27 @@ static int pool_run(fw_tensor **out, fw_tensor **mask, const char *op, fw_tensor
                     pool_attr *a, const int64_t *out_shape, int ndim)
 {
     fw_tensor *xd = NULL, *y = NULL, *idx = NULL;
+    const fw_nn_kernels *k;
     int err;
 
+    if ((k = fw__nn_kernels(op, x->device)) == NULL)
+        return fw_error_code();
     if ((err = fw_op_dense(&xd, x)) < 0)
         return err;
-    if ((err = fw_op_output(&y, FW_CPU, x->dtype, out_shape, ndim)) < 0)
+    if ((err = fw_op_output(&y, x->device, x->dtype, out_shape, ndim)) < 0)
         goto fail;
     if (a->kind == POOL_MAX) {
-        if ((err = fw_op_output(&idx, FW_CPU, FW_INT64, out_shape, ndim)) < 0)
+        if ((err = fw_op_output(&idx, x->device, FW_INT64, out_shape, ndim)) < 0)
             goto fail;
-        FW__NN_CALL(x->dtype, fw__nn_maxpool2d_fwd, fw__ptr(y), fw__ptr(idx), fw__ptr(xd),
-                    &a->g);
+        err = k->maxpool2d_fwd(x->dtype, fw__ptr(y), fw__ptr(idx), fw__ptr(xd), &a->g);
     } else if (a->kind == POOL_AVG) {
-        FW__NN_CALL(x->dtype, fw__nn_avgpool2d_fwd, fw__ptr(y), fw__ptr(xd), &a->g);
+        err = k->avgpool2d_fwd(x->dtype, fw__ptr(y), fw__ptr(xd), &a->g);
     } else {
-        FW__NN_CALL(x->dtype, fw__nn_adaptive_avgpool2d_fwd, fw__ptr(y), fw__ptr(xd), a->g.P,
-                    a->g.H, a->g.W, a->g.OH, a->g.OW);
+        err = k->adaptive_avgpool2d_fwd(x->dtype, fw__ptr(y), fw__ptr(xd), a->g.P, a->g.H,
+                                        a->g.W, a->g.OH, a->g.OW);
     }
+    if (err < 0)
+        goto fail;
     if ((err = fw__nn_record(op, pool_backward, 1, &x, y, a, sizeof(*a), 1,
                              (fw_tensor *[]){idx})) < 0)
         goto fail;

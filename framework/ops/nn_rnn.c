@@ -7,9 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/fw_op.h"
-#include "../cpu/nn_kernels.h"
 #include "fw/nn.h"
+#include "nn_int.h"
 
 typedef struct rnn_attr {
     int64_t B, H;
@@ -23,14 +22,19 @@ static int lstm_gates_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *go
 {
     const rnn_attr *a = fw_node_attr(n);
     fw_tensor *dh = NULL, *dc = NULL;
+    const fw_nn_kernels *k;
     int err;
 
+    if ((k = fw__nn_kernels("lstm_cell", gout[0]->device)) == NULL)
+        return fw_error_code();
     /* gin: dG, dc_prev */
     if ((err = fw_op_dense(&dh, gout[0])) == 0 && (err = fw_op_dense(&dc, gout[1])) == 0 &&
-        (err = fw__nn_grads_new(gin, n, 2)) == 0)
-        FW__NN_CALL(dh->dtype, fw__nn_lstm_gates_bwd, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]),
-                    fw__ptr(fw_node_saved(n, 0)), fw__ptr(fw_node_saved(n, 1)),
-                    fw__ptr(fw_node_saved(n, 2)), fw__ptr(dh), fw__ptr(dc), a->B, a->H);
+        (err = fw__nn_grads_new(gin, n, 2, dh->device)) == 0 &&
+        (err = k->lstm_gates_bwd(dh->dtype, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]),
+                                 fw__ptr(fw_node_saved(n, 0)), fw__ptr(fw_node_saved(n, 1)),
+                                 fw__ptr(fw_node_saved(n, 2)), fw__ptr(dh), fw__ptr(dc), a->B,
+                                 a->H)) < 0)
+        fw__nn_grads_drop(gin, 2);
     fw_tensor_unref(dh);
     fw_tensor_unref(dc);
     return err;
@@ -43,16 +47,19 @@ static int lstm_gates(fw_tensor **h_out, fw_tensor **c_out, fw_tensor *G, fw_ten
     fw_tensor *ins[2] = {G, c_prev}, *outs[2];
     int64_t shape[2] = {B, H}, ashape[2] = {B, 4 * H};
     rnn_attr a = {B, H};
+    const fw_nn_kernels *k;
     fw_node *node;
     int err;
 
+    if ((k = fw__nn_kernels("lstm_cell", G->device)) == NULL)
+        return fw_error_code();
     if ((err = fw_op_dense(&Gd, G)) < 0 || (err = fw_op_dense(&cpd, c_prev)) < 0 ||
-        (err = fw_op_output(&h, FW_CPU, G->dtype, shape, 2)) < 0 ||
-        (err = fw_op_output(&c, FW_CPU, G->dtype, shape, 2)) < 0 ||
-        (err = fw_op_output(&act, FW_CPU, G->dtype, ashape, 2)) < 0)
+        (err = fw_op_output(&h, G->device, G->dtype, shape, 2)) < 0 ||
+        (err = fw_op_output(&c, G->device, G->dtype, shape, 2)) < 0 ||
+        (err = fw_op_output(&act, G->device, G->dtype, ashape, 2)) < 0 ||
+        (err = k->lstm_gates_fwd(G->dtype, fw__ptr(h), fw__ptr(c), fw__ptr(act), fw__ptr(Gd),
+                                 fw__ptr(cpd), B, H)) < 0)
         goto fail;
-    FW__NN_CALL(G->dtype, fw__nn_lstm_gates_fwd, fw__ptr(h), fw__ptr(c), fw__ptr(act),
-                fw__ptr(Gd), fw__ptr(cpd), B, H);
     outs[0] = h;
     outs[1] = c;
     if ((err = fw_node_record(&node, "lstm_cell", lstm_gates_backward, 2, ins, 2, outs, 3,
@@ -83,16 +90,20 @@ static int gru_gates_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gou
 {
     const rnn_attr *a = fw_node_attr(n);
     fw_tensor *dh = NULL;
+    const fw_nn_kernels *k;
     int err;
 
+    if ((k = fw__nn_kernels("gru_cell", gout[0]->device)) == NULL)
+        return fw_error_code();
     if ((err = fw_op_dense(&dh, gout[0])) < 0)
         return err;
     /* gin: dxg, dhg, dh_prev */
-    if ((err = fw__nn_grads_new(gin, n, 3)) == 0)
-        FW__NN_CALL(dh->dtype, fw__nn_gru_gates_bwd, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]),
-                    fw__nn_ptr(gin[2]), fw__ptr(fw_node_saved(n, 0)),
-                    fw__ptr(fw_node_saved(n, 1)), fw__ptr(fw_node_saved(n, 2)), fw__ptr(dh),
-                    a->B, a->H);
+    if ((err = fw__nn_grads_new(gin, n, 3, dh->device)) == 0 &&
+        (err = k->gru_gates_bwd(dh->dtype, fw__nn_ptr(gin[0]), fw__nn_ptr(gin[1]),
+                                fw__nn_ptr(gin[2]), fw__ptr(fw_node_saved(n, 0)),
+                                fw__ptr(fw_node_saved(n, 1)), fw__ptr(fw_node_saved(n, 2)),
+                                fw__ptr(dh), a->B, a->H)) < 0)
+        fw__nn_grads_drop(gin, 3);
     fw_tensor_unref(dh);
     return err;
 }
@@ -104,15 +115,18 @@ static int gru_gates(fw_tensor **h_out, fw_tensor *xg, fw_tensor *hg, fw_tensor 
     fw_tensor *ins[3] = {xg, hg, h_prev};
     int64_t shape[2] = {B, H}, ashape[2] = {B, 3 * H};
     rnn_attr a = {B, H};
+    const fw_nn_kernels *k;
     int err;
 
+    if ((k = fw__nn_kernels("gru_cell", xg->device)) == NULL)
+        return fw_error_code();
     if ((err = fw_op_dense(&xgd, xg)) < 0 || (err = fw_op_dense(&hgd, hg)) < 0 ||
         (err = fw_op_dense(&hpd, h_prev)) < 0 ||
-        (err = fw_op_output(&h, FW_CPU, xg->dtype, shape, 2)) < 0 ||
-        (err = fw_op_output(&act, FW_CPU, xg->dtype, ashape, 2)) < 0)
+        (err = fw_op_output(&h, xg->device, xg->dtype, shape, 2)) < 0 ||
+        (err = fw_op_output(&act, xg->device, xg->dtype, ashape, 2)) < 0 ||
+        (err = k->gru_gates_fwd(xg->dtype, fw__ptr(h), fw__ptr(act), fw__ptr(xgd),
+                                fw__ptr(hgd), fw__ptr(hpd), B, H)) < 0)
         goto fail;
-    FW__NN_CALL(xg->dtype, fw__nn_gru_gates_fwd, fw__ptr(h), fw__ptr(act), fw__ptr(xgd),
-                fw__ptr(hgd), fw__ptr(hpd), B, H);
     if ((err = fw__nn_record("gru_cell", gru_gates_backward, 3, ins, h, &a, sizeof(a), 3,
                              (fw_tensor *[]){act, hgd, hpd})) < 0)
         goto fail;
@@ -206,7 +220,7 @@ static int zeros_state(fw_tensor **out, fw_tensor *given, fw_tensor *x, int64_t 
         *out = fw_tensor_ref(given);
         return 0;
     }
-    return fw_op_zeros(out, FW_CPU, x->dtype, shape, 2);
+    return fw_op_zeros(out, x->device, x->dtype, shape, 2);
 }
 
 int fw_lstm_cell(fw_tensor **h, fw_tensor **c, fw_tensor *x, fw_tensor *h_prev,
@@ -273,28 +287,39 @@ typedef struct seq_attr {
     int time_major;
 } seq_attr;
 
+/* Step t of the dense stacked tensor s as a [B, H] view. */
+static void step_view(fw_kview *v, const fw_tensor *s, int64_t t, const seq_attr *a)
+{
+    size_t es = fw_dtype_size(s->dtype);
+    v->data = (char *)fw__ptr(s) + (size_t)((a->time_major ? t * a->B : t) * a->H) * es;
+    v->dtype = s->dtype;
+    v->ndim = 2;
+    v->shape[0] = a->B;
+    v->shape[1] = a->H;
+    v->strides[0] = (a->time_major ? 1 : a->T) * a->H;
+    v->strides[1] = 1;
+}
+
 static int seq_stack_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 {
     const seq_attr *a = fw_node_attr(n);
-    size_t es = fw_dtype_size(gout[0]->dtype);
+    const fw_backend *be = fw_backend_require(gout[0]->device, "rnn_sequence");
     fw_tensor *g = NULL;
     int err;
 
+    if (be == NULL)
+        return fw_error_code();
     if ((err = fw_op_dense(&g, gout[0])) < 0)
         return err;
-    for (int64_t t = 0; t < a->T; t++) {
-        const char *src = fw__ptr(g);
-        char *dst;
+    for (int64_t t = 0; t < a->T && err == 0; t++) {
+        fw_kview src, dst;
         if (!fw_node_needs_grad(n, (int)t))
             continue;
-        if ((err = fw__nn_grad_like(&gin[t], n, (int)t)) < 0)
+        if ((err = fw__nn_grad_like(&gin[t], n, (int)t, g->device)) < 0)
             break;
-        dst = fw__ptr(gin[t]);
-        for (int64_t b = 0; b < a->B; b++) {
-            int64_t row = a->time_major ? t * a->B + b : b * a->T + t;
-            memcpy(dst + (size_t)(b * a->H) * es, src + (size_t)(row * a->H) * es,
-                   (size_t)a->H * es);
-        }
+        fw__kview(&dst, gin[t]);
+        step_view(&src, g, t, a);
+        err = be->copy_strided(&dst, &src);
     }
     fw_tensor_unref(g);
     return err;
@@ -305,22 +330,24 @@ static int seq_stack(fw_tensor **out, fw_tensor **hs, int64_t T, int64_t B, int6
 {
     seq_attr a = {T, B, H, time_major};
     int64_t shape[3] = {time_major ? T : B, time_major ? B : T, H};
+    const fw_backend *be = fw_backend_require(hs[0]->device, "rnn_sequence");
     fw_tensor *y = NULL;
     fw_node *node;
-    size_t es;
     int err;
 
+    if (be == NULL)
+        return fw_error_code();
     if (T > INT32_MAX)
         return fw_error_set(FW_EINVAL, "rnn: sequence of %lld steps is too long", (long long)T);
-    if ((err = fw_op_output(&y, FW_CPU, hs[0]->dtype, shape, 3)) < 0)
+    if ((err = fw_op_output(&y, hs[0]->device, hs[0]->dtype, shape, 3)) < 0)
         return err;
-    es = fw_dtype_size(y->dtype);
     for (int64_t t = 0; t < T; t++) {
-        const char *src = fw__ptr(hs[t]); /* cell outputs are dense */
-        char *dst = fw__ptr(y);
-        for (int64_t b = 0; b < B; b++) {
-            int64_t row = time_major ? t * B + b : b * T + t;
-            memcpy(dst + (size_t)(row * H) * es, src + (size_t)(b * H) * es, (size_t)H * es);
+        fw_kview src, dst;
+        fw__kview(&src, hs[t]); /* cell outputs are dense [B, H] */
+        step_view(&dst, y, t, &a);
+        if ((err = be->copy_strided(&dst, &src)) < 0) {
+            fw_tensor_unref(y);
+            return err;
         }
     }
     if ((err = fw_node_record(&node, "rnn_sequence", seq_stack_backward, (int)T, hs, 1, &y, 0,

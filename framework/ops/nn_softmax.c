@@ -1,9 +1,8 @@
 /*
  * nn_softmax.c - softmax and log_softmax over one axis.
  */
-#include "../core/fw_op.h"
-#include "../cpu/nn_kernels.h"
 #include "fw/nn.h"
+#include "nn_int.h"
 
 typedef struct sm_attr {
     int64_t outer, C, inner;
@@ -38,20 +37,23 @@ static int softmax_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
 {
     const sm_attr *a = fw_node_attr(n);
     fw_tensor *y = fw_node_saved(n, 0), *g = NULL, *dx = NULL;
+    const fw_nn_kernels *k;
     int err;
 
     if (fw__autograd_creating_graph())
         return fw_node_needs_grad(n, 0) ? softmax_backward_graph(a, &gin[0], y, gout[0]) : 0;
+    if ((k = fw__nn_kernels(fw_node_name(n), y->device)) == NULL)
+        return fw_error_code();
     if ((err = fw__nn_grad1_begin(&g, &dx, n, gout[0])) < 0)
         return err;
-    if (a->log_form)
-        FW__NN_CALL(y->dtype, fw__nn_log_softmax_bwd, fw__ptr(dx), fw__ptr(y), fw__ptr(g),
-                    a->outer, a->C, a->inner);
-    else
-        FW__NN_CALL(y->dtype, fw__nn_softmax_bwd, fw__ptr(dx), fw__ptr(y), fw__ptr(g),
-                    a->outer, a->C, a->inner);
-    gin[0] = dx;
+    err = (a->log_form ? k->log_softmax_bwd : k->softmax_bwd)(
+        y->dtype, fw__ptr(dx), fw__ptr(y), fw__ptr(g), a->outer, a->C, a->inner);
     fw_tensor_unref(g);
+    if (err < 0) {
+        fw_tensor_unref(dx);
+        return err;
+    }
+    gin[0] = dx;
     return 0;
 }
 
@@ -59,12 +61,15 @@ static int softmax_common(fw_tensor **out, fw_tensor *x, int axis, int log_form)
 {
     const char *op = log_form ? "log_softmax" : "softmax";
     fw_tensor *xd = NULL, *y = NULL;
+    const fw_nn_kernels *k;
     sm_attr a = {1, 1, 1, log_form, 0};
     int ax, err;
 
     *out = NULL;
     if ((err = fw__nn_check_float(op, "x", x)) < 0)
         return err;
+    if ((k = fw__nn_kernels(op, x->device)) == NULL)
+        return fw_error_code();
     if ((err = fw_op_axis(&ax, op, axis, x->ndim)) < 0)
         return err;
     a.axis = ax;
@@ -78,14 +83,10 @@ static int softmax_common(fw_tensor **out, fw_tensor *x, int axis, int log_form)
     }
     if ((err = fw_op_dense(&xd, x)) < 0)
         return err;
-    if ((err = fw_op_output(&y, FW_CPU, x->dtype, x->shape, x->ndim)) < 0)
+    if ((err = fw_op_output(&y, x->device, x->dtype, x->shape, x->ndim)) < 0 ||
+        (err = (log_form ? k->log_softmax_fwd : k->softmax_fwd)(
+             x->dtype, fw__ptr(y), fw__ptr(xd), a.outer, a.C, a.inner)) < 0)
         goto fail;
-    if (log_form)
-        FW__NN_CALL(x->dtype, fw__nn_log_softmax_fwd, fw__ptr(y), fw__ptr(xd), a.outer, a.C,
-                    a.inner);
-    else
-        FW__NN_CALL(x->dtype, fw__nn_softmax_fwd, fw__ptr(y), fw__ptr(xd), a.outer, a.C,
-                    a.inner);
     if ((err = fw__nn_record(op, softmax_backward, 1, &x, y, &a, sizeof(a), 1,
                              (fw_tensor *[]){y})) < 0)
         goto fail;

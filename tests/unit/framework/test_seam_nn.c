@@ -1,0 +1,383 @@
+/* The nn ops reach their kernels only through the nn table of their
+ * inputs' device (core/fw_backend_nn.h). A stand-in FW_CUDA backend backed
+ * by host memory shows it: with no nn table every nn op fails with
+ * FW_EDEVICE "<op>: not supported on cuda"; with a table that records its
+ * calls, the ops (forward and backward) run through it, labels and ids
+ * arrive as device data allocated by that backend, and the results equal
+ * the CPU's. Inputs on two devices are refused. */
+#include "gradcheck.h"
+
+#include "fw/nn.h"
+#include "fw_backend.h"
+#include "fw_backend_nn.h"
+
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- a fake device: host memory, the CPU's core kernels ---- */
+
+#define MAX_BLOCKS 4096
+static struct {
+    uintptr_t p;
+    size_t n;
+} blocks[MAX_BLOCKS];
+static int n_blocks;
+
+static void *fake_alloc(size_t n)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, n ? n : 64) != 0)
+        return NULL;
+    if (n_blocks < MAX_BLOCKS) {
+        blocks[n_blocks].p = (uintptr_t)p;
+        blocks[n_blocks].n = n ? n : 64;
+        n_blocks++;
+    }
+    return p;
+}
+
+static void fake_free(void *p, size_t n)
+{
+    (void)n;
+    for (int i = 0; i < n_blocks; i++)
+        if (blocks[i].p == (uintptr_t)p) {
+            blocks[i] = blocks[--n_blocks];
+            break;
+        }
+    free(p);
+}
+
+static int fake_copy(void *dst, fw_device dd, const void *src, fw_device sd, size_t n)
+{
+    (void)dd;
+    (void)sd;
+    memmove(dst, src, n);
+    return 0;
+}
+
+/* Whether p points into memory the fake device allocated. */
+static int on_device(const void *p)
+{
+    for (int i = 0; i < n_blocks; i++)
+        if ((uintptr_t)p >= blocks[i].p && (uintptr_t)p < blocks[i].p + blocks[i].n)
+            return 1;
+    return 0;
+}
+
+static fw_backend fake;
+static fw_nn_kernels rec;
+static const fw_nn_kernels *cpu_nn;
+
+/* calls seen by the recording table */
+static int n_softmax, n_linear_fwd, n_linear_bwd, n_ce_fwd, n_ce_bwd, n_emb_fwd, n_emb_bwd;
+static int n_conv_fwd, n_pool_fwd;
+static int labels_on_device, ids_on_device;
+
+static int rec_softmax_fwd(fw_dtype dt, void *y, const void *x, int64_t o, int64_t C, int64_t i)
+{
+    n_softmax++;
+    return cpu_nn->softmax_fwd(dt, y, x, o, C, i);
+}
+
+static int rec_linear_fwd(fw_dtype dt, void *y, const void *x, const void *w, const void *b,
+                          int64_t M, int64_t K, int64_t N)
+{
+    n_linear_fwd++;
+    ck_assert(on_device(y) && on_device(x) && on_device(w));
+    return cpu_nn->linear_fwd(dt, y, x, w, b, M, K, N);
+}
+
+static int rec_linear_bwd(fw_dtype dt, void *dx, void *dw, void *db, const void *x,
+                          const void *w, const void *dy, int64_t M, int64_t K, int64_t N)
+{
+    n_linear_bwd++;
+    return cpu_nn->linear_bwd(dt, dx, dw, db, x, w, dy, M, K, N);
+}
+
+static int rec_conv2d_fwd(fw_dtype dt, void *y, const void *x, const void *w, const void *b,
+                          const fw_nn_conv_geom *g)
+{
+    n_conv_fwd++;
+    return cpu_nn->conv2d_fwd(dt, y, x, w, b, g);
+}
+
+static int rec_maxpool2d_fwd(fw_dtype dt, void *y, int64_t *idx, const void *x,
+                             const fw_nn_pool_geom *g)
+{
+    n_pool_fwd++;
+    ck_assert(on_device(idx));
+    return cpu_nn->maxpool2d_fwd(dt, y, idx, x, g);
+}
+
+static int rec_ce_hard_fwd(fw_dtype dt, void *loss, void *lsm, const void *x,
+                           const int64_t *label, const void *w, int64_t outer, int64_t C,
+                           int64_t inner, int64_t ignore_index, int use_softmax)
+{
+    n_ce_fwd++;
+    labels_on_device = on_device(label);
+    return cpu_nn->ce_hard_fwd(dt, loss, lsm, x, label, w, outer, C, inner, ignore_index,
+                               use_softmax);
+}
+
+static int rec_ce_hard_bwd(fw_dtype dt, void *dx, const void *lsm, const void *x,
+                           const int64_t *label, const void *w, const void *g, int64_t outer,
+                           int64_t C, int64_t inner, int64_t ignore_index, int use_softmax)
+{
+    n_ce_bwd++;
+    ck_assert(on_device(label) && on_device(dx));
+    return cpu_nn->ce_hard_bwd(dt, dx, lsm, x, label, w, g, outer, C, inner, ignore_index,
+                               use_softmax);
+}
+
+static int rec_embedding_fwd(fw_dtype dt, void *y, const void *w, const int64_t *ids, int64_t n,
+                             int64_t D, int64_t padding_idx)
+{
+    n_emb_fwd++;
+    ids_on_device = on_device(ids);
+    return cpu_nn->embedding_fwd(dt, y, w, ids, n, D, padding_idx);
+}
+
+static int rec_embedding_bwd(fw_dtype dt, void *dw, const void *dy, const int64_t *ids,
+                             int64_t n, int64_t V, int64_t D, int64_t padding_idx)
+{
+    n_emb_bwd++;
+    ck_assert(on_device(ids));
+    return cpu_nn->embedding_bwd(dt, dw, dy, ids, n, V, D, padding_idx);
+}
+
+static const fw_backend *saved_cuda;
+
+/* nn: NULL (no family) or the recording table */
+static void register_fake(const fw_nn_kernels *nn)
+{
+    saved_cuda = fw_backend_get(FW_CUDA);
+    fake = *fw__cpu_backend();       /* the CPU's core kernels work on host memory */
+    fake.name = "cuda";
+    fake.device = FW_CUDA;
+    fake.host_accessible = false;    /* ops must not read device data on the host */
+    fake.alloc = fake_alloc;
+    fake.free = fake_free;
+    fake.copy = fake_copy;
+    fake.caches_itself = true;       /* every block comes from fake_alloc as is */
+    fake.nn = nn;
+    ck_assert_int_eq(fw_backend_register(&fake), 0);
+}
+
+static void restore(void)
+{
+    if (saved_cuda != NULL)
+        ck_assert_int_eq(fw_backend_register(saved_cuda), 0);
+}
+
+static fw_tensor *on_fake(fw_tensor *t)
+{
+    fw_tensor *d = NULL;
+    ck_assert_int_eq(fw_tensor_to(&d, t, FW_CUDA), 0);
+    return d;
+}
+
+static fw_tensor *on_cpu(fw_tensor *t)
+{
+    fw_tensor *d = NULL;
+    ck_assert_int_eq(fw_tensor_to(&d, t, FW_CPU), 0);
+    return d;
+}
+
+START_TEST(no_nn_table_is_an_edevice_error)
+{
+    int64_t s[2] = {2, 3};
+    fw_tensor *x = fw_test_rand(FW_FLOAT32, s, 2, 1, false), *xd, *y = (fw_tensor *)1;
+
+    register_fake(NULL);
+    xd = on_fake(x);
+    ck_assert_int_eq(fw_softmax(&y, xd, -1), FW_EDEVICE);
+    ck_assert_ptr_null(y);
+    ck_assert_str_eq(fw_error_last(), "softmax: not supported on cuda");
+    ck_assert_int_eq(fw_layer_norm(&y, xd, &s[1], 1, NULL, NULL, 1e-5), FW_EDEVICE);
+    ck_assert_ptr_nonnull(strstr(fw_error_last(), "not supported on cuda"));
+    ck_assert_int_eq(fw_dropout(&y, xd, 0.5, true, FW_DROPOUT_UPSCALE_IN_TRAIN, NULL),
+                     FW_EDEVICE);
+    ck_assert_ptr_nonnull(strstr(fw_error_last(), "not supported on cuda"));
+    fw_tensor_unref(x);
+    fw_tensor_unref(xd);
+    restore();
+}
+END_TEST
+
+START_TEST(ops_dispatch_through_the_device_table)
+{
+    int64_t xs[2] = {4, 5}, ws[2] = {5, 3}, es[2] = {6, 3}, ids_s[1] = {4};
+    double labv[4] = {0, 2, 1, 2}, idv[4] = {5, 0, 5, 2};
+    fw_tensor *x = fw_test_rand(FW_FLOAT64, xs, 2, 1, true);
+    fw_tensor *w = fw_test_rand(FW_FLOAT64, ws, 2, 2, true);
+    fw_tensor *e = fw_test_rand(FW_FLOAT64, es, 2, 3, true);
+    fw_tensor *lab = NULL, *ids = NULL;
+    fw_tensor *xd, *wd, *ed, *labd, *idsd;
+    fw_tensor *h = NULL, *l = NULL, *hc = NULL, *lc = NULL, *emb = NULL, *embc = NULL;
+    fw_tensor *s = NULL, *t = NULL, *tot = NULL, *totc = NULL, *r = NULL;
+    fw_tensor *gx = NULL, *gw = NULL, *ge = NULL;
+    fw_cross_entropy_opts o = FW_CROSS_ENTROPY_DEFAULTS;
+
+    /* sum, not mean: the core's *_scalar ops (mean's backward) still make
+     * their scalar on the CPU */
+    o.reduction = FW_REDUCTION_SUM;
+    cpu_nn = fw__cpu_backend()->nn;
+    ck_assert_ptr_nonnull(cpu_nn);
+    rec = *cpu_nn;
+    rec.softmax_fwd = rec_softmax_fwd;
+    rec.linear_fwd = rec_linear_fwd;
+    rec.linear_bwd = rec_linear_bwd;
+    rec.conv2d_fwd = rec_conv2d_fwd;
+    rec.maxpool2d_fwd = rec_maxpool2d_fwd;
+    rec.ce_hard_fwd = rec_ce_hard_fwd;
+    rec.ce_hard_bwd = rec_ce_hard_bwd;
+    rec.embedding_fwd = rec_embedding_fwd;
+    rec.embedding_bwd = rec_embedding_bwd;
+    register_fake(&rec);
+
+    ck_assert_int_eq(fw_tensor_from_doubles(&lab, labv, FW_INT64, ids_s, 1), 0);
+    ck_assert_int_eq(fw_tensor_from_doubles(&ids, idv, FW_INT32, ids_s, 1), 0);
+    xd = on_fake(x);
+    wd = on_fake(w);
+    ed = on_fake(e);
+    labd = on_fake(lab);
+    idsd = on_fake(ids);
+
+    /* the CPU reference first (it must not touch the recording table) */
+    ck_assert_int_eq(fw_linear(&hc, x, w, NULL), 0);
+    ck_assert_int_eq(fw_cross_entropy(&lc, hc, lab, &o), 0);
+    ck_assert_int_eq(fw_embedding(&embc, ids, e, FW_NO_PADDING), 0);
+    ck_assert_int_eq(n_linear_fwd + n_ce_fwd + n_emb_fwd, 0);
+
+    /* loss = cross_entropy(linear(x, w), lab) + sum(embedding(ids, e)) on the device */
+    ck_assert_int_eq(fw_linear(&h, xd, wd, NULL), 0);
+    ck_assert_int_eq(fw_tensor_device(h), FW_CUDA);
+    ck_assert_int_eq(fw_cross_entropy(&l, h, labd, &o), 0);
+    ck_assert_int_eq(fw_embedding(&emb, idsd, ed, FW_NO_PADDING), 0);
+    ck_assert_int_eq(fw_tensor_device(emb), FW_CUDA);
+    ck_assert_int_eq(n_linear_fwd, 1);
+    ck_assert_int_eq(n_ce_fwd, 1);
+    ck_assert_int_eq(n_emb_fwd, 1);
+    ck_assert_int_eq(n_softmax, 0);
+    ck_assert_msg(labels_on_device, "labels were not handed over as device data");
+    ck_assert_msg(ids_on_device, "ids were not handed over as device data");
+    ck_assert_int_eq(fw_sum(&s, emb, NULL, 0, false), 0);
+    ck_assert_int_eq(fw_add(&tot, l, s), 0);
+    ck_assert_msg(fw_tensor_backward(tot, NULL, false) == 0, "%s", fw_error_last());
+    ck_assert_int_eq(n_linear_bwd, 1);
+    ck_assert_int_eq(n_ce_bwd, 1);
+    ck_assert_int_eq(n_emb_bwd, 1);
+
+    /* same numbers as the CPU */
+    {
+        double want;
+        fw_tensor *sc = NULL, *tc = NULL;
+        r = on_cpu(l);
+        ck_assert_int_eq(fw_tensor_item(&want, lc), 0);
+        ck_assert_msg(fw_expect_close(r, &want, 1, 1e-12, 1e-12), "%s", fw_error_last());
+        fw_tensor_unref(r);
+        r = on_cpu(emb);
+        double *ev = fw_test_doubles(embc, NULL);
+        ck_assert_msg(fw_expect_close(r, ev, 12, 0, 0), "%s", fw_error_last());
+        free(ev);
+        fw_tensor_unref(r);
+        r = NULL;
+        /* gradients reached the CPU leaves through the device ops */
+        gx = fw_tensor_grad(x);
+        gw = fw_tensor_grad(w);
+        ge = fw_tensor_grad(e);
+        ck_assert_ptr_nonnull(gx);
+        ck_assert_ptr_nonnull(gw);
+        ck_assert_ptr_nonnull(ge);
+        double *gxv = fw_test_doubles(gx, NULL), *gwv = fw_test_doubles(gw, NULL);
+        double *gev = fw_test_doubles(ge, NULL);
+        fw_tensor_clear_grad(x, false);
+        fw_tensor_clear_grad(w, false);
+        fw_tensor_clear_grad(e, false);
+        ck_assert_int_eq(fw_sum(&sc, embc, NULL, 0, false), 0);
+        ck_assert_int_eq(fw_add(&totc, lc, sc), 0);
+        ck_assert_int_eq(fw_tensor_backward(totc, NULL, false), 0);
+        ck_assert_msg(fw_expect_close(fw_tensor_grad(x), gxv, 20, 1e-12, 1e-12), "%s",
+                      fw_error_last());
+        ck_assert_msg(fw_expect_close(fw_tensor_grad(w), gwv, 15, 1e-12, 1e-12), "%s",
+                      fw_error_last());
+        ck_assert_msg(fw_expect_close(fw_tensor_grad(e), gev, 18, 1e-12, 1e-12), "%s",
+                      fw_error_last());
+        free(gxv);
+        free(gwv);
+        free(gev);
+        fw_tensor_unref(sc);
+        fw_tensor_unref(tc);
+    }
+
+    /* out-of-range labels are caught from a host copy of device labels */
+    {
+        double bad[4] = {0, 3, 1, 2};
+        fw_tensor *lb = NULL, *lbd, *q = (fw_tensor *)1;
+        ck_assert_int_eq(fw_tensor_from_doubles(&lb, bad, FW_INT64, ids_s, 1), 0);
+        lbd = on_fake(lb);
+        ck_assert_int_eq(fw_cross_entropy(&q, h, lbd, &o), FW_ERANGE);
+        ck_assert_ptr_null(q);
+        ck_assert_str_eq(fw_error_last(), "cross_entropy: label 3 out of range [0, 3)");
+        fw_tensor_unref(lb);
+        fw_tensor_unref(lbd);
+    }
+
+    /* conv2d and pooling go through the table too (their int64 mask on the device) */
+    {
+        int64_t cs[4] = {1, 2, 4, 4}, ks[4] = {3, 2, 3, 3}, st[2] = {1, 1}, pd[4] = {1, 1, 1, 1};
+        int64_t dl[2] = {1, 1}, pk[2] = {2, 2}, pp[2] = {0, 0};
+        fw_tensor *ci = fw_test_rand(FW_FLOAT32, cs, 4, 4, false);
+        fw_tensor *ck = fw_test_rand(FW_FLOAT32, ks, 4, 5, false);
+        fw_tensor *cid = on_fake(ci), *ckd = on_fake(ck), *cy = NULL, *py = NULL;
+        ck_assert_int_eq(fw_conv2d(&cy, cid, ckd, NULL, st, pd, dl, 1), 0);
+        ck_assert_int_eq(n_conv_fwd, 1);
+        ck_assert_int_eq(fw_max_pool2d(&py, NULL, cy, pk, pk, pp, false), 0);
+        ck_assert_int_eq(n_pool_fwd, 1);
+        ck_assert_int_eq(fw_tensor_device(py), FW_CUDA);
+
+        /* inputs on two devices are refused, naming both */
+        fw_tensor *q = (fw_tensor *)1;
+        ck_assert_int_eq(fw_conv2d(&q, cid, ck, NULL, st, pd, dl, 1), FW_EDEVICE);
+        ck_assert_ptr_null(q);
+        ck_assert_str_eq(fw_error_last(), "conv2d: input is on cuda, weight on cpu");
+        ck_assert_int_eq(fw_cross_entropy(&q, hc, labd, &o), FW_EDEVICE);
+        ck_assert_str_eq(fw_error_last(), "cross_entropy: input is on cpu, label on cuda");
+        ck_assert_int_eq(fw_embedding(&q, ids, ed, FW_NO_PADDING), FW_EDEVICE);
+        ck_assert_str_eq(fw_error_last(), "embedding: weight is on cuda, id on cpu");
+        fw_tensor_unref(ci);
+        fw_tensor_unref(ck);
+        fw_tensor_unref(cid);
+        fw_tensor_unref(ckd);
+        fw_tensor_unref(cy);
+        fw_tensor_unref(py);
+    }
+
+    fw_tensor *all[] = {x, w, e, lab, ids, xd, wd, ed, labd, idsd, h, l, hc, lc,
+                        emb, embc, s, t, tot, totc};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        fw_tensor_unref(all[i]);
+    restore();
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("fw_seam_nn");
+    TCase *tc = tcase_create("seam");
+    tcase_add_test(tc, no_nn_table_is_an_edevice_error);
+    tcase_add_test(tc, ops_dispatch_through_the_device_table);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
