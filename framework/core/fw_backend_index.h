@@ -95,7 +95,8 @@ struct fw_index_kernels {
     int (*map_add)(fw_dtype dt, void *in, const void *out, int ndim, const int64_t *out_shape,
                    const int64_t *in_shape, const int64_t *maps);
     /* out, x: (n); out = min(max(x, lo), hi), a bound applied only when
-     * has_lo / has_hi; lo and hi are converted to dt first ((T)lo). */
+     * has_lo / has_hi; lo and hi are converted to dt first: (T)lo for
+     * floats, saturating to the type's limits for integers. */
     int (*clip)(fw_dtype dt, void *out, const void *x, int64_t n, int has_lo, double lo,
                 int has_hi, double hi);
     /* gx = g where lo <= x <= hi (bounds as in clip), else 0; all (n);

@@ -338,6 +338,10 @@ static const fw_backend cpu_backend = {
     .arg_reduce = fw__cpu_arg_reduce,
     .gemm_batched = fw__cpu_gemm_batched,
     .nn = &fw__cpu_nn_kernels,
+    .index = &fw__cpu_index,
+    .optim = &fw__cpu_optim,
+    .random = &fw__cpu_random,
+    .fft = &fw__cpu_fft,
 };
 
 const fw_backend *fw__cpu_backend(void) { return &cpu_backend; }

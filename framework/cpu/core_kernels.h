@@ -21,6 +21,12 @@ int fw__cpu_gemm_batched(fw_dtype dt, bool ta, bool tb, int64_t m, int64_t n, in
                          const void *b, int64_t ldb, const int64_t *b_off,
                          void *c, int64_t ldc, int64_t sc, int64_t batch);
 
+/* The CPU tables of the kernel families (cpu/{index,optim,random,fft}_backend.c). */
+extern const struct fw_index_kernels fw__cpu_index;
+extern const struct fw_optim_kernels fw__cpu_optim;
+extern const struct fw_random_kernels fw__cpu_random;
+extern const struct fw_fft_kernels fw__cpu_fft;
+
 /* The CPU nn table (cpu/nn_backend.c, core/fw_backend_nn.h). */
 extern const struct fw_nn_kernels fw__cpu_nn_kernels;
 

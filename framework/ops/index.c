@@ -25,7 +25,7 @@ static int record_axis_index(const char *op, fw_backward_fn bw, int n_in, fw_ten
     if (node == NULL)
         return 0;
     ((axis_attr *)fw_node_attr(node))->axis = ax;
-    return fw__idx_save_index(node, 0, idx, shape, ndim);
+    return fw__idx_save_index(node, 0, y->device, idx, shape, ndim);
 }
 
 /* ---- gather / index_select ---------------------------------------------------- */
@@ -57,14 +57,16 @@ static int gather_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *gou
 
     if ((err = fw__idx_grad_dense(&g, gout[0])) < 0)
         return err;
-    if ((err = fw_op_zeros(&gx, FW_CPU, g->dtype, xs, nd)) < 0)
+    if ((err = fw_op_zeros(&gx, g->device, g->dtype, xs, nd)) < 0)
         goto done;
-    if (g->dtype == FW_FLOAT64)
-        fw__cpu_index_add_f64(fw__ptr(gx), fw__ptr(g), fw__ptr(idx), idx->numel, outer,
-                              xs[axis], inner);
-    else
-        fw__cpu_index_add_f32(fw__ptr(gx), fw__ptr(g), fw__ptr(idx), idx->numel, outer,
-                              xs[axis], inner);
+    const struct fw_index_kernels *k = fw__idx_kernels("gather backward", g);
+    if (k == NULL) {
+        err = FW_EDEVICE;
+        goto done;
+    }
+    if ((err = k->index_add(g->dtype, fw__ptr(gx), fw__ptr(g), fw__ptr(idx), idx->numel, outer,
+                            xs[axis], inner)) < 0)
+        goto done;
     err = fw__idx_grad_finish(&gin[0], gx, fw_node_input_dtype(node, 0));
     gx = NULL;
     if (err == 0 && fw__autograd_creating_graph()) {
@@ -92,7 +94,8 @@ static int gather_impl(fw_tensor **out, const char *op, fw_tensor *x, fw_tensor 
 
     *out = NULL;
     if ((err = fw__idx_check_input(op, "x", x)) < 0 ||
-        (err = fw__idx_check_input(op, "index", index)) < 0)
+        (err = fw__idx_check_input(op, "index", index)) < 0 ||
+        (err = fw__idx_same_device(op, "index", index, x)) < 0)
         return err;
     if (x->ndim == 0)
         return fw_error_set(FW_ESHAPE, "%s: x must have at least 1 dim, got shape []", op);
@@ -115,9 +118,19 @@ static int gather_impl(fw_tensor **out, const char *op, fw_tensor *x, fw_tensor 
         goto done;
     if ((err = fw_op_dense(&xd, x)) < 0)
         goto done;
-    fw__cpu_gather(fw__ptr(y), fw__ptr(xd), idx, nidx, fw__idx_prod(x->shape, 0, ax),
-                   x->shape[ax], fw__idx_prod(x->shape, ax + 1, x->ndim),
-                   fw_dtype_size(x->dtype));
+    {
+        const int64_t *di;
+        fw_tensor *keep = NULL;
+        if ((err = fw__idx_on_device(&di, &keep, x->device, idx, nidx)) < 0)
+            goto done;
+        err = fw__idx_kernels(op, x)->gather(fw_dtype_size(x->dtype), fw__ptr(y), fw__ptr(xd),
+                                             di, nidx, fw__idx_prod(x->shape, 0, ax),
+                                             x->shape[ax],
+                                             fw__idx_prod(x->shape, ax + 1, x->ndim));
+        fw_tensor_unref(keep);
+        if (err < 0)
+            goto done;
+    }
     if (fw_dtype_is_float(x->dtype) &&
         (err = record_axis_index(op, gather_backward, 1, &x, y, ax, idx, &nidx, 1)) < 0)
         goto done;
@@ -151,7 +164,8 @@ int fw_take_along_axis(fw_tensor **out, fw_tensor *arr, fw_tensor *indices, int 
 
     *out = NULL;
     if ((err = fw__idx_check_input("take_along_axis", "arr", arr)) < 0 ||
-        (err = fw__idx_check_input("take_along_axis", "indices", indices)) < 0)
+        (err = fw__idx_check_input("take_along_axis", "indices", indices)) < 0 ||
+        (err = fw__idx_same_device("take_along_axis", "indices", indices, arr)) < 0)
         return err;
     nd = arr->ndim;
     if (indices->ndim != nd || nd == 0)
@@ -192,9 +206,19 @@ int fw_take_along_axis(fw_tensor **out, fw_tensor *arr, fw_tensor *indices, int 
         goto done;
     if ((err = fw_op_dense(&ad, ae)) < 0)
         goto done;
-    fw__cpu_take_along(fw__ptr(y), fw__ptr(ad), idx, fw__idx_prod(ishape, 0, ax),
-                       ashape[ax], ishape[ax], fw__idx_prod(ishape, ax + 1, nd),
-                       fw_dtype_size(arr->dtype));
+    {
+        const int64_t *di;
+        fw_tensor *keep = NULL;
+        if ((err = fw__idx_on_device(&di, &keep, arr->device, idx, nidx)) < 0)
+            goto done;
+        err = fw__idx_kernels("take_along_axis", arr)
+                  ->take_along(fw_dtype_size(arr->dtype), fw__ptr(y), fw__ptr(ad), di,
+                               fw__idx_prod(ishape, 0, ax), ashape[ax], ishape[ax],
+                               fw__idx_prod(ishape, ax + 1, nd));
+        fw_tensor_unref(keep);
+        if (err < 0)
+            goto done;
+    }
     if (fw_dtype_is_float(arr->dtype) &&
         (err = record_axis_index("take_along_axis", fw__idx_along_backward, 1, &ae, y, ax, idx,
                                  ishape, nd)) < 0)
@@ -212,22 +236,22 @@ done:
 
 /* ---- index_add ------------------------------------------------------------------------ */
 
-/* dst (dense, x's geometry) += value rows at idx, typed. */
-static void index_add_kernel(fw_tensor *dst, const fw_tensor *vd, const int64_t *idx,
-                             int64_t nidx, int ax)
+/* dst (dense, x's geometry) += value rows at idx (host), typed. */
+static int index_add_kernel(fw_tensor *dst, const fw_tensor *vd, const int64_t *idx,
+                            int64_t nidx, int ax)
 {
     int64_t outer = fw__idx_prod(dst->shape, 0, ax), len = dst->shape[ax];
     int64_t inner = fw__idx_prod(dst->shape, ax + 1, dst->ndim);
-    void *o = fw__ptr(dst);
-    const void *s = fw__ptr(vd);
+    const int64_t *di;
+    fw_tensor *keep = NULL;
+    int err;
 
-    switch (dst->dtype) {
-    case FW_FLOAT32: fw__cpu_index_add_f32(o, s, idx, nidx, outer, len, inner); break;
-    case FW_FLOAT64: fw__cpu_index_add_f64(o, s, idx, nidx, outer, len, inner); break;
-    case FW_INT32: fw__cpu_index_add_i32(o, s, idx, nidx, outer, len, inner); break;
-    case FW_INT64: fw__cpu_index_add_i64(o, s, idx, nidx, outer, len, inner); break;
-    default: fw__cpu_index_add_u8(o, s, idx, nidx, outer, len, inner); break;
-    }
+    if ((err = fw__idx_on_device(&di, &keep, dst->device, idx, nidx)) < 0)
+        return err;
+    err = fw__idx_kernels("index_add", dst)->index_add(dst->dtype, fw__ptr(dst), fw__ptr(vd),
+                                                       di, nidx, outer, len, inner);
+    fw_tensor_unref(keep);
+    return err;
 }
 
 /* Checks shared by index_add and index_add_: dtype, axis, value shape; loads idx. */
@@ -241,7 +265,9 @@ static int index_add_check(int *ax, int64_t **idx, int64_t *nidx, const char *op
     *idx = NULL;
     if ((err = fw__idx_check_input(op, "x", x)) < 0 ||
         (err = fw__idx_check_input(op, "index", index)) < 0 ||
-        (err = fw__idx_check_input(op, "value", value)) < 0)
+        (err = fw__idx_check_input(op, "value", value)) < 0 ||
+        (err = fw__idx_same_device(op, "index", index, x)) < 0 ||
+        (err = fw__idx_same_device(op, "value", value, x)) < 0)
         return err;
     if (x->dtype == FW_BOOL)
         return fw_error_set(FW_EDTYPE, "%s: x must be numeric, got bool", op);
@@ -307,9 +333,8 @@ int fw_index_add(fw_tensor **out, fw_tensor *x, fw_tensor *index, int axis,
         if (err < 0)
             goto done;
     }
-    if ((err = fw_op_dense(&vd, value)) < 0)
+    if ((err = fw_op_dense(&vd, value)) < 0 || (err = index_add_kernel(y, vd, idx, nidx, ax)) < 0)
         goto done;
-    index_add_kernel(y, vd, idx, nidx, ax);
     in[0] = x;
     in[1] = value;
     if (fw_dtype_is_float(x->dtype) &&
@@ -354,15 +379,13 @@ int fw_index_add_(fw_tensor *x, fw_tensor *index, int axis, fw_tensor *value)
     if ((err = fw_op_dense(&vd, value)) < 0 || (err = fw__idx_unalias(&vd, x)) < 0)
         goto done;
     if (fw_tensor_is_contiguous(x)) {
-        index_add_kernel(x, vd, idx, nidx, ax);
-    } else {
-        if ((err = fw_op_dense(&xd, x)) < 0)
-            goto done;
-        index_add_kernel(xd, vd, idx, nidx, ax);
-        fw__cpu_strided_write(fw__ptr(x), x->strides, fw__ptr(xd), xd->strides, x->ndim,
-                              x->shape, fw_dtype_size(x->dtype));
+        err = index_add_kernel(x, vd, idx, nidx, ax);
+    } else if ((err = fw_op_dense(&xd, x)) == 0 &&
+               (err = index_add_kernel(xd, vd, idx, nidx, ax)) == 0) {
+        err = fw__idx_kernels("index_add_", x)
+                  ->strided_write(fw_dtype_size(x->dtype), fw__ptr(x), x->strides, fw__ptr(xd),
+                                  xd->strides, x->ndim, x->shape);
     }
-    err = 0;
 done:
     free(idx);
     fw_tensor_unref(vd);
@@ -377,7 +400,7 @@ static int where_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *gout
     fw_tensor *cond = fw_node_saved(node, 0), *zero = NULL, *t = NULL;
     int err = 0;
 
-    if ((err = fw_zeros(&zero, gout[0]->dtype, NULL, 0)) < 0)
+    if ((err = fw_op_zeros(&zero, gout[0]->device, gout[0]->dtype, NULL, 0)) < 0)
         return err;
     for (int i = 0; i < 2; i++) {
         int nd;
@@ -420,7 +443,9 @@ int fw_where(fw_tensor **out, fw_tensor *condition, fw_tensor *x, fw_tensor *y)
     *out = NULL;
     if ((err = fw__idx_check_input("where", "condition", condition)) < 0 ||
         (err = fw__idx_check_input("where", "x", x)) < 0 ||
-        (err = fw__idx_check_input("where", "y", y)) < 0)
+        (err = fw__idx_check_input("where", "y", y)) < 0 ||
+        (err = fw__idx_same_device("where", "condition", condition, x)) < 0 ||
+        (err = fw__idx_same_device("where", "y", y, x)) < 0)
         return err;
     if (condition->dtype != FW_BOOL)
         return fw_error_set(FW_EDTYPE, "where: condition must be bool, got %s",
@@ -438,8 +463,10 @@ int fw_where(fw_tensor **out, fw_tensor *condition, fw_tensor *x, fw_tensor *y)
     bstrides(cs, condition, nd);
     bstrides(xs, x, nd);
     bstrides(ys, y, nd);
-    fw__cpu_where(fw__ptr(r), fw__ptr(condition), cs, fw__ptr(x), xs, fw__ptr(y), ys, nd,
-                  shape, fw_dtype_size(x->dtype));
+    if ((err = fw__idx_kernels("where", x)->where(fw_dtype_size(x->dtype), fw__ptr(r),
+                                                  fw__ptr(condition), cs, fw__ptr(x), xs,
+                                                  fw__ptr(y), ys, nd, shape)) < 0)
+        goto fail;
     in[0] = x;
     in[1] = y;
     if (fw_dtype_is_float(x->dtype)) {
@@ -476,14 +503,12 @@ static int clip_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *gout)
         return err;
     if ((err = graph ? fw_ones_like(&g, x) : fw_op_dense(&g, gout[0])) < 0)
         goto done;
-    if ((err = fw_op_output(&gx, FW_CPU, x->dtype, x->shape, x->ndim)) < 0)
+    if ((err = fw_op_output(&gx, x->device, x->dtype, x->shape, x->ndim)) < 0)
         goto done;
-    if (x->dtype == FW_FLOAT64)
-        fw__cpu_clip_grad_f64(fw__ptr(gx), fw__ptr(g), fw__ptr(x), x->numel, a->has_lo,
-                              a->lo, a->has_hi, a->hi);
-    else
-        fw__cpu_clip_grad_f32(fw__ptr(gx), fw__ptr(g), fw__ptr(x), x->numel, a->has_lo,
-                              (float)a->lo, a->has_hi, (float)a->hi);
+    if ((err = fw__idx_kernels("clip backward", x)
+                   ->clip_grad(x->dtype, fw__ptr(gx), fw__ptr(g), fw__ptr(x), x->numel,
+                               a->has_lo, a->lo, a->has_hi, a->hi)) < 0)
+        goto done;
     if (graph) {
         err = fw_mul(&gin[0], gout[0], gx);
         goto done;
@@ -527,30 +552,15 @@ int fw_clip(fw_tensor **out, fw_tensor *x, const double *min, const double *max)
     if ((err = fw_op_output(&y, x->device, x->dtype, x->shape, x->ndim)) < 0)
         goto done;
     n = x->numel;
-    switch (x->dtype) {
-    case FW_FLOAT32:
-        fw__cpu_clip_f32(fw__ptr(y), fw__ptr(xd), n, hl, (float)lo, hh, (float)hi);
-        break;
-    case FW_FLOAT64:
-        fw__cpu_clip_f64(fw__ptr(y), fw__ptr(xd), n, hl, lo, hh, hi);
-        break;
-    case FW_INT32:
-        /* bounds outside the type's range clamp to it */
-        fw__cpu_clip_i32(fw__ptr(y), fw__ptr(xd), n, hl && lo > INT32_MIN,
-                         lo > INT32_MAX ? INT32_MAX : (int32_t)lo,
-                         hh && hi < INT32_MAX, hi < INT32_MIN ? INT32_MIN : (int32_t)hi);
-        break;
-    case FW_INT64:
-        fw__cpu_clip_i64(fw__ptr(y), fw__ptr(xd), n, hl && lo > -9.2e18,
-                         lo > 9.2e18 ? INT64_MAX : (int64_t)lo, hh && hi < 9.2e18,
-                         hi < -9.2e18 ? INT64_MIN : (int64_t)hi);
-        break;
-    default:
-        fw__cpu_clip_u8(fw__ptr(y), fw__ptr(xd), n, hl && lo > 0,
-                        lo > 255 ? 255 : (uint8_t)lo, hh && hi < 255,
-                        hi < 0 ? 0 : (uint8_t)hi);
-        break;
+    switch (x->dtype) {   /* integer bounds outside the type's range clamp to it */
+    case FW_INT32: hl = hl && lo > INT32_MIN; hh = hh && hi < INT32_MAX; break;
+    case FW_INT64: hl = hl && lo > -9.2e18; hh = hh && hi < 9.2e18; break;
+    case FW_UINT8: hl = hl && lo > 0; hh = hh && hi < 255; break;
+    default: break;
     }
+    if ((err = fw__idx_kernels("clip", x)->clip(x->dtype, fw__ptr(y), fw__ptr(xd), n, hl, lo,
+                                                hh, hi)) < 0)
+        goto done;
     if (fw_dtype_is_float(x->dtype)) {
         if ((err = fw_node_record(&node, "clip", clip_backward, 1, &x, 1, &y, 1,
                                   sizeof(clip_attr))) < 0)
@@ -595,11 +605,20 @@ int fw_one_hot(fw_tensor **out, fw_tensor *x, int64_t num_classes)
     memcpy(shape, x->shape, (size_t)x->ndim * sizeof(*shape));
     shape[x->ndim] = num_classes;
     if ((err = fw_op_output(&y, x->device, FW_FLOAT32, shape, x->ndim + 1)) >= 0) {
-        fw__cpu_one_hot_f32(fw__ptr(y), idx, n, num_classes);
-        *out = y;
+        const int64_t *di;
+        fw_tensor *keep = NULL;
+        if ((err = fw__idx_on_device(&di, &keep, x->device, idx, n)) == 0)
+            err = fw__idx_kernels("one_hot", x)->one_hot(FW_FLOAT32, fw__ptr(y), di, n,
+                                                         num_classes);
+        fw_tensor_unref(keep);
     }
     free(idx);
-    return err < 0 ? err : 0;
+    if (err < 0) {
+        fw_tensor_unref(y);
+        return err;
+    }
+    *out = y;
+    return 0;
 }
 
 /* ---- cumsum ----------------------------------------------------------------------------------- */
@@ -619,14 +638,17 @@ static int cumsum_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *gou
 
     if ((err = fw_op_dense(&g, gout[0])) < 0)
         return err;
-    if ((err = fw_op_output(&gx, FW_CPU, g->dtype, g->shape, g->ndim)) < 0)
+    if ((err = fw_op_output(&gx, g->device, g->dtype, g->shape, g->ndim)) < 0)
         goto done;
     int64_t outer = fw__idx_prod(g->shape, 0, axis), len = g->shape[axis];
     int64_t inner = fw__idx_prod(g->shape, axis + 1, g->ndim);
-    if (g->dtype == FW_FLOAT64)
-        fw__cpu_cumsum_f64(fw__ptr(gx), fw__ptr(g), outer, len, inner, 1);
-    else
-        fw__cpu_cumsum_f32(fw__ptr(gx), fw__ptr(g), outer, len, inner, 1);
+    const struct fw_index_kernels *k = fw__idx_kernels("cumsum backward", g);
+    if (k == NULL) {
+        err = FW_EDEVICE;
+        goto done;
+    }
+    if ((err = k->cumsum(g->dtype, fw__ptr(gx), fw__ptr(g), outer, len, inner, 1)) < 0)
+        goto done;
     if (fw__autograd_creating_graph()) {
         fw_node *n2 = NULL;
         fw_tensor *in = gout[0];
@@ -694,19 +716,11 @@ int fw_cumsum(fw_tensor **out, fw_tensor *x, const int *axis, const fw_dtype *dt
     } else {
         int64_t outer = fw__idx_prod(xc->shape, 0, ax), len = xc->shape[ax];
         int64_t inner = fw__idx_prod(xc->shape, ax + 1, xc->ndim);
-        void *o, *s;
         if ((err = fw_op_dense(&xd, xc)) < 0 ||
-            (err = fw_op_output(&y, xc->device, dt, xc->shape, xc->ndim)) < 0)
+            (err = fw_op_output(&y, xc->device, dt, xc->shape, xc->ndim)) < 0 ||
+            (err = fw__idx_kernels("cumsum", xc)->cumsum(dt, fw__ptr(y), fw__ptr(xd), outer, len,
+                                                         inner, 0)) < 0)
             goto done;
-        o = fw__ptr(y);
-        s = fw__ptr(xd);
-        switch (dt) {
-        case FW_FLOAT32: fw__cpu_cumsum_f32(o, s, outer, len, inner, 0); break;
-        case FW_FLOAT64: fw__cpu_cumsum_f64(o, s, outer, len, inner, 0); break;
-        case FW_INT32: fw__cpu_cumsum_i32(o, s, outer, len, inner, 0); break;
-        case FW_INT64: fw__cpu_cumsum_i64(o, s, outer, len, inner, 0); break;
-        default: fw__cpu_cumsum_u8(o, s, outer, len, inner, 0); break;
-        }
         if (fw_dtype_is_float(dt)) {
             if ((err = fw_node_record(&node, "cumsum", cumsum_backward, 1, &xc, 1, &y, 0,
                                       sizeof(axis_attr))) < 0)

@@ -10,8 +10,48 @@ int fw__idx_check_input(const char *op, const char *what, const fw_tensor *x)
 {
     if (x == NULL)
         return fw_error_set(FW_EINVAL, "%s: %s is NULL", op, what);
-    if (x->device != FW_CPU)
-        return fw_error_set(FW_EUNSUPPORTED, "%s: only CPU tensors are supported so far", op);
+    const fw_backend *b = fw_backend_require(x->device, op);
+    if (b == NULL || fw_backend_family(b, b->index, op) == NULL)
+        return FW_EDEVICE;
+    return 0;
+}
+
+static const char *dev_name(fw_device d)
+{
+    const fw_backend *b = fw_backend_get(d);
+    return b ? b->name : d == FW_CUDA ? "cuda" : "?";
+}
+
+int fw__idx_same_device(const char *op, const char *what, const fw_tensor *t,
+                        const fw_tensor *x)
+{
+    if (t != NULL && t->device != x->device)
+        return fw_error_set(FW_EDEVICE, "%s: %s is on %s, x on %s", op, what,
+                            dev_name(t->device), dev_name(x->device));
+    return 0;
+}
+
+const struct fw_index_kernels *fw__idx_kernels(const char *op, const fw_tensor *x)
+{
+    const fw_backend *b = fw_backend_require(x->device, op);
+    return b ? fw_backend_family(b, b->index, op) : NULL;
+}
+
+int fw__idx_on_device(const int64_t **dptr, fw_tensor **keep, fw_device dev,
+                      const int64_t *idx, int64_t n)
+{
+    const fw_backend *b = fw_backend_require(dev, "index");
+    int err;
+
+    *keep = NULL;
+    *dptr = idx;
+    if (b == NULL)
+        return FW_EDEVICE;
+    if (b->host_accessible)
+        return 0;
+    if ((err = fw__idx_index_tensor(keep, dev, idx, &n, 1)) < 0)
+        return err;
+    *dptr = fw__ptr(*keep);
     return 0;
 }
 
@@ -37,6 +77,16 @@ int fw__idx_load_index(int64_t **out, int64_t *n, const char *op, fw_tensor *ind
                             fw_dtype_name(index->dtype));
     if ((err = fw_op_dense(&d, index)) < 0)
         return err;
+    if (fw_tensor_data(d) == NULL) {      /* device memory: validate a host copy */
+        fw_tensor *h = NULL;
+        bool prev = fw_set_grad_enabled(false);
+        err = fw_tensor_to(&h, d, FW_CPU);
+        fw_set_grad_enabled(prev);
+        fw_tensor_unref(d);
+        if (err < 0)
+            return err;
+        d = h;
+    }
     cnt = d->numel;
     if ((v = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof(*v))) == NULL) {
         fw_tensor_unref(d);
@@ -86,24 +136,34 @@ void fw__idx_scalar_bytes(void *buf, fw_dtype dt, double v)
     }
 }
 
-int fw__idx_index_tensor(fw_tensor **out, const int64_t *idx, const int64_t *shape,
-                         int ndim)
+int fw__idx_index_tensor(fw_tensor **out, fw_device dev, const int64_t *idx,
+                         const int64_t *shape, int ndim)
 {
-    int err = fw_op_output(out, FW_CPU, FW_INT64, shape, ndim);
-    if (err < 0)
+    const fw_backend *b = fw_backend_require(dev, "index");
+    int err;
+
+    *out = NULL;
+    if (b == NULL)
+        return FW_EDEVICE;
+    if ((err = fw_op_output(out, dev, FW_INT64, shape, ndim)) < 0)
         return err;
-    if ((*out)->numel > 0)
-        memcpy(fw__ptr(*out), idx, (size_t)(*out)->numel * sizeof(*idx));
+    if ((*out)->numel > 0 &&
+        (err = b->copy(fw__ptr(*out), dev, idx, FW_CPU,
+                       (size_t)(*out)->numel * sizeof(*idx))) < 0) {
+        fw_tensor_unref(*out);
+        *out = NULL;
+        return err;
+    }
     return 0;
 }
 
-int fw__idx_save_index(fw_node *node, int slot, const int64_t *idx, const int64_t *shape,
-                       int ndim)
+int fw__idx_save_index(fw_node *node, int slot, fw_device dev, const int64_t *idx,
+                       const int64_t *shape, int ndim)
 {
     fw_tensor *it = NULL;
     int err;
 
-    if ((err = fw__idx_index_tensor(&it, idx, shape, ndim)) == 0)
+    if ((err = fw__idx_index_tensor(&it, dev, idx, shape, ndim)) == 0)
         err = fw_node_save(node, slot, it);
     fw_tensor_unref(it);
     return err;
@@ -119,14 +179,16 @@ int fw__idx_along_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *gou
 
     if ((err = fw__idx_grad_dense(&g, gout[0])) < 0)
         return err;
-    if ((err = fw_op_zeros(&gx, FW_CPU, g->dtype, xs, nd)) < 0)
+    if ((err = fw_op_zeros(&gx, g->device, g->dtype, xs, nd)) < 0)
         goto done;
-    if (g->dtype == FW_FLOAT64)
-        fw__cpu_scatter_add_along_f64(fw__ptr(gx), fw__ptr(g), fw__ptr(idx), outer, len, k,
-                                      inner);
-    else
-        fw__cpu_scatter_add_along_f32(fw__ptr(gx), fw__ptr(g), fw__ptr(idx), outer, len, k,
-                                      inner);
+    const struct fw_index_kernels *kk = fw__idx_kernels("backward", g);
+    if (kk == NULL) {
+        err = FW_EDEVICE;
+        goto done;
+    }
+    if ((err = kk->scatter_add_along(g->dtype, fw__ptr(gx), fw__ptr(g), fw__ptr(idx), outer,
+                                     len, k, inner)) < 0)
+        goto done;
     err = fw__idx_grad_finish(&gin[0], gx, fw_node_input_dtype(node, 0));
     gx = NULL;
 done:
@@ -164,14 +226,24 @@ int fw__idx_grad_finish(fw_tensor **out, fw_tensor *t, fw_dtype dt)
     return err;
 }
 
-void fw__idx_map_add(fw_tensor *in, const fw_tensor *out, int ndim,
-                     const int64_t *out_shape, const int64_t *in_shape,
-                     const int64_t *const *maps)
+int fw__idx_map_add(fw_tensor *in, const fw_tensor *out, int ndim,
+                    const int64_t *out_shape, const int64_t *in_shape, const int64_t *maps)
 {
-    if (in->dtype == FW_FLOAT64)
-        fw__cpu_map_add_f64(fw__ptr(in), fw__ptr(out), ndim, out_shape, in_shape, maps);
-    else
-        fw__cpu_map_add_f32(fw__ptr(in), fw__ptr(out), ndim, out_shape, in_shape, maps);
+    const struct fw_index_kernels *k = fw__idx_kernels("backward", in);
+    const int64_t *dm;
+    fw_tensor *keep = NULL;
+    int64_t nmap = 0;
+    int err;
+
+    if (k == NULL)
+        return FW_EDEVICE;
+    for (int d = 0; d < ndim; d++)
+        nmap += out_shape[d];
+    if ((err = fw__idx_on_device(&dm, &keep, in->device, maps, nmap)) < 0)
+        return err;
+    err = k->map_add(in->dtype, fw__ptr(in), fw__ptr(out), ndim, out_shape, in_shape, dm);
+    fw_tensor_unref(keep);
+    return err;
 }
 
 int fw__idx_load_multi(int64_t *idx[FW_MAX_DIMS], int64_t *count, int64_t *bshape, int *nb,

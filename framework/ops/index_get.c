@@ -19,25 +19,29 @@ static int index_get_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *
     int n = ((get_attr *)fw_node_attr(node))->n, nd, err;
     const int64_t *xs = fw_node_input_shape(node, 0, &nd);
     fw_tensor *it = fw_node_saved(node, 0), *g = NULL, *gx = NULL;
-    const int64_t *idx = fw__ptr(it);
+    const int64_t *idx = fw__ptr(it);       /* host: the positions are launch parameters */
     int64_t cnt = it->shape[1], xst[FW_MAX_DIMS], subn = fw__idx_prod(xs, n, nd);
 
     if ((err = fw__idx_grad_dense(&g, gout[0])) < 0)
         return err;
-    if ((err = fw_op_zeros(&gx, FW_CPU, g->dtype, xs, nd)) < 0)
+    if ((err = fw_op_zeros(&gx, g->device, g->dtype, xs, nd)) < 0)
         goto done;
+    const struct fw_index_kernels *k = fw__idx_kernels("index_get backward", g);
+    if (k == NULL) {
+        err = FW_EDEVICE;
+        goto done;
+    }
+    size_t es = fw_dtype_size(g->dtype);
     fw__contiguous_strides(xst, xs, nd);
-    for (int64_t p = 0; p < cnt; p++) {
+    for (int64_t p = 0; p < cnt && err == 0; p++) {
         int64_t off = 0;
         for (int i = 0; i < n; i++)
             off += idx[i * cnt + p] * xst[i];
-        if (g->dtype == FW_FLOAT64)
-            fw__cpu_strided_add_f64((double *)fw__ptr(gx) + off, xst + n,
-                                    (const double *)fw__ptr(g) + p * subn, nd - n, xs + n);
-        else
-            fw__cpu_strided_add_f32((float *)fw__ptr(gx) + off, xst + n,
-                                    (const float *)fw__ptr(g) + p * subn, nd - n, xs + n);
+        err = k->strided_add(g->dtype, (char *)fw__ptr(gx) + (size_t)off * es, xst + n,
+                             (const char *)fw__ptr(g) + (size_t)(p * subn) * es, nd - n, xs + n);
     }
+    if (err < 0)
+        goto done;
     err = fw__idx_grad_finish(&gin[0], gx, fw_node_input_dtype(node, 0));
     gx = NULL;
 done:
@@ -57,6 +61,9 @@ int fw_index_get(fw_tensor **out, fw_tensor *x, fw_tensor *const *indices, int n
     *out = NULL;
     if ((err = fw__idx_check_input("index_get", "x", x)) < 0)
         return err;
+    for (int i = 0; indices != NULL && i < n && i < x->ndim; i++)
+        if ((err = fw__idx_same_device("index_get", "an index", indices[i], x)) < 0)
+            return err;
     if ((err = fw__idx_load_multi(idx, &cnt, bshape, &nb, "index_get", x, indices, n)) < 0)
         return err;
     nsub = x->ndim - n;
@@ -71,14 +78,17 @@ int fw_index_get(fw_tensor **out, fw_tensor *x, fw_tensor *const *indices, int n
         goto done;
     es = fw_dtype_size(x->dtype);
     subn = fw__idx_prod(x->shape, n, x->ndim);
-    for (int64_t p = 0; p < cnt; p++) {
+    const struct fw_index_kernels *k = fw__idx_kernels("index_get", x);
+    for (int64_t p = 0; p < cnt && err == 0; p++) {
         int64_t off = 0;
         for (int i = 0; i < n; i++)
             off += idx[i][p] * x->strides[i];
-        fw__cpu_strided_copy((char *)fw__ptr(y) + (size_t)(p * subn) * es,
-                             (const char *)fw__ptr(x) + off * (ptrdiff_t)es, x->strides + n,
-                             nsub, x->shape + n, es);
+        err = k->strided_copy(es, (char *)fw__ptr(y) + (size_t)(p * subn) * es,
+                              (const char *)fw__ptr(x) + off * (ptrdiff_t)es, x->strides + n,
+                              nsub, x->shape + n);
     }
+    if (err < 0)
+        goto done;
     if (fw_dtype_is_float(x->dtype)) {
         if ((err = fw_node_record(&node, "index_get", index_get_backward, 1, &x, 1, &y, 1,
                                   sizeof(get_attr))) < 0)
@@ -117,10 +127,15 @@ static int masked_select_backward(fw_node *node, fw_tensor **gin, fw_tensor *con
 
     if ((err = fw_op_dense(&g, gout[0])) < 0)
         return err;
-    if ((err = fw_op_zeros(&gx, FW_CPU, g->dtype, xs, nd)) < 0)
+    if ((err = fw_op_zeros(&gx, g->device, g->dtype, xs, nd)) < 0)
         goto done;
-    fw__cpu_masked_scatter(fw__ptr(gx), fw__ptr(g), fw__ptr(mask), mask->numel,
-                           fw_dtype_size(g->dtype));
+    const struct fw_index_kernels *k = fw__idx_kernels("masked_select backward", g);
+    if (k == NULL ||
+        (err = k->masked_scatter(fw_dtype_size(g->dtype), fw__ptr(gx), fw__ptr(g),
+                                 fw__ptr(mask), mask->numel)) < 0) {
+        err = k == NULL ? FW_EDEVICE : err;
+        goto done;
+    }
     gin[0] = gx;
     gx = NULL;
 done:
@@ -132,13 +147,14 @@ done:
 int fw_masked_select(fw_tensor **out, fw_tensor *x, fw_tensor *mask)
 {
     int64_t shape[FW_MAX_DIMS], cnt = 0;
-    fw_tensor *xe = NULL, *me = NULL, *xd = NULL, *md = NULL, *y = NULL;
+    fw_tensor *xe = NULL, *me = NULL, *xd = NULL, *md = NULL, *y = NULL, *yall = NULL;
     fw_node *node;
     int nd, err;
 
     *out = NULL;
     if ((err = fw__idx_check_input("masked_select", "x", x)) < 0 ||
-        (err = fw__idx_check_input("masked_select", "mask", mask)) < 0)
+        (err = fw__idx_check_input("masked_select", "mask", mask)) < 0 ||
+        (err = fw__idx_same_device("masked_select", "mask", mask, x)) < 0)
         return err;
     if (mask->dtype != FW_BOOL)
         return fw_error_set(FW_EDTYPE, "masked_select: mask must be bool, got %s",
@@ -159,15 +175,18 @@ int fw_masked_select(fw_tensor **out, fw_tensor *x, fw_tensor *mask)
     }
     if ((err = fw_op_dense(&xd, xe)) < 0)
         goto done;
-    {
-        const uint8_t *m = fw__ptr(md);
-        for (int64_t e = 0; e < md->numel; e++)
-            cnt += m[e] != 0;
-    }
-    if ((err = fw_op_output(&y, x->device, x->dtype, &cnt, 1)) < 0)
+    /* room for every element; the kernel says how many it wrote and y
+     * becomes a view of that prefix */
+    if ((err = fw_op_output(&yall, x->device, x->dtype, &md->numel, 1)) < 0 ||
+        (err = fw__idx_kernels("masked_select", x)
+                   ->masked_select(fw_dtype_size(x->dtype), fw__ptr(yall), fw__ptr(xd),
+                                   fw__ptr(md), md->numel, &cnt)) < 0)
         goto done;
-    fw__cpu_masked_select(fw__ptr(y), fw__ptr(xd), fw__ptr(md), md->numel,
-                          fw_dtype_size(x->dtype));
+    {
+        int64_t one = 1;
+        if ((err = fw__tensor_view(&y, yall, &cnt, &one, 1, yall->offset)) < 0)
+            goto done;
+    }
     if (fw_dtype_is_float(x->dtype)) {
         if ((err = fw_node_record(&node, "masked_select", masked_select_backward, 1, &xe, 1,
                                   &y, 1, 0)) < 0)
@@ -182,6 +201,7 @@ done:
     fw_tensor_unref(me);
     fw_tensor_unref(xd);
     fw_tensor_unref(md);
+    fw_tensor_unref(yall);
     fw_tensor_unref(y);
     return err;
 }

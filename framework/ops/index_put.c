@@ -19,7 +19,8 @@ int fw_set_value_(fw_tensor *x, const int *axes, const int64_t *starts,
     int err;
 
     if ((err = fw__idx_check_input("set_value", "x", x)) < 0 ||
-        (err = fw__idx_check_input("set_value", "value", value)) < 0)
+        (err = fw__idx_check_input("set_value", "value", value)) < 0 ||
+        (err = fw__idx_same_device("set_value", "value", value, x)) < 0)
         return err;
     if (n < 0 || (n > 0 && (axes == NULL || starts == NULL || ends == NULL)))
         return fw_error_set(FW_EINVAL, "set_value: axes/starts/ends missing for %d axes", n);
@@ -93,7 +94,8 @@ int fw_set_value(fw_tensor **out, fw_tensor *x, const int *axes, const int64_t *
 
     *out = NULL;
     if ((err = fw__idx_check_input("set_value", "x", x)) < 0 ||
-        (err = fw__idx_check_input("set_value", "value", value)) < 0)
+        (err = fw__idx_check_input("set_value", "value", value)) < 0 ||
+        (err = fw__idx_same_device("set_value", "value", value, x)) < 0)
         return err;
     if (n < 0 || n > FW_MAX_DIMS || (n > 0 && (axes == NULL || starts == NULL || ends == NULL)))
         return fw_error_set(FW_EINVAL, "set_value: axes/starts/ends missing for %d axes", n);
@@ -147,8 +149,12 @@ int fw_index_put_(fw_tensor *x, fw_tensor *const *indices, int n, fw_tensor *val
 
     memset(idx, 0, sizeof(idx));
     if ((err = fw__idx_check_input("index_put", "x", x)) < 0 ||
-        (err = fw__idx_check_input("index_put", "value", value)) < 0)
+        (err = fw__idx_check_input("index_put", "value", value)) < 0 ||
+        (err = fw__idx_same_device("index_put", "value", value, x)) < 0)
         return err;
+    for (int i = 0; indices != NULL && i < n && i < x->ndim; i++)
+        if ((err = fw__idx_same_device("index_put", "an index", indices[i], x)) < 0)
+            return err;
     if (accumulate && (x->dtype == FW_BOOL || x->dtype == FW_FLOAT16 ||
                        x->dtype == FW_BFLOAT16))
         return fw_error_set(FW_EDTYPE, "index_put: accumulate is not supported for %s",
@@ -189,7 +195,8 @@ int fw_index_put_(fw_tensor *x, fw_tensor *const *indices, int n, fw_tensor *val
     es = fw_dtype_size(x->dtype);
     subn = fw__idx_prod(sub, 0, nsub);
     cnt = nidx;
-    for (int64_t p = 0; p < cnt; p++) {
+    const struct fw_index_kernels *k = fw__idx_kernels("index_put", x);
+    for (int64_t p = 0; p < cnt && err == 0; p++) {
         int64_t off = 0;
         for (int i = 0; i < n; i++)
             off += idx[i][p] * x->strides[i];
@@ -199,18 +206,11 @@ int fw_index_put_(fw_tensor *x, fw_tensor *const *indices, int n, fw_tensor *val
         if (!accumulate) {
             int64_t cs[FW_MAX_DIMS];
             fw__contiguous_strides(cs, sub, nsub);
-            fw__cpu_strided_write(dst, ds, src, cs, nsub, sub, es);
+            err = k->strided_write(es, dst, ds, src, cs, nsub, sub);
             continue;
         }
-        switch (x->dtype) {
-        case FW_FLOAT32: fw__cpu_strided_add_f32((void *)dst, ds, (const void *)src, nsub, sub); break;
-        case FW_FLOAT64: fw__cpu_strided_add_f64((void *)dst, ds, (const void *)src, nsub, sub); break;
-        case FW_INT32: fw__cpu_strided_add_i32((void *)dst, ds, (const void *)src, nsub, sub); break;
-        case FW_INT64: fw__cpu_strided_add_i64((void *)dst, ds, (const void *)src, nsub, sub); break;
-        default: fw__cpu_strided_add_u8((void *)dst, ds, (const void *)src, nsub, sub); break;
-        }
+        err = k->strided_add(x->dtype, dst, ds, src, nsub, sub);
     }
-    err = 0;
 done:
     for (int i = 0; i < FW_MAX_DIMS; i++)
         free(idx[i]);
@@ -230,7 +230,8 @@ int fw_masked_fill_(fw_tensor *x, fw_tensor *mask, fw_tensor *value)
 
     if ((err = fw__idx_check_input("masked_fill", "x", x)) < 0 ||
         (err = fw__idx_check_input("masked_fill", "mask", mask)) < 0 ||
-        (err = fw__idx_check_input("masked_fill", "value", value)) < 0)
+        (err = fw__idx_check_input("masked_fill", "value", value)) < 0 ||
+        (err = fw__idx_same_device("masked_fill", "mask", mask, x)) < 0)
         return err;
     if (mask->dtype != FW_BOOL)
         return fw_error_set(FW_EDTYPE, "masked_fill: mask must be bool, got %s",
@@ -247,8 +248,8 @@ int fw_masked_fill_(fw_tensor *x, fw_tensor *mask, fw_tensor *value)
     if ((err = fw__idx_check_inplace("masked_fill", x)) < 0)
         return err;
     prev = fw_set_grad_enabled(false);
-    if ((err = fw_cast(&vc, value, x->dtype)) >= 0)
-        err = fw_op_dense(&vd, vc);
+    if ((err = fw_cast(&vc, value, x->dtype)) >= 0)   /* the value is a host scalar */
+        err = fw_tensor_to(&vd, vc, FW_CPU);
     fw_set_grad_enabled(prev);
     if (err < 0)
         goto done;
@@ -256,9 +257,9 @@ int fw_masked_fill_(fw_tensor *x, fw_tensor *mask, fw_tensor *value)
         int k = d - (nd - mask->ndim);
         ms[d] = (k < 0 || mask->shape[k] == 1) ? 0 : mask->strides[k];
     }
-    fw__cpu_masked_fill(fw__ptr(x), x->strides, fw__ptr(mask), ms, nd, x->shape,
-                        fw__ptr(vd), fw_dtype_size(x->dtype));
-    err = 0;
+    err = fw__idx_kernels("masked_fill", x)->masked_fill(fw_dtype_size(x->dtype), fw__ptr(x),
+                                                         x->strides, fw__ptr(mask), ms, nd,
+                                                         x->shape, fw__ptr(vd));
 done:
     fw_tensor_unref(vc);
     fw_tensor_unref(vd);

@@ -25,9 +25,13 @@ static int scatter_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *go
         if ((err = fw_tensor_clone(&gx, g)) < 0)
             return err;
         fw__idx_scalar_bytes(zero, gx->dtype, 0);
-        fw__cpu_index_copy(fw__ptr(gx), NULL, fw__ptr(it), it->numel, 1, gx->shape[0],
-                           fw__idx_prod(gx->shape, 1, gx->ndim), zero,
-                           fw_dtype_size(gx->dtype));
+        if ((err = fw__idx_kernels("scatter backward", gx)
+                       ->index_copy(fw_dtype_size(gx->dtype), fw__ptr(gx), NULL, fw__ptr(it),
+                                    it->numel, 1, gx->shape[0],
+                                    fw__idx_prod(gx->shape, 1, gx->ndim), zero)) < 0) {
+            fw_tensor_unref(gx);
+            return err;
+        }
     }
     if (fw_node_needs_grad(node, 1) && (err = fw_index_select(&gin[1], gout[0], it, 0)) < 0) {
         fw_tensor_unref(gx);
@@ -50,7 +54,9 @@ int fw_scatter(fw_tensor **out, fw_tensor *x, fw_tensor *index, fw_tensor *updat
     *out = NULL;
     if ((err = fw__idx_check_input("scatter", "x", x)) < 0 ||
         (err = fw__idx_check_input("scatter", "index", index)) < 0 ||
-        (err = fw__idx_check_input("scatter", "updates", updates)) < 0)
+        (err = fw__idx_check_input("scatter", "updates", updates)) < 0 ||
+        (err = fw__idx_same_device("scatter", "index", index, x)) < 0 ||
+        (err = fw__idx_same_device("scatter", "updates", updates, x)) < 0)
         return err;
     if (x->ndim == 0)
         return fw_error_set(FW_ESHAPE, "scatter: x must have at least 1 dim, got shape []");
@@ -92,23 +98,26 @@ int fw_scatter(fw_tensor **out, fw_tensor *x, fw_tensor *index, fw_tensor *updat
     if ((err = fw_op_dense(&ud, updates)) < 0)
         goto done;
     inner = fw__idx_prod(x->shape, 1, x->ndim);
-    if (overwrite) {
-        fw__cpu_index_copy(fw__ptr(y), fw__ptr(ud), idx, nidx, 1, x->shape[0], inner, NULL,
-                           fw_dtype_size(x->dtype));
-    } else {
-        unsigned char zero[8];
+    {
+        const struct fw_index_kernels *k = fw__idx_kernels("scatter", x);
+        const int64_t *di;
+        fw_tensor *keep = NULL;
+        size_t es = fw_dtype_size(x->dtype);
         void *o = fw__ptr(y);
-        const void *s = fw__ptr(ud);
         int64_t len = x->shape[0];
-        fw__idx_scalar_bytes(zero, x->dtype, 0);
-        fw__cpu_index_copy(o, NULL, idx, nidx, 1, len, inner, zero, fw_dtype_size(x->dtype));
-        switch (x->dtype) {
-        case FW_FLOAT32: fw__cpu_index_add_f32(o, s, idx, nidx, 1, len, inner); break;
-        case FW_FLOAT64: fw__cpu_index_add_f64(o, s, idx, nidx, 1, len, inner); break;
-        case FW_INT32: fw__cpu_index_add_i32(o, s, idx, nidx, 1, len, inner); break;
-        case FW_INT64: fw__cpu_index_add_i64(o, s, idx, nidx, 1, len, inner); break;
-        default: fw__cpu_index_add_u8(o, s, idx, nidx, 1, len, inner); break;
+        if ((err = fw__idx_on_device(&di, &keep, x->device, idx, nidx)) < 0)
+            goto done;
+        if (overwrite) {
+            err = k->index_copy(es, o, fw__ptr(ud), di, nidx, 1, len, inner, NULL);
+        } else {
+            unsigned char zero[8];
+            fw__idx_scalar_bytes(zero, x->dtype, 0);
+            if ((err = k->index_copy(es, o, NULL, di, nidx, 1, len, inner, zero)) == 0)
+                err = k->index_add(x->dtype, o, fw__ptr(ud), di, nidx, 1, len, inner);
         }
+        fw_tensor_unref(keep);
+        if (err < 0)
+            goto done;
     }
     in[0] = x;
     in[1] = updates;
@@ -118,7 +127,7 @@ int fw_scatter(fw_tensor **out, fw_tensor *x, fw_tensor *index, fw_tensor *updat
             goto done;
         if (node) {
             ((scatter_attr *)fw_node_attr(node))->mode = overwrite;
-            if ((err = fw__idx_save_index(node, 0, idx, &nidx, 1)) < 0)
+            if ((err = fw__idx_save_index(node, 0, y->device, idx, &nidx, 1)) < 0)
                 goto done;
         }
     }
@@ -148,10 +157,13 @@ static int put_along_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *
             if ((err = fw_tensor_clone(&gx, gout[0])) < 0)
                 return err;
             fw__idx_scalar_bytes(zero, gx->dtype, 0);
-            fw__cpu_scatter_along(fw__ptr(gx), NULL, fw__ptr(it),
-                                  fw__idx_prod(gx->shape, 0, ax), gx->shape[ax],
-                                  it->shape[ax], fw__idx_prod(gx->shape, ax + 1, gx->ndim),
-                                  zero, fw_dtype_size(gx->dtype));
+            if ((err = fw__idx_kernels("put_along_axis backward", gx)
+                           ->scatter_along(fw_dtype_size(gx->dtype), fw__ptr(gx), NULL,
+                                           fw__ptr(it), fw__idx_prod(gx->shape, 0, ax),
+                                           gx->shape[ax], it->shape[ax],
+                                           fw__idx_prod(gx->shape, ax + 1, gx->ndim),
+                                           zero)) < 0)
+                goto fail;
         }
     }
     if (fw_node_needs_grad(node, 1)) {
@@ -191,7 +203,9 @@ int fw_put_along_axis(fw_tensor **out, fw_tensor *arr, fw_tensor *indices, fw_te
     *out = NULL;
     if ((err = fw__idx_check_input("put_along_axis", "arr", arr)) < 0 ||
         (err = fw__idx_check_input("put_along_axis", "indices", indices)) < 0 ||
-        (err = fw__idx_check_input("put_along_axis", "values", values)) < 0)
+        (err = fw__idx_check_input("put_along_axis", "values", values)) < 0 ||
+        (err = fw__idx_same_device("put_along_axis", "indices", indices, arr)) < 0 ||
+        (err = fw__idx_same_device("put_along_axis", "values", values, arr)) < 0)
         return err;
     if ((int)reduce != FW_PUT_ASSIGN && (int)reduce != FW_PUT_ADD)
         return fw_error_set(FW_EINVAL, "put_along_axis: unknown reduce %d", (int)reduce);
@@ -250,19 +264,21 @@ int fw_put_along_axis(fw_tensor **out, fw_tensor *arr, fw_tensor *indices, fw_te
     outer = fw__idx_prod(arr->shape, 0, ax);
     inner = fw__idx_prod(arr->shape, ax + 1, nd);
     len = arr->shape[ax];
-    if (reduce == FW_PUT_ASSIGN) {
-        fw__cpu_scatter_along(fw__ptr(y), fw__ptr(vd), idx, outer, len, ishape[ax], inner,
-                              NULL, fw_dtype_size(arr->dtype));
-    } else {
-        void *o = fw__ptr(y);
-        const void *s = fw__ptr(vd);
-        switch (arr->dtype) {
-        case FW_FLOAT32: fw__cpu_scatter_add_along_f32(o, s, idx, outer, len, ishape[ax], inner); break;
-        case FW_FLOAT64: fw__cpu_scatter_add_along_f64(o, s, idx, outer, len, ishape[ax], inner); break;
-        case FW_INT32: fw__cpu_scatter_add_along_i32(o, s, idx, outer, len, ishape[ax], inner); break;
-        case FW_INT64: fw__cpu_scatter_add_along_i64(o, s, idx, outer, len, ishape[ax], inner); break;
-        default: fw__cpu_scatter_add_along_u8(o, s, idx, outer, len, ishape[ax], inner); break;
-        }
+    {
+        const struct fw_index_kernels *k = fw__idx_kernels("put_along_axis", arr);
+        const int64_t *di;
+        fw_tensor *keep = NULL;
+        if ((err = fw__idx_on_device(&di, &keep, arr->device, idx, nidx)) < 0)
+            goto done;
+        if (reduce == FW_PUT_ASSIGN)
+            err = k->scatter_along(fw_dtype_size(arr->dtype), fw__ptr(y), fw__ptr(vd), di,
+                                   outer, len, ishape[ax], inner, NULL);
+        else
+            err = k->scatter_add_along(arr->dtype, fw__ptr(y), fw__ptr(vd), di, outer, len,
+                                       ishape[ax], inner);
+        fw_tensor_unref(keep);
+        if (err < 0)
+            goto done;
     }
     in[0] = arr;
     in[1] = values;
@@ -274,7 +290,7 @@ int fw_put_along_axis(fw_tensor **out, fw_tensor *arr, fw_tensor *indices, fw_te
             scatter_attr *a = fw_node_attr(node);
             a->axis = ax;
             a->mode = reduce;
-            if ((err = fw__idx_save_index(node, 0, idx, ishape, nd)) < 0)
+            if ((err = fw__idx_save_index(node, 0, y->device, idx, ishape, nd)) < 0)
                 goto done;
         }
     }

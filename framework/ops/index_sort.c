@@ -4,51 +4,10 @@
  */
 #include "index_int.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef fw__idx_axis_attr axis_attr;
-
-/* One parallel job: sort lanes [begin, end) with scratch of its own. */
-typedef struct {
-    void *vals;
-    int64_t *idx;
-    const void *x;
-    fw_dtype dt;
-    int64_t len, inner, k;
-    int desc;
-    atomic_int failed;
-} sort_job;
-
-static void sort_chunk(void *ctx, int64_t begin, int64_t end)
-{
-    sort_job *j = ctx;
-    int64_t *tmp = malloc((size_t)(2 * j->len + 1) * sizeof(*tmp));
-
-    if (tmp == NULL) {
-        atomic_store(&j->failed, 1);
-        return;
-    }
-    switch (j->dt) {
-    case FW_FLOAT32:
-        fw__cpu_sort_f32(j->vals, j->idx, j->x, j->len, j->inner, j->k, j->desc, begin, end, tmp);
-        break;
-    case FW_FLOAT64:
-        fw__cpu_sort_f64(j->vals, j->idx, j->x, j->len, j->inner, j->k, j->desc, begin, end, tmp);
-        break;
-    case FW_INT32:
-        fw__cpu_sort_i32(j->vals, j->idx, j->x, j->len, j->inner, j->k, j->desc, begin, end, tmp);
-        break;
-    case FW_INT64:
-        fw__cpu_sort_i64(j->vals, j->idx, j->x, j->len, j->inner, j->k, j->desc, begin, end, tmp);
-        break;
-    default:
-        fw__cpu_sort_u8(j->vals, j->idx, j->x, j->len, j->inner, j->k, j->desc, begin, end, tmp);
-        break;
-    }
-    free(tmp);
-}
 
 /* k < 0: the whole axis. Either out may be NULL. */
 static int sort_impl(fw_tensor **values, fw_tensor **indices, const char *op, fw_tensor *x,
@@ -102,16 +61,11 @@ static int sort_impl(fw_tensor **values, fw_tensor **indices, const char *op, fw
         goto done;
     if ((err = fw_op_dense(&xd, x)) < 0)
         goto done;
-    {
-        sort_job job = {v ? fw__ptr(v) : NULL, fw__ptr(ix), fw__ptr(xd), x->dtype, len, inner,
-                        k, descending, 0};
-        int64_t lanes = outer * inner, grain = 32768 / (len > 0 ? len : 1);
-        fw_parallel_for(lanes, grain > 0 ? grain : 1, sort_chunk, &job);
-        if (atomic_load(&job.failed)) {
-            err = fw_error_set(FW_ENOMEM, "%s: scratch for an axis of %lld", op, (long long)len);
-            goto done;
-        }
-    }
+    /* the backend sorts the lanes (the CPU in parallel, scratch per chunk) */
+    if ((err = fw__idx_kernels(op, x)->sort(x->dtype, v ? fw__ptr(v) : NULL, fw__ptr(ix),
+                                            fw__ptr(xd), outer, len, inner, k,
+                                            descending)) < 0)
+        goto done;
     if (v && fw_dtype_is_float(x->dtype)) {
         if ((err = fw_node_record(&node, op, fw__idx_along_backward, 1, &x, 1, &v, 1,
                                   sizeof(axis_attr))) < 0)

@@ -66,6 +66,8 @@ static int join(fw_tensor **out, const char *op, fw_tensor *const *x, int n, int
     if ((err = fw_op_axis(&ax, op, axis, stack ? nd + 1 : nd)) < 0)
         return err;
     for (int i = 1; i < n; i++) {
+        if ((err = fw__idx_same_device(op, "an input tensor", x[i], x[0])) < 0)
+            return err;
         if (x[i]->dtype != x[0]->dtype)
             return fw_error_set(FW_EDTYPE, "%s: input %d is %s but input 0 is %s", op, i,
                                 fw_dtype_name(x[i]->dtype), fw_dtype_name(x[0]->dtype));
@@ -103,8 +105,10 @@ static int join(fw_tensor **out, const char *op, fw_tensor *const *x, int n, int
     }
     if ((err = fw_op_output(&y, x[0]->device, x[0]->dtype, shape, nd)) < 0)
         goto done;
-    fw__cpu_concat(fw__ptr(y), ptrs, lens, n, fw__idx_prod(shape, 0, ax),
-                   fw__idx_prod(shape, ax + 1, nd), fw_dtype_size(y->dtype));
+    if ((err = fw__idx_kernels(op, y)->concat(fw_dtype_size(y->dtype), fw__ptr(y), ptrs, lens,
+                                              n, fw__idx_prod(shape, 0, ax),
+                                              fw__idx_prod(shape, ax + 1, nd))) < 0)
+        goto done;
     if (fw_dtype_is_float(y->dtype)) {
         if ((err = fw_node_record(&node, stack ? "stack" : "concat",
                                   stack ? stack_backward : concat_backward, n, x, 1, &y, 0,
@@ -225,8 +229,10 @@ int fw_split(fw_tensor **outs, fw_tensor *x, int num, const int64_t *sections, i
     }
     if ((err = fw_op_dense(&xd, x)) < 0)
         goto done;
-    fw__cpu_split(ptrs, fw__ptr(xd), lens, num, fw__idx_prod(x->shape, 0, ax),
-                  fw__idx_prod(x->shape, ax + 1, x->ndim), fw_dtype_size(x->dtype));
+    if ((err = fw__idx_kernels("split", x)->split(fw_dtype_size(x->dtype), ptrs, fw__ptr(xd),
+                                                  lens, num, fw__idx_prod(x->shape, 0, ax),
+                                                  fw__idx_prod(x->shape, ax + 1, x->ndim))) < 0)
+        goto done;
     if (fw_dtype_is_float(x->dtype)) {
         if ((err = fw_node_record(&node, "split", split_backward, 1, &x, num, res, 0,
                                   sizeof(axis_attr) + sizeof(int))) < 0)
@@ -320,11 +326,11 @@ static int map_backward(fw_node *node, fw_tensor **gin, fw_tensor *const *gout)
 
     if ((err = fw__idx_grad_dense(&g, gout[0])) < 0)
         return err;
-    if ((err = fw_op_zeros(&gx, FW_CPU, g->dtype, xs, nd)) < 0)
+    if ((err = fw_op_zeros(&gx, g->device, g->dtype, xs, nd)) < 0)
         goto done;
-    if ((err = build_maps(&block, maps, a)) < 0)
+    if ((err = build_maps(&block, maps, a)) < 0 ||
+        (err = fw__idx_map_add(gx, g, a->ndim, a->out_shape, a->in_shape, block)) < 0)
         goto done;
-    fw__idx_map_add(gx, g, a->ndim, a->out_shape, a->in_shape, (const int64_t *const *)maps);
     err = fw__idx_grad_finish(&gin[0], gx, dt);
     gx = NULL;
 done:
@@ -350,9 +356,21 @@ static int map_op(fw_tensor **out, const char *op, fw_tensor *x, const map_attr 
         goto done;
     if ((err = fw_op_dense(&xd, x)) < 0)
         goto done;
-    if (y->numel > 0)
-        fw__cpu_map_copy(fw__ptr(y), fw__ptr(xd), a->ndim, a->out_shape, a->in_shape,
-                         (const int64_t *const *)maps, fill, fw_dtype_size(x->dtype));
+    if (y->numel > 0) {
+        const int64_t *dm;
+        fw_tensor *keep = NULL;
+        int64_t total = 0;
+        for (int d = 0; d < a->ndim; d++)
+            total += a->out_shape[d];
+        if ((err = fw__idx_on_device(&dm, &keep, x->device, block, total)) < 0)
+            goto done;
+        err = fw__idx_kernels(op, x)->map_copy(fw_dtype_size(x->dtype), fw__ptr(y),
+                                               fw__ptr(xd), a->ndim, a->out_shape,
+                                               a->in_shape, dm, fill);
+        fw_tensor_unref(keep);
+        if (err < 0)
+            goto done;
+    }
     if (fw_dtype_is_float(x->dtype)) {
         if ((err = fw_node_record(&node, op, map_backward, 1, &x, 1, &y, 0,
                                   sizeof(map_attr))) < 0)

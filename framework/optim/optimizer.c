@@ -11,13 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fw/ops.h"
 #include "fw/optim.h"
-#include "../core/fw_parallel.h"
-#include "../cpu/optim_kernels.h"
+#include "../core/fw_backend_optim.h"
+#include "../core/fw_int.h"
 
 typedef struct param_state {
-    void *buf1;          /* velocity or moment1; NULL until first update */
-    void *buf2;          /* moment2 (Adam/AdamW) */
+    fw_tensor *buf1;     /* velocity or moment1 (param's device); NULL until first update */
+    fw_tensor *buf2;     /* moment2 (Adam/AdamW) */
     double beta1_pow;    /* beta1^t of the next step */
     double beta2_pow;
     bool decay;          /* AdamW: apply decoupled decay */
@@ -68,6 +69,18 @@ static int check_config(const fw_optim_config *c)
     return 0;
 }
 
+static const char *dev_name(fw_device d)
+{
+    return d == FW_CPU ? "cpu" : d == FW_CUDA ? "cuda" : "?";
+}
+
+/* The optimizer family of dev's backend, or NULL with FW_EDEVICE set. */
+static const struct fw_optim_kernels *optim_kernels(fw_device dev, const char *op)
+{
+    const fw_backend *b = fw_backend_require(dev, op);
+    return b ? fw_backend_family(b, b->optim, op) : NULL;
+}
+
 static int check_param(fw_tensor *p, size_t i)
 {
     if (p == NULL)
@@ -76,8 +89,8 @@ static int check_param(fw_tensor *p, size_t i)
     if (dt != FW_FLOAT32 && dt != FW_FLOAT64)
         return fw_error_set(FW_EDTYPE, "optimizer: param %zu is %s; only float32 and "
                             "float64 params are supported", i, fw_dtype_name(dt));
-    if (fw_tensor_device(p) != FW_CPU)
-        return fw_error_set(FW_EDEVICE, "optimizer: param %zu is not on the CPU", i);
+    if (optim_kernels(fw_tensor_device(p), "optimizer") == NULL)
+        return FW_EDEVICE;
     if (!fw_tensor_is_contiguous(p))
         return fw_error_set(FW_EINVAL, "optimizer: param %zu is not contiguous", i);
     return 0;
@@ -124,8 +137,8 @@ void fw_optim_free(fw_optim *o)
         return;
     for (size_t i = 0; o->params != NULL && i < o->n; i++) {
         fw_tensor_unref(o->params[i]);
-        free(o->st[i].buf1);
-        free(o->st[i].buf2);
+        fw_tensor_unref(o->st[i].buf1);
+        fw_tensor_unref(o->st[i].buf2);
     }
     free(o->params);
     free(o->st);
@@ -142,23 +155,30 @@ static bool needs_buf2(fw_optim_kind k)
     return k == FW_OPTIM_ADAM || k == FW_OPTIM_ADAMW;
 }
 
+/* Zeros like param p, on its device. */
+static int state_buf(fw_tensor **out, const fw_tensor *p, size_t i)
+{
+    int err;
+    if ((err = fw_zeros_like(out, p)) < 0)
+        return err == FW_ENOMEM ? fw_error_set(FW_ENOMEM, "optimizer state for param %zu", i)
+                                : err;
+    return 0;
+}
+
 /* Create zeroed state for param i if missing. */
 static int ensure_state(fw_optim *o, size_t i)
 {
     param_state *s = &o->st[i];
-    size_t bytes = (size_t)fw_tensor_numel(o->params[i]) * fw_dtype_size(fw_tensor_dtype(o->params[i]));
-    if (bytes == 0)
-        bytes = 1;
+    int err;
     if (needs_buf1(o->cfg.kind) && s->buf1 == NULL) {
-        if ((s->buf1 = calloc(1, bytes)) == NULL)
-            return fw_error_set(FW_ENOMEM, "optimizer state for param %zu", i);
+        if ((err = state_buf(&s->buf1, o->params[i], i)) < 0)
+            return err;
         s->beta1_pow = o->cfg.beta1;
         s->beta2_pow = o->cfg.beta2;
     }
-    if (needs_buf2(o->cfg.kind) && s->buf2 == NULL) {
-        if ((s->buf2 = calloc(1, bytes)) == NULL)
-            return fw_error_set(FW_ENOMEM, "optimizer state for param %zu", i);
-    }
+    if (needs_buf2(o->cfg.kind) && s->buf2 == NULL &&
+        (err = state_buf(&s->buf2, o->params[i], i)) < 0)
+        return err;
     return 0;
 }
 
@@ -174,9 +194,12 @@ static int check_grad(const fw_tensor *p, const fw_tensor *g, size_t i)
         return fw_error_set(FW_ESHAPE, "optimizer: grad of param %zu has shape %s, param %s",
                             i, fw_tensor_shape_str(a, sizeof(a), g),
                             fw_tensor_shape_str(b, sizeof(b), p));
-    if (!fw_tensor_is_contiguous(g) || fw_tensor_device(g) != FW_CPU)
-        return fw_error_set(FW_EINVAL, "optimizer: grad of param %zu is not a contiguous "
-                            "CPU tensor", i);
+    if (fw_tensor_device(g) != fw_tensor_device(p))
+        return fw_error_set(FW_EDEVICE, "optimizer: grad of param %zu is on %s, param on %s",
+                            i, dev_name(fw_tensor_device(g)),
+                            dev_name(fw_tensor_device(p)));
+    if (!fw_tensor_is_contiguous(g))
+        return fw_error_set(FW_EINVAL, "optimizer: grad of param %zu is not contiguous", i);
     return 0;
 }
 
@@ -203,17 +226,22 @@ static int clip_impl(double *global_norm, fw_tensor *const *params, const param_
         if (dt != FW_FLOAT32 && dt != FW_FLOAT64)
             return fw_error_set(FW_EDTYPE, "ClipGradByGlobalNorm: grad of param %zu is %s; "
                                 "need float32 or float64", i, fw_dtype_name(dt));
-        if (!fw_tensor_is_contiguous(g) || fw_tensor_device(g) != FW_CPU)
-            return fw_error_set(FW_EINVAL, "ClipGradByGlobalNorm: grad of param %zu is not a "
-                                "contiguous CPU tensor", i);
+        if (!fw_tensor_is_contiguous(g))
+            return fw_error_set(FW_EINVAL, "ClipGradByGlobalNorm: grad of param %zu is not "
+                                "contiguous", i);
+        if (optim_kernels(fw_tensor_device(g), "ClipGradByGlobalNorm") == NULL)
+            return FW_EDEVICE;
     }
     for (size_t i = 0; i < n; i++) {
         fw_tensor *g = CLIPPED_GRAD(i);
         if (g == NULL)
             continue;
-        size_t m = (size_t)fw_tensor_numel(g);
-        ss += fw_tensor_dtype(g) == FW_FLOAT32 ? fw__sumsq_f32(fw_tensor_data(g), m)
-                                               : fw__sumsq_f64(fw_tensor_data(g), m);
+        double part = 0;
+        int err = optim_kernels(fw_tensor_device(g), "ClipGradByGlobalNorm")
+                      ->sumsq(fw_tensor_dtype(g), fw__ptr(g), (size_t)fw_tensor_numel(g), &part);
+        if (err < 0)
+            return err;
+        ss += part;
     }
     double norm = sqrt(ss);
     if (global_norm)
@@ -225,11 +253,10 @@ static int clip_impl(double *global_norm, fw_tensor *const *params, const param_
         fw_tensor *g = CLIPPED_GRAD(i);
         if (g == NULL)
             continue;
-        size_t m = (size_t)fw_tensor_numel(g);
-        if (fw_tensor_dtype(g) == FW_FLOAT32)
-            fw__scale_f32(fw_tensor_data(g), m, scale);
-        else
-            fw__scale_f64(fw_tensor_data(g), m, scale);
+        int err = optim_kernels(fw_tensor_device(g), "ClipGradByGlobalNorm")
+                      ->scale(fw_tensor_dtype(g), fw__ptr(g), (size_t)fw_tensor_numel(g), scale);
+        if (err < 0)
+            return err;
     }
 #undef CLIPPED_GRAD
     return 0;
@@ -292,52 +319,32 @@ fw_tensor *fw_optim_param(const fw_optim *o, size_t i)
     return i < o->n ? o->params[i] : NULL;
 }
 
-/* One parameter's update over elements [b, e), for fw_parallel_for. */
-typedef struct update_job {
-    const fw_optim_config *c;
-    const param_state *s;
-    bool f32;
-    void *p, *g;
-    double lr, l2, decay;
-} update_job;
-
-#define UPDATE_GRAIN 65536
-
-static void update_chunk(void *ctx, int64_t b, int64_t e)
+/* One parameter's fused update through its device's optimizer family. */
+static int update_param(const fw_optim_config *c, const param_state *s, fw_tensor *p,
+                        fw_tensor *gt, double lr)
 {
-    const update_job *j = ctx;
-    const fw_optim_config *c = j->c;
-    size_t n = (size_t)(e - b);
-    size_t es = j->f32 ? sizeof(float) : sizeof(double);
-    char *p = (char *)j->p + (size_t)b * es, *g = (char *)j->g + (size_t)b * es;
-    char *b1 = j->s->buf1 ? (char *)j->s->buf1 + (size_t)b * es : NULL;
-    char *b2 = j->s->buf2 ? (char *)j->s->buf2 + (size_t)b * es : NULL;
+    const struct fw_optim_kernels *k = optim_kernels(fw_tensor_device(p), "optimizer");
+    fw_dtype dt = fw_tensor_dtype(p);
+    size_t n = (size_t)fw_tensor_numel(p);
+    void *pp = fw__ptr(p), *b1 = s->buf1 ? fw__ptr(s->buf1) : NULL;
+    const void *g = fw__ptr(gt);
+
+    if (k == NULL)
+        return FW_EDEVICE;
     switch (c->kind) {
     case FW_OPTIM_SGD:
-        if (j->f32)
-            fw__sgd_f32((float *)p, (float *)g, n, j->lr, j->l2);
-        else
-            fw__sgd_f64((double *)p, (double *)g, n, j->lr, j->l2);
-        break;
+        return k->sgd(dt, pp, g, n, lr, c->weight_decay);
     case FW_OPTIM_MOMENTUM:
-        if (j->f32)
-            fw__momentum_f32((float *)p, (float *)g, (float *)b1, n, j->lr, c->momentum, j->l2,
-                             c->nesterov);
-        else
-            fw__momentum_f64((double *)p, (double *)g, (double *)b1, n, j->lr, c->momentum,
-                             j->l2, c->nesterov);
-        break;
+        return k->momentum(dt, pp, g, b1, n, lr, c->momentum, c->weight_decay, c->nesterov);
     case FW_OPTIM_ADAM:
-    case FW_OPTIM_ADAMW:
-        if (j->f32)
-            fw__adam_f32((float *)p, (float *)g, (float *)b1, (float *)b2, n, j->lr, c->beta1,
-                         c->beta2, c->epsilon, j->s->beta1_pow, j->s->beta2_pow, j->l2, j->decay);
-        else
-            fw__adam_f64((double *)p, (double *)g, (double *)b1, (double *)b2, n, j->lr,
-                         c->beta1, c->beta2, c->epsilon, j->s->beta1_pow, j->s->beta2_pow, j->l2,
-                         j->decay);
-        break;
+    case FW_OPTIM_ADAMW: {
+        bool w = c->kind == FW_OPTIM_ADAMW;
+        return k->adam(dt, pp, g, b1, fw__ptr(s->buf2), n, lr, c->beta1, c->beta2, c->epsilon,
+                       s->beta1_pow, s->beta2_pow, w ? 0.0 : c->weight_decay,
+                       w && s->decay ? c->weight_decay : 0.0);
     }
+    }
+    return fw_error_set(FW_EINVAL, "optimizer: unknown kind %d", (int)c->kind);
 }
 
 int fw_optim_step(fw_optim *o)
@@ -366,18 +373,8 @@ int fw_optim_step(fw_optim *o)
         param_state *s = &o->st[i];
         if (gt == NULL)
             continue;
-        size_t n = (size_t)fw_tensor_numel(p);
-        double lr = base_lr * s->lr_scale;
-        bool f32 = fw_tensor_dtype(p) == FW_FLOAT32;
-        update_job j = { c, s, f32, fw_tensor_data(p), fw_tensor_data(gt), lr, 0, 0 };
-        if (c->kind == FW_OPTIM_ADAM)
-            j.l2 = c->weight_decay;
-        else if (c->kind == FW_OPTIM_ADAMW)
-            j.decay = s->decay ? c->weight_decay : 0.0;
-        else
-            j.l2 = c->weight_decay;
-        /* elementwise, so any split gives the same bits */
-        fw_parallel_for((int64_t)n, UPDATE_GRAIN, update_chunk, &j);
+        if ((err = update_param(c, s, p, gt, base_lr * s->lr_scale)) < 0)
+            return err;
         if (c->kind == FW_OPTIM_ADAM || c->kind == FW_OPTIM_ADAMW) {
             s->beta1_pow *= c->beta1;
             s->beta2_pow *= c->beta2;
@@ -440,8 +437,8 @@ int fw_optim_state_get(fw_tensor **out, const fw_optim *o, size_t i, const char 
         return fw_error_set(FW_ERANGE, "optimizer: param %zu has no state yet", i);
     fw_tensor *p = o->params[i];
     if (slot <= 2)
-        return fw_tensor_from_data(out, slot == 1 ? s->buf1 : s->buf2, fw_tensor_dtype(p),
-                                   fw_tensor_shape(p), fw_tensor_ndim(p));
+        return fw_tensor_clone(out, slot == 1 ? s->buf1 : s->buf2);
+    (void)p;
     float v = (float)(slot == 3 ? s->beta1_pow : s->beta2_pow);
     int64_t one = 1;
     return fw_tensor_from_data(out, &v, FW_FLOAT32, &one, 1);
@@ -474,29 +471,28 @@ int fw_optim_state_set(fw_optim *o, size_t i, const char *name, const fw_tensor 
     if (!fw_dtype_is_float(fw_tensor_dtype(value)))
         return fw_error_set(FW_EDTYPE, "optimizer: state '%s' must be floating point, got %s",
                             name, fw_dtype_name(fw_tensor_dtype(value)));
-    /* convert first so a failure leaves the state untouched */
-    size_t n = (size_t)fw_tensor_numel(value);
-    double *tmp = malloc((n ? n : 1) * sizeof(double));
-    if (tmp == NULL)
-        return fw_error_set(FW_ENOMEM, "optimizer state");
-    if ((err = fw_tensor_to_doubles(tmp, (int64_t)n, value)) < 0 ||
-        (err = ensure_state(o, i)) < 0) {
-        free(tmp);
-        return err;
-    }
-    param_state *s = &o->st[i];
-    if (slot == 3) {
-        s->beta1_pow = tmp[0];
-    } else if (slot == 4) {
-        s->beta2_pow = tmp[0];
-    } else {
-        void *dst = slot == 1 ? s->buf1 : s->buf2;
-        if (fw_tensor_dtype(p) == FW_FLOAT32)
-            for (size_t k = 0; k < n; k++)
-                ((float *)dst)[k] = (float)tmp[k];
+    /* convert first (to the param's device and dtype) so a failure leaves
+     * the state untouched */
+    fw_tensor *v = NULL, *c = NULL;
+    bool was = fw_set_grad_enabled(false);
+    double one = 0;
+    fw_device dev = slot <= 2 ? fw_tensor_device(p) : FW_CPU;
+    err = fw_tensor_to(&v, (fw_tensor *)value, dev);
+    if (err == 0)
+        err = slot <= 2 ? fw_cast(&c, v, fw_tensor_dtype(p)) : fw_tensor_item(&one, v);
+    fw_set_grad_enabled(was);
+    if (err == 0)
+        err = ensure_state(o, i);
+    if (err == 0) {
+        param_state *s = &o->st[i];
+        if (slot == 3)
+            s->beta1_pow = one;
+        else if (slot == 4)
+            s->beta2_pow = one;
         else
-            memcpy(dst, tmp, n * sizeof(double));
+            err = fw_tensor_assign(slot == 1 ? s->buf1 : s->buf2, c);
     }
-    free(tmp);
-    return 0;
+    fw_tensor_unref(c);
+    fw_tensor_unref(v);
+    return err;
 }

@@ -1,33 +1,63 @@
 /*
  * creation.c - random creation ops (fw_rand, fw_randn, ...; fw/random.h):
- * a new contiguous tensor filled by the raw Philox fills.
+ * a new contiguous tensor on the default device (fw_device_default()),
+ * filled by that device's random family (core/fw_backend_random.h). The
+ * generator stays here on the host: each op reserves its counter blocks
+ * and hands the kernel (seed, first block).
  */
+#include "fw/device.h"
 #include "fw/ops.h"
 #include "fw/random.h"
+#include "../core/fw_backend_random.h"
+#include "../core/fw_int.h"
+#include "random_int.h"
+
+/* A new tensor on the default device and that device's random family. */
+static int new_on_default(fw_tensor **t, const struct fw_random_kernels **k, fw_dtype dt,
+                          const int64_t *shape, int ndim, const char *op)
+{
+    fw_device dev = fw_device_default();
+    const fw_backend *b = fw_backend_require(dev, op);
+
+    *t = NULL;
+    if (b == NULL || (*k = fw_backend_family(b, b->random, op)) == NULL)
+        return FW_EDEVICE;
+    return fw_tensor_empty_on(t, dev, dt, shape, ndim);
+}
+
+/* Seed and first counter block of an n-element fill. */
+static void reserve(fw_generator *g, size_t n, uint64_t *seed, uint64_t *base)
+{
+    *seed = fw_generator_get_seed(g);
+    *base = fw_generator_reserve(g, fw_random_blocks(n, false));
+}
 
 typedef enum { C_UNIFORM, C_NORMAL } cdist;
 
 static int float_tensor(fw_tensor **out, const int64_t *shape, int ndim, fw_dtype dt,
                         cdist d, double p0, double p1, fw_generator *g, const char *what)
 {
+    const struct fw_random_kernels *k = NULL;
     fw_tensor *t = NULL;
+    uint64_t seed, base;
     int err;
 
     *out = NULL;
     if (!fw_dtype_is_float(dt))
         return fw_error_set(FW_EDTYPE, "%s: dtype %s is not a floating-point dtype", what,
                             fw_dtype_name(dt));
-    fw_dtype gen = dt == FW_FLOAT64 ? FW_FLOAT64 : FW_FLOAT32;
-    if ((err = fw_tensor_empty(&t, gen, shape, ndim)) < 0)
+    if ((err = d == C_UNIFORM ? fw__random_check_uniform(p0, p1)
+                              : fw__random_check_normal(p0, p1)) < 0)
         return err;
-    size_t n = (size_t)fw_tensor_numel(t);
-    void *p = fw_tensor_data(t);
+    fw_dtype gen = dt == FW_FLOAT64 ? FW_FLOAT64 : FW_FLOAT32;
+    if ((err = new_on_default(&t, &k, gen, shape, ndim, what)) < 0)
+        return err;
+    size_t n = (size_t)t->numel;
+    reserve(g, n, &seed, &base);
     if (d == C_UNIFORM)
-        err = gen == FW_FLOAT32 ? fw_random_uniform_f32(g, p, n, p0, p1)
-                                : fw_random_uniform_f64(g, p, n, p0, p1);
+        err = k->uniform(gen, fw__ptr(t), n, seed, base, p0, p1);
     else
-        err = gen == FW_FLOAT32 ? fw_random_normal_f32(g, p, n, p0, p1)
-                                : fw_random_normal_f64(g, p, n, p0, p1);
+        err = k->normal(gen, fw__ptr(t), n, seed, base, p0, p1);
     if (err == 0 && gen != dt) {          /* float16/bfloat16: round the draws */
         fw_tensor *c = NULL;
         bool prev = fw_set_grad_enabled(false);
@@ -76,14 +106,15 @@ int fw_randint(fw_tensor **out, int64_t low, int64_t high, const int64_t *shape,
     if (dtype != FW_INT32 && dtype != FW_INT64)
         return fw_error_set(FW_EDTYPE, "randint: dtype %s not supported (int32, int64)",
                             fw_dtype_name(dtype));
-    if (!(low < high))
-        return fw_error_set(FW_EINVAL, "randint: need low < high, got [%lld, %lld)",
-                            (long long)low, (long long)high);
-    if ((err = fw_tensor_empty(&t, dtype, shape, ndim)) < 0)
+    if ((err = fw__random_check_randint(low, high, dtype == FW_INT32)) < 0)
         return err;
-    size_t n = (size_t)fw_tensor_numel(t);
-    err = dtype == FW_INT32 ? fw_random_randint_i32(g, fw_tensor_data(t), n, low, high)
-                            : fw_random_randint_i64(g, fw_tensor_data(t), n, low, high);
+    const struct fw_random_kernels *k = NULL;
+    uint64_t seed, base;
+    if ((err = new_on_default(&t, &k, dtype, shape, ndim, "randint")) < 0)
+        return err;
+    size_t n = (size_t)t->numel;
+    reserve(g, n, &seed, &base);
+    err = k->randint(dtype, fw__ptr(t), n, seed, base, low, (uint64_t)high - (uint64_t)low);
     if (err < 0) {
         fw_tensor_unref(t);
         return err;
@@ -103,22 +134,23 @@ int fw_randperm(fw_tensor **out, int64_t n, fw_dtype dtype, fw_generator *g)
                             fw_dtype_name(dtype));
     if (n < 0 || (dtype == FW_INT32 && n > INT32_MAX))
         return fw_error_set(FW_EINVAL, "randperm: n %lld out of range", (long long)n);
-    if ((err = fw_tensor_empty(&t, FW_INT64, &n, 1)) < 0)
+    const struct fw_random_kernels *k = NULL;
+    uint64_t seed, base;
+    if ((err = new_on_default(&t, &k, FW_INT64, &n, 1, "randperm")) < 0)
         return err;
-    fw_random_randperm_i64(g, fw_tensor_data(t), (size_t)n);
-    if (dtype == FW_INT32) {
+    reserve(g, (size_t)n, &seed, &base);
+    err = k->randperm(fw__ptr(t), (size_t)n, seed, base);
+    if (err == 0 && dtype == FW_INT32) {
         fw_tensor *t32 = NULL;
-        err = fw_tensor_empty(&t32, FW_INT32, &n, 1);
-        if (err == 0) {
-            const int64_t *src = fw_tensor_data(t);
-            int32_t *dst = fw_tensor_data(t32);
-            for (int64_t i = 0; i < n; i++)
-                dst[i] = (int32_t)src[i];
-        }
+        bool prev = fw_set_grad_enabled(false);
+        err = fw_cast(&t32, t, FW_INT32);
+        fw_set_grad_enabled(prev);
         fw_tensor_unref(t);
-        if (err < 0)
-            return err;
         t = t32;
+    }
+    if (err < 0) {
+        fw_tensor_unref(t);
+        return err;
     }
     *out = t;
     return 0;

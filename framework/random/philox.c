@@ -11,7 +11,7 @@
 
 #include "fw/random.h"
 #include "random_int.h"
-#include "../core/fw_parallel.h"
+#include "../core/fw_backend_random.h"
 
 struct fw_generator {
     _Atomic uint64_t seed;
@@ -186,94 +186,50 @@ void fw__random_truncnorm_at(double *out, size_t n, uint64_t seed, uint64_t base
 }
 
 /* 64 random bits of element i: lanes as in uniform_pair. */
-static inline uint64_t bits64(uint64_t seed, uint64_t base, uint64_t i)
+uint64_t fw__random_bits64_at(uint64_t seed, uint64_t base, uint64_t i)
 {
     uint32_t r[4];
     block(r, seed, base + i / 2, 0);
     return (i & 1) ? (((uint64_t)r[2] << 32) | r[3]) : (((uint64_t)r[0] << 32) | r[1]);
 }
 
-/* ---- raw fills ----
- * A fill reserves its counter blocks, then fw_parallel_for splits the
- * elements; each chunk computes its elements from (seed, base, index), so
- * the numbers do not depend on the thread count. */
-
-#define CHUNK 256
-#define GRAIN 16384
-
-typedef enum { K_UNIFORM, K_NORMAL, K_TRUNC, K_BERNOULLI } fill_kind;
-
-typedef struct fill_ctx {
-    void *out;
-    int type;                /* 0 float, 1 double, 2 uint8 */
-    fill_kind kind;
-    double p0, p1, a, b;     /* low/high or mean/std; truncation bounds */
-    uint64_t seed, base;
-} fill_ctx;
-
-static void fill_chunk(void *vctx, int64_t begin, int64_t end)
+int64_t fw__random_randint_at(uint64_t seed, uint64_t base, uint64_t i, int64_t low,
+                              uint64_t range)
 {
-    const fill_ctx *c = vctx;
-    double buf[CHUNK];
-    for (int64_t s = begin; s < end; s += CHUNK) {
-        size_t m = (size_t)(end - s < CHUNK ? end - s : CHUNK);
-        switch (c->kind) {
-        case K_UNIFORM:
-        case K_BERNOULLI:
-            fw__random_uniform_at(buf, m, c->seed, c->base, (uint64_t)s);
-            break;
-        case K_NORMAL:
-            fw__random_normal_at(buf, m, c->seed, c->base, (uint64_t)s);
-            break;
-        case K_TRUNC:
-            fw__random_truncnorm_at(buf, m, c->seed, c->base, (uint64_t)s, c->a, c->b);
-            break;
-        }
-        for (size_t j = 0; j < m; j++) {
-            double v;
-            if (c->kind == K_BERNOULLI) {
-                ((uint8_t *)c->out)[s + (int64_t)j] = buf[j] < c->p0;
-                continue;
-            }
-            if (c->kind == K_UNIFORM) {
-                v = c->p0 + (c->p1 - c->p0) * buf[j];
-            } else {
-                v = c->p0 + c->p1 * buf[j];
-                if (c->kind == K_TRUNC)   /* rounding of mean + std*z */
-                    v = v < c->a * c->p1 + c->p0 ? c->a * c->p1 + c->p0
-                      : v > c->b * c->p1 + c->p0 ? c->b * c->p1 + c->p0 : v;
-            }
-            if (c->type == 0) {
-                float f = (float)v;
-                if (c->kind == K_UNIFORM && f >= (float)c->p1) /* stay half-open */
-                    f = (float)c->p0;
-                ((float *)c->out)[s + (int64_t)j] = f;
-            } else {
-                if (c->kind == K_UNIFORM && v >= c->p1)
-                    v = c->p0;
-                ((double *)c->out)[s + (int64_t)j] = v;
-            }
-        }
-    }
+    uint64_t x = fw__random_bits64_at(seed, base, i);
+    uint64_t r = (uint64_t)(((unsigned __int128)x * range) >> 64);
+    return (int64_t)((uint64_t)low + r);
 }
 
-static void run_fill(fw_generator *g, void *out, int type, size_t n, fill_kind kind, double p0,
-                     double p1, double a, double b)
+/* ---- raw fills on host memory ----
+ * A fill reserves its counter blocks, then the CPU backend's random family
+ * (cpu/random_backend.c, the layout of core/fw_backend_random.h) computes
+ * each element from (seed, base, index). */
+
+static const struct fw_random_kernels *cpu_random(void)
 {
-    fill_ctx c = { out, type, kind, p0, p1, a, b, 0, 0 };
-    c.seed = fw_generator_get_seed(g);
-    c.base = fw_generator_reserve(g, kind == K_TRUNC ? n : (n + 1) / 2);
-    fw_parallel_for((int64_t)n, GRAIN, fill_chunk, &c);
+    return fw_backend_get(FW_CPU)->random;
 }
 
-static int check_range(double low, double high)
+typedef enum { K_UNIFORM, K_NORMAL } fill_kind;
+
+static int run_fill(fw_generator *g, void *out, fw_dtype dt, size_t n, fill_kind kind,
+                    double p0, double p1)
+{
+    uint64_t seed = fw_generator_get_seed(g);
+    uint64_t base = fw_generator_reserve(g, fw_random_blocks(n, false));
+    return kind == K_UNIFORM ? cpu_random()->uniform(dt, out, n, seed, base, p0, p1)
+                             : cpu_random()->normal(dt, out, n, seed, base, p0, p1);
+}
+
+int fw__random_check_uniform(double low, double high)
 {
     if (!isfinite(low) || !isfinite(high) || !(low < high))
         return fw_error_set(FW_EINVAL, "uniform: need finite low < high, got [%g, %g)", low, high);
     return 0;
 }
 
-static int check_normal(double mean, double std)
+int fw__random_check_normal(double mean, double std)
 {
     if (!isfinite(mean) || !isfinite(std) || std < 0)
         return fw_error_set(FW_EINVAL, "normal: need finite mean and std >= 0, got mean %g "
@@ -283,7 +239,7 @@ static int check_normal(double mean, double std)
 
 /* What every two-parameter filler does: refuse a NULL output and bad
  * parameters (`check`), then fill `n` values of `type` (0 f32, 1 f64). */
-static int fill_checked(const char *fn, fw_generator *g, void *out, int type, size_t n,
+static int fill_checked(const char *fn, fw_generator *g, void *out, fw_dtype dt, size_t n,
                         fill_kind kind, double p0, double p1, int (*check)(double, double))
 {
     int err;
@@ -292,28 +248,27 @@ static int fill_checked(const char *fn, fw_generator *g, void *out, int type, si
         return fw_error_set(FW_EINVAL, "%s: NULL output for %zu values", fn, n);
     if ((err = check(p0, p1)) < 0)
         return err;
-    run_fill(g, out, type, n, kind, p0, p1, 0, 0);
-    return 0;
+    return run_fill(g, out, dt, n, kind, p0, p1);
 }
 
 int fw_random_uniform_f32(fw_generator *g, float *out, size_t n, double low, double high)
 {
-    return fill_checked(__func__, g, out, 0, n, K_UNIFORM, low, high, check_range);
+    return fill_checked(__func__, g, out, FW_FLOAT32, n, K_UNIFORM, low, high, fw__random_check_uniform);
 }
 
 int fw_random_uniform_f64(fw_generator *g, double *out, size_t n, double low, double high)
 {
-    return fill_checked(__func__, g, out, 1, n, K_UNIFORM, low, high, check_range);
+    return fill_checked(__func__, g, out, FW_FLOAT64, n, K_UNIFORM, low, high, fw__random_check_uniform);
 }
 
 int fw_random_normal_f32(fw_generator *g, float *out, size_t n, double mean, double std)
 {
-    return fill_checked(__func__, g, out, 0, n, K_NORMAL, mean, std, check_normal);
+    return fill_checked(__func__, g, out, FW_FLOAT32, n, K_NORMAL, mean, std, fw__random_check_normal);
 }
 
 int fw_random_normal_f64(fw_generator *g, double *out, size_t n, double mean, double std)
 {
-    return fill_checked(__func__, g, out, 1, n, K_NORMAL, mean, std, check_normal);
+    return fill_checked(__func__, g, out, FW_FLOAT64, n, K_NORMAL, mean, std, fw__random_check_normal);
 }
 
 /* Standard normal CDF. */
@@ -336,68 +291,71 @@ static int check_trunc(double *za, double *zb, double mean, double std, double a
     return 0;
 }
 
-int fw_random_truncated_normal_f32(fw_generator *g, float *out, size_t n, double mean,
-                                   double std, double a, double b)
+static int trunc_fill(fw_generator *g, void *out, fw_dtype dt, size_t n, double mean,
+                      double std, double a, double b)
 {
     if (out == NULL && n > 0)
-        return fw_error_set(FW_EINVAL, "%s: NULL output for %zu values", __func__, n);
+        return fw_error_set(FW_EINVAL, "fw_random_truncated_normal_%s: NULL output for %zu "
+                            "values", dt == FW_FLOAT32 ? "f32" : "f64", n);
     double za = 0, zb = 0;
     int err;
     if ((err = check_trunc(&za, &zb, mean, std, a, b)) < 0)
         return err;
-    run_fill(g, out, 0, n, K_TRUNC, mean, std, za, zb);
-    return 0;
+    uint64_t seed = fw_generator_get_seed(g);
+    uint64_t base = fw_generator_reserve(g, fw_random_blocks(n, true));
+    return cpu_random()->truncated_normal(dt, out, n, seed, base, mean, std, za, zb);
+}
+
+int fw_random_truncated_normal_f32(fw_generator *g, float *out, size_t n, double mean,
+                                   double std, double a, double b)
+{
+    return trunc_fill(g, out, FW_FLOAT32, n, mean, std, a, b);
 }
 
 int fw_random_truncated_normal_f64(fw_generator *g, double *out, size_t n, double mean,
                                    double std, double a, double b)
 {
-    if (out == NULL && n > 0)
-        return fw_error_set(FW_EINVAL, "%s: NULL output for %zu values", __func__, n);
-    double za = 0, zb = 0;
-    int err;
-    if ((err = check_trunc(&za, &zb, mean, std, a, b)) < 0)
-        return err;
-    run_fill(g, out, 1, n, K_TRUNC, mean, std, za, zb);
-    return 0;
+    return trunc_fill(g, out, FW_FLOAT64, n, mean, std, a, b);
 }
 
-static inline int64_t randint_at(uint64_t seed, uint64_t base, uint64_t i, int64_t low,
-                                 uint64_t range)
+static int randint_fill(fw_generator *g, void *out, fw_dtype dt, size_t n, int64_t low,
+                        int64_t high)
 {
-    uint64_t x = bits64(seed, base, i);
-    uint64_t r = (uint64_t)(((unsigned __int128)x * range) >> 64);
-    return (int64_t)((uint64_t)low + r);
+    uint64_t range = (uint64_t)high - (uint64_t)low;
+    uint64_t seed = fw_generator_get_seed(g);
+    uint64_t base = fw_generator_reserve(g, fw_random_blocks(n, false));
+    return cpu_random()->randint(dt, out, n, seed, base, low, range);
+}
+
+int fw__random_check_randint(int64_t low, int64_t high, bool i32)
+{
+    if (!i32 && !(low < high))
+        return fw_error_set(FW_EINVAL, "randint: need low < high, got [%lld, %lld)",
+                            (long long)low, (long long)high);
+    if (i32 && (!(low < high) || low < INT32_MIN || high - 1 > INT32_MAX))
+        return fw_error_set(FW_EINVAL, "randint: need low < high within int32, got "
+                            "[%lld, %lld)", (long long)low, (long long)high);
+    return 0;
 }
 
 int fw_random_randint_i64(fw_generator *g, int64_t *out, size_t n, int64_t low, int64_t high)
 {
+    int err;
     if (out == NULL && n > 0)
         return fw_error_set(FW_EINVAL, "%s: NULL output for %zu values", __func__, n);
-    if (!(low < high))
-        return fw_error_set(FW_EINVAL, "randint: need low < high, got [%lld, %lld)",
-                            (long long)low, (long long)high);
-    uint64_t range = (uint64_t)high - (uint64_t)low;
-    uint64_t seed = fw_generator_get_seed(g);
-    uint64_t base = fw_generator_reserve(g, (n + 1) / 2);
-    for (size_t i = 0; i < n; i++)
-        out[i] = randint_at(seed, base, i, low, range);
-    return 0;
+    if ((err = fw__random_check_randint(low, high, false)) < 0)
+        return err;
+    return randint_fill(g, out, FW_INT64, n, low, high);
 }
 
 int fw_random_randint_i32(fw_generator *g, int32_t *out, size_t n, int64_t low, int64_t high)
 {
+    int err;
     if (out == NULL && n > 0)
         return fw_error_set(FW_EINVAL, "%s: NULL output for %zu values", __func__, n);
-    if (!(low < high) || low < INT32_MIN || high - 1 > INT32_MAX)
-        return fw_error_set(FW_EINVAL, "randint: need low < high within int32, got "
-                            "[%lld, %lld)", (long long)low, (long long)high);
-    uint64_t range = (uint64_t)high - (uint64_t)low;
-    uint64_t seed = fw_generator_get_seed(g);
-    uint64_t base = fw_generator_reserve(g, (n + 1) / 2);
-    for (size_t i = 0; i < n; i++)
-        out[i] = (int32_t)randint_at(seed, base, i, low, range);
-    return 0;
+    if ((err = fw__random_check_randint(low, high, true)) < 0)
+        return err;
+    return randint_fill(g, out, FW_INT32, n, low, high);
 }
 
 int fw_random_bernoulli_u8(fw_generator *g, uint8_t *out, size_t n, double p)
@@ -406,8 +364,9 @@ int fw_random_bernoulli_u8(fw_generator *g, uint8_t *out, size_t n, double p)
         return fw_error_set(FW_EINVAL, "%s: NULL output for %zu values", __func__, n);
     if (!(p >= 0.0 && p <= 1.0))
         return fw_error_set(FW_EINVAL, "bernoulli: probability %g is not in [0, 1]", p);
-    run_fill(g, out, 2, n, K_BERNOULLI, p, 0, 0, 0);
-    return 0;
+    uint64_t seed = fw_generator_get_seed(g);
+    uint64_t base = fw_generator_reserve(g, fw_random_blocks(n, false));
+    return cpu_random()->bernoulli(out, n, seed, base, p);
 }
 
 int fw_random_randperm_i64(fw_generator *g, int64_t *out, size_t n)
@@ -415,16 +374,6 @@ int fw_random_randperm_i64(fw_generator *g, int64_t *out, size_t n)
     if (out == NULL && n > 0)
         return fw_error_set(FW_EINVAL, "%s: NULL output for %zu values", __func__, n);
     uint64_t seed = fw_generator_get_seed(g);
-    uint64_t base = fw_generator_reserve(g, (n + 1) / 2);
-    for (size_t i = 0; i < n; i++)
-        out[i] = (int64_t)i;
-    /* Fisher-Yates from the top: swap i with a uniform j in [0, i]. */
-    for (size_t i = n; i-- > 1;) {
-        uint64_t x = bits64(seed, base, i);
-        size_t j = (size_t)(((unsigned __int128)x * (i + 1)) >> 64);
-        int64_t t = out[i];
-        out[i] = out[j];
-        out[j] = t;
-    }
-    return 0;
+    uint64_t base = fw_generator_reserve(g, fw_random_blocks(n, false));
+    return cpu_random()->randperm(out, n, seed, base);
 }
