@@ -13,15 +13,21 @@
  * fills the same table. The op layer has validated everything before a call:
  * shapes, geometry, labels and ids in range, dtypes the table lists. Kernels
  * receive dense, contiguous, row-major arrays whose data pointers are device
- * pointers of the backend's device (int64 labels/ids and uint8 masks too).
+ * pointers of the backend's device (int64 labels/ids and uint8 masks too:
+ * the op layer builds and range-checks them on the host, then moves them
+ * with fw_tensor_to()).
  *
  * dtypes: `dt` is the element type of every float array of a call (int64
  * arrays are int64 whatever dt). `dtypes` says which float dtypes the table
- * computes in natively (a bitmask of 1u << fw_dtype). The ops pass a
- * tensor's own dtype only when it is in `dtypes`; otherwise they upcast
- * float16/bfloat16 to float32 first (fw_op_upcast) and cast the result back,
- * as they always have, so the CPU path (float32|float64) is unchanged. A
- * kernel still answers a dtype it lacks with FW_EDTYPE.
+ * computes in natively (a bitmask of 1u << fw_dtype; the CPU's is float32 |
+ * float64). The ops pass a tensor's own dtype only when it is in `dtypes`
+ * (fw__nn_check_float in ops/nn_common.c); a float16/bfloat16 tensor on a
+ * device whose table lacks it is refused with FW_EDTYPE exactly as before
+ * the seam, and the caller upcasts: paddle.amp reruns the op in float32 on
+ * the rounded inputs (amp/_state.py), C callers fw_op_upcast()/fw_cast()
+ * first. So the CPU path is unchanged and a CUDA table that sets the
+ * FW_FLOAT16/FW_BFLOAT16 bits gets those dtypes natively. A kernel still
+ * answers a dtype it lacks with FW_EDTYPE.
  *
  * Returns: every entry returns 0, or a negative FW_E* after fw_error_set():
  * FW_EDTYPE "<op>: float16 not supported on <backend>" for a dtype it lacks,
@@ -99,7 +105,9 @@ typedef struct fw_nn_kernels {
      * -> y [N, OC, OH, OW]; geometry g (shapes already consistent) ---- */
     int (*conv2d_fwd)(fw_dtype dt, void *y, const void *x, const void *w, const void *b,
                       const fw_nn_conv_geom *g);
-    /* dx, dw, db shaped like x, w, [OC]; each may be NULL. */
+    /* dx, dw, db shaped like x, w, [OC]; each may be NULL. x is read only
+     * for dw and may be NULL when dw is; w is read only for dx but must be
+     * a valid array (callers wanting dw alone pass zeros). */
     int (*conv2d_bwd)(fw_dtype dt, void *dx, void *dw, void *db, const void *x,
                       const void *w, const void *dy, const fw_nn_conv_geom *g);
 

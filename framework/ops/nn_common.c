@@ -14,7 +14,7 @@ static const char *dev_name(fw_device d)
     return d == FW_CPU ? "cpu" : d == FW_CUDA ? "cuda" : "an unknown device";
 }
 
-const fw_nn_kernels *fw__nn_kernels(const char *op, fw_device dev)
+const fw_nn_kernels *fw__nn_kernels_missing(const char *op, fw_device dev)
 {
     const fw_backend *b = fw_backend_require(dev, op);
     return b != NULL ? fw_backend_family(b, b->nn, op) : NULL;
@@ -122,6 +122,7 @@ int fw__nn_labels(fw_tensor **out, fw_tensor **host, const char *op, const char 
                   const fw_tensor *ref)
 {
     fw_tensor *h = NULL, *ids = NULL;
+    const void *src;
     int64_t cnt, *v;
     int err;
 
@@ -136,17 +137,23 @@ int fw__nn_labels(fw_tensor **out, fw_tensor **host, const char *op, const char 
     if ((err = fw__nn_check_device(op, what, label, ref_what, ref)) < 0)
         return err;
     cnt = label->numel;
-    if ((err = fw__nn_host(&h, (fw_tensor *)label)) < 0 ||
-        (err = fw_op_output(&ids, FW_CPU, FW_INT64, &cnt, 1)) < 0)
-        goto fail;
+    if ((err = fw_op_output(&ids, FW_CPU, FW_INT64, &cnt, 1)) < 0)
+        return err;
+    /* a dense label on the CPU is read in place (no copy, no refs) */
+    if (label->device != FW_CPU || !fw_tensor_is_contiguous(label)) {
+        if ((err = fw__nn_host(&h, (fw_tensor *)label)) < 0)
+            goto fail;
+        src = fw__ptr(h);
+    } else {
+        src = fw__ptr(label);
+    }
     v = fw__ptr(ids);
     if (label->dtype == FW_INT64) {
         if (cnt > 0)
-            memcpy(v, fw__ptr(h), (size_t)cnt * sizeof(int64_t));
+            memcpy(v, src, (size_t)cnt * sizeof(int64_t));
     } else {
-        const int32_t *src = fw__ptr(h);
         for (int64_t i = 0; i < cnt; i++)
-            v[i] = src[i];
+            v[i] = ((const int32_t *)src)[i];
     }
     for (int64_t i = 0; i < cnt; i++) {
         if (v[i] == skip)
@@ -159,14 +166,17 @@ int fw__nn_labels(fw_tensor **out, fw_tensor **host, const char *op, const char 
     }
     fw_tensor_unref(h);
     h = NULL;
-    if (host != NULL)
-        *host = fw_tensor_ref(ids);
-    if ((err = fw__nn_to_device(&ids, ref->device)) < 0) {
-        if (host != NULL) {
-            fw_tensor_unref(*host);
-            *host = NULL;
+    if (ref->device != FW_CPU) {
+        fw_tensor *m = fw_tensor_ref(ids);
+        if ((err = fw__nn_to_device(&m, ref->device)) < 0) {
+            fw_tensor_unref(m);
+            goto fail;
         }
-        goto fail;
+        if (host != NULL)
+            *host = ids; /* the CPU copy */
+        else
+            fw_tensor_unref(ids);
+        ids = m;
     }
     *out = ids;
     return 0;

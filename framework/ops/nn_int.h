@@ -19,8 +19,14 @@
 #include <stdint.h>
 
 /* The nn kernels of dev (one table lookup), or NULL with FW_EDEVICE
- * "<op>: no backend for cuda: ..." / "<op>: not supported on cuda". */
-const fw_nn_kernels *fw__nn_kernels(const char *op, fw_device dev);
+ * "<op>: no backend for cuda: ..." / "<op>: not supported on cuda"
+ * (fw_backend_require + fw_backend_family, in fw__nn_kernels_missing). */
+const fw_nn_kernels *fw__nn_kernels_missing(const char *op, fw_device dev);
+static inline const fw_nn_kernels *fw__nn_kernels(const char *op, fw_device dev)
+{
+    const fw_backend *b = fw_backend_get(dev);
+    return b != NULL && b->nn != NULL ? b->nn : fw__nn_kernels_missing(op, dev);
+}
 
 /* Not NULL and float32 or float64 (or a float dtype the device's nn table
  * computes natively, fw_nn_kernels.dtypes): "<op>: <what> must be float32
@@ -41,11 +47,17 @@ int fw__nn_check_rank(const char *op, const char *what, const fw_tensor *x, int 
  * tensor [numel] on that device (*out, what kernels receive), each value
  * in [0, n) or equal to `skip` (INT64_MIN for none): FW_ERANGE "<op>:
  * label 7 out of range [0, 5)". The values are checked on a host copy;
- * *host (when not NULL) receives it as a dense int64 tensor [numel] on the
- * CPU (the same tensor as *out when ref is on the CPU). */
+ * when host is not NULL, *host receives that copy (dense int64 [numel] on
+ * the CPU) if ref is on another device, else NULL: read *out itself then
+ * (see fw__nn_label_values). */
 int fw__nn_labels(fw_tensor **out, fw_tensor **host, const char *op, const char *what,
                   const fw_tensor *label, int64_t n, int64_t skip, const char *ref_what,
                   const fw_tensor *ref);
+/* The int64 values of fw__nn_labels' result on the host. */
+static inline const int64_t *fw__nn_label_values(const fw_tensor *out, const fw_tensor *host)
+{
+    return fw__ptr(host != NULL ? host : out);
+}
 /* A dense copy of t that the host can read: a new ref of t when it is
  * already dense and host-accessible, else a contiguous CPU copy. For op
  * code that reads values (labels, class weights); no autograd. */

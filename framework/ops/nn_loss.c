@@ -296,7 +296,7 @@ int fw_cross_entropy(fw_tensor **out, fw_tensor *input, fw_tensor *label,
         if ((err = fw__nn_labels(&idt, &idh, "cross_entropy", "label", label, a.C,
                                  o->ignore_index, "input", input)) < 0)
             return err;
-        ids = fw__ptr(idh);
+        ids = fw__nn_label_values(idt, idh);
     }
     if ((err = fw_op_dense(&xd, input)) < 0 ||
         (o->weight != NULL && (err = fw_op_dense(&wd, o->weight)) < 0))
@@ -356,7 +356,8 @@ int fw_cross_entropy(fw_tensor **out, fw_tensor *input, fw_tensor *label,
             goto fail;
         a.kind = CLS_CE_SOFT;
     } else {
-        labt = fw_tensor_ref(idt);
+        labt = idt; /* the labels move over */
+        idt = NULL;
         a.kind = CLS_CE_HARD;
     }
     if ((err = cls_loss(&loss, "cross_entropy", input, xd, labt, wd, &a, loss_shape,
@@ -450,7 +451,7 @@ int fw_nll_loss(fw_tensor **out, fw_tensor *input, fw_tensor *label, fw_tensor *
     if ((err = fw__nn_labels(&labt, &idh, "nll_loss", "label", label, a.C, ignore_index,
                              "input", input)) < 0)
         return err;
-    ids = fw__ptr(idh);
+    ids = fw__nn_label_values(labt, idh);
     n = a.outer * a.inner;
     if ((err = fw_op_dense(&xd, input)) < 0 ||
         (weight != NULL && (err = fw_op_dense(&wd, weight)) < 0))
