@@ -98,6 +98,14 @@ void *fw_mem_alloc(fw_device dev, size_t nbytes, size_t *block)
 
     if ((unsigned)dev >= FW_NDEVICES)
         return NULL;
+    if (dev != FW_CPU) {              /* a backend that caches itself: straight through */
+        const fw_backend *b = fw_backend_get(dev);
+        if (b && b->caches_itself) {
+            p = b->alloc(nbytes ? nbytes : 1);
+            *block = nbytes ? nbytes : 1;
+            return p;
+        }
+    }
     c = &caches[dev];
     idx = size_class(nbytes ? nbytes : 1, &csize);
     /* one critical section on the hot path (a cache hit) */
@@ -155,6 +163,13 @@ void fw_mem_free(fw_device dev, void *p, size_t block)
 
     if (p == NULL || (unsigned)dev >= FW_NDEVICES)
         return;
+    if (dev != FW_CPU) {
+        const fw_backend *b = fw_backend_get(dev);
+        if (b && b->caches_itself) {
+            b->free(p, block);
+            return;
+        }
+    }
     c = &caches[dev];
     idx = size_class(block, &csize);
     pthread_mutex_lock(&c->lock);

@@ -1,6 +1,7 @@
 /* backend.c - the device backend registry. */
 #include "fw_backend.h"
 #include "fw_int.h"
+#include "fw_plugin.h"
 
 #include <stdatomic.h>
 
@@ -24,6 +25,9 @@ const fw_backend *fw_backend_get(fw_device dev)
     if (b == NULL && dev == FW_CPU) {
         b = fw__cpu_backend();
         atomic_store(&table[FW_CPU], b);
+    } else if (b == NULL && dev == FW_CUDA) {
+        fw__backend_load_cuda();    /* once: registers the plugin's table */
+        b = atomic_load_explicit(&table[dev], memory_order_acquire);
     }
     return b;
 }
@@ -31,9 +35,10 @@ const fw_backend *fw_backend_get(fw_device dev)
 const fw_backend *fw_backend_require(fw_device dev, const char *op)
 {
     const fw_backend *b = fw_backend_get(dev);
-    if (b == NULL)
-        fw_error_set(FW_EDEVICE, "%s: no backend for %s", op,
-                     dev == FW_CUDA ? "cuda" : "this device");
+    if (b == NULL && dev == FW_CUDA)
+        fw_error_set(FW_EDEVICE, "%s: no backend for cuda: %s", op, fw__backend_load_reason(dev));
+    else if (b == NULL)
+        fw_error_set(FW_EDEVICE, "%s: no backend for this device", op);
     return b;
 }
 

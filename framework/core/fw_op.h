@@ -77,6 +77,10 @@ int fw_op_output(fw_tensor **out, fw_device dev, fw_dtype dt, const int64_t *sha
 int fw_op_zeros(fw_tensor **out, fw_device dev, fw_dtype dt, const int64_t *shape,
                 int ndim);
 
+/* A new 0-D tensor holding value on dev (ops' scalar operands: on their
+ * inputs' device, whatever fw_device_default() says; no host copy). */
+int fw_op_scalar(fw_tensor **out, fw_device dev, fw_dtype dt, double value);
+
 /* *out = x when x is contiguous (new ref) or a contiguous copy, without
  * recording autograd: for kernels that want dense input. */
 int fw_op_dense(fw_tensor **out, fw_tensor *x);

@@ -39,7 +39,9 @@ int fw_op_check_same_device(const char *op, const fw_tensor *a, const fw_tensor 
     if (a == NULL || b == NULL)
         return fw_error_set(FW_EINVAL, "%s: input is NULL", op);
     if (a->device != b->device)
-        return fw_error_set(FW_EDEVICE, "%s: inputs are on different devices", op);
+        return fw_error_set(FW_EDEVICE, "%s: inputs are on different devices (%s and %s)", op,
+                            a->device == FW_CPU ? "cpu" : "cuda",
+                            b->device == FW_CPU ? "cpu" : "cuda");
     return 0;
 }
 

@@ -4,6 +4,8 @@
 #include "fw_int.h"
 #include "fw_op.h"
 
+#include "fw/device.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,9 +166,28 @@ int fw_tensor_empty_on(fw_tensor **out, fw_device dev, fw_dtype dt, const int64_
     return 0;
 }
 
+/* Creation functions without a device argument use the default device
+ * (fw_device_set_default: paddle.set_device). Those that compute their
+ * values on the host (from data, arange, linspace, eye) fill a CPU tensor
+ * and move it there. */
 int fw_tensor_empty(fw_tensor **out, fw_dtype dt, const int64_t *shape, int ndim)
 {
-    return fw_tensor_empty_on(out, FW_CPU, dt, shape, ndim);
+    return fw_tensor_empty_on(out, fw_device_default(), dt, shape, ndim);
+}
+
+/* Move the host-filled CPU tensor *t to the default device (no-op there). */
+static int to_default(fw_tensor **t)
+{
+    fw_device dev = fw_device_default();
+    fw_tensor *y = NULL;
+    int err;
+
+    if (dev == FW_CPU || *t == NULL)
+        return 0;
+    err = fw_tensor_to(&y, *t, dev);
+    fw_tensor_unref(*t);
+    *t = y;
+    return err;
 }
 
 int fw_op_output(fw_tensor **out, fw_device dev, fw_dtype dt, const int64_t *shape, int ndim)
@@ -250,11 +271,18 @@ int fw_tensor_from_data(fw_tensor **out, const void *data, fw_dtype dt,
     if ((err = fw_tensor_empty(&t, dt, shape, ndim)) < 0)
         return err;
     if (t->numel > 0) {
+        const fw_backend *b = fw_backend_get(t->device);
+        size_t nbytes = (size_t)t->numel * fw_dtype_size(dt);
         if (data == NULL) {
             fw_tensor_unref(t);
             return fw_error_set(FW_EINVAL, "from_data: data is NULL");
         }
-        memcpy(fw__ptr(t), data, (size_t)t->numel * fw_dtype_size(dt));
+        if (b->host_accessible)
+            memcpy(fw__ptr(t), data, nbytes);
+        else if ((err = b->copy(fw__ptr(t), t->device, data, FW_CPU, nbytes)) < 0) {
+            fw_tensor_unref(t);
+            return err;
+        }
     }
     *out = t;
     return 0;
@@ -268,7 +296,7 @@ int fw_tensor_from_doubles(fw_tensor **out, const double *data, fw_dtype dt,
     int err;
 
     *out = NULL;
-    if ((err = fw_tensor_empty(&t, dt, shape, ndim)) < 0)
+    if ((err = fw_tensor_empty_on(&t, FW_CPU, dt, shape, ndim)) < 0)
         return err;
     if (t->numel > 0 && data == NULL) {
         fw_tensor_unref(t);
@@ -278,6 +306,8 @@ int fw_tensor_from_doubles(fw_tensor **out, const double *data, fw_dtype dt,
     int64_t esz = (int64_t)fw_dtype_size(dt);
     for (int64_t i = 0; i < t->numel; i++)
         fw__store_double(p + i * esz, dt, data[i]);
+    if ((err = to_default(&t)) < 0)
+        return err;
     *out = t;
     return 0;
 }
@@ -335,6 +365,23 @@ int fw_op_zeros(fw_tensor **out, fw_device dev, fw_dtype dt, const int64_t *shap
     return err;
 }
 
+int fw_op_scalar(fw_tensor **out, fw_device dev, fw_dtype dt, double value)
+{
+    int err;
+
+    if ((err = fw_tensor_empty_on(out, dev, dt, NULL, 0)) < 0)
+        return err;
+    if (dev == FW_CPU) {                    /* the hot path of scalar ops */
+        fw__store_double(fw__ptr(*out), dt, value);
+        return 0;
+    }
+    if ((err = fw_tensor_fill(*out, value)) < 0) {   /* a kernel: no host copy */
+        fw_tensor_unref(*out);
+        *out = NULL;
+    }
+    return err;
+}
+
 static int like(fw_tensor **out, const fw_tensor *t, bool fill, double value)
 {
     int err;
@@ -371,12 +418,14 @@ int fw_arange(fw_tensor **out, double start, double end, double step, fw_dtype d
     if (count > (double)(INT64_C(1) << 40))
         return fw_error_set(FW_EINVAL, "arange: %g elements is too many", count);
     n = count > 0 ? (int64_t)count : 0;
-    if ((err = fw_tensor_empty(&t, dt, &n, 1)) < 0)
+    if ((err = fw_tensor_empty_on(&t, FW_CPU, dt, &n, 1)) < 0)
         return err;
     char *p = fw__ptr(t);
     int64_t esz = (int64_t)fw_dtype_size(dt);
     for (int64_t i = 0; i < n; i++)
         fw__store_double(p + i * esz, dt, start + (double)i * step);
+    if ((err = to_default(&t)) < 0)
+        return err;
     *out = t;
     return 0;
 }
@@ -389,7 +438,7 @@ int fw_linspace(fw_tensor **out, double start, double stop, int64_t num, fw_dtyp
     *out = NULL;
     if (num < 0)
         return fw_error_set(FW_EINVAL, "linspace: num %lld is negative", (long long)num);
-    if ((err = fw_tensor_empty(&t, dt, &num, 1)) < 0)
+    if ((err = fw_tensor_empty_on(&t, FW_CPU, dt, &num, 1)) < 0)
         return err;
     char *p = fw__ptr(t);
     int64_t esz = (int64_t)fw_dtype_size(dt);
@@ -397,6 +446,8 @@ int fw_linspace(fw_tensor **out, double start, double stop, int64_t num, fw_dtyp
     for (int64_t i = 0; i < num; i++)
         fw__store_double(p + i * esz, dt,
                          i == num - 1 && num > 1 ? stop : start + (double)i * step);
+    if ((err = to_default(&t)) < 0)
+        return err;
     *out = t;
     return 0;
 }
@@ -413,13 +464,13 @@ int fw_eye(fw_tensor **out, int64_t n, int64_t m, fw_dtype dt)
         return fw_error_set(FW_EINVAL, "eye: num_rows %lld is negative", (long long)n);
     shape[0] = n;
     shape[1] = m;
-    if ((err = fw_zeros(out, dt, shape, 2)) < 0)
+    if ((err = fw_op_zeros(out, FW_CPU, dt, shape, 2)) < 0)
         return err;
     char *p = fw__ptr(*out);
     int64_t esz = (int64_t)fw_dtype_size(dt);
     for (int64_t i = 0; i < n && i < m; i++)
         fw__store_double(p + (i * m + i) * esz, dt, 1.0);
-    return 0;
+    return to_default(out);
 }
 
 /* ---- properties ----------------------------------------------------------------- */
@@ -498,6 +549,28 @@ static int copy_view(fw_tensor *dst, const fw_tensor *src)
     return b->copy_strided(&d, &s);
 }
 
+int fw__copy_cast(fw_tensor **out, fw_tensor *x, fw_dtype dt);
+
+/* The elements of device tensor t in C order as dtype dt into host dst: a
+ * contiguous (cast) copy on the device, then one transfer, which waits for
+ * the device's queued work (where Python needs values). */
+static int device_to_host(void *dst, const fw_tensor *t, fw_dtype dt, const char *op)
+{
+    const fw_backend *b = fw_backend_require(t->device, op);
+    fw_tensor *d = NULL;
+    int err;
+
+    if (b == NULL)
+        return FW_EDEVICE;
+    if (t->dtype == dt && fw_tensor_is_contiguous(t))
+        d = fw_tensor_ref((fw_tensor *)t);
+    else if ((err = fw__copy_cast(&d, (fw_tensor *)t, dt)) < 0)
+        return err;
+    err = b->copy(dst, FW_CPU, fw__ptr(d), t->device, (size_t)t->numel * fw_dtype_size(dt));
+    fw_tensor_unref(d);
+    return err;
+}
+
 int fw_tensor_copy_to(void *dst, size_t dst_bytes, const fw_tensor *t)
 {
     fw_tensor *view;
@@ -509,10 +582,10 @@ int fw_tensor_copy_to(void *dst, size_t dst_bytes, const fw_tensor *t)
     if (dst_bytes < need)
         return fw_error_set(FW_EINVAL, "copy_to: buffer of %zu bytes is smaller than %zu",
                             dst_bytes, need);
-    if (t->device != FW_CPU)
-        return fw_error_set(FW_EDEVICE, "copy_to: tensor is not on the CPU");
     if (need == 0)
         return 0;
+    if (t->device != FW_CPU)
+        return device_to_host(dst, t, t->dtype, "copy_to");
     if ((err = fw_tensor_from_blob(&view, dst, t->dtype, t->shape, t->ndim, NULL, NULL)) < 0)
         return err;
     err = copy_view(view, t);
@@ -530,10 +603,10 @@ int fw_tensor_to_doubles(double *dst, int64_t n, const fw_tensor *t)
     if (n < t->numel)
         return fw_error_set(FW_EINVAL, "to_doubles: buffer of %lld is smaller than %lld",
                             (long long)n, (long long)t->numel);
-    if (t->device != FW_CPU)
-        return fw_error_set(FW_EDEVICE, "to_doubles: tensor is not on the CPU");
     if (t->numel == 0)
         return 0;
+    if (t->device != FW_CPU)
+        return device_to_host(dst, t, FW_FLOAT64, "to_doubles");
     if ((err = fw_tensor_from_blob(&view, dst, FW_FLOAT64, t->shape, t->ndim, NULL, NULL)) < 0)
         return err;
     err = copy_view(view, t);
@@ -564,7 +637,9 @@ int fw_tensor_assign(fw_tensor *dst, const fw_tensor *src)
         return fw_error_set(FW_EGRAD, "assign: in-place write to a leaf that requires grad "
                                       "(use no-grad mode)");
     if (dst->device != src->device)
-        return fw_error_set(FW_EDEVICE, "assign: tensors are on different devices");
+        return fw_error_set(FW_EDEVICE, "assign: tensors are on different devices (%s and %s)",
+                            dst->device == FW_CPU ? "cpu" : "cuda",
+                            src->device == FW_CPU ? "cpu" : "cuda");
     /* broadcast src to dst's shape as a view (no autograd) */
     bool was = fw_set_grad_enabled(false);
     err = fw_expand(&ex, (fw_tensor *)src, dst->shape, dst->ndim);
@@ -599,7 +674,6 @@ int fw_op_dense(fw_tensor **out, fw_tensor *x)
 }
 
 /* Contiguous copy into a new tensor of dtype dt (no autograd). */
-int fw__copy_cast(fw_tensor **out, fw_tensor *x, fw_dtype dt);
 int fw__copy_cast(fw_tensor **out, fw_tensor *x, fw_dtype dt)
 {
     int err;

@@ -312,7 +312,7 @@ static int int_divisor_nonzero(const char *name, fw_tensor *b)
     int err;
 
     bool was = fw_set_grad_enabled(false);
-    if ((err = fw_tensor_from_doubles(&zero, &v, b->dtype, NULL, 0)) == 0 &&
+    if ((err = fw_op_scalar(&zero, b->device, b->dtype, v)) == 0 &&
         (err = fw_eq(&z, b, zero)) == 0 && (err = fw_sum(&any, z, NULL, 0, false)) == 0)
         err = fw_tensor_item(&nz, any);
     fw_set_grad_enabled(was);
@@ -380,8 +380,9 @@ int fw_remainder(fw_tensor **out, fw_tensor *a, fw_tensor *b)
 
 /* ---- isclose / allclose ------------------------------------------------------------------ */
 
-int fw_isclose(fw_tensor **out, fw_tensor *a, fw_tensor *b, double rtol, double atol,
-               bool equal_nan)
+/* isclose computed on the host (inputs on any one device), result on the CPU. */
+static int isclose_host(fw_tensor **out, fw_tensor *a, fw_tensor *b, double rtol, double atol,
+                        bool equal_nan)
 {
     int64_t shape[FW_MAX_DIMS];
     fw_tensor *ea = NULL, *eb = NULL, *y = NULL;
@@ -391,8 +392,8 @@ int fw_isclose(fw_tensor **out, fw_tensor *a, fw_tensor *b, double rtol, double 
     *out = NULL;
     if (a == NULL || b == NULL)
         return fw_error_set(FW_EINVAL, "isclose: input is NULL");
-    if (a->device != FW_CPU || b->device != FW_CPU)
-        return fw_error_set(FW_EDEVICE, "isclose: CPU tensors only");
+    if ((err = fw_op_check_same_device("isclose", a, b)) < 0)
+        return err;
     if ((err = fw_op_broadcast_shapes(shape, &nd, "isclose", a->shape, a->ndim, b->shape,
                                       b->ndim)) < 0)
         return err;
@@ -430,13 +431,28 @@ int fw_isclose(fw_tensor **out, fw_tensor *a, fw_tensor *b, double rtol, double 
     return 0;
 }
 
+int fw_isclose(fw_tensor **out, fw_tensor *a, fw_tensor *b, double rtol, double atol,
+               bool equal_nan)
+{
+    fw_tensor *y = NULL;
+    int err;
+
+    if ((err = isclose_host(&y, a, b, rtol, atol, equal_nan)) < 0 || a->device == FW_CPU) {
+        *out = y;
+        return err;
+    }
+    err = fw_tensor_to(out, y, a->device);     /* on the inputs' device */
+    fw_tensor_unref(y);
+    return err;
+}
+
 int fw_allclose(bool *out, fw_tensor *a, fw_tensor *b, double rtol, double atol, bool equal_nan)
 {
     fw_tensor *c = NULL;
     int err;
 
     *out = false;
-    if ((err = fw_isclose(&c, a, b, rtol, atol, equal_nan)) < 0)
+    if ((err = isclose_host(&c, a, b, rtol, atol, equal_nan)) < 0)
         return err;
     const uint8_t *p = fw__ptr(c);
     bool all = true;
@@ -458,7 +474,7 @@ static int scalar_like(fw_tensor **out, const fw_tensor *a, double s)
         dt = FW_FLOAT32;
     if (dt == FW_BOOL)
         dt = FW_INT64;
-    return fw_tensor_from_doubles(out, &s, dt, NULL, 0);
+    return fw_op_scalar(out, a->device, dt, s);
 }
 
 typedef int (*bin_fn)(fw_tensor **, fw_tensor *, fw_tensor *);
@@ -537,7 +553,7 @@ int fw_compare_scalar(fw_tensor **out, fw_tensor *a, const char *op, double s)
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
         if (strcmp(op, ops[i].sym) == 0) {
             fw_dtype dt = fw_dtype_is_float(a->dtype) ? a->dtype : FW_FLOAT64;
-            if ((err = fw_tensor_from_doubles(&st, &s, dt, NULL, 0)) < 0)
+            if ((err = fw_op_scalar(&st, a->device, dt, s)) < 0)
                 return err;
             err = ops[i].fn(out, a, st);
             fw_tensor_unref(st);

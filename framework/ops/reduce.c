@@ -162,7 +162,7 @@ static int reduce(fw_tensor **out, const char *name, fw_redop op, bool mean, fw_
         /* scale in place, no autograd: y *= 1/count */
         fw_tensor *s = NULL;
         double inv = count > 0 ? 1.0 / count : 0.0 / 0.0;
-        if ((err = fw_tensor_from_doubles(&s, &inv, y->dtype, NULL, 0)) == 0) {
+        if ((err = fw_op_scalar(&s, y->device, y->dtype, inv)) == 0) {
             fw_kview sv;
             fw__kview(&sv, s);
             sv.ndim = ov.ndim;
