@@ -7,9 +7,6 @@
 #include "cu_core_kernels.h"
 #include "cu_kern.cuh"
 
-/* complex128's element, copied as two words (8-byte aligned is enough) */
-struct el16 { uint64_t w[2]; };
-
 /* dst = src, same dtype, E the element's storage. */
 template <typename E>
 __global__ void copy_same(cu_layout l, int64_t n, E *d, const E *s)
@@ -119,7 +116,7 @@ extern "C" int fw__cu_copy_strided(const fw_kview *dst, const fw_kview *src)
         case 2: launch_same<uint16_t>(l, n, dst->data, src->data); break;
         case 4: launch_same<uint32_t>(l, n, dst->data, src->data); break;
         case 8: launch_same<uint64_t>(l, n, dst->data, src->data); break;
-        default: launch_same<el16>(l, n, dst->data, src->data); break;
+        default: launch_same<cu_el16>(l, n, dst->data, src->data); break;
         }
     } else if (is_real_float(dt) && is_real_float(sdt)) {
         switch (dt) {
@@ -193,7 +190,7 @@ extern "C" int fw__cu_fill(const fw_kview *dst, double value)
     case 2: launch_fill<uint16_t>(l, n, dst->data, one); break;
     case 4: launch_fill<uint32_t>(l, n, dst->data, one); break;
     case 8: launch_fill<uint64_t>(l, n, dst->data, one); break;
-    default: launch_fill<el16>(l, n, dst->data, one); break;
+    default: launch_fill<cu_el16>(l, n, dst->data, one); break;
     }
     return cu_launched("fill");
 }

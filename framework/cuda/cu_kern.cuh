@@ -16,6 +16,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <type_traits>
 
 #define FW_CU_HD __host__ __device__ __forceinline__
 
@@ -97,6 +98,9 @@ FW_CU_HD uint16_t cu_float_to_bf16(float f)
 }
 
 FW_CU_HD float cu_bf16_to_float(uint16_t h) { return cu_u2f((uint32_t)h << 16); }
+
+/* A 16-byte element (complex128) moved as two words (8-byte alignment). */
+struct cu_el16 { uint64_t w[2]; };
 
 /* Storage types of the two 16-bit floats: arithmetic goes through float. */
 struct cu_half { uint16_t bits; };
@@ -300,7 +304,70 @@ __device__ __forceinline__ void cu_offsets(const cu_layout &l, int64_t i, int64_
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);         \
          i += (int64_t)gridDim.x * blockDim.x)
 
+/* The layout of nops operands over `shape` with host stride arrays
+ * st[k] (elements, 0 on broadcast dims), coalesced; returns the count. */
+static inline int64_t cu_layout_from(cu_layout *l, int ndim, const int64_t *shape, int nops,
+                                     const int64_t *const *st)
+{
+    int64_t n = 1;
+
+    l->ndim = ndim;
+    for (int i = 0; i < ndim; i++) {
+        l->shape[i] = shape[i];
+        n *= shape[i];
+        for (int k = 0; k < nops; k++)
+            l->st[k][i] = st[k][i];
+    }
+    cu_coalesce(l, nops);
+    return n;
+}
+
 /* After a launch: FW_EDEVICE with CUDA's message, or 0. */
 static inline int cu_launched(const char *op) { return fw__cu_error(cudaGetLastError(), op); }
+
+/* Scratch device memory for one call, stream-ordered on the compute stream
+ * (CUDA's own pool: work queued before the free finishes first). FW_ENOMEM
+ * when the device is out of memory. */
+static inline int cu_scratch(void **p, size_t n, const char *op)
+{
+    cudaError_t e = cudaMallocAsync(p, n ? n : 1, fw__cu_stream());
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        *p = NULL;
+        return fw__cu_error_set(e == cudaErrorMemoryAllocation ? FW_ENOMEM : FW_EDEVICE,
+                                "%s: %zu bytes of device scratch: %s", op, n,
+                                cudaGetErrorString(e));
+    }
+    return 0;
+}
+
+static inline void cu_scratch_free(void *p)
+{
+    if (p != NULL)
+        (void)cudaFreeAsync(p, fw__cu_stream());
+}
+
+/* *p += v atomically; uint8 through a compare-and-swap of its aligned word
+ * (allocations are 64-byte aligned, so the word is inside them). */
+template <typename T> __device__ __forceinline__ void cu_atomic_add(T *p, T v)
+{
+    if constexpr (std::is_same<T, float>::value || std::is_same<T, double>::value) {
+        atomicAdd(p, v);
+    } else if constexpr (sizeof(T) == 4) {
+        atomicAdd((int *)p, (int)v);
+    } else if constexpr (sizeof(T) == 8) {
+        atomicAdd((unsigned long long *)p, (unsigned long long)v);
+    } else {
+        uintptr_t a = (uintptr_t)p;
+        unsigned int *w = (unsigned int *)(a & ~(uintptr_t)3);
+        unsigned int shift = (unsigned int)(a & 3) * 8;
+        unsigned int old = *w, assumed;
+        do {
+            assumed = old;
+            unsigned int b = ((assumed >> shift) + (unsigned int)v) & 0xffu;
+            old = atomicCAS(w, assumed, (assumed & ~(0xffu << shift)) | (b << shift));
+        } while (assumed != old);
+    }
+}
 
 #endif

@@ -177,18 +177,18 @@ static int red_run(const red_layout &l, int64_t K, int64_t R, const void *x, voi
     int64_t groups = K * chunks;
     long long threads = groups * G;
     A *part = NULL;
-    cudaError_t e;
 
-    if (chunks > 1 && (e = cudaMallocAsync((void **)&part, (size_t)groups * sizeof(A), s)) !=
-                          cudaSuccess)
-        return fw__cu_error(e, "reduce");
+    int err;
+
+    if (chunks > 1 && (err = cu_scratch((void **)&part, (size_t)groups * sizeof(A), "reduce")) < 0)
+        return err;
     red_kernel<TX, TO, A, OP, G><<<fw__cu_blocks(threads), FW_CU_THREADS, 0, s>>>(
         l, K, R, chunks, clen, (const TX *)x, (TO *)out, part);
     if (chunks > 1) {
         red_finish<TO, A, OP><<<fw__cu_blocks(K), FW_CU_THREADS, 0, s>>>(K, chunks, part,
                                                                          (TO *)out);
-        int err = cu_launched("reduce");
-        cudaFreeAsync(part, s);
+        err = cu_launched("reduce");
+        cu_scratch_free(part);
         return err;
     }
     return cu_launched("reduce");
