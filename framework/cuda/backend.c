@@ -4,6 +4,7 @@
  * exports.
  */
 #include "cu_core_kernels.h"
+#include "cu_family_kernels.h"
 #include "cu_runtime.h"
 
 #include <stdio.h>
@@ -24,6 +25,9 @@ static const fw_backend cuda_backend = {
     .reduce = fw__cu_reduce,
     .arg_reduce = fw__cu_arg_reduce,
     .gemm_batched = fw__cu_gemm_batched,
+    .index = &fw__cu_index_kernels,
+    .optim = &fw__cu_optim_kernels,
+    .random = &fw__cu_random_kernels,
     .dev = &fw__cu_device_ops,
     .caches_itself = true,
 };
