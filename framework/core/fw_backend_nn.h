@@ -172,7 +172,9 @@ typedef struct fw_nn_kernels {
                          int64_t n, int64_t V, int64_t D, int64_t padding_idx);
 
     /* ---- cross entropy / nll: x, dx, lsm [outer, C, inner]; label int64,
-     * loss and g [outer, inner]; class weights w [C] (NULL: 1) ---- */
+     * loss and g [outer, inner]; class weights w [C] (NULL: 1). The ops
+     * call these with float32/float64 only (they read weights and soft
+     * labels on the host) ---- */
     /* Hard labels in [0, C) or == ignore_index (loss 0 there).
      * use_softmax 1: x are logits, lsm receives log_softmax(x); 0: x are
      * probabilities, lsm unused (may be NULL). loss[i] = -w[y] log p[y]. */

@@ -13,6 +13,20 @@
 
 /* ---- class losses (cross entropy, nll) -------------------------------------- */
 
+/* The class losses read weights and soft labels on the host as float or
+ * double: float32/float64 only, even on a device with float16 kernels
+ * (paddle.amp keeps them in float32). */
+static int check_class_input(const char *op, const fw_tensor *x)
+{
+    int err;
+    if ((err = fw__nn_check_float(op, "input", x)) < 0)
+        return err;
+    if (x->dtype != FW_FLOAT32 && x->dtype != FW_FLOAT64)
+        return fw_error_set(FW_EDTYPE, "%s: input must be float32 or float64, got %s", op,
+                            fw_dtype_name(x->dtype));
+    return 0;
+}
+
 enum { CLS_CE_HARD, CLS_CE_SOFT, CLS_NLL };
 
 typedef struct cls_attr {
@@ -243,7 +257,7 @@ int fw_cross_entropy(fw_tensor **out, fw_tensor *input, fw_tensor *label,
     char s1[128], s2[128];
 
     *out = NULL;
-    if ((err = fw__nn_check_float("cross_entropy", "input", input)) < 0)
+    if ((err = check_class_input("cross_entropy", input)) < 0)
         return err;
     if (input->ndim < 1)
         return fw_error_set(FW_ESHAPE, "cross_entropy: input must be at least 1-D [..., C], got []");
@@ -420,7 +434,7 @@ int fw_nll_loss(fw_tensor **out, fw_tensor *input, fw_tensor *label, fw_tensor *
     int err, ok;
 
     *out = NULL;
-    if ((err = fw__nn_check_float("nll_loss", "input", input)) < 0)
+    if ((err = check_class_input("nll_loss", input)) < 0)
         return err;
     if (input->ndim < 2)
         return fw_error_set(FW_ESHAPE, "nll_loss: input must be at least 2-D [N, C, ...], got %s",
