@@ -363,12 +363,66 @@ START_TEST(ops_dispatch_through_the_device_table)
 }
 END_TEST
 
+/* create_graph: cross_entropy's and nll_loss's differentiable backward
+ * build their one-hot targets from host copies of device labels and
+ * weights, then move them back; the gradients equal the CPU's. */
+START_TEST(create_graph_gradients_on_the_device)
+{
+    int64_t xs[2] = {4, 3}, ls[1] = {4}, cs[1] = {3};
+    double labv[4] = {0, 2, 1, 2}, wv[3] = {0.5, 1.0, 2.0};
+    fw_tensor *x = fw_test_rand(FW_FLOAT64, xs, 2, 7, true), *lab = NULL, *w = NULL;
+    fw_tensor *xd, *labd, *wd;
+    fw_cross_entropy_opts o = FW_CROSS_ENTROPY_DEFAULTS;
+
+    register_fake(fw__cpu_backend()->nn);
+    ck_assert_int_eq(fw_tensor_from_doubles(&lab, labv, FW_INT64, ls, 1), 0);
+    ck_assert_int_eq(fw_tensor_from_doubles(&w, wv, FW_FLOAT64, cs, 1), 0);
+    xd = on_fake(x);
+    labd = on_fake(lab);
+    wd = on_fake(w);
+    o.weight = NULL;
+    o.reduction = FW_REDUCTION_SUM;
+    for (int which = 0; which < 2; which++) {
+        fw_tensor *lc = NULL, *ld = NULL, *gc = NULL, *gd = NULL, *gdc;
+        fw_cross_entropy_opts oc = o, od = o;
+        if (which == 0) {
+            oc.weight = w;
+            od.weight = wd;
+            ck_assert_int_eq(fw_cross_entropy(&lc, x, lab, &oc), 0);
+            ck_assert_int_eq(fw_cross_entropy(&ld, xd, labd, &od), 0);
+        } else {
+            ck_assert_int_eq(fw_nll_loss(&lc, x, lab, w, -100, FW_REDUCTION_SUM), 0);
+            ck_assert_int_eq(fw_nll_loss(&ld, xd, labd, wd, -100, FW_REDUCTION_SUM), 0);
+        }
+        ck_assert_msg(fw_autograd_grad(&gc, 1, &lc, NULL, 1, &x, false, true) == 0, "%s",
+                      fw_error_last());
+        ck_assert_msg(fw_autograd_grad(&gd, 1, &ld, NULL, 1, &x, false, true) == 0, "%s",
+                      fw_error_last());
+        ck_assert_ptr_nonnull(gd);
+        gdc = on_cpu(gd);
+        double *want = fw_test_doubles(gc, NULL);
+        ck_assert_msg(fw_expect_close(gdc, want, 12, 1e-12, 1e-12), "%s", fw_error_last());
+        free(want);
+        fw_tensor_unref(lc);
+        fw_tensor_unref(ld);
+        fw_tensor_unref(gc);
+        fw_tensor_unref(gd);
+        fw_tensor_unref(gdc);
+    }
+    fw_tensor *all[] = {x, lab, w, xd, labd, wd};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        fw_tensor_unref(all[i]);
+    restore();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("fw_seam_nn");
     TCase *tc = tcase_create("seam");
     tcase_add_test(tc, no_nn_table_is_an_edevice_error);
     tcase_add_test(tc, ops_dispatch_through_the_device_table);
+    tcase_add_test(tc, create_graph_gradients_on_the_device);
     suite_add_tcase(s, tc);
     return s;
 }
