@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/fw_backend_random.h"
 #include "fw/nn.h"
+#include "fw/random.h"
 #include "nn_int.h"
 
 /* ---- batch_norm ------------------------------------------------------------- */
@@ -260,6 +262,42 @@ static int dropout_backward(fw_node *n, fw_tensor **gin, fw_tensor *const *gout)
     return 0;
 }
 
+/* A uint8 0/1 mask shaped like x on x's device, 1 with probability keep:
+ * the same bits on every device for a generator state (Philox counters).
+ * Drawn by the device's random family where it has one, else on the host
+ * and copied over. */
+static int draw_mask(fw_tensor **out, fw_generator *g, const fw_tensor *x, double keep)
+{
+    const fw_backend *b = fw_backend_get(x->device);
+    fw_tensor *m = NULL;
+    int err;
+
+    *out = NULL;
+    if (x->device != FW_CPU && b != NULL && b->random != NULL) {
+        size_t n = (size_t)x->numel;
+        uint64_t seed, base;
+        if ((err = fw_op_output(&m, x->device, FW_UINT8, x->shape, x->ndim)) < 0)
+            return err;
+        seed = fw_generator_get_seed(g);
+        base = fw_generator_reserve(g, fw_random_blocks(n, false));
+        if ((err = b->random->bernoulli(fw__ptr(m), n, seed, base, keep)) < 0) {
+            fw_tensor_unref(m);
+            return err;
+        }
+        *out = m;
+        return 0;
+    }
+    if ((err = fw_op_output(&m, FW_CPU, FW_UINT8, x->shape, x->ndim)) < 0)
+        return err;
+    if ((err = fw_random_bernoulli_u8(g, fw__ptr(m), (size_t)x->numel, keep)) < 0 ||
+        (err = fw__nn_to_device(&m, x->device)) < 0) {
+        fw_tensor_unref(m);
+        return err;
+    }
+    *out = m;
+    return 0;
+}
+
 int fw_dropout(fw_tensor **out, fw_tensor *x, double p, bool training, fw_dropout_mode mode,
                fw_generator *g)
 {
@@ -290,14 +328,9 @@ int fw_dropout(fw_tensor **out, fw_tensor *x, double p, bool training, fw_dropou
     a.scale = mode == FW_DROPOUT_UPSCALE_IN_TRAIN ? (p < 1 ? 1 / (1 - p) : 0) : 1;
     if ((k = fw__nn_kernels("dropout", x->device)) == NULL)
         return fw_error_code();
-    /* the mask is drawn on the host (the same bits on every device for a
-     * seed), then moved to x's device */
     if ((err = fw_op_dense(&xd, x)) < 0 ||
         (err = fw_op_output(&y, x->device, x->dtype, x->shape, x->ndim)) < 0 ||
-        (err = fw_op_output(&mask, FW_CPU, FW_UINT8, x->shape, x->ndim)) < 0)
-        goto fail;
-    if ((err = fw_random_bernoulli_u8(g, fw__ptr(mask), (size_t)x->numel, 1 - p)) < 0 ||
-        (err = fw__nn_to_device(&mask, x->device)) < 0 ||
+        (err = draw_mask(&mask, g, x, 1 - p)) < 0 ||
         (err = k->dropout_apply(x->dtype, fw__ptr(y), fw__ptr(xd), fw__ptr(mask), x->numel,
                                 a.scale)) < 0)
         goto fail;

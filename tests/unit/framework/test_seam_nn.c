@@ -8,8 +8,10 @@
 #include "gradcheck.h"
 
 #include "fw/nn.h"
+#include "fw/random.h"
 #include "fw_backend.h"
 #include "fw_backend_nn.h"
+#include "fw_backend_random.h"
 
 #include <check.h>
 #include <stdint.h>
@@ -416,6 +418,53 @@ START_TEST(create_graph_gradients_on_the_device)
 }
 END_TEST
 
+/* dropout on a device draws its mask with the device's random family (the
+ * same Philox bits as the CPU for a generator state) into device memory. */
+static int n_bernoulli, mask_on_device;
+static const struct fw_random_kernels *cpu_random;
+static struct fw_random_kernels rec_random;
+
+static int rec_bernoulli(uint8_t *out, size_t n, uint64_t seed, uint64_t base, double p)
+{
+    n_bernoulli++;
+    mask_on_device = on_device(out);
+    return cpu_random->bernoulli(out, n, seed, base, p);
+}
+
+START_TEST(dropout_mask_is_drawn_on_the_device)
+{
+    int64_t xs[2] = {7, 9};
+    fw_tensor *x = fw_test_rand(FW_FLOAT32, xs, 2, 9, false), *xd, *yc = NULL, *yd = NULL, *ydc;
+    fw_generator *g1 = NULL, *g2 = NULL;
+
+    cpu_random = fw__cpu_backend()->random;
+    ck_assert_ptr_nonnull(cpu_random);
+    rec_random = *cpu_random;
+    rec_random.bernoulli = rec_bernoulli;
+    register_fake(fw__cpu_backend()->nn);
+    fake.random = &rec_random;
+    xd = on_fake(x);
+    ck_assert_int_eq(fw_generator_new(&g1, 1234), 0);
+    ck_assert_int_eq(fw_generator_new(&g2, 1234), 0);
+    ck_assert_int_eq(fw_dropout(&yc, x, 0.4, true, FW_DROPOUT_UPSCALE_IN_TRAIN, g1), 0);
+    ck_assert_int_eq(n_bernoulli, 0);
+    ck_assert_int_eq(fw_dropout(&yd, xd, 0.4, true, FW_DROPOUT_UPSCALE_IN_TRAIN, g2), 0);
+    ck_assert_int_eq(n_bernoulli, 1);
+    ck_assert(mask_on_device);
+    ck_assert_uint_eq(fw_generator_get_offset(g1), fw_generator_get_offset(g2));
+    ydc = on_cpu(yd);
+    double *want = fw_test_doubles(yc, NULL);
+    ck_assert_msg(fw_expect_close(ydc, want, 63, 0, 0), "%s", fw_error_last());
+    free(want);
+    fw_generator_free(g1);
+    fw_generator_free(g2);
+    fw_tensor *all[] = {x, xd, yc, yd, ydc};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        fw_tensor_unref(all[i]);
+    restore();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("fw_seam_nn");
@@ -423,6 +472,7 @@ static Suite *suite(void)
     tcase_add_test(tc, no_nn_table_is_an_edevice_error);
     tcase_add_test(tc, ops_dispatch_through_the_device_table);
     tcase_add_test(tc, create_graph_gradients_on_the_device);
+    tcase_add_test(tc, dropout_mask_is_drawn_on_the_device);
     suite_add_tcase(s, tc);
     return s;
 }
