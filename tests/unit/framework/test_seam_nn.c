@@ -465,6 +465,54 @@ START_TEST(dropout_mask_is_drawn_on_the_device)
 }
 END_TEST
 
+/* The table's dtypes decide: bfloat16 reaches a table that lists it, with
+ * dt = FW_BFLOAT16; the CPU (float32|float64) refuses it as before. */
+static fw_dtype seen_dt = FW_NDTYPES;
+
+static int half_softmax_fwd(fw_dtype dt, void *y, const void *x, int64_t o, int64_t C,
+                            int64_t i)
+{
+    seen_dt = dt;
+    (void)x;
+    memset(y, 0, (size_t)(o * C * i) * 2);
+    return 0;
+}
+
+START_TEST(native_dtypes_come_from_the_table)
+{
+    int64_t xs[2] = {2, 3};
+    double v[6] = {1, 2, 3, 4, 5, 6};
+    fw_tensor *x = NULL, *xd, *y = (fw_tensor *)1;
+
+    ck_assert_int_eq(fw_tensor_from_doubles(&x, v, FW_BFLOAT16, xs, 2), 0);
+    ck_assert_int_eq(fw_softmax(&y, x, -1), FW_EDTYPE);
+    ck_assert_str_eq(fw_error_last(), "softmax: x must be float32 or float64, got bfloat16");
+    rec = *fw__cpu_backend()->nn;
+    rec.dtypes |= 1u << FW_BFLOAT16;
+    rec.softmax_fwd = half_softmax_fwd;
+    register_fake(&rec);
+    xd = on_fake(x);
+    ck_assert_msg(fw_softmax(&y, xd, -1) == 0, "%s", fw_error_last());
+    ck_assert_int_eq(seen_dt, FW_BFLOAT16);
+    ck_assert_int_eq(fw_tensor_dtype(y), FW_BFLOAT16);
+    fw_tensor_unref(y);
+    /* the class losses stay float32/float64 even there */
+    fw_tensor *lab = NULL, *labd, *q = (fw_tensor *)1;
+    double lv[2] = {0, 1};
+    int64_t ls[1] = {2};
+    ck_assert_int_eq(fw_tensor_from_doubles(&lab, lv, FW_INT64, ls, 1), 0);
+    labd = on_fake(lab);
+    ck_assert_int_eq(fw_cross_entropy(&q, xd, labd, NULL), FW_EDTYPE);
+    ck_assert_str_eq(fw_error_last(),
+                     "cross_entropy: input must be float32 or float64, got bfloat16");
+    fw_tensor_unref(lab);
+    fw_tensor_unref(labd);
+    fw_tensor_unref(x);
+    fw_tensor_unref(xd);
+    restore();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("fw_seam_nn");
@@ -473,6 +521,7 @@ static Suite *suite(void)
     tcase_add_test(tc, ops_dispatch_through_the_device_table);
     tcase_add_test(tc, create_graph_gradients_on_the_device);
     tcase_add_test(tc, dropout_mask_is_drawn_on_the_device);
+    tcase_add_test(tc, native_dtypes_come_from_the_table);
     suite_add_tcase(s, tc);
     return s;
 }

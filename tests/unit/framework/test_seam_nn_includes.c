@@ -63,7 +63,8 @@ START_TEST(nn_ops_include_no_cpu_header)
         fclose(f);
     }
     closedir(d);
-    ck_assert_int_ge(files, 9); /* nn_{common,conv,loss,norm,pool,rnn,softmax}.c, nn_int.h, conv_grad.c */
+    /* nn_{common,conv,loss,norm,pool,rnn,softmax}.c, nn_int.h, conv_grad.c */
+    ck_assert_int_ge(files, 9);
 }
 END_TEST
 
