@@ -44,8 +44,10 @@ static int handle_get(cublasHandle_t *out)
         if (s == CUBLAS_STATUS_SUCCESS)
             s = cublasSetStream(h, fw__cu_stream_of(d));
         if (s == CUBLAS_STATUS_SUCCESS)
+            /* the default math mode keeps float32 in full precision (no
+             * TF32) and lets float16/bfloat16 use tensor cores */
             s = cublasSetMathMode(h, tf32 && strcmp(tf32, "1") == 0 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                                    : CUBLAS_PEDANTIC_MATH);
+                                                                    : CUBLAS_DEFAULT_MATH);
         if (s == CUBLAS_STATUS_SUCCESS)
             handles[d] = h;
     }
