@@ -3,8 +3,9 @@
  *
  * Where: $EDDY_FW_CUDA_PLUGIN when set; else libeddy_fw_cuda.so in the
  * directory of the object holding the framework (dladdr: paddle/_C*.so, so
- * the plugin built next to it in paddle/); else, for binaries run from the
- * build tree (unit tests, eddy-kernel), the build tree's copy. No plugin, a
+ * the plugin built next to it in paddle/), or the package beside a binary
+ * that links the framework (eddy-kernel: <exe>/../framework/python/paddle,
+ * <exe>/../python/paddle); else the build tree's copy (unit tests). No plugin, a
  * failed dlopen (libcublas missing), no driver or no device: FW_CUDA stays
  * unregistered and the reason is kept for fw_device_unavailable_reason().
  */
@@ -49,11 +50,17 @@ static bool plugin_path(char *out, size_t n)
         return true;
     }
     if (dladdr((void *)&fw_backend_get, &info) && info.dli_fname && info.dli_fname[0] == '/') {
+        /* next to paddle/_C*.so; for a binary that links the framework
+         * (eddy-kernel), the package beside it as kernel_runner/kr_py.c
+         * finds it: <exe>/../framework/python (build tree), <exe>/../python */
+        static const char *const rel[] = {"", "/../framework/python/paddle", "/../python/paddle"};
         const char *slash = strrchr(info.dli_fname, '/');
         int len = (int)(slash - info.dli_fname);
-        snprintf(out, n, "%.*s/%s", len, info.dli_fname, FW_CUDA_PLUGIN_FILE);
-        if (access(out, F_OK) == 0)
-            return true;
+        for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+            snprintf(out, n, "%.*s%s/%s", len, info.dli_fname, rel[i], FW_CUDA_PLUGIN_FILE);
+            if (access(out, F_OK) == 0)
+                return true;
+        }
     }
 #ifdef EDDY_FW_CUDA_BUILD_PLUGIN
     snprintf(out, n, "%s", EDDY_FW_CUDA_BUILD_PLUGIN);
