@@ -104,7 +104,8 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddFunctions(m, pyc_index_methods) < 0 ||
         PyModule_AddFunctions(m, pyc_nn_methods) < 0 ||
         PyModule_AddFunctions(m, pyc_autograd_methods) < 0 ||
-        PyModule_AddFunctions(m, pyc_complex_methods) < 0 || pyc_tensor_type_init(m) < 0 ||
+        PyModule_AddFunctions(m, pyc_complex_methods) < 0 ||
+        PyModule_AddFunctions(m, pyc_device_methods) < 0 || pyc_tensor_type_init(m) < 0 ||
         pyc_optim_init(m) < 0) {
         Py_DECREF(m);
         return NULL;

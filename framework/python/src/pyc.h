@@ -109,6 +109,13 @@ extern PyMethodDef pyc_index_methods[];
 extern PyMethodDef pyc_nn_methods[];
 extern PyMethodDef pyc_autograd_methods[];
 extern PyMethodDef pyc_complex_methods[];   /* complex.c (fw/complex.h) */
+extern PyMethodDef pyc_device_methods[];    /* device.c (fw/device.h) */
+/* device.c: a CPU tensor with t's values (t itself, or a copy of a device
+ * tensor made without autograd): read values through it, never through
+ * fw_tensor_data of a tensor that may live on a GPU. 0 or a framework rc. */
+int pyc_host(fw_tensor **out, fw_tensor *t);
+/* device.c: the Place object of t's device (Tensor.place). */
+PyObject *pyc_place_of(const fw_tensor *t);
 /* autograd.c: re-raise an exception a Python hook or PyLayer.backward raised
  * inside the engine (1 when one was pending). */
 int pyc_restore_callback_error(void);

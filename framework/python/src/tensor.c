@@ -124,9 +124,11 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags)
     fw_tensor *t = pyc_t(self);
     PyObject *owner = self;
     Py_INCREF(owner);
-    if (!fw_tensor_is_contiguous(t) || fw_tensor_data(t) == NULL) {
+    if (fw_tensor_device(t) != FW_CPU || !fw_tensor_is_contiguous(t) ||
+        fw_tensor_data(t) == NULL) {
+        /* a device tensor is copied to the host (contiguous) first */
         fw_tensor *c;
-        int rc = fw_contiguous(&c, t);
+        int rc = fw_tensor_device(t) != FW_CPU ? pyc_host(&c, t) : fw_contiguous(&c, t);
         if (rc < 0) {
             Py_DECREF(owner);
             pyc_raise(rc);
@@ -240,7 +242,7 @@ static PyObject *get_shape(PyObject *self, void *c) { return shape_list(pyc_t(se
 static PyObject *get_ndim(PyObject *self, void *c) { return PyLong_FromLong(fw_tensor_ndim(pyc_t(self))); }
 static PyObject *get_size(PyObject *self, void *c) { return PyLong_FromLongLong(fw_tensor_numel(pyc_t(self))); }
 static PyObject *get_dtype(PyObject *self, void *c) { return pyc_dtype_object(fw_tensor_dtype(pyc_t(self))); }
-static PyObject *get_place(PyObject *self, void *c) { return pyc_place_object(); }
+static PyObject *get_place(PyObject *self, void *c) { return pyc_place_of(pyc_t(self)); }
 static PyObject *get_is_leaf(PyObject *self, void *c) { return PyBool_FromLong(fw_tensor_is_leaf(pyc_t(self))); }
 
 static PyObject *get_stop_gradient(PyObject *self, void *c)
@@ -426,7 +428,21 @@ static PyObject *m_contiguous(PyObject *self, PyObject *u)
     return rc < 0 ? pyc_raise(rc) : pyc_wrap(r);
 }
 
+static PyObject *host_item_of(fw_tensor *t);
+
+/* The value of a 1-element tensor; a device tensor's is copied to the host. */
 static PyObject *item_of(fw_tensor *t)
+{
+    fw_tensor *h;
+    int rc = pyc_host(&h, t);
+    if (rc < 0)
+        return pyc_raise(rc);
+    PyObject *r = host_item_of(h);
+    fw_tensor_unref(h);
+    return r;
+}
+
+static PyObject *host_item_of(fw_tensor *t)
 {
     if (fw_tensor_numel(t) != 1) {
         char b[128];
@@ -585,9 +601,18 @@ static PyObject *m_numpy(PyObject *self, PyObject *u)
     }
     PyObject *src = self;
     Py_INCREF(src);
-    if (fw_tensor_dtype(pyc_t(self)) == FW_BFLOAT16) {
+    if (fw_tensor_device(pyc_t(self)) != FW_CPU) {   /* one copy to the host */
+        fw_tensor *h;
+        int rc = pyc_host(&h, pyc_t(self));
+        Py_DECREF(src);
+        if (rc < 0)
+            return pyc_raise(rc);
+        if (!(src = pyc_wrap(h)))
+            return NULL;
+    }
+    if (fw_tensor_dtype(pyc_t(src)) == FW_BFLOAT16) {
         fw_tensor *f;
-        int rc = fw_cast(&f, pyc_t(self), FW_FLOAT32);
+        int rc = fw_cast(&f, pyc_t(src), FW_FLOAT32);
         Py_DECREF(src);
         if (rc < 0)
             return pyc_raise(rc);
@@ -718,7 +743,12 @@ static int nb_bool(PyObject *a)
         return -1;
     }
     double d;
-    int rc = fw_tensor_item(&d, t);
+    fw_tensor *h;
+    int rc = pyc_host(&h, t);
+    if (rc == 0) {
+        rc = fw_tensor_item(&d, h);
+        fw_tensor_unref(h);
+    }
     if (rc < 0) {
         pyc_raise(rc);
         return -1;

@@ -1,18 +1,36 @@
-"""paddle.device: set_device, get_device and the CUDA queries (a CPU build)."""
+"""paddle.device: set_device, get_device, the device lists and
+paddle.device.cuda (fw/device.h through paddle._C.device_*)."""
+from paddle import _C
 from paddle.framework.place import (set_device, get_device, is_compiled_with_cuda,  # noqa: F401
                                     is_compiled_with_rocm, is_compiled_with_xpu,
-                                    CPUPlace, CUDAPlace)
+                                    CPUPlace, CUDAPlace, _DEV_CUDA)
+from paddle.framework.place import Place as _Place
+from . import cuda  # noqa: F401
 
 
 def get_all_device_type():
-    return ['cpu']
+    """['cpu'], plus 'gpu' when a GPU is usable."""
+    return ['cpu', 'gpu'] if is_compiled_with_cuda() else ['cpu']
 
 
 def get_available_device():
-    return ['cpu']
+    """['cpu'] plus 'gpu:0', 'gpu:1', ... for each usable GPU."""
+    return ['cpu'] + ['gpu:{}'.format(i) for i in range(_C.device_count(_DEV_CUDA))]
+
+
+def get_all_custom_device_type():
+    return []
+
+
+def get_available_custom_device():
+    return []
 
 
 def is_compiled_with_cinn():
+    return False
+
+
+def is_compiled_with_ipu():
     return False
 
 
@@ -20,32 +38,18 @@ def is_compiled_with_custom_device(device_type=None):
     return False
 
 
-def synchronize(device=None):
+def get_cudnn_version():
+    """None: Eddy does not report a cuDNN version (Paddle's CPU build gives None)."""
     return None
 
 
-class _Cuda:
-    """paddle.device.cuda: no GPUs in this build."""
-
-    @staticmethod
-    def device_count():
-        return 0
-
-    @staticmethod
-    def synchronize(device=None):
+def synchronize(device=None):
+    """Wait for the queued work of the device (the current GPU when one is
+    in use); nothing to wait for on the CPU."""
+    if isinstance(device, str) and device.strip().lower() == 'cpu':
         return None
-
-    @staticmethod
-    def empty_cache():
+    if isinstance(device, _Place) and device.is_cpu_place():
         return None
-
-    @staticmethod
-    def max_memory_allocated(device=None):
-        return 0
-
-    @staticmethod
-    def memory_allocated(device=None):
-        return 0
-
-
-cuda = _Cuda()
+    if _C.device_count(_DEV_CUDA) == 0:
+        return None
+    return cuda.synchronize(device)

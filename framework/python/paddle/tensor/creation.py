@@ -40,10 +40,23 @@ def _default_complex():
 def to_tensor(data, dtype=None, place=None, stop_gradient=True):
     """paddle.to_tensor: a new Tensor from a scalar, list, tuple, numpy array
     or Tensor (copied). Python floats take the default dtype, Python ints
-    int64, numpy arrays keep their dtype; user tensors have stop_gradient=True."""
-    if place is not None:
-        from paddle.framework.place import _get_place
-        _get_place(place)
+    int64, numpy arrays keep their dtype; user tensors have stop_gradient=True.
+    place (a Place or 'cpu'/'gpu'/'gpu:N'; None: paddle.set_device's) is
+    where it lives: a leaf there, whatever stop_gradient."""
+    if place is None and _C.device_default() == 0:
+        return _to_tensor_here(data, dtype, stop_gradient)
+    from paddle.framework.place import _get_place, _to_place
+    p = _get_place(place)
+    t = _to_tensor_here(data, dtype, True)
+    if t.place != p:
+        t = _to_place(t, p)
+    if not stop_gradient:
+        t.stop_gradient = False
+    return t
+
+
+def _to_tensor_here(data, dtype, stop_gradient):
+    """to_tensor on the device creation functions use (fw_device_default)."""
     dt = None if dtype is None else convert_dtype(dtype)
     if isinstance(data, Tensor):
         return _C.to_tensor(data, dt, stop_gradient)

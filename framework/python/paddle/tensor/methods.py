@@ -60,6 +60,9 @@ def _set_value(self, value):
                          "{}".format(src.shape, self.shape))
     prev = _C.set_grad_enabled(False)
     try:
+        if src.place != self.place:     # a GPU parameter set from host values
+            from paddle.framework import place as P
+            src = P._to_place(src, self.place)
         self._assign(src)
     finally:
         _C.set_grad_enabled(prev)
@@ -117,17 +120,54 @@ def _normal_(self, mean=0.0, std=1.0, name=None):
     return self
 
 
+def _cuda(self, device_id=None, blocking=True):
+    """A copy on GPU device_id (None: the current GPU); self when already
+    there. Differentiable. ValueError naming why when no GPU is usable."""
+    from paddle.framework import place as P
+    if device_id is None:
+        n = _C.device_count(P._DEV_CUDA)
+        device_id = _C.device_current(P._DEV_CUDA) if n > 0 else 0
+    elif isinstance(device_id, P.Place):
+        device_id = device_id.gpu_device_id()
+    return P._to_place(self, P._get_place(P.CUDAPlace(int(device_id))))
+
+
+def _cpu(self):
+    """A copy on the CPU (self when already there); differentiable."""
+    from paddle.framework import place as P
+    return P._to_place(self, P._CPU)
+
+
 def _to(self, *args, **kwargs):
+    """Tensor.to(device=None, dtype=None, blocking=None): device a Place or
+    'cpu'/'gpu'/'gpu:N', dtype a paddle/numpy dtype or name, or another
+    Tensor (its place and dtype); positional in any order."""
+    from paddle.framework import place as P
+    device = kwargs.get('device')
     dtype = kwargs.get('dtype')
+    unknown = [k for k in kwargs if k not in ('device', 'dtype', 'blocking')]
+    if unknown:
+        raise TypeError("to() got an unexpected keyword argument '{}'".format(unknown[0]))
     for a in args:
-        if isinstance(a, str) and a.lower().startswith(('cpu', 'gpu', 'cuda')):
+        if a is None or isinstance(a, bool):
             continue
-        if a is not None and not hasattr(a, 'is_cpu_place'):
+        if isinstance(a, Tensor):
+            device, dtype = a.place, a.dtype
+        elif isinstance(a, P.Place):
+            device = a
+        elif isinstance(a, str) and a.strip().lower().split(':')[0] in ('cpu', 'gpu', 'cuda'):
+            device = a
+        else:
             try:
                 dtype = convert_dtype(a)
             except (TypeError, ValueError):
-                pass
-    return self.astype(dtype) if dtype is not None else self
+                raise ValueError("to(): {!r} is neither a device nor a dtype".format(a)) from None
+    out = self
+    if device is not None:
+        out = P._to_place(out, P._get_place(device))
+    if dtype is not None and convert_dtype(dtype) != out.dtype.name:
+        out = out.astype(dtype)
+    return out
 
 
 def _element_size(self):
@@ -190,8 +230,8 @@ _METHODS = {
     '__mod__': _mod, '__rmod__': _rmod, 'gradient': _gradient,
     'uniform_': _uniform_, 'normal_': _normal_, 'to': _to, 'element_size': _element_size,
     'register_hook': _register_hook, 'retain_grads': _retain_grads, 'expand_as': _expand_as,
-    'cpu': lambda self: self, 'cuda': lambda self, *a, **k: self,
-    'pin_memory': lambda self: self, 'value': lambda self: self,
+    'cpu': _cpu, 'cuda': _cuda,
+    'pin_memory': lambda self, blocking=True: self, 'value': lambda self: self,
     'get_tensor': lambda self: self, '_is_initialized': lambda self: True,
     'is_floating_point': lambda self: self.dtype.is_floating_point,
     'dim': lambda self: self.ndim, 'rank': lambda self: self.ndim,
