@@ -60,6 +60,23 @@ class TestAutoCastDtypes(unittest.TestCase):
             self.assertEqual(F.adaptive_avg_pool2d(h, 1).dtype, paddle.float16)
         self.assertEqual(bn._mean.dtype, paddle.float32)
 
+    def test_o2_conv_transpose_and_conv3d_run_in_low_precision(self):
+        paddle.seed(4)
+        up = nn.Conv2DTranspose(4, 2, 3, stride=2)
+        c3 = nn.Conv3D(2, 3, 2)
+        paddle.amp.decorate(up, level='O2', dtype='bfloat16')
+        x = paddle.randn([1, 4, 5, 5]).astype('bfloat16')
+        x.stop_gradient = False
+        with paddle.amp.auto_cast(level='O2', dtype='bfloat16'):
+            self.assertEqual(up(x.astype('float32')).dtype, paddle.float32)   # promoted
+            y = up(x)
+            z = c3(paddle.randn([1, 2, 4, 4, 4]))
+        self.assertEqual(y.dtype, paddle.bfloat16)
+        self.assertEqual(z.dtype, paddle.float32)       # float32 weights: promoted
+        y.astype('float32').sum().backward()
+        self.assertEqual(up.weight.grad.dtype, paddle.bfloat16)
+        self.assertEqual(x.grad.dtype, paddle.bfloat16)
+
     def test_emulated_conv_matches_float32_on_rounded_inputs(self):
         # the CPU conv kernel has no bfloat16 path: computed in float32 on
         # the bfloat16-rounded inputs, output rounded to bfloat16

@@ -70,6 +70,9 @@ def _conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups,
     im2col + gemm path of conv2d (forward and backward) with no Python loop
     over elements. x is channels-first [N, C, *spatial] with nd spatial axes;
     weight is Paddle's [C_in, C_out / groups, *k]."""
+    if _amp.ON and _amp.current():
+        return _amp.call(fname, _conv_transpose_nd, (x, weight, bias), stride, padding,
+                         output_padding, groups, dilation, output_size, nd, fname)
     if weight.ndim != nd + 2:
         raise ValueError("{}: weight must be {}-D [C_in, C_out/groups, *k], got {}".format(
             fname, nd + 2, list(weight.shape)))
@@ -194,6 +197,9 @@ def conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
     pad = _conv_padding(padding, 3, list(weight.shape[2:]), s, d, x.shape[2:], 'conv3d')
     if min(s + d) <= 0 or min(pad) < 0:
         raise ValueError("conv3d: strides and dilations must be positive, padding non-negative")
+    if _amp.ON and _amp.current():
+        return _from_nchw(_amp.call('conv3d', _conv3d_nc, (x, weight, bias), s, pad, d, groups),
+                          moved)
     return _from_nchw(_conv3d_nc(x, weight, bias, s, pad, d, groups), moved)
 
 
