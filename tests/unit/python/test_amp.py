@@ -77,6 +77,15 @@ class TestAutoCastDtypes(unittest.TestCase):
         self.assertEqual(up.weight.grad.dtype, paddle.bfloat16)
         self.assertEqual(x.grad.dtype, paddle.bfloat16)
 
+    def test_attention_is_white_listed(self):
+        q = paddle.randn([2, 5, 2, 4])
+        mask = paddle.to_tensor(np.tril(np.ones([5, 5], bool)))
+        ref = F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+        with paddle.amp.auto_cast(dtype='bfloat16'):
+            out = F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+        self.assertEqual(out.dtype, paddle.bfloat16)
+        np.testing.assert_allclose(_fp32(out), ref.numpy(), rtol=0.03, atol=0.03)
+
     def test_emulated_conv_matches_float32_on_rounded_inputs(self):
         # the CPU conv kernel has no bfloat16 path: computed in float32 on
         # the bfloat16-rounded inputs, output rounded to bfloat16

@@ -3,6 +3,7 @@ on batched matmuls and the C softmax (no fused kernel on CPU)."""
 import math
 
 from paddle import _C
+from paddle.amp import _state as _amp
 from paddle._lazy import paddle as _paddle
 from ._args import _check_tensor
 
@@ -24,6 +25,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise ValueError("scaled_dot_product_attention: shapes query {}, key {}, value {} do "
                          "not match".format(list(query.shape), list(key.shape),
                                             list(value.shape)))
+    if _amp.ON and _amp.current():
+        return _amp.call('flash_attn', scaled_dot_product_attention,
+                         (query, key, value, attn_mask), dropout_p, is_causal, training, name,
+                         scale)
     q = _C.transpose(query, [0, 2, 1, 3])
     k = _C.transpose(key, [0, 2, 1, 3])
     v = _C.transpose(value, [0, 2, 1, 3])
