@@ -167,6 +167,25 @@ class TestAutoCastDtypes(unittest.TestCase):
         t.join()
         self.assertEqual(seen, {'dtype': paddle.float32, 'mm': paddle.float32})
 
+    def test_one_decorated_function_in_two_threads(self):
+        gate = threading.Barrier(2)
+        out = []
+
+        @paddle.amp.auto_cast(dtype='bfloat16')
+        def fwd():
+            gate.wait(10)          # both threads inside the same auto_cast object
+            r = self.lin(self.x).dtype
+            gate.wait(10)
+            return r
+        ts = [threading.Thread(target=lambda: out.append(fwd())) for _ in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        self.assertEqual(out, [paddle.bfloat16, paddle.bfloat16])
+        self.assertEqual(self.lin(self.x).dtype, paddle.float32)
+        self.assertEqual(paddle.amp._state.ON, 0)
+
     def test_o2_and_od_levels(self):
         xb = self.x.astype('bfloat16')
         with paddle.amp.auto_cast(level='O2', dtype='bfloat16'):

@@ -54,6 +54,14 @@ def current():
     return getattr(_tls, 'state', None)
 
 
+def saved():
+    """This thread's stack of states saved by the auto_cast guards it is in."""
+    st = getattr(_tls, 'saved', None)
+    if st is None:
+        st = _tls.saved = []
+    return st
+
+
 def _dtypes():
     import paddle
     return paddle.float32, paddle.float16, paddle.bfloat16

@@ -97,15 +97,15 @@ class auto_cast:
             import paddle
             self._state = _state.AmpState(level, getattr(paddle, dtype), frozenset(white),
                                           frozenset(black), bool(use_promote))
-        self._prev = []
-
     def __enter__(self):
+        # the previous state goes on this thread's stack, not on self: one
+        # auto_cast object (a decorated function) may run in several threads
         _amp_global_state.amp_dtype = self._dtype if self._enable else 'float32'
-        self._prev.append(_state.push(self._state))
+        _state.saved().append(_state.push(self._state))
         return self
 
     def __exit__(self, *exc):
-        _state.push(self._prev.pop())
+        _state.push(_state.saved().pop())
         return False
 
     def __call__(self, fn):
