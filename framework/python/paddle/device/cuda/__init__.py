@@ -8,7 +8,8 @@ does, naming why no GPU can be used."""
 import contextlib
 
 from paddle import _C
-from paddle.framework.place import CUDAPlace, Place, _DEV_CUDA, _gpu_unavailable
+from paddle.framework.place import CUDAPlace as _CUDAPlace, Place as _Place
+from paddle.framework.place import _DEV_CUDA, _gpu_unavailable
 
 __all__ = ['device_count', 'synchronize', 'empty_cache', 'memory_allocated',
            'max_memory_allocated', 'memory_reserved', 'max_memory_reserved',
@@ -40,7 +41,7 @@ def _device_id(device, name):
                          "or paddle.CUDAPlace.".format(type(device).__name__, name))
     if isinstance(device, int):
         index = device
-    elif isinstance(device, Place):
+    elif isinstance(device, _Place):
         if not device.is_gpu_place():
             raise ValueError("{}: {} is not a GPU place".format(name, device))
         index = device.gpu_device_id()
@@ -156,7 +157,7 @@ class Stream:
     """The device's one compute stream (Eddy runs every op on it)."""
 
     def __init__(self, device=None, priority=None):
-        self.device = CUDAPlace(_device_id(device, 'Stream'))
+        self.device = _CUDAPlace(_device_id(device, 'Stream'))
 
     def synchronize(self):
         synchronize(self.device)
