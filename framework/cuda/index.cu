@@ -9,7 +9,8 @@
  * when there are lanes enough to fill the GPU; with few lanes index_add and
  * scatter_add use atomics (float sums then differ from the CPU by rounding
  * only, and from run to run), as do map_add and strided_add onto broadcast
- * destinations. sort is in sort.cu.
+ * destinations, and cumsum over few long lanes scans chunks in parallel.
+ * sort is in sort.cu.
  */
 #include "cu_core_kernels.h"
 #include "cu_family_kernels.h"
@@ -798,11 +799,82 @@ __global__ void k_cumsum(T *out, const T *x, int64_t outer, int64_t len, int64_t
     }
 }
 
+/* Few long lanes: chunks of CUMSUM_CHUNK elements along each lane are
+ * summed in parallel (k_chunk_sums), each lane's chunk sums are turned
+ * into exclusive prefixes (k_chunk_prefix), and every chunk is scanned
+ * from its prefix (k_chunk_scan). Ints give the CPU's values; floats add
+ * in another order (its rounding differs by a few ulps of the running sum). */
+#define CUMSUM_CHUNK 256
+#define CUMSUM_FEW_LANES 1024
+#define CUMSUM_LONG 8192
+
+/* Address of element j (in scan order) of lane l. */
+#define CUMSUM_AT(base, l, j)                                                              \
+    ((base) + ((l) / inner * len + (reverse ? len - 1 - (j) : (j))) * inner + (l) % inner)
+
 template <typename T>
-static void cumsum(void *out, const void *x, int64_t outer, int64_t len, int64_t inner,
-                   int reverse)
+__global__ void k_chunk_sums(T *part, const T *x, int64_t lanes, int64_t len, int64_t inner,
+                             int64_t nch, int reverse)
 {
-    k_cumsum<T> LAUNCH(outer * inner)((T *)out, (const T *)x, outer, len, inner, reverse);
+    CU_FOR(e, lanes * nch) {
+        int64_t l = e / nch, c = e - l * nch;
+        int64_t j1 = (c + 1) * CUMSUM_CHUNK < len ? (c + 1) * CUMSUM_CHUNK : len;
+        T acc = 0;
+        for (int64_t j = c * CUMSUM_CHUNK; j < j1; j++)
+            acc = (T)(acc + *CUMSUM_AT(x, l, j));
+        part[e] = acc;
+    }
+}
+
+template <typename T>
+__global__ void k_chunk_prefix(T *part, int64_t lanes, int64_t nch)
+{
+    CU_FOR(l, lanes) {
+        T acc = 0;
+        for (int64_t c = 0; c < nch; c++) {
+            T v = part[l * nch + c];
+            part[l * nch + c] = acc;
+            acc = (T)(acc + v);
+        }
+    }
+}
+
+template <typename T>
+__global__ void k_chunk_scan(T *out, const T *x, const T *part, int64_t lanes, int64_t len,
+                             int64_t inner, int64_t nch, int reverse)
+{
+    CU_FOR(e, lanes * nch) {
+        int64_t l = e / nch, c = e - l * nch;
+        int64_t j1 = (c + 1) * CUMSUM_CHUNK < len ? (c + 1) * CUMSUM_CHUNK : len;
+        T acc = part[e];
+        for (int64_t j = c * CUMSUM_CHUNK; j < j1; j++) {
+            acc = (T)(acc + *CUMSUM_AT(x, l, j));
+            *CUMSUM_AT(out, l, j) = acc;
+        }
+    }
+}
+
+template <typename T>
+static int cumsum(void *out, const void *x, int64_t outer, int64_t len, int64_t inner,
+                  int reverse)
+{
+    int64_t lanes = outer * inner;
+    if (lanes >= CUMSUM_FEW_LANES || len < CUMSUM_LONG) {
+        k_cumsum<T> LAUNCH(lanes)((T *)out, (const T *)x, outer, len, inner, reverse);
+        return cu_launched("cumsum");
+    }
+    int64_t nch = (len + CUMSUM_CHUNK - 1) / CUMSUM_CHUNK;
+    T *part = NULL;
+    int err;
+    if ((err = cu_scratch((void **)&part, (size_t)(lanes * nch) * sizeof(T), "cumsum")) < 0)
+        return err;
+    k_chunk_sums<T> LAUNCH(lanes * nch)(part, (const T *)x, lanes, len, inner, nch, reverse);
+    k_chunk_prefix<T> LAUNCH(lanes)(part, lanes, nch);
+    k_chunk_scan<T> LAUNCH(lanes * nch)((T *)out, (const T *)x, part, lanes, len, inner, nch,
+                                        reverse);
+    err = cu_launched("cumsum");
+    cu_scratch_free(part);
+    return err;
 }
 
 static int c_cumsum(fw_dtype dt, void *out, const void *x, int64_t outer, int64_t len,
@@ -810,8 +882,14 @@ static int c_cumsum(fw_dtype dt, void *out, const void *x, int64_t outer, int64_
 {
     if (outer * inner * len == 0)
         return 0;
-    BY_DTYPE("cumsum", dt, cumsum, out, x, outer, len, inner, reverse)
-    return cu_launched("cumsum");
+    switch (dt) {
+    case FW_FLOAT32: return cumsum<float>(out, x, outer, len, inner, reverse);
+    case FW_FLOAT64: return cumsum<double>(out, x, outer, len, inner, reverse);
+    case FW_INT32: return cumsum<int32_t>(out, x, outer, len, inner, reverse);
+    case FW_INT64: return cumsum<int64_t>(out, x, outer, len, inner, reverse);
+    case FW_UINT8: case FW_BOOL: return cumsum<uint8_t>(out, x, outer, len, inner, reverse);
+    default: return no_dtype("cumsum", dt);
+    }
 }
 
 /* dst[ds] += src; dst dims with stride 0 (several src elements onto one)

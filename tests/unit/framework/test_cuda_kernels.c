@@ -879,6 +879,25 @@ START_TEST(index_numeric_kernels_match_cpu)
             ck_assert_int_eq(kg->cumsum(dt, o.d, x.d, 3, 50, 7, rev), 0);
             expect_same(&o, dt, n, 0, "cumsum");   /* the CPU's order: the same bits */
         }
+        /* few long lanes: chunks scanned in parallel (floats add in another order) */
+        static const int64_t longs[][3] = {{2, 20000, 1}, {1, 10000, 3}};
+        for (int c = 0; c < 2; c++)
+            for (int rev = 0; rev < 2; rev++) {
+                int64_t ln = longs[c][0] * longs[c][1] * longs[c][2];
+                void *lh = gen(dt, ln, -1, 1, false);
+                buf lx = bfrom(lh, (size_t)ln * es), lo = bnew((size_t)ln * es);
+                ck_assert_int_eq(kc->cumsum(dt, lo.h, lx.h, longs[c][0], longs[c][1], longs[c][2],
+                                            rev), 0);
+                ck_assert_int_eq(kg->cumsum(dt, lo.d, lx.d, longs[c][0], longs[c][1], longs[c][2],
+                                            rev), 0);
+                void *got = bget(&lo);
+                expect_close(lo.h, got, dt, ln, rtol_of(dt),
+                             dt == FW_FLOAT32 ? 2e-2 : dt == FW_FLOAT64 ? 1e-9 : 0, "long cumsum");
+                free(got);
+                free(lh);
+                bfree(&lx);
+                bfree(&lo);
+            }
         /* strided_add: onto a transposed view, and onto a broadcast (stride 0) one */
         int64_t shape[3] = {3, 50, 7}, tst[3] = {1, 21, 3}, bst[3] = {7, 0, 1};
         for (int k = 0; k < 2; k++) {
