@@ -265,6 +265,11 @@ int gw__audit(gw_request *req, const char *action, const char *target, json_t *d
  * (acct_tier_key_envs_put / _json, table tier_key_envs). */
 int gw__tier_key_envs_check(const json_t *spec);
 
+/* The GPUs running job or kernel `job_id` holds now, from NVML
+ * (kernels_routes.c): [{index, name, utilization_pct, memory_used_mb,
+ * memory_total_mb}], unknown figures null, [] when it holds none. */
+json_t *gw__job_gpus_json(gw_server *srv, int64_t job_id);
+
 /* Times in responses: RFC 3339 string in the request arena. */
 const char *gw__time(gw_request *req, int64_t ms);
 

@@ -99,9 +99,12 @@ static int get_kernel(gw_request *req, gw_response *res)
 
     if ((err = kh_kernel_get(&k, req->srv->kernels, req->auth.user_id, req->params[0])) < 0)
         return err;
-    /* the datasets its current process mounts, with their versions */
-    if ((o = kernel_json(req, &k)) != NULL)
+    /* the datasets its current process mounts, with their versions, and
+     * the GPUs it holds */
+    if ((o = kernel_json(req, &k)) != NULL) {
         json_object_set_new(o, "datasets", gw__job_datasets_json(req->srv, k.job_id));
+        json_object_set_new(o, "gpus", gw__job_gpus_json(req->srv, k.job_id));
+    }
     return gw_respond_json(res, 200, o);
 }
 
@@ -154,6 +157,26 @@ static json_t *int_or_null(int64_t v)
 static json_t *real_or_null(double v)
 {
     return v >= 0 ? json_real(v) : json_null();
+}
+
+static json_t *mb_or_null(int64_t bytes)
+{
+    return bytes >= 0 ? json_integer((json_int_t)(bytes >> 20)) : json_null();
+}
+
+json_t *gw__job_gpus_json(gw_server *srv, int64_t job_id)
+{
+    sched_gpu_usage g[SCHED_USAGE_MAX_GPUS];
+    int n = job_id > 0 ? sched_job_gpus(g, SCHED_USAGE_MAX_GPUS, srv->sched, job_id) : 0;
+    json_t *a = json_array();
+
+    for (int i = 0; a && i < n; i++)
+        json_array_append_new(a, json_pack("{s:i, s:o, s:o, s:o, s:o}", "index", g[i].index, "name",
+                                           g[i].name[0] ? json_string(g[i].name) : json_null(), "utilization_pct",
+                                           int_or_null(g[i].util_percent), "memory_used_mb",
+                                           mb_or_null(g[i].memory_bytes), "memory_total_mb",
+                                           mb_or_null(g[i].memory_total_bytes)));
+    return a;
 }
 
 /* GET /api/v1/kernels/{id}/usage: live meters (kernels/usage.c). The

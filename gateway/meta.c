@@ -1,6 +1,7 @@
 /* meta.c - health, metrics, version and the OpenAPI document (all public). */
 #include "gw_int.h"
 #include "metrics.h"
+#include "sched.h"
 
 #include "ed_error.h"
 
@@ -43,17 +44,24 @@ static int get_metrics(gw_request *req, gw_response *res)
     return gw_respond_bytes(res, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
 }
 
-/* `cuda` says whether kernels can compute on a GPU: a CUDA backend built
- * into the framework and a device it can use. The framework has no CUDA
- * backend yet (issue 17), so it is false whatever the toolkit at build time;
- * `cuda_toolkit` says only that nvcc was found then (the NCCL communicator
- * and the CUDA sources compile). */
+/* `cuda` says whether kernels can compute on a GPU: the framework's CUDA
+ * backend was built (its plugin, paddle/libeddy_fw_cuda.so, is next to the
+ * package jobs import) and NVML found at least one GPU (sched_gpu_compute:
+ * nothing is loaded, CUDA never initialised in the server, which would
+ * take device memory). `cuda_toolkit` says only that nvcc was found at
+ * build time (the NCCL communicator and the CUDA sources compile);
+ * `cuda_detail` what is missing when `cuda` is false. */
 static int get_version(gw_request *req, gw_response *res)
 {
-    (void)req;
+    char why[300] = "";
+    bool cuda = req->srv->sched && sched_gpu_compute(req->srv->sched, why, sizeof(why));
+
+    if (req->srv->sched == NULL)
+        snprintf(why, sizeof(why), "the scheduler is not running");
     return gw_respond_json(res, 200,
-                           json_pack("{s:s,s:s,s:b,s:b}", "version", EDDY_VERSION, "framework",
-                                     EDDY_VERSION, "cuda", 0, "cuda_toolkit", EDDY_HAVE_CUDA));
+                           json_pack("{s:s,s:s,s:b,s:b,s:o}", "version", EDDY_VERSION, "framework", EDDY_VERSION,
+                                     "cuda", cuda, "cuda_toolkit", EDDY_HAVE_CUDA, "cuda_detail",
+                                     cuda ? json_null() : json_string(why)));
 }
 
 /* ---- OpenAPI ------------------------------------------------------------- */

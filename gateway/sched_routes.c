@@ -536,7 +536,11 @@ static int get_job(gw_request *req, gw_response *res)
     if ((err = parse_id(&id, req->params[0], "job")) < 0 ||
         (err = sched_job_get(&j, req->srv->sched, visible_user(req), id)) < 0)
         return err;
-    return gw_respond_json(res, 200, job_json(req, &j));
+    /* the GPUs it holds now, from NVML (gw__job_gpus_json) */
+    json_t *o = job_json(req, &j);
+    if (o)
+        json_object_set_new(o, "gpus", gw__job_gpus_json(req->srv, j.id));
+    return gw_respond_json(res, 200, o);
 }
 
 typedef struct job_page {
@@ -1333,6 +1337,23 @@ static int get_overview(gw_request *req, gw_response *res)
         json_decref(classes);
         return err;
     }
+    /* each GPU of the host: what it is doing (NVML) and who holds it */
+    json_t *gpus = json_array();
+    for (int i = 0; gpus && i < o.ngpus; i++) {
+        const sched_gpu *g = &o.gpus[i];
+        json_array_append_new(
+            gpus, json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o}", "index", g->minor, "name",
+                            g->name[0] ? json_string(g->name) : json_null(), "uuid",
+                            g->uuid[0] ? json_string(g->uuid) : json_null(), "utilization_pct",
+                            g->util_percent >= 0 ? json_integer(g->util_percent) : json_null(), "memory_used_mb",
+                            g->memory_used_bytes >= 0 ? json_integer(g->memory_used_bytes >> 20) : json_null(),
+                            "memory_total_mb",
+                            g->memory_total_bytes >= 0 ? json_integer(g->memory_total_bytes >> 20) : json_null(),
+                            "held_by",
+                            g->job_id ? json_pack("{s:s, s:I, s:I}", "kind", g->kernel ? "kernel" : "job", "job_id",
+                                                  (json_int_t)g->job_id, "user_id", (json_int_t)g->user_id)
+                                      : json_null()));
+    }
     for (int i = 0; i < o.nclasses; i++) {
         const sched_resource *r = &o.classes[i];
         json_t *cls = resource_json(r);
@@ -1344,9 +1365,10 @@ static int get_overview(gw_request *req, gw_response *res)
     }
     return gw_respond_json(
         res, 200,
-        json_pack("{s:I, s:{s:i, s:i}, s:o, s:o, s:o, s:{s:i, s:i}, s:f, s:I}", "users", (json_int_t)o.users,
+        json_pack("{s:I, s:{s:i, s:i}, s:o, s:o, s:o, s:{s:i, s:i}, s:o, s:f, s:I}", "users", (json_int_t)o.users,
                   "jobs", "running", o.running_jobs, "queued", o.queued_jobs, "running", c.running, "queue", c.queue,
                   "resources", classes, "devices", "gpus_found", o.gpus_found, "gpus_simulated", o.gpus_simulated,
+                  "gpus", gpus ? gpus : json_array(),
                   "utilisation",
                   cap > 0 ? (double)used / (double)cap : 0.0, "charged_today_mcoins",
                   (json_int_t)o.charged_today_mcoins));

@@ -107,7 +107,6 @@ typedef struct sbx_plan {
     int go_r, go_w, err_r, err_w, st_r, st_w;
     const char *cwd;
     int degraded;
-    char gpu_names[SBX_MAX_GPUS + 2][32];   /* /dev/nvidia<k>, nvidiactl, nvidia-uvm */
 } sbx_plan;
 
 /* What the child writes to the step pipe when a step fails. */

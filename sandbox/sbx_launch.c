@@ -194,11 +194,17 @@ static int build_env(sbx_plan *p, const sbx_spec *s)
     for (size_t i = 0; i < n; i++)
         if ((p->envp[k++] = strdup(src[i])) == NULL)
             return ed_error_set(ED_ENOMEM, "sandbox env");
+    for (size_t i = 0; i < n && s->n_gpus; i++)
+        if (strncmp(src[i], "CUDA_VISIBLE_DEVICES=", 21) == 0)
+            return 0;   /* the caller's (the scheduler names the GPUs by UUID) */
     if (s->n_gpus) {
-        /* A convenience for CUDA; the boundary is the device nodes and cgroup. */
+        /* A convenience for CUDA; the boundary is the device nodes and
+         * cgroup. Inside only the allocated nodes exist, so the driver
+         * numbers those GPUs from 0: /dev/nvidia3 alone is CUDA device 0,
+         * and "3" would hide it. */
         size_t at = (size_t)snprintf(gpus, sizeof(gpus), "CUDA_VISIBLE_DEVICES=");
         for (size_t i = 0; i < s->n_gpus && at < sizeof(gpus); i++)
-            at += (size_t)snprintf(gpus + at, sizeof(gpus) - at, "%s%d", i ? "," : "", s->gpus[i]);
+            at += (size_t)snprintf(gpus + at, sizeof(gpus) - at, "%s%zu", i ? "," : "", i);
         if ((p->envp[k++] = strdup(gpus)) == NULL)
             return ed_error_set(ED_ENOMEM, "sandbox env");
     }
@@ -254,10 +260,78 @@ static int idmap_tree(const char *src, const sbx_spec *s, struct stat *st)
     return tree;
 }
 
+/* The allocated GPUs' nodes and what CUDA needs beside them (only when the
+ * job has GPUs; a CPU job sees no /dev/nvidia* at all):
+ * - /dev/nvidia<k> for each allocated k, /dev/nvidiactl (the driver's
+ *   control node every process opens) and /dev/nvidia-uvm (cudaMalloc's
+ *   unified memory). Nothing else: not the other GPUs' nodes (absent, so
+ *   the driver enumerates only these, renumbered from 0), not
+ *   nvidia-uvm-tools (profilers, CUPTI), nvidia-modeset or nvidia-caps.
+ *   Taken from $EDDY_GPU_DEV_DIR (tests: char nodes made with mknod) or
+ *   /dev, each a character device, its number allowed by the device filter.
+ * - read-only, at their own paths, the directories in $EDDY_CUDA_LIB_DIRS
+ *   (colon-separated, absolute, canonical): a CUDA toolkit or driver
+ *   installed outside /usr and /lib*, which every sandbox already sees
+ *   read-only (/usr/local/cuda included; /etc/alternatives and
+ *   ld.so.cache are bound too). */
+static int add_gpus(sbx_plan *p, const sbx_spec *s, dev_t *gpu_devs, size_t *n_gpu_devs)
+{
+    static const char *const sysdirs[] = {"/usr/", "/lib/", "/lib64/", "/lib32/", "/bin/", "/sbin/"};
+    const char *devdir = getenv("EDDY_GPU_DEV_DIR"), *libs = getenv("EDDY_CUDA_LIB_DIRS");
+    char src[PATH_MAX], dst[64];
+    struct stat st;
+    int err;
+
+    *n_gpu_devs = 0;
+    if (s->n_gpus == 0)
+        return 0;
+    if (devdir == NULL || devdir[0] == '\0')
+        devdir = "/dev";
+    if (devdir[0] != '/' || strlen(devdir) > 256)
+        return ed_error_set(ED_EINVAL, "sandbox: EDDY_GPU_DEV_DIR must be an absolute path");
+    for (size_t i = 0; i < s->n_gpus + 2; i++) {
+        if (i < s->n_gpus)
+            snprintf(dst, sizeof(dst), "/dev/nvidia%d", s->gpus[i]);
+        else
+            snprintf(dst, sizeof(dst), "%s", i == s->n_gpus ? "/dev/nvidiactl" : "/dev/nvidia-uvm");
+        snprintf(src, sizeof(src), "%s/%s", devdir, dst + 5);
+        if (stat(src, &st) < 0 || !S_ISCHR(st.st_mode))
+            return ed_error_set(ED_EINVAL, "sandbox: GPU device %s not found on this host", src);
+        gpu_devs[(*n_gpu_devs)++] = st.st_rdev;
+        if ((err = add_mop(p, SBX_MOP_DEV, src, dst)) < 0)
+            return err;
+        p->mops[p->n_mops - 1].is_dir = 0;
+    }
+    while (libs && *libs) {
+        size_t len = strcspn(libs, ":");
+        int seen = 0;
+        if (len > 0) {
+            if (len >= sizeof(src) || libs[0] != '/')
+                return ed_error_set(ED_EINVAL, "sandbox: EDDY_CUDA_LIB_DIRS: '%.*s' is not an absolute path",
+                                    (int)(len < 200 ? len : 200), libs);
+            memcpy(src, libs, len);
+            src[len] = '\0';
+            for (size_t k = 0; k < sizeof(sysdirs) / sizeof(sysdirs[0]); k++)
+                seen = seen || strncmp(src, sysdirs[k], strlen(sysdirs[k])) == 0;
+            if (!seen && (!valid_inside(src) || strstr(src, "/./") || strstr(src, "//") || src[len - 1] == '/'))
+                return ed_error_set(ED_EINVAL, "sandbox: EDDY_CUDA_LIB_DIRS: '%s' is not canonical", src);
+            if (!seen && (reserved_dst(src) || strncmp(src, "/tmp", 4) == 0 || strncmp(src, "/home", 5) == 0))
+                return ed_error_set(ED_EINVAL, "sandbox: EDDY_CUDA_LIB_DIRS: %s is where the sandbox "
+                                    "keeps its own files", src);
+            if (!seen && (lstat(src, &st) < 0 || !S_ISDIR(st.st_mode)))
+                return ed_error_set(ED_EINVAL, "sandbox: EDDY_CUDA_LIB_DIRS: %s is not a directory", src);
+            if (!seen && (err = add_mop(p, SBX_MOP_BIND_RO, src, src)) < 0)
+                return err;
+        }
+        libs += len;
+        libs += *libs == ':';
+    }
+    return 0;
+}
+
 static int build_plan(sbx_plan *p, const sbx_spec *s, dev_t *gpu_devs, size_t *n_gpu_devs)
 {
     static const char *const sysdirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"};
-    char (*gpu_names)[32] = p->gpu_names;
     int err, is_dir = 0;
     struct stat st;
     char path[PATH_MAX];
@@ -313,21 +387,8 @@ static int build_plan(sbx_plan *p, const sbx_spec *s, dev_t *gpu_devs, size_t *n
             return err;
         p->mops[p->n_mops - 1].is_dir = 0;
     }
-    *n_gpu_devs = 0;
-    for (size_t i = 0; i < s->n_gpus + (s->n_gpus ? 2 : 0); i++) {
-        if (i < s->n_gpus)
-            snprintf(gpu_names[i], sizeof(gpu_names[i]), "/dev/nvidia%d", s->gpus[i]);
-        else
-            snprintf(gpu_names[i], sizeof(gpu_names[i]), "%s",
-                     i == s->n_gpus ? "/dev/nvidiactl" : "/dev/nvidia-uvm");
-        if (stat(gpu_names[i], &st) < 0 || !S_ISCHR(st.st_mode))
-            return ed_error_set(ED_EINVAL, "sandbox: GPU device %s not found on this host",
-                                gpu_names[i]);
-        gpu_devs[(*n_gpu_devs)++] = st.st_rdev;
-        if ((err = add_mop(p, SBX_MOP_DEV, gpu_names[i], gpu_names[i])) < 0)
-            return err;
-        p->mops[p->n_mops - 1].is_dir = 0;
-    }
+    if ((err = add_gpus(p, s, gpu_devs, n_gpu_devs)) < 0)
+        return err;
     if ((err = add_mop(p, SBX_MOP_SYMLINK, strdup("/proc/self/fd"), "/dev/fd")) < 0 ||
         (err = add_mop(p, SBX_MOP_SYMLINK, strdup("/proc/self/fd/0"), "/dev/stdin")) < 0 ||
         (err = add_mop(p, SBX_MOP_SYMLINK, strdup("/proc/self/fd/1"), "/dev/stdout")) < 0 ||

@@ -137,6 +137,26 @@ static int datasets_env_make(char **out, const sched_mount *m, size_t n)
     return 0;
 }
 
+/* "CUDA_VISIBLE_DEVICES=GPU-<uuid>,..." for the GPUs `r` holds, in their
+ * order, into buf: exactly those devices whatever the driver's numbering
+ * (CUDA ordinals follow the order listed). false when a UUID is unknown:
+ * the sandbox then numbers them 0..n-1 (sbx_launch.c). */
+static bool gpu_uuids(char *buf, size_t cap, const sched *s, const sched__running *r)
+{
+    size_t at = (size_t)snprintf(buf, cap, "CUDA_VISIBLE_DEVICES=");
+
+    for (int k = 0; k < r->units && k < 16; k++) {
+        const char *uuid = "";
+        for (int g = 0; g < s->ngpus; g++)
+            if (s->gpus[g].minor == r->devices[k])
+                uuid = s->gpus[g].uuid;
+        if (uuid[0] == '\0' || at + strlen(uuid) + 2 >= cap)
+            return false;
+        at += (size_t)snprintf(buf + at, cap - at, "%s%s", k ? "," : "", uuid);
+    }
+    return r->units > 0;
+}
+
 static int local_launch(sched *s, sched__running *r, const sched_job_info *j, const sched_resource *cls,
                         bool egress, const char *job_dir)
 {
@@ -183,8 +203,11 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
         /* the supervisor starts the ranks (ranks.c) */
         snprintf(nranks, sizeof(nranks), "%d", r->ranks);
         snprintf(rport, sizeof(rport), "%d", RANK_BASE_PORT);
+        /* FLAGS_selected_gpus: CUDA's ordinals inside (0..n-1: only the
+         * allocated GPUs exist there); a simulated class's indices */
         for (int k = 0; cls->gpu && k < r->units && k < 16; k++)
-            snprintf(rdevs + strlen(rdevs), sizeof(rdevs) - strlen(rdevs), "%s%d", k ? "," : "", r->devices[k]);
+            snprintf(rdevs + strlen(rdevs), sizeof(rdevs) - strlen(rdevs), "%s%d", k ? "," : "",
+                     r->gpu_real ? k : r->devices[k]);
         argv[na++] = "/usr/bin/python3";
         argv[na++] = "-c";
         argv[na++] = (char *)sched__ranks_py;
@@ -267,8 +290,10 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
         ENV("PADDLE_TRAINER_ENDPOINTS=127.0.0.1:%d", RANK_BASE_PORT);
         ENV("PADDLE_TRAINER_ID=0");
         ENV("PADDLE_CURRENT_ENDPOINT=127.0.0.1:%d", RANK_BASE_PORT);
-        ENV("FLAGS_selected_gpus=%d", r->devices[0]);
+        ENV("FLAGS_selected_gpus=%d", r->gpu_real ? 0 : r->devices[0]);
     }
+    if (cls->gpu && r->gpu_real && gpu_uuids(envbuf[ne], sizeof(envbuf[ne]), s, r))
+        env[ne] = envbuf[ne], ne++;
     if (cls->gpu && simulated)
         ENV("EDDY_SIMULATED_GPUS=1");
 #undef ENV
@@ -337,7 +362,8 @@ static int local_launch(sched *s, sched__running *r, const sched_job_info *j, co
     sp.fsize_bytes = 4LL << 30;     /* no single file (the log included) past 4 GiB */
     sp.wall_ms = (int)((r->end_by - r->started_at) + s->cfg.stop_grace_ms + 2000);
     sp.net = egress ? SBX_NET_HOST : SBX_NET_LOOPBACK;
-    if (cls->gpu && !simulated) {
+    if (cls->gpu && r->gpu_real) {
+        /* its whole GPUs' nodes, nothing of the others (gpu_alloc.c) */
         for (int k = 0; k < r->units && k < SBX_MAX_GPUS; k++)
             sp.gpus[k] = r->devices[k];
         sp.n_gpus = (size_t)(r->units < SBX_MAX_GPUS ? r->units : SBX_MAX_GPUS);

@@ -1,10 +1,10 @@
 /*
  * resources.c - configuration, device discovery and resource classes.
  *
- * GPUs are discovered at run time with dlopen: NVML first (libnvidia-ml.so.1,
- * nvmlDeviceGetCount_v2), then the CUDA driver (libcuda.so.1, cuDeviceGetCount).
- * The binary never links either, so it runs on CPU hosts, where GPU classes
- * have capacity 0 unless configured with simulated devices.
+ * GPUs are discovered at run time through NVML, opened with dlopen
+ * (gpu_nvml.c; $EDDY_NVML_LIB, else libnvidia-ml.so.1). The binary never
+ * links it, so it runs on CPU hosts, where GPU classes have capacity 0
+ * unless configured with simulated devices.
  */
 #include "sched.h"
 #include "sched_int.h"
@@ -14,7 +14,6 @@
 #include "quota.h"
 
 #include <ctype.h>
-#include <dlfcn.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,37 +90,7 @@ int sched_config_defaults(sched_config *c, const char *data_dir)
     return 0;
 }
 
-/* ---- discovery ---------------------------------------------------------- */
-
-int sched__discover_gpus(void)
-{
-    void *h;
-    unsigned n = 0;
-    int count = 0;
-
-    if ((h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL)) != NULL) {
-        int (*init)(void) = (int (*)(void))dlsym(h, "nvmlInit_v2");
-        int (*getn)(unsigned *) = (int (*)(unsigned *))dlsym(h, "nvmlDeviceGetCount_v2");
-        int (*shut)(void) = (int (*)(void))dlsym(h, "nvmlShutdown");
-        if (init && getn && init() == 0) {
-            if (getn(&n) == 0)
-                count = (int)n;
-            if (shut)
-                shut();
-        }
-        dlclose(h);
-        if (count > 0)
-            return count;
-    }
-    if ((h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) != NULL) {
-        int (*init)(unsigned) = (int (*)(unsigned))dlsym(h, "cuInit");
-        int (*getn)(int *) = (int (*)(int *))dlsym(h, "cuDeviceGetCount");
-        if (init && getn && init(0) == 0 && getn(&count) != 0)
-            count = 0;
-        dlclose(h);
-    }
-    return count > 0 ? count : 0;
-}
+/* ---- capacity ------------------------------------------------------------ */
 
 int sched__capacity(const sched *s, const sched_resource *r)
 {

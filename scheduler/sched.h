@@ -446,6 +446,7 @@ typedef struct sched_gpu_usage {
     int     util_percent;         /* busy over NVML's last sample period; -1 unknown */
     int64_t memory_bytes;         /* device memory in use; -1 unknown */
     int64_t memory_total_bytes;   /* -1 unknown */
+    char    name[96];             /* NVML's product name; "" unknown */
 } sched_gpu_usage;
 
 typedef struct sched_usage {
@@ -491,14 +492,55 @@ typedef struct sched_nvml {
     int (*minor_number)(void *dev, unsigned *minor);
     int (*utilization)(void *dev, unsigned *gpu_percent, unsigned *mem_percent);
     int (*memory)(void *dev, uint64_t *total, uint64_t *free, uint64_t *used);
+    int (*name)(void *dev, char *buf, unsigned len);    /* optional (NULL) */
+    int (*uuid)(void *dev, char *buf, unsigned len);    /* optional (NULL) */
 } sched_nvml;
 
 /* The GPUs /dev/nvidia<devices[i]> (i < n, n <= SCHED_USAGE_MAX_GPUS) into
  * out[i], matched to NVML's devices by minor number. `api` NULL: NVML
- * through dlopen("libnvidia-ml.so.1"), initialised once per process. What
+ * through dlopen ($EDDY_NVML_LIB, else "libnvidia-ml.so.1"), initialised
+ * once per process (scheduler/gpu_nvml.c). What
  * cannot be read is -1 (every figure when there is no NVML). Returns how
  * many devices had figures. */
 int sched_gpu_read(sched_gpu_usage *out, const int *devices, int n, const sched_nvml *api);
+
+/* ---- the host's GPUs (gpu_nvml.c, gpu_alloc.c) ----
+ *
+ * Found once at sched_open through NVML (never libcuda: CUDA is not
+ * initialised in the server). A GPU is the unit work is given, whole, by its
+ * device node /dev/nvidia<minor>: never to two running jobs or kernels at
+ * once, whatever their classes (every real GPU class draws on the same
+ * devices), and free again as soon as the work is reaped. */
+#define SCHED_MAX_GPUS 16
+
+typedef struct sched_gpu {
+    int     minor;                /* /dev/nvidia<minor> */
+    int     nvml_index;           /* NVML's index (PCI order), not the minor */
+    char    name[96];             /* "NVIDIA H100 80GB HBM3"; "" unknown */
+    char    uuid[96];             /* "GPU-<hex>"; "" unknown */
+    int     util_percent;         /* now; -1 unknown */
+    int64_t memory_used_bytes;    /* now; -1 unknown */
+    int64_t memory_total_bytes;   /* -1 unknown */
+    int64_t job_id;               /* the running job or kernel holding it; 0 free */
+    int64_t user_id;              /* its owner; 0 free */
+    bool    kernel;               /* the holder is an interactive kernel */
+} sched_gpu;
+
+/* The host's GPUs (at most `max`) into out, in minor order, with what
+ * each is doing now and who holds it; the count (0 on a CPU host). */
+int sched_gpus_get(sched_gpu *out, int max, sched *s);
+
+/* The GPUs running job or kernel `job_id` holds now, at most `max`, with
+ * NVML's figures (-1/"" where unknown: simulated devices, no NVML). 0 when
+ * it holds none or is not running. No ownership check: the caller has
+ * read the job. */
+int sched_job_gpus(sched_gpu_usage *out, int max, sched *s, int64_t job_id);
+
+/* Whether work here can compute on a GPU: the framework's CUDA backend was
+ * built (the plugin paddle/libeddy_fw_cuda.so next to the package jobs
+ * import) and NVML found at least one GPU. Nothing is loaded to find out.
+ * `why` (may be NULL, cap bytes) says what is missing when false. */
+bool sched_gpu_compute(sched *s, char *why, size_t cap);
 
 /* ---- overview ---- */
 
@@ -506,10 +548,12 @@ typedef struct sched_overview {
     int64_t users;
     int     running_jobs, queued_jobs;
     int64_t charged_today_mcoins;
-    int     gpus_found;          /* NVML / CUDA driver at start; 0 on CPU hosts */
+    int     gpus_found;          /* NVML at start; 0 on CPU hosts */
     int     gpus_simulated;      /* EDDY_SIM_GPUS */
     int     nclasses;
     sched_resource classes[SCHED_MAX_CLASSES];   /* capacity, in_use, queued */
+    int     ngpus;               /* the host's GPUs (sched_gpus_get) */
+    sched_gpu gpus[SCHED_MAX_GPUS];
 } sched_overview;
 int sched_overview_get(sched_overview *out, sched *s);
 

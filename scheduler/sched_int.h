@@ -19,7 +19,8 @@ typedef struct sched__running {
     char     resource[32];
     char     tier[32];
     int      units;
-    int      devices[16];         /* allocated device indices (GPU classes) */
+    int      devices[16];         /* its GPUs: device minors (/dev/nvidia<k>); simulated
+                                   * classes: indices among the class's devices */
     int64_t  started_at, end_by;  /* ms */
     bool     preemptible, requeue;
     int64_t  price;               /* mcoins/hour for all its units */
@@ -43,6 +44,9 @@ typedef struct sched__running {
     char     exec_ref[32];        /* the executor's handle, recorded in jobs.exec_ref ("" none) */
     void    *xdata;               /* the executor's own state (exec_slurm.c) */
     bool     uncharged;           /* jobs.uncharged: price 0, never metered nor held */
+    bool     kernel;              /* an interactive kernel (entry SCHED_KERNEL_ENTRY) */
+    bool     gpu_real;            /* devices are this host's GPU minors (gpu_alloc.c) */
+    bool     gpu_sim;             /* devices are a simulated (or Slurm) class's indices */
 } sched__running;
 
 /* One execution backend (a table of functions, so a "slurm" one can join).
@@ -96,7 +100,9 @@ struct sched {
     bool             thread_started, stopping;
     sched__running **run;
     size_t           nrun, caprun;
-    int              discovered_gpus;   /* NVML / CUDA driver, 0 on CPU hosts */
+    int              discovered_gpus;   /* NVML at start (= ngpus), 0 on CPU hosts */
+    sched_gpu        gpus[SCHED_MAX_GPUS];   /* gpu_nvml.c: found at start, minor order */
+    int              ngpus;
     const sched__executor *exec;
     sched_kernel_fn  kernel_hook;       /* kernels.c: receives kernels' sockets */
     void            *kernel_hook_arg;
@@ -109,9 +115,24 @@ struct sched {
     void            *xstate;            /* the executor's (exec_slurm.c: the connection, API version) */
 };
 
-/* Discover GPUs at run time (dlopen of NVML, then libcuda); 0 when neither
- * is present. Never links either library. */
-int sched__discover_gpus(void);
+/* NVML through dlopen ($EDDY_NVML_LIB, else libnvidia-ml.so.1), opened and
+ * initialised once per process; NULL when there is none, *why (may be
+ * NULL) then says why (gpu_nvml.c). */
+const sched_nvml *sched__nvml(const char **why);
+
+/* The GPUs `api` (NULL: sched__nvml) reports, at most `max`, into out in
+ * minor order: minor, NVML index, name, UUID, total memory (the live
+ * figures -1, holders 0). 0 without NVML. Never links NVML, never touches
+ * CUDA. */
+int sched__gpu_discover(sched_gpu *out, int max, const sched_nvml *api);
+
+/* Give running work `r` (not yet on s->run) r->units whole GPUs of class
+ * `c` (gpu_alloc.c): real classes get the lowest device minors no running
+ * work of any real GPU class holds; simulated classes the lowest indices
+ * free within the class. Fills r->devices and `devs` ("1,3", for
+ * jobs.devices). 0; ED_EBUSY when not enough are free now (the job waits).
+ * Under s->mu. */
+int sched__gpu_alloc(sched *s, sched__running *r, const sched_resource *c, char *devs, size_t devs_cap);
 
 /* Effective capacity of a class. */
 int sched__capacity(const sched *s, const sched_resource *r);

@@ -583,8 +583,8 @@ static int start_job(sched *s, int64_t id, const sched_resource *cls, size_t ncl
     int64_t free_left, hold, now = ed_now_ms(), seq_base = 0, prior = 0;
     const sched_resource *c;
     sqlite3_stmt *q = NULL;
-    bool used[64] = {false}, suspended;
-    int ci, rc, err, nd = 0;
+    bool suspended;
+    int ci, rc, err;
 
     if ((err = sched__job_read(&j, s, id)) < 0)
         return err;
@@ -638,6 +638,13 @@ static int start_job(sched *s, int64_t id, const sched_resource *cls, size_t ncl
     r->id = id;
     r->user_id = j.user_id;
     r->cls = ci;
+    r->kernel = strcmp(j.entry, SCHED_KERNEL_ENTRY) == 0;
+    /* whole GPUs (gpu_alloc.c), before any money moves: when another
+     * class's work holds the devices it needs, it waits in the queue */
+    if ((err = sched__gpu_alloc(s, r, c, devs, sizeof(devs))) == ED_EBUSY) {
+        free(r);
+        return 0;
+    }
     snprintf(r->resource, sizeof(r->resource), "%s", c->name);
     snprintf(r->tier, sizeof(r->tier), "%s", tier_name);
     r->uncharged = j.uncharged;
@@ -667,17 +674,6 @@ static int start_job(sched *s, int64_t id, const sched_resource *cls, size_t ncl
         else if (err != ED_EQUOTA)
             goto fail;
     }
-    /* devices: the lowest indices no running work of this class holds */
-    for (size_t i = 0; i < s->nrun; i++)
-        if (strcmp(s->run[i]->resource, c->name) == 0)
-            for (int k = 0; k < s->run[i]->units && c->gpu; k++)
-                if (s->run[i]->devices[k] >= 0 && s->run[i]->devices[k] < 64)
-                    used[s->run[i]->devices[k]] = true;
-    for (int d = 0; c->gpu && d < 64 && nd < r->units && nd < 16; d++)
-        if (!used[d]) {
-            r->devices[nd++] = d;
-            snprintf(devs + strlen(devs), sizeof(devs) - strlen(devs), "%s%d", nd > 1 ? "," : "", d);
-        }
     r->started_at = now;
     r->end_by = now + j.max_runtime_ms;
     assert(sched__locked(s));   /* r goes onto s->run */
@@ -1186,7 +1182,8 @@ int sched_open(sched **out, ed_store *st, const sched_config *cfg)
     }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
-    s->discovered_gpus = sched__discover_gpus();
+    s->ngpus = sched__gpu_discover(s->gpus, SCHED_MAX_GPUS, NULL);   /* gpu_nvml.c */
+    s->discovered_gpus = s->ngpus;
     snprintf(path, sizeof(path), "%s/jobs", cfg->data_dir);
     if (mkdir(path, 0700) < 0 && errno != EEXIST) {
         err = ed_error_set(ED_EIO, "cannot create %s: %s", path, strerror(errno));
@@ -1293,6 +1290,7 @@ int sched_overview_get(sched_overview *out, sched *s)
     out->nclasses = (int)n;
     out->gpus_found = s->discovered_gpus;
     out->gpus_simulated = s->cfg.sim_gpus;
+    out->ngpus = sched_gpus_get(out->gpus, SCHED_MAX_GPUS, s);   /* gpu_alloc.c: figures, holders */
     memcpy(out->classes, cls, n * sizeof(*cls));
     free(cls);
     /* users are accounts/'s, revenue quota/'s; the jobs are ours */

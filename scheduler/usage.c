@@ -149,7 +149,7 @@ static void read_live(sched_usage *u, int64_t *cpu_usec, sched *s, const run_vie
         if (sched__simulated(s, &cls)) {
             /* simulated devices have no hardware to ask */
             for (int i = 0; i < u->n_gpus; i++)
-                u->gpus[i] = (sched_gpu_usage){v->devices[i], -1, -1, -1};
+                u->gpus[i] = (sched_gpu_usage){v->devices[i], -1, -1, -1, ""};
         } else {
             sched_gpu_read(u->gpus, v->devices, u->n_gpus, NULL);
         }

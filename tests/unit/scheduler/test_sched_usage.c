@@ -2,6 +2,7 @@
  * gpu_usage.c): CPU % from two readings, and GPU figures through a fake
  * NVML table (devices matched by minor number, errors left unknown). */
 #include "sched.h"
+#include "sched_int.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -71,7 +72,7 @@ static int f_memory(void *dev, uint64_t *total, uint64_t *free_b, uint64_t *used
     return 0;
 }
 
-static const sched_nvml fake = {f_count, f_by_index, f_minor, f_util, f_memory};
+static const sched_nvml fake = {f_count, f_by_index, f_minor, f_util, f_memory, NULL, NULL};
 
 START_TEST(gpus_are_matched_by_minor_number)
 {
@@ -138,6 +139,65 @@ START_TEST(real_nvml_or_unknowns)
 }
 END_TEST
 
+/* Names and UUIDs for discovery: device index 2's are garbage (a control
+ * character, a UUID that is not "GPU-<hex>") and must not pass through. */
+static int f_name(void *dev, char *buf, unsigned len)
+{
+    int i = *(int *)dev;
+    snprintf(buf, len, i == 2 ? "Bad\nName" : "Dev %d", i);
+    return 0;
+}
+
+static int f_uuid(void *dev, char *buf, unsigned len)
+{
+    int i = *(int *)dev;
+    snprintf(buf, len, i == 2 ? "GPU-12;rm -rf" : "GPU-0000-%04d", i);
+    return 0;
+}
+
+static const sched_nvml fake_named = {f_count, f_by_index, f_minor, f_util, f_memory, f_name, f_uuid};
+
+START_TEST(discovery_lists_gpus_in_minor_order_with_clean_names)
+{
+    sched_gpu g[SCHED_MAX_GPUS];
+
+    fail_count = 0;
+    ck_assert_int_eq(sched__gpu_discover(g, SCHED_MAX_GPUS, &fake_named), 3);
+    /* minors 2, 0, 1 at NVML indices 0, 1, 2: sorted by minor */
+    ck_assert_int_eq(g[0].minor, 0);
+    ck_assert_int_eq(g[0].nvml_index, 1);
+    ck_assert_str_eq(g[0].name, "Dev 1");
+    ck_assert_str_eq(g[0].uuid, "GPU-0000-0001");
+    ck_assert_int_eq(g[0].memory_total_bytes, 16LL << 30);
+    ck_assert_int_eq(g[0].util_percent, -1);      /* live figures are not discovery's */
+    ck_assert_int_eq(g[0].job_id, 0);
+    ck_assert_int_eq(g[1].minor, 1);
+    ck_assert_str_eq(g[1].name, "");              /* a control character: unknown */
+    ck_assert_str_eq(g[1].uuid, "");              /* not GPU-<hex>: never into CUDA_VISIBLE_DEVICES */
+    ck_assert_int_eq(g[2].minor, 2);
+    ck_assert_str_eq(g[2].uuid, "GPU-0000-0000");
+    /* at most `max` */
+    ck_assert_int_eq(sched__gpu_discover(g, 1, &fake_named), 1);
+    /* a failing NVML finds nothing */
+    fail_count = 1;
+    ck_assert_int_eq(sched__gpu_discover(g, SCHED_MAX_GPUS, &fake_named), 0);
+    fail_count = 0;
+}
+END_TEST
+
+START_TEST(gpu_read_names_the_device)
+{
+    sched_gpu_usage g[1];
+    int devs[1] = {0};
+
+    fail_count = 0;
+    ck_assert_int_eq(sched_gpu_read(g, devs, 1, &fake_named), 1);
+    ck_assert_str_eq(g[0].name, "Dev 1");
+    ck_assert_int_eq(sched_gpu_read(g, devs, 1, &fake), 1);
+    ck_assert_str_eq(g[0].name, "");              /* no name call: unknown */
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sched_usage");
@@ -147,6 +207,8 @@ int main(void)
     tcase_add_test(t, gpus_are_matched_by_minor_number);
     tcase_add_test(t, unknown_devices_and_a_failing_nvml_give_unknowns);
     tcase_add_test(t, real_nvml_or_unknowns);
+    tcase_add_test(t, discovery_lists_gpus_in_minor_order_with_clean_names);
+    tcase_add_test(t, gpu_read_names_the_device);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
