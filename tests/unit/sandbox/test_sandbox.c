@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sysmacros.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -148,6 +149,140 @@ START_TEST(gpu_that_does_not_exist_fails_closed)
     s.gpus[0] = 250;
     ck_assert_int_eq(launch_err(&s), ED_EINVAL);
     ck_assert_ptr_nonnull(strstr(ed_error_last(), "/dev/nvidia250"));
+}
+END_TEST
+
+/* Fake GPU nodes (/dev/null's numbers, 0666) in a directory of their own,
+ * as EDDY_GPU_DEV_DIR names them; 0, or -1 when mknod is not allowed. */
+static int fake_gpu_nodes(char *dir, size_t n)
+{
+    static const char *const nodes[] = {"nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm"};
+    char path[128];
+
+    snprintf(dir, n, "/var/tmp/eddy-gpudev-XXXXXX");
+    if (mkdtemp(dir) == NULL || chmod(dir, 0755) < 0)
+        return -1;
+    for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, nodes[i]);
+        if (mknod(path, S_IFCHR | 0666, makedev(1, 3)) < 0 || chmod(path, 0666) < 0)
+            return -1;
+    }
+    setenv("EDDY_GPU_DEV_DIR", dir, 1);
+    return 0;
+}
+
+static void fake_gpu_nodes_remove(const char *dir)
+{
+    static const char *const nodes[] = {"nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm"};
+    char path[128];
+
+    for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, nodes[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+    unsetenv("EDDY_GPU_DEV_DIR");
+    unsetenv("EDDY_CUDA_LIB_DIRS");
+}
+
+/* Given GPU 1: nvidia1, nvidiactl and nvidia-uvm exist inside, nvidia0 does
+ * not (absent, not refused), CUDA numbers it 0, and a CUDA library folder
+ * outside /usr is there read-only; a CPU job sees no nvidia node. */
+START_TEST(gpu_job_sees_only_its_nodes_and_cuda_libraries_read_only)
+{
+    char dev[64], lib[64], file[96], script[512], buf[512];
+    char *argv[] = {"/bin/sh", "-c", script, NULL};
+    sbx_spec s;
+    int out = memfd_create("o", MFD_CLOEXEC), fd;
+    ssize_t n;
+
+    if (fake_gpu_nodes(dev, sizeof(dev)) < 0) {
+        printf("SKIP (gpu nodes): mknod: %s\n", strerror(errno));
+        return;
+    }
+    snprintf(lib, sizeof(lib), "/var/tmp/eddy-cudalib-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(lib));
+    ck_assert_int_eq(chmod(lib, 0755), 0);
+    snprintf(file, sizeof(file), "%s/libcudart.so.12", lib);
+    ck_assert_int_ge(fd = open(file, O_WRONLY | O_CREAT, 0644), 0);
+    ck_assert_int_eq(write(fd, "elf\n", 4), 4);
+    close(fd);
+    snprintf(buf, sizeof(buf), "/usr/lib:%s", lib);   /* beneath /usr: already there */
+    setenv("EDDY_CUDA_LIB_DIRS", buf, 1);
+    snprintf(script, sizeof(script),
+             "echo $(ls /dev | grep nvidia) \"$CUDA_VISIBLE_DEVICES\"; cat %s; "
+             "echo x > /dev/nvidia1 && echo opened; touch %s/x 2>/dev/null && echo writable || echo read-only",
+             file, lib);
+    spec(&s, argv);
+    s.stdio[1] = out;
+    s.n_gpus = 1;
+    s.gpus[0] = 1;
+    ck_assert_int_eq(run_to_end(&s).exit_code, 0);
+    n = pread(out, buf, sizeof(buf) - 1, 0);
+    buf[n > 0 ? n : 0] = '\0';
+    ck_assert_str_eq(buf, "nvidia-uvm nvidia1 nvidiactl 0\nelf\nopened\nread-only\n");
+    /* the caller's CUDA_VISIBLE_DEVICES (the scheduler's UUIDs) is kept */
+    {
+        char *env[] = {"PATH=/usr/bin:/bin", "CUDA_VISIBLE_DEVICES=GPU-00000000-0000-0000-0000-000000000001", NULL};
+        close(out);
+        s.stdio[1] = out = memfd_create("o", MFD_CLOEXEC);
+        s.env = env;
+        run_to_end(&s);
+        n = pread(out, buf, sizeof(buf) - 1, 0);
+        buf[n > 0 ? n : 0] = '\0';
+        ck_assert_msg(strncmp(buf, "nvidia-uvm nvidia1 nvidiactl GPU-00000000-0000-0000-0000-000000000001\n", 70) == 0,
+                      "%s", buf);
+        s.env = NULL;
+    }
+    /* a CPU job: no node, no variable, no library folder */
+    close(out);
+    s.stdio[1] = out = memfd_create("o", MFD_CLOEXEC);
+    s.n_gpus = 0;
+    snprintf(script, sizeof(script), "echo \"[$(ls /dev | grep nvidia)]\" \"[$CUDA_VISIBLE_DEVICES]\"; ls %s", lib);
+    run_to_end(&s);
+    n = pread(out, buf, sizeof(buf) - 1, 0);
+    buf[n > 0 ? n : 0] = '\0';
+    ck_assert_str_eq(buf, "[] []\n");
+    unlink(file);
+    rmdir(lib);
+    fake_gpu_nodes_remove(dev);
+    close(out);
+}
+END_TEST
+
+/* EDDY_CUDA_LIB_DIRS: absolute, canonical directories outside the
+ * sandbox's own places, or the launch fails naming it. */
+START_TEST(cuda_lib_dirs_are_checked)
+{
+    static const struct {
+        const char *dirs, *why;
+    } bad[] = {
+        {"lib64", "not an absolute path"},      {"/opt//cuda", "not canonical"},
+        {"/opt/cuda/", "not canonical"},        {"/opt/../etc", "not canonical"},
+        {"/tmp/cuda", "keeps its own files"},   {"/etc/cuda", "keeps its own files"},
+        {"/home/x", "keeps its own files"},     {"/nonexistent-cuda", "not a directory"},
+    };
+    char dev[64], *argv[] = {"/bin/true", NULL};
+    sbx_spec s;
+
+    if (fake_gpu_nodes(dev, sizeof(dev)) < 0) {
+        printf("SKIP (gpu nodes): mknod: %s\n", strerror(errno));
+        return;
+    }
+    spec(&s, argv);
+    s.n_gpus = 1;
+    s.gpus[0] = 0;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv("EDDY_CUDA_LIB_DIRS", bad[i].dirs, 1);
+        ck_assert_int_eq(launch_err(&s), ED_EINVAL);
+        ck_assert_msg(strstr(ed_error_last(), bad[i].why) != NULL, "%s: %s", bad[i].dirs, ed_error_last());
+    }
+    /* an absent node fails closed, naming it */
+    setenv("EDDY_CUDA_LIB_DIRS", "", 1);
+    s.gpus[0] = 7;
+    ck_assert_int_eq(launch_err(&s), ED_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ed_error_last(), "nvidia7"));
+    fake_gpu_nodes_remove(dev);
 }
 END_TEST
 
@@ -592,6 +727,8 @@ int main(int argc, char **argv)
     TCase *l = tcase_create("launch");
     tcase_set_timeout(l, 60);
     tcase_add_test(l, missing_program_fails_naming_exec_step);
+    tcase_add_test(l, gpu_job_sees_only_its_nodes_and_cuda_libraries_read_only);
+    tcase_add_test(l, cuda_lib_dirs_are_checked);
     tcase_add_test(l, failing_step_inside_is_named_and_nothing_runs);
     tcase_add_test(l, exit_code_and_usage_reported_and_cgroup_removed);
     tcase_add_test(l, program_killed_by_signal_reports_signal);
