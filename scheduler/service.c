@@ -978,6 +978,7 @@ static int reattach(sched *s, int64_t id, int64_t *hold)
         int n = 0;
         for (char *e; d && *d && n < 16; d = *e ? e + 1 : e)
             r->devices[n++] = (int)strtol(d, &e, 10);
+        r->gpu_sim = n > 0;   /* the executor's devices (Slurm's nodes'), not this host's (gpu_alloc.c) */
     }
     sqlite3_finalize(q);
     r->id = id;
