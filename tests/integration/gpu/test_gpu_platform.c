@@ -74,7 +74,8 @@ static void setup(void)
                                        "{\"tiers\": [\"free\", \"pro\", \"premium\"]}", admin_hdrs()),
                      200);
     ck_assert_int_eq(it_request_status(&srv, "PUT", "/api/v1/admin/tiers/free",
-                                       "{\"max_gpus_per_job\": 2, \"max_kernels\": 8, \"job_disk_bytes\": 0}", admin_hdrs()),
+                                       "{\"max_gpus_per_job\": 2, \"max_kernels\": 8, \"job_disk_bytes\": 0}",
+                                       admin_hdrs()),
                      200);
 }
 
