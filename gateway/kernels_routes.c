@@ -194,8 +194,9 @@ static int get_usage(gw_request *req, gw_response *res)
     if ((gpus = json_array()) == NULL)
         return ed_error_set(ED_ENOMEM, "usage");
     for (int i = 0; i < u.n_gpus && i < SCHED_USAGE_MAX_GPUS; i++)
-        json_array_append_new(gpus, json_pack("{s:i, s:o, s:o, s:o}", "index", u.gpus[i].index, "util_percent",
-                                              int_or_null(u.gpus[i].util_percent), "memory_bytes",
+        json_array_append_new(gpus, json_pack("{s:i, s:o, s:o, s:o, s:o}", "index", u.gpus[i].index, "name",
+                                              u.gpus[i].name[0] ? json_string(u.gpus[i].name) : json_null(),
+                                              "util_percent", int_or_null(u.gpus[i].util_percent), "memory_bytes",
                                               int_or_null(u.gpus[i].memory_bytes), "memory_total_bytes",
                                               int_or_null(u.gpus[i].memory_total_bytes)));
     o = json_pack("{s:s, s:s, s:s, s:I, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:b}",

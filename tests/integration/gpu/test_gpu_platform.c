@@ -319,6 +319,14 @@ START_TEST(a_gpu_kernel_reports_its_gpu)
     g = json_array_get(json_object_get(k, "gpus"), 0);
     assert_gpu_figures(g, 0, "Fake GPU 0");
     json_decref(k);
+    /* the live meters name it too */
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s/usage", kid);
+    k = it_get_json(&srv, u.hdrs, path);
+    g = json_array_get(json_object_get(k, "gpus"), 0);
+    ck_assert_str_eq(it_json_str(g, "name"), "Fake GPU 0");
+    ck_assert_int_eq(json_integer_value(json_object_get(g, "util_percent")), 37);
+    json_decref(k);
+    snprintf(path, sizeof(path), "/api/v1/kernels/%s", kid);
     o = it_get_json(&srv, admin_hdrs(), "/api/v1/admin/overview");
     ck_assert_str_eq(it_json_str(json_object_get(json_array_get(json_object_get(o, "gpus"), 0), "held_by"), "kind"),
                      "kernel");
