@@ -207,6 +207,7 @@ static int check_grad(const fw_tensor *p, const fw_tensor *g, size_t i)
 static int clip_impl(double *global_norm, fw_tensor *const *params, const param_state *st,
                      size_t n, double clip_norm)
 {
+    const struct fw_optim_kernels *ks[FW_NDEVICES] = {NULL}; /* per device, looked up once */
     double ss = 0;
 
     if (global_norm)
@@ -229,7 +230,8 @@ static int clip_impl(double *global_norm, fw_tensor *const *params, const param_
         if (!fw_tensor_is_contiguous(g))
             return fw_error_set(FW_EINVAL, "ClipGradByGlobalNorm: grad of param %zu is not "
                                 "contiguous", i);
-        if (optim_kernels(fw_tensor_device(g), "ClipGradByGlobalNorm") == NULL)
+        fw_device d = fw_tensor_device(g);
+        if (ks[d] == NULL && (ks[d] = optim_kernels(d, "ClipGradByGlobalNorm")) == NULL)
             return FW_EDEVICE;
     }
     for (size_t i = 0; i < n; i++) {
@@ -237,8 +239,8 @@ static int clip_impl(double *global_norm, fw_tensor *const *params, const param_
         if (g == NULL)
             continue;
         double part = 0;
-        int err = optim_kernels(fw_tensor_device(g), "ClipGradByGlobalNorm")
-                      ->sumsq(fw_tensor_dtype(g), fw__ptr(g), (size_t)fw_tensor_numel(g), &part);
+        int err = ks[fw_tensor_device(g)]->sumsq(fw_tensor_dtype(g), fw__ptr(g),
+                                                 (size_t)fw_tensor_numel(g), &part);
         if (err < 0)
             return err;
         ss += part;
@@ -253,8 +255,8 @@ static int clip_impl(double *global_norm, fw_tensor *const *params, const param_
         fw_tensor *g = CLIPPED_GRAD(i);
         if (g == NULL)
             continue;
-        int err = optim_kernels(fw_tensor_device(g), "ClipGradByGlobalNorm")
-                      ->scale(fw_tensor_dtype(g), fw__ptr(g), (size_t)fw_tensor_numel(g), scale);
+        int err = ks[fw_tensor_device(g)]->scale(fw_tensor_dtype(g), fw__ptr(g),
+                                                 (size_t)fw_tensor_numel(g), scale);
         if (err < 0)
             return err;
     }
@@ -320,10 +322,9 @@ fw_tensor *fw_optim_param(const fw_optim *o, size_t i)
 }
 
 /* One parameter's fused update through its device's optimizer family. */
-static int update_param(const fw_optim_config *c, const param_state *s, fw_tensor *p,
-                        fw_tensor *gt, double lr)
+static int update_param(const struct fw_optim_kernels *k, const fw_optim_config *c,
+                        const param_state *s, fw_tensor *p, fw_tensor *gt, double lr)
 {
-    const struct fw_optim_kernels *k = optim_kernels(fw_tensor_device(p), "optimizer");
     fw_dtype dt = fw_tensor_dtype(p);
     size_t n = (size_t)fw_tensor_numel(p);
     void *pp = fw__ptr(p), *b1 = s->buf1 ? fw__ptr(s->buf1) : NULL;
@@ -368,12 +369,16 @@ int fw_optim_step(fw_optim *o)
         return err;
 
     double base_lr = fw_optim_get_lr(o);
+    const struct fw_optim_kernels *ks[FW_NDEVICES] = {NULL}; /* per device, looked up once */
     for (size_t i = 0; i < o->n; i++) {
         fw_tensor *p = o->params[i], *gt = fw_tensor_grad(p);
         param_state *s = &o->st[i];
         if (gt == NULL)
             continue;
-        if ((err = update_param(c, s, p, gt, base_lr * s->lr_scale)) < 0)
+        fw_device d = fw_tensor_device(p);
+        if (ks[d] == NULL)
+            ks[d] = optim_kernels(d, "optimizer");
+        if ((err = update_param(ks[d], c, s, p, gt, base_lr * s->lr_scale)) < 0)
             return err;
         if (c->kind == FW_OPTIM_ADAM || c->kind == FW_OPTIM_ADAMW) {
             s->beta1_pow *= c->beta1;
