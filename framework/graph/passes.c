@@ -223,7 +223,7 @@ static int fold_bn(fw_graph *g, int *count)
         if ((err = fw_empty_like(&nw, g->values[c->in[1]].konst)) < 0)
             return err;
         shp[0] = oc;
-        if ((err = fw_tensor_empty(&nb, FW_FLOAT32, shp, 1)) < 0) {
+        if ((err = fw_tensor_empty_on(&nb, FW_CPU, FW_FLOAT32, shp, 1)) < 0) {
             fw_tensor_unref(nw);
             return err;
         }

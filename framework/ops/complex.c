@@ -15,10 +15,9 @@
 static int complex_from_grad(fw_tensor **out, fw_tensor *g, bool imag_part)
 {
     fw_tensor *z = NULL;
-    double zero = 0;
     int err;
 
-    if ((err = fw_tensor_from_doubles(&z, &zero, g->dtype, NULL, 0)) < 0)
+    if ((err = fw_op_scalar(&z, g->device, g->dtype, 0.0)) < 0)
         return err;
     err = imag_part ? fw_complex(out, z, g) : fw_complex(out, g, z);
     fw_tensor_unref(z);
@@ -302,11 +301,10 @@ static int mul_opt(fw_tensor **out, fw_tensor *a, fw_tensor *b)
 static int assemble(fw_tensor **out, fw_tensor *re, fw_tensor *im, fw_dtype dt)
 {
     fw_tensor *z = NULL, *y = NULL;
-    double zero = 0;
     int err;
 
     if (im == NULL) {
-        if ((err = fw_tensor_from_doubles(&z, &zero, fw_dtype_real_part(dt), NULL, 0)) < 0)
+        if ((err = fw_op_scalar(&z, re->device, fw_dtype_real_part(dt), 0.0)) < 0)
             return err;
         im = z;
     }

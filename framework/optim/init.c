@@ -48,8 +48,6 @@ static int check_float(const fw_tensor *t, const char *what)
 {
     if (t == NULL)
         return fw_error_set(FW_EINVAL, "%s: NULL tensor", what);
-    if (fw_tensor_device(t) != FW_CPU)
-        return fw_error_set(FW_EDEVICE, "%s: only CPU tensors", what);
     fw_dtype dt = fw_tensor_dtype(t);
     if (!fw_dtype_is_float(dt))
         return fw_error_set(FW_EDTYPE, "%s: tensor is %s; need a floating-point tensor", what,
@@ -59,7 +57,7 @@ static int check_float(const fw_tensor *t, const char *what)
 
 typedef enum { D_UNIFORM, D_NORMAL, D_TRUNC } dist;
 
-/* Draw into t (checked float32/float64 CPU). */
+/* Draw into t (checked floating point; any device). */
 static int fill(fw_tensor *t, dist d, double p0, double p1, double a, double b,
                 fw_generator *g)
 {
@@ -67,10 +65,12 @@ static int fill(fw_tensor *t, dist d, double p0, double p1, double a, double b,
     int err;
 
     fw_dtype dt = fw_tensor_dtype(t);
-    if (!fw_tensor_is_contiguous(t) || (dt != FW_FLOAT32 && dt != FW_FLOAT64)) {
-        /* float16/bfloat16 draw in float32 and round on assignment */
-        if ((err = fw_tensor_empty(&tmp, dt == FW_FLOAT64 ? FW_FLOAT64 : FW_FLOAT32,
-                                   fw_tensor_shape(t), fw_tensor_ndim(t))) < 0)
+    if (!fw_tensor_is_contiguous(t) || (dt != FW_FLOAT32 && dt != FW_FLOAT64) ||
+        fw_tensor_device(t) != FW_CPU) {
+        /* float16/bfloat16 draw in float32 and round on assignment; a device
+         * tensor draws on the host (the CPU generator's numbers) and copies */
+        if ((err = fw_tensor_empty_on(&tmp, FW_CPU, dt == FW_FLOAT64 ? FW_FLOAT64 : FW_FLOAT32,
+                                      fw_tensor_shape(t), fw_tensor_ndim(t))) < 0)
             return err;
         dst = tmp;
     }
@@ -91,7 +91,10 @@ static int fill(fw_tensor *t, dist d, double p0, double p1, double a, double b,
     }
     if (err == 0 && tmp != NULL) {
         bool prev = fw_set_grad_enabled(false);
-        err = fw_tensor_assign(t, tmp);
+        fw_tensor *src = NULL;
+        if ((err = fw_tensor_to(&src, tmp, fw_tensor_device(t))) == 0)
+            err = fw_tensor_assign(t, src);
+        fw_tensor_unref(src);
         fw_set_grad_enabled(prev);
     }
     fw_tensor_unref(tmp);
@@ -224,7 +227,10 @@ int fw_init_assign(fw_tensor *t, const fw_tensor *src)
         (err = fw_tensor_from_data(&tmp, buf, fw_tensor_dtype(src), fw_tensor_shape(t),
                                    fw_tensor_ndim(t))) == 0) {
         bool prev = fw_set_grad_enabled(false);
-        err = fw_tensor_assign(t, tmp);
+        fw_tensor *src2 = NULL;   /* from_data made it on the default device */
+        if ((err = fw_tensor_to(&src2, tmp, fw_tensor_device(t))) == 0)
+            err = fw_tensor_assign(t, src2);
+        fw_tensor_unref(src2);
         fw_set_grad_enabled(prev);
     }
     fw_tensor_unref(tmp);

@@ -168,8 +168,11 @@ START_TEST(healthz_answers_ok_with_security_headers)
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(it_resp_header(&r, "Cache-Control"), "no-store");
     ck_assert_str_eq(json_string_value(json_object_get(r.json, "version")), EDDY_VERSION);
-    /* No CUDA backend in the framework yet: never "cuda": true (issue 17). */
-    ck_assert(json_is_false(json_object_get(r.json, "cuda")));
+    /* "cuda" is true exactly when nothing is missing (the CUDA plugin is
+     * built and NVML sees a GPU); cuda_detail says what is missing. */
+    ck_assert(json_is_boolean(json_object_get(r.json, "cuda")));
+    ck_assert(json_is_true(json_object_get(r.json, "cuda")) ==
+              json_is_null(json_object_get(r.json, "cuda_detail")));
     ck_assert(json_is_boolean(json_object_get(r.json, "cuda_toolkit")));
     ck_assert_ptr_nonnull(json_string_value(json_object_get(r.json, "framework")));
     it_resp_free(&r);

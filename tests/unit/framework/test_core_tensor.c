@@ -431,7 +431,7 @@ START_TEST(tensor_to_same_device_is_a_ref_and_missing_backend_is_an_error)
     if (!fw_device_available(FW_CUDA)) {
         ck_assert_int_eq(fw_tensor_to(&y, x, FW_CUDA), FW_EDEVICE);
         ck_assert_ptr_null(y);
-        ck_assert_str_eq(fw_error_last(), "to: no backend for cuda");
+        ck_assert_ptr_nonnull(strstr(fw_error_last(), "to: no backend for cuda"));
         ck_assert_int_eq(fw_tensor_empty_on(&y, FW_CUDA, FW_FLOAT32, &n, 1), FW_EDEVICE);
     }
     fw_tensor_unref(x);
