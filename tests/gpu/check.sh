@@ -11,8 +11,9 @@
 # `timeout`, goes on after a failure, and prints a table
 # (check | result | detail | seconds). Results: PASS, FAIL, SKIP (the check
 # cannot run here, with the reason: "not built" when the code does not exist
-# yet). Exit 0 when nothing failed, 1 when a check failed, 77 (printing why)
-# when this machine has no NVIDIA GPU. Each check's output is kept in
+# yet). Exit 0 when nothing failed, 1 when a check failed, 0 after printing
+# that it skipped when this machine has no NVIDIA GPU (77 with
+# GPU_CHECK_SKIP_CODE=77). Each check's output is kept in
 # GPU_CHECK_DIR/logs/<n>-<check>.log (and copied under $OUT when set).
 # No network and no package installation: what is missing is reported.
 # tests/gpu/README.md says what each line means.
@@ -31,13 +32,17 @@ failed=0
 n=0
 
 # ---- no GPU: nothing to check --------------------------------------------------
+# Issue 17: without a GPU the script says it skipped and exits 0 (nothing
+# failed); GPU_CHECK_SKIP_CODE=77 makes it exit 77 instead (for CTest-style
+# callers that report a visible skip).
+SKIP_CODE=${GPU_CHECK_SKIP_CODE:-0}
 if ! command -v nvidia-smi >/dev/null 2>&1; then
     echo "tests/gpu/check.sh: skipped: no nvidia-smi on this machine (no NVIDIA driver)"
-    exit 77
+    exit "$SKIP_CODE"
 fi
 if ! GPUS=$(timeout 30 nvidia-smi -L 2>&1) || ! printf '%s\n' "$GPUS" | grep -q '^GPU [0-9]'; then
     echo "tests/gpu/check.sh: skipped: nvidia-smi lists no GPU: $(printf '%s' "$GPUS" | head -n 2)"
-    exit 77
+    exit "$SKIP_CODE"
 fi
 NGPU=$(printf '%s\n' "$GPUS" | grep -c '^GPU [0-9]')
 
@@ -185,7 +190,8 @@ c_configure() {
 }
 c_build() {
     local targets=(paddle eddy_dist)
-    [ -z "$SERVER_MISSING" ] && targets+=(eddy)
+    # the whole tree also gives the C GPU tests (tests/unit/framework)
+    [ -z "$SERVER_MISSING" ] && targets+=(eddy fw_test_cuda_runtime fw_test_cuda_kernels)
     # a CUDA backend target, once framework/cuda/ exists (issue 17), is
     # built through the package it links into
     cmake --build "$BUILD" -j"$JOBS" --target "${targets[@]}" || return 1
@@ -289,11 +295,39 @@ print("detail: /api/v1/version cuda=%s cuda_toolkit=%s; paddle can compute on a 
 sys.exit(0 if bool(v.get("cuda")) == want else 1)' "$out"
 }
 
+# A C test binary of the full build (exit 77: skip, with its reason).
+c_fw_test() {
+    local bin=$BUILD/tests/unit/framework/$1
+    [ -x "$bin" ] || { echo "detail: not built: $bin (framework-only build)"; return 77; }
+    "$bin"
+    local rc=$?
+    [ $rc = 0 ] && echo "detail: $1: every case passed"
+    return $rc
+}
+c_cuda_runtime() { c_fw_test fw_test_cuda_runtime; }
+c_cuda_kernels() { c_fw_test fw_test_cuda_kernels; }
+# A Python check of tests/gpu (each prints its own "detail:" line).
+c_py() { PYTHONPATH="$BUILD/framework/python" timeout 600 /usr/bin/python3 "$@"; }
+c_ops_vs_cpu() { OPS_VS_CPU_HALF=1 c_py tests/gpu/ops_vs_cpu.py; }
+c_lenet() { c_py tests/gpu/lenet_gpu.py; }
+c_amp() { c_py tests/gpu/amp_check.py; }
+c_bench_gemm() { c_py tests/gpu/bench/gemm.py; }
+c_bench_train() { c_py tests/gpu/bench/train_step.py; }
+c_bench_overhead() { c_py tests/gpu/bench/op_overhead.py; }
+c_scrub() { bash tests/gpu/scrub_check.sh; }
+c_platform() {
+    [ -f "$BUILD/CTestTestfile.cmake" ] && [ -x "$BUILD/cmd/eddy" ] || { echo "detail: not built: no eddy binary"; return 77; }
+    cmake --build "$BUILD" -j"$JOBS" --target it_test_gpu_platform it_test_gpu_version >/dev/null || return 1
+    (cd "$BUILD" && ctest -R 'it_test_gpu' --output-on-failure) || return 1
+    echo "detail: fake-NVML platform tests (allocation, nodes in the sandbox, figures, version) pass"
+}
+
 # ---- run them ------------------------------------------------------------------
 
 export ROOT DIR JOBS CUDA LOGS NGPU
 export -f c_devices c_toolkit c_deps c_cuda_smoke c_configure c_build c_cuda_backend c_paddle_device c_nccl_init \
-    c_nccl_allreduce c_version
+    c_nccl_allreduce c_version c_fw_test c_cuda_runtime c_cuda_kernels c_py c_ops_vs_cpu c_lenet c_amp \
+    c_bench_gemm c_bench_train c_bench_overhead c_scrub c_platform
 
 echo "tests/gpu/check.sh: $NGPU GPU(s), $JOBS jobs, logs in $LOGS"
 check "gpu devices (nvidia-smi)" 30 c_devices
@@ -317,6 +351,15 @@ fi
 if [ $built = 1 ]; then
     check "cuda backend (framework)" 240 c_cuda_backend
     check "paddle device API" 60 c_paddle_device
+    check "cuda runtime (C test)" 120 c_cuda_runtime
+    check "cuda kernels vs cpu (C test)" 300 c_cuda_kernels
+    check "every op fwd+bwd vs cpu" 300 c_ops_vs_cpu
+    check "lenet digits >= 0.95 on gpu" 240 c_lenet
+    check "amp O1/O2 fp16/bf16" 300 c_amp
+    check "bench: gemm 4096^3 vs cublas" 120 c_bench_gemm
+    check "bench: lenet/resnet18 step, peak mem" 240 c_bench_train
+    check "bench: host overhead per op" 60 c_bench_overhead
+    check "tenant scrub (2 processes)" 120 c_scrub
     check "nccl: dlopen + 1-rank init" 120 c_nccl_init
     if [ "$NGPU" -ge 2 ]; then
         check "nccl: 2-rank all_reduce" 300 c_nccl_allreduce
@@ -325,11 +368,14 @@ if [ $built = 1 ]; then
     fi
     if [ -x "$BUILD/cmd/eddy" ]; then
         check "/api/v1/version cuda" 60 c_version
+        check "platform: fake-NVML tests" 300 c_platform
     else
         skip_row "/api/v1/version cuda" "not built: no eddy binary (server packages missing:${SERVER_MISSING:- none})"
     fi
 else
-    for c in "cuda backend (framework)" "paddle device API" "nccl: dlopen + 1-rank init" "nccl: 2-rank all_reduce" "/api/v1/version cuda"; do
+    for c in "cuda backend (framework)" "paddle device API" "cuda runtime (C test)" "cuda kernels vs cpu (C test)" \
+        "every op fwd+bwd vs cpu" "lenet digits >= 0.95 on gpu" "amp O1/O2 fp16/bf16" "bench: gemm 4096^3 vs cublas" \
+        "bench: lenet/resnet18 step, peak mem" "bench: host overhead per op" "nccl: dlopen + 1-rank init" "nccl: 2-rank all_reduce" "/api/v1/version cuda"; do
         skip_row "$c" "not run: the build above did not succeed"
     done
     failed=1
