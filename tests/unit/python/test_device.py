@@ -154,6 +154,16 @@ class NoGpuTest(unittest.TestCase):
             _C.tensor_to([1.0], 0)
         self.assertEqual(_C.device_default(), 0)
 
+    def test_layer_to(self):
+        m = paddle.nn.Linear(3, 2)
+        w = m.weight
+        m.to('cpu', 'float64')
+        self.assertIs(m.weight, w)                  # moved in place
+        self.assertEqual((w.dtype, w.stop_gradient), (paddle.float64, False))
+        with self.assertRaises(ValueError):
+            m.to('gpu')
+        self.assertTrue(m.weight.place.is_cpu_place())
+
     def test_run_check_prints_the_cpu_lines(self):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
@@ -214,6 +224,18 @@ class GpuTest(unittest.TestCase):
         (leaf * 3).sum().backward()
         self.assertTrue(leaf.grad.place.is_gpu_place())
         self.assertEqual(leaf.grad.item(), 3.0)
+
+    def test_layer_to_moves_parameters(self):
+        m = paddle.nn.Linear(3, 2)
+        w = m.weight
+        m.to('gpu')
+        self.assertIs(m.weight, w)
+        self.assertTrue(w.place.is_gpu_place())
+        self.assertFalse(w.stop_gradient)
+        m(paddle.ones([4, 3]).cuda()).sum().backward()
+        self.assertTrue(w.grad.place.is_gpu_place())
+        m.to('cpu')
+        self.assertTrue(w.place.is_cpu_place())
 
     def test_memory_and_properties(self):
         c = paddle.device.cuda

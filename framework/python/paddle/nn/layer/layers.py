@@ -333,9 +333,24 @@ class Layer:
 
     # ---- dtype / device ----------------------------------------------------------
     def to(self, device=None, dtype=None, blocking=None):
+        if device is not None:
+            self._to_device(device)
         if dtype is not None:
             self._to_dtype(dtype)
         return self
+
+    def _to_device(self, device):
+        """Move parameters and buffers to `device` in place (the same
+        Parameter objects, so optimizers keep pointing at them)."""
+        from paddle.framework import place as _place
+        where = _place._get_place(device)
+        for layer in self.sublayers(include_self=True):
+            for table in (layer._parameters, layer._buffers):
+                for t in table.values():
+                    if t is not None and t.place != where:
+                        stop = t.stop_gradient
+                        t._share(_place._to_place(t.detach(), where))
+                        t.stop_gradient = stop
 
     def _to_dtype(self, dtype):
         paddle = _paddle()
