@@ -493,6 +493,28 @@ def _train_digits(mode, epochs=15, batch=32):
     return float((pred == yte).mean())
 
 
+class TestRecurrent(unittest.TestCase):
+    def test_o2_rnn_layers_and_cells_train(self):
+        paddle.seed(1)
+        for cls in (paddle.nn.LSTM, paddle.nn.GRU):
+            m = cls(4, 8)
+            opt = paddle.optimizer.Adam(parameters=m.parameters(), learning_rate=1e-2)
+            m, opt = paddle.amp.decorate(m, opt, level='O2', dtype='bfloat16')
+            self.assertEqual(m.parameters()[0].dtype, paddle.bfloat16)
+            before = m.parameters()[0].astype('float32').numpy().copy()
+            with paddle.amp.auto_cast(level='O2', dtype='bfloat16'):
+                y, _ = m(paddle.randn([2, 5, 4]))
+                loss = y.astype('float32').square().mean()
+            loss.backward()
+            opt.step()
+            self.assertFalse(np.array_equal(before, m.parameters()[0].astype('float32').numpy()))
+        for cell in (paddle.nn.LSTMCell(4, 8), paddle.nn.GRUCell(4, 8)):
+            cell.to(dtype='bfloat16')
+            with paddle.amp.auto_cast(level='O2', dtype='bfloat16'):
+                h, _ = cell(paddle.randn([2, 4]))
+            self.assertEqual(h.shape, [2, 8])
+
+
 class TestDigitsAcceptance(unittest.TestCase):
     def test_o1_bfloat16_matches_float32_accuracy(self):
         acc32 = _train_digits('fp32')

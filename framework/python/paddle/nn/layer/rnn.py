@@ -10,6 +10,15 @@ import math
 from .. import functional as F
 from .. import initializer as I
 from .layers import Layer
+from paddle.amp import _state as _amp
+
+
+def _amp_run(fn, tensors, *args):
+    """fn(*tensors, *args), cast as the 'rnn' op under auto_cast (O2 keeps
+    bfloat16/float16 weights; the kernels then run in float32)."""
+    if _amp.ON and _amp.current():
+        return _amp.call('rnn', fn, tensors, *args)
+    return fn(*tensors, *args)
 
 __all__ = ['LSTM', 'GRU', 'SimpleRNN', 'LSTMCell', 'GRUCell', 'SimpleRNNCell', 'RNNCellBase',
            'RNN', 'BiRNN']
@@ -122,11 +131,11 @@ class _RNNBase(Layer):
                     y, h = _simple_sequence(xin, hk, w_ih, w_hh, b_ih, b_hh, self.time_major,
                                             self.activation)
                 elif lstm:
-                    y, h, c = _C().lstm_sequence(xin, hk, ck, w_ih, w_hh, b_ih, b_hh,
-                                                 self.time_major)
+                    y, h, c = _amp_run(_C().lstm_sequence, (xin, hk, ck, w_ih, w_hh, b_ih, b_hh),
+                                         self.time_major)
                     cs.append(c)
                 else:
-                    y, h = _C().gru_sequence(xin, hk, w_ih, w_hh, b_ih, b_hh, self.time_major)
+                    y, h = _amp_run(_C().gru_sequence, (xin, hk, w_ih, w_hh, b_ih, b_hh), self.time_major)
                 hs.append(h)
                 outs.append(_flip_time(y, time_axis) if d == 1 else y)
             x = outs[0] if len(outs) == 1 else paddle.concat(outs, axis=-1)
@@ -229,9 +238,9 @@ def _masked_sequence(kind, x, h0, c0, w_ih, w_hh, b_ih, b_hh, time_major, lens, 
     for step in range(t_len):
         x_t = x[:, step]
         if kind == 'lstm':
-            h_new, c_new = _C().lstm_cell(x_t, h, c, w_ih, w_hh, b_ih, b_hh)
+            h_new, c_new = _amp_run(_C().lstm_cell, (x_t, h, c, w_ih, w_hh, b_ih, b_hh))
         elif kind == 'gru':
-            h_new = _C().gru_cell(x_t, h, w_ih, w_hh, b_ih, b_hh)
+            h_new = _amp_run(_C().gru_cell, (x_t, h, w_ih, w_hh, b_ih, b_hh))
         else:
             pre = paddle.matmul(x_t, w_ih, transpose_y=True) + \
                 paddle.matmul(h, w_hh, transpose_y=True)
@@ -322,8 +331,8 @@ class LSTMCell(_CellBase):
 
     def forward(self, inputs, states=None):
         h0, c0 = (None, None) if states is None else states
-        h, c = _C().lstm_cell(inputs, h0, c0, self.weight_ih, self.weight_hh, self.bias_ih,
-                              self.bias_hh)
+        h, c = _amp_run(_C().lstm_cell, (inputs, h0, c0, self.weight_ih, self.weight_hh,
+                                         self.bias_ih, self.bias_hh))
         return h, (h, c)
 
 
@@ -335,8 +344,8 @@ class GRUCell(_CellBase):
         return (self.hidden_size,)
 
     def forward(self, inputs, states=None):
-        h = _C().gru_cell(inputs, states, self.weight_ih, self.weight_hh, self.bias_ih,
-                          self.bias_hh)
+        h = _amp_run(_C().gru_cell, (inputs, states, self.weight_ih, self.weight_hh,
+                                   self.bias_ih, self.bias_hh))
         return h, h
 
 
