@@ -150,6 +150,39 @@ class TestFit(unittest.TestCase):
         self.assertIn('step 3/3', out)
 
 
+class TestAmpConfigs(unittest.TestCase):
+    def _fit(self, amp_configs):
+        paddle.seed(0)
+        net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+        model = paddle.Model(net)
+        opt = paddle.optimizer.Adam(learning_rate=0.05, parameters=net.parameters())
+        model.prepare(opt, nn.CrossEntropyLoss(), paddle.metric.Accuracy(),
+                      amp_configs=amp_configs)
+        model.fit(Blobs(), epochs=3, batch_size=16, verbose=0)
+        return model, model.evaluate(Blobs(seed=1), batch_size=32, verbose=0)
+
+    def test_o1_o2_bf16_and_fp16_learn(self):
+        for cfg in ('O1', {'level': 'O1', 'dtype': 'bfloat16'},
+                    {'level': 'O2', 'dtype': 'bfloat16'},
+                    {'level': 'O2', 'init_loss_scaling': 1024.0}):
+            model, res = self._fit(cfg)
+            self.assertGreater(res['acc'], 0.9, cfg)
+        # O2 casts the Linear weights to the AMP dtype (master weights in float32)
+        self.assertEqual(model.network[0].weight.dtype, paddle.float16)
+        self.assertEqual(model._amp['scaler'].get_init_loss_scaling(), 1024.0)
+
+    def test_o0_and_bad_configs(self):
+        model, res = self._fit('O0')
+        self.assertIsNone(model._amp)
+        net = nn.Linear(4, 2)
+        m = paddle.Model(net)
+        opt = paddle.optimizer.SGD(parameters=net.parameters())
+        for bad, err in (('O3', ValueError), ({'levl': 'O1'}, ValueError),
+                         ({'dtype': 'int8'}, ValueError), (3, TypeError)):
+            with self.assertRaises(err):
+                m.prepare(opt, nn.CrossEntropyLoss(), amp_configs=bad)
+
+
 class TestPredictEvaluate(unittest.TestCase):
     def test_predict_returns_per_output_lists(self):
         model = make_model()

@@ -1,5 +1,6 @@
 """paddle.Model: prepare / fit / evaluate / predict / save / load over a
 dygraph network, with Paddle's callbacks and progress lines."""
+import contextlib
 import inspect
 import numbers
 import os
@@ -94,6 +95,8 @@ class Model:
         return to_list(specs)
 
     # ---- configuration ------------------------------------------------------------
+    _amp = None
+
     def prepare(self, optimizer=None, loss=None, metrics=None, amp_configs=None):
         """Set the optimizer, the loss (a Layer or callable of
         (*outputs, *labels)) and the metrics (paddle.metric.Metric objects)."""
@@ -104,6 +107,18 @@ class Model:
         if loss is not None and not callable(loss):
             raise TypeError("'loss' must be sub classes of `paddle.nn.Layer` or any callable "
                             "function.")
+        self._amp = _amp_settings(amp_configs)
+        if self._amp is not None:
+            from .. import amp
+            if self._amp['level'] == 'O2':
+                if optimizer is None:
+                    self.network = amp.decorate(self.network, level='O2', dtype=self._amp['dtype'])
+                else:
+                    self.network, optimizer = amp.decorate(self.network, optimizer, level='O2',
+                                                           dtype=self._amp['dtype'])
+            # bfloat16 keeps float32's exponent range: no loss scaling (Paddle)
+            self._amp['scaler'] = amp.GradScaler(enable=self._amp['dtype'] == 'float16',
+                                                 **self._amp['scaling'])
         self._optimizer = optimizer
         self._loss = loss
         metrics = metrics or []
@@ -111,6 +126,16 @@ class Model:
             if not isinstance(m, Metric):
                 raise TypeError("{} is not sub class of Metric".format(m.__class__.__name__))
         self._metrics = to_list(metrics)
+
+    def _amp_scope(self):
+        """auto_cast as prepare(amp_configs=...) asked (train, eval and
+        predict alike, as Paddle's adapter), else a no-op context."""
+        amp = self._amp
+        if amp is None:
+            return contextlib.nullcontext()
+        return _paddle().amp.auto_cast(level=amp['level'], dtype=amp['dtype'],
+                                       custom_white_list=amp['white'],
+                                       custom_black_list=amp['black'])
 
     def parameters(self, *args, **kwargs):
         return self.network.parameters(*args, **kwargs)
@@ -137,15 +162,24 @@ class Model:
         self.mode = 'train'
         inputs = [_to_tensor(x) for x in to_list(inputs)]
         labels = [_to_tensor(x) for x in to_list(labels)]
-        outputs = self.network(*inputs)
-        losses = to_list(self._loss(*(to_list(outputs) + labels)))
+        amp = self._amp
+        with self._amp_scope():
+            outputs = self.network(*inputs)
+            losses = to_list(self._loss(*(to_list(outputs) + labels)))
         final_loss = losses[0]
         for l in losses[1:]:
             final_loss = final_loss + l
-        final_loss.backward()
-        if update:
-            self._optimizer.step()
-            self._optimizer.clear_grad()
+        if amp is None:
+            final_loss.backward()
+            if update:
+                self._optimizer.step()
+                self._optimizer.clear_grad()
+        else:
+            amp['scaler'].scale(final_loss).backward()
+            if update:
+                amp['scaler'].step(self._optimizer)
+                amp['scaler'].update()
+                self._optimizer.clear_grad()
         metrics = []
         with paddle.no_grad():
             for metric in self._metrics:
@@ -160,7 +194,7 @@ class Model:
         self.mode = 'eval'
         inputs = [_to_tensor(x) for x in to_list(inputs)]
         labels = [_to_tensor(x) for x in to_list(labels)]
-        with paddle.no_grad():
+        with paddle.no_grad(), self._amp_scope():
             outputs = self.network(*inputs)
             losses = []
             if self._loss and labels:
@@ -181,7 +215,7 @@ class Model:
         self.network.eval()
         self.mode = 'test'
         inputs = [_to_tensor(x) for x in to_list(inputs)]
-        with paddle.no_grad():
+        with paddle.no_grad(), self._amp_scope():
             outputs = self.network(*inputs)
         return [_to_numpy(o) for o in to_list(outputs)]
 
@@ -410,3 +444,39 @@ class Model:
                 shapes.append(tuple(spec.shape))
             input_size = shapes[0] if len(shapes) == 1 else shapes
         return summary(self.network, input_size, dtypes=dtype)
+
+
+_AMP_SCALING_KEYS = ('init_loss_scaling', 'incr_ratio', 'decr_ratio', 'incr_every_n_steps',
+                     'decr_every_n_nan_or_inf', 'use_dynamic_loss_scaling')
+
+
+def _amp_settings(configs):
+    """Model.prepare's amp_configs ('O0' | 'O1' | 'O2' or a dict with
+    'level', 'dtype', 'custom_white_list', 'custom_black_list' and
+    GradScaler's arguments) as a dict, or None when AMP is off."""
+    if configs is None:
+        return None
+    if isinstance(configs, str):
+        configs = {'level': configs}
+    if not isinstance(configs, dict):
+        raise TypeError("amp_configs must be None, a str ('O0', 'O1', 'O2') or a dict, "
+                        "got {}".format(type(configs).__name__))
+    known = ('level', 'dtype', 'custom_white_list', 'custom_black_list', 'use_fp16_guard',
+             'use_promote') + _AMP_SCALING_KEYS
+    unknown = sorted(k for k in configs if k not in known)
+    if unknown:
+        raise ValueError("amp_configs: unknown key(s) {}; known: {}".format(
+            ', '.join(unknown), ', '.join(known)))
+    level = str(configs.get('level', 'O1')).upper()
+    if level not in ('O0', 'O1', 'O2'):
+        raise ValueError("amp_configs: level must be 'O0', 'O1' or 'O2', got {!r}".format(
+            configs.get('level')))
+    dtype = configs.get('dtype', 'float16')
+    if dtype not in ('float16', 'bfloat16'):
+        raise ValueError("amp_configs: dtype must be 'float16' or 'bfloat16', got {!r}".format(
+            dtype))
+    if level == 'O0':
+        return None
+    return {'level': level, 'dtype': dtype,
+            'white': configs.get('custom_white_list'), 'black': configs.get('custom_black_list'),
+            'scaling': {k: configs[k] for k in _AMP_SCALING_KEYS if k in configs}}
