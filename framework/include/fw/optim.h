@@ -134,7 +134,8 @@ void fw_optim_config_default(fw_optim_config *c, fw_optim_kind kind);
 typedef struct fw_optim fw_optim;
 
 /* A new optimizer over params[0..n) (refs taken; params must be float32 or
- * float64 CPU tensors, contiguous, distinct). Caller frees with
+ * float64, contiguous, distinct, all on one device whose backend has an
+ * optimizer family: FW_EDEVICE otherwise). Caller frees with
  * fw_optim_free(). Errors: FW_EINVAL (bad hyper-parameters: lr < 0,
  * betas outside [0, 1), eps <= 0, momentum < 0; NULL or repeated param;
  * non-contiguous param), FW_EDTYPE, FW_ENOMEM. */
