@@ -100,6 +100,13 @@ static void append(char *buf, size_t n, const char *fmt, ...)
     va_end(ap);
 }
 
+/* QCMD(cmd, PRJQUOTA) in unsigned arithmetic: the macro shifts the 0x80....
+ * command numbers left in int, which overflows (undefined; UBSan stops). */
+static unsigned quota_cmd(unsigned cmd)
+{
+    return (cmd << SUBCMDSHIFT) | ((unsigned)PRJQUOTA & SUBCMDMASK);
+}
+
 static int quotactl_fd(int fd, unsigned cmd, unsigned id, void *addr)
 {
     return (int)syscall(SYS_quotactl_fd, fd, cmd, id, addr);
@@ -589,7 +596,7 @@ static int set_limit(const char *path, uint32_t projid, int64_t bytes, int64_t i
     dq.dqb_bhardlimit = dq.dqb_bsoftlimit = bytes > 0 ? (uint64_t)(bytes + 1023) / 1024 : 0;
     dq.dqb_ihardlimit = dq.dqb_isoftlimit = inodes > 0 ? (uint64_t)inodes : 0;
     dq.dqb_valid = QIF_BLIMITS | QIF_ILIMITS;
-    rc = quotactl_fd(fd, QCMD(Q_SETQUOTA, PRJQUOTA), projid, &dq);
+    rc = quotactl_fd(fd, quota_cmd(Q_SETQUOTA), projid, &dq);
     close(fd);
     if (rc < 0)
         return ed_error_set(ED_EIO, "cannot set the project quota of %u on %s: %s", projid, path, strerror(errno));
@@ -609,7 +616,7 @@ static int prjquota_on(const char *path, char *why, size_t n)
         snprintf(why, n, "%s: %s", path, strerror(errno));
         return 0;
     }
-    rc = quotactl_fd(fd, QCMD(Q_GETINFO, PRJQUOTA), 0, &info);
+    rc = quotactl_fd(fd, quota_cmd(Q_GETINFO), 0, &info);
     if (rc < 0) {
         snprintf(why, n, "%s", errno == ENOSYS ? "the kernel has no quotactl_fd (Linux < 5.14)"
                                : errno == ESRCH || errno == ENOENT || errno == EINVAL || errno == ENOTTY
@@ -619,7 +626,7 @@ static int prjquota_on(const char *path, char *why, size_t n)
     } else {
         memset(&st, 0, sizeof(st));
         st.qs_version = FS_QSTATV_VERSION1;
-        if (quotactl_fd(fd, QCMD(Q_XGETQSTATV, PRJQUOTA), 0, &st) < 0) {
+        if (quotactl_fd(fd, quota_cmd(Q_XGETQSTATV), 0, &st) < 0) {
             snprintf(why, n, "cannot tell whether project quotas are enforced: %s", strerror(errno));
             rc = -1;
         } else if (!(st.qs_flags & FS_QUOTA_PDQ_ENFD)) {
@@ -1101,7 +1108,7 @@ static int quota_usage(int fd, uint32_t projid, int64_t *out_bytes, int64_t *out
     struct if_dqblk dq;
 
     memset(&dq, 0, sizeof(dq));
-    if (quotactl_fd(fd, QCMD(Q_GETQUOTA, PRJQUOTA), projid, &dq) < 0)
+    if (quotactl_fd(fd, quota_cmd(Q_GETQUOTA), projid, &dq) < 0)
         return -1;
     *out_bytes = (int64_t)dq.dqb_curspace;
     *out_inodes = (int64_t)dq.dqb_curinodes;
