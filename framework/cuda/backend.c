@@ -5,6 +5,7 @@
  */
 #include "cu_core_kernels.h"
 #include "cu_family_kernels.h"
+#include "cu_nn.h"
 #include "cu_runtime.h"
 
 #include <stdio.h>
@@ -25,6 +26,7 @@ static const fw_backend cuda_backend = {
     .reduce = fw__cu_reduce,
     .arg_reduce = fw__cu_arg_reduce,
     .gemm_batched = fw__cu_gemm_batched,
+    .nn = &fw__cu_nn_kernels,
     .index = &fw__cu_index_kernels,
     .optim = &fw__cu_optim_kernels,
     .random = &fw__cu_random_kernels,
