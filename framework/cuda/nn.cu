@@ -10,7 +10,8 @@
  * thread per element; scatters (pool and embedding backward) atomicAdd into
  * a zeroed output (order of float additions may differ from the CPU's).
  * linear runs on cuBLAS through blas.c's fw__cu_gemm_batched.
- * conv2d is not written yet: it answers FW_EDEVICE.
+ * conv2d is im2col + cuBLAS gemm (every group of an image in one batched
+ * gemm); dx gathers its columns back (col2im), so it is deterministic.
  */
 #include "cu_kern.cuh"
 #include "cu_nn.h"
@@ -18,6 +19,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -275,18 +277,224 @@ static int cu_linear_bwd(fw_dtype dt, void *dx, void *dw, void *db, const void *
     return 0;
 }
 
-/* ---- conv2d (not yet on cuda) ------------------------------------------------- */
+/* ---- conv2d: im2col + cuBLAS gemm per image, all groups in one batched gemm ---- */
 
-static int cu_conv2d_fwd(fw_dtype, void *, const void *, const void *, const void *,
-                         const fw_nn_conv_geom *)
+/* col [C*KH*KW, OH*OW] of image x [C, H, W]: row (c*KH + kh)*KW + kw, column
+ * oh*OW + ow holds x[c, oh*sh - ph0 + kh*dh, ow*sw - pw0 + kw*dw] (0 outside). */
+template <typename T> __global__ void k_im2col(T *col, const T *x, fw_nn_conv_geom g)
 {
-    return fw__cu_error_set(FW_EDEVICE, "conv2d: not supported on cuda yet");
+    const int64_t S = g.OH * g.OW;
+    CU_FOR(t, g.C * g.KH * g.KW * S) {
+        int64_t s = t % S, r = t / S;
+        int64_t ow = s % g.OW, oh = s / g.OW;
+        int64_t kw = r % g.KW, kh = (r / g.KW) % g.KH, c = r / (g.KW * g.KH);
+        int64_t h = oh * g.sh - g.ph0 + kh * g.dh, w = ow * g.sw - g.pw0 + kw * g.dw;
+        col[t] = h >= 0 && h < g.H && w >= 0 && w < g.W ? x[(c * g.H + h) * g.W + w] : (T)0;
+    }
 }
 
-static int cu_conv2d_bwd(fw_dtype, void *, void *, void *, const void *, const void *,
-                         const void *, const fw_nn_conv_geom *)
+/* dx [C, H, W] of one image from col [C*KH*KW, OH*OW]: each cell gathers
+ * the columns it fed (deterministic). */
+template <typename T> __global__ void k_col2im(T *dx, const T *col, fw_nn_conv_geom g)
 {
-    return fw__cu_error_set(FW_EDEVICE, "conv2d backward: not supported on cuda yet");
+    const int64_t S = g.OH * g.OW;
+    CU_FOR(t, g.C * g.H * g.W) {
+        int64_t w = t % g.W, h = (t / g.W) % g.H, c = t / (g.W * g.H);
+        T s = 0;
+        for (int64_t kh = 0; kh < g.KH; kh++) {
+            int64_t th = h + g.ph0 - kh * g.dh;
+            if (th < 0 || th % g.sh != 0 || th / g.sh >= g.OH)
+                continue;
+            for (int64_t kw = 0; kw < g.KW; kw++) {
+                int64_t tw = w + g.pw0 - kw * g.dw;
+                if (tw < 0 || tw % g.sw != 0 || tw / g.sw >= g.OW)
+                    continue;
+                s += col[((c * g.KH + kh) * g.KW + kw) * S + (th / g.sh) * g.OW + tw / g.sw];
+            }
+        }
+        dx[t] = s;
+    }
+}
+
+/* y [N, OC, S] += b[oc] */
+template <typename T> __global__ void k_conv_bias(T *y, const T *b, int64_t N, int64_t OC, int64_t S)
+{
+    CU_FOR(t, N * OC * S) y[t] += b[(t / S) % OC];
+}
+
+/* db[oc] = sum over n, s of dy[n, oc, s]; one block per oc */
+template <typename T> __global__ void k_conv_db(T *db, const T *dy, int64_t N, int64_t OC, int64_t S)
+{
+    for (int64_t oc = blockIdx.x; oc < OC; oc += gridDim.x) {
+        double s = 0;
+        for (int64_t t = threadIdx.x; t < N * S; t += blockDim.x)
+            s += (double)dy[((t / S) * OC + oc) * S + t % S];
+        s = nn_block_sum(s);
+        if (threadIdx.x == 0)
+            db[oc] = (T)s;
+    }
+}
+
+template <typename T> __global__ void k_add(T *y, const T *x, int64_t n)
+{
+    CU_FOR(i, n) y[i] += x[i];
+}
+
+/* Per-group offsets base + g*step (host arrays for fw__cu_gemm_batched). */
+static int64_t *nn_offsets(int64_t groups, int64_t step)
+{
+    int64_t *o = (int64_t *)malloc((size_t)groups * sizeof(int64_t));
+    if (o != NULL)
+        for (int64_t g = 0; g < groups; g++)
+            o[g] = g * step;
+    return o;
+}
+
+static int cu_conv2d_fwd(fw_dtype dt, void *y, const void *x, const void *w, const void *b,
+                         const fw_nn_conv_geom *g)
+{
+    const char *entry = "conv2d";
+    const int64_t S = g->OH * g->OW, G = g->groups, Cg = g->C / G, OCg = g->OC / G;
+    const int64_t Kd = Cg * g->KH * g->KW;
+    const size_t es = nn_es(dt);
+    int64_t *a_off = NULL, *b_off = NULL;
+    void *col = NULL;
+    int rc = 0;
+
+    NN_CHECK(entry);
+    if (g->N == 0 || g->OC == 0 || S == 0)
+        return 0;
+    a_off = nn_offsets(G, OCg * Kd);
+    b_off = nn_offsets(G, Kd * S);
+    if (a_off == NULL || b_off == NULL) {
+        rc = fw__cu_error_set(FW_ENOMEM, "%s: out of host memory", entry);
+        goto out;
+    }
+    if ((rc = cu_scratch(&col, (size_t)(g->C * g->KH * g->KW * S) * es, entry)) < 0)
+        goto out;
+    for (int64_t n = 0; n < g->N && rc == 0; n++) {
+        const char *xn = (const char *)x + (size_t)(n * g->C * g->H * g->W) * es;
+        char *yn = (char *)y + (size_t)(n * g->OC * S) * es;
+        if (dt == FW_FLOAT32)
+            k_im2col<float><<<fw__cu_blocks(g->C * g->KH * g->KW * S), FW_CU_THREADS, 0,
+                              fw__cu_stream()>>>((float *)col, (const float *)xn, *g);
+        else
+            k_im2col<double><<<fw__cu_blocks(g->C * g->KH * g->KW * S), FW_CU_THREADS, 0,
+                               fw__cu_stream()>>>((double *)col, (const double *)xn, *g);
+        if ((rc = cu_launched(entry)) < 0)
+            break;
+        /* y_g [OCg, S] = w_g [OCg, Kd] col_g [Kd, S] */
+        rc = fw__cu_gemm_batched(dt, false, false, OCg, S, Kd, w, Kd, a_off, col, S, b_off, yn,
+                                 S, OCg * S, G);
+    }
+    if (rc == 0 && b != NULL) {
+        if (dt == FW_FLOAT32)
+            k_conv_bias<float><<<fw__cu_blocks(g->N * g->OC * S), FW_CU_THREADS, 0,
+                                 fw__cu_stream()>>>((float *)y, (const float *)b, g->N, g->OC, S);
+        else
+            k_conv_bias<double><<<fw__cu_blocks(g->N * g->OC * S), FW_CU_THREADS, 0,
+                                  fw__cu_stream()>>>((double *)y, (const double *)b, g->N, g->OC,
+                                                     S);
+        rc = cu_launched(entry);
+    }
+out:
+    cu_scratch_free(col);
+    free(a_off);
+    free(b_off);
+    return rc;
+}
+
+static int cu_conv2d_bwd(fw_dtype dt, void *dx, void *dw, void *db, const void *x,
+                         const void *w, const void *dy, const fw_nn_conv_geom *g)
+{
+    const char *entry = "conv2d backward";
+    const int64_t S = g->OH * g->OW, G = g->groups, Cg = g->C / G, OCg = g->OC / G;
+    const int64_t Kd = Cg * g->KH * g->KW, ncol = g->C * g->KH * g->KW * S;
+    const int64_t nw = g->OC * Kd;
+    const size_t es = nn_es(dt);
+    int64_t *w_off = NULL, *col_off = NULL, *dy_off = NULL;
+    void *col = NULL, *dwt = NULL;
+    int rc = 0;
+
+    NN_CHECK(entry);
+    if (db != NULL) {
+        if (g->N * S == 0)
+            rc = nn_zero(db, (size_t)g->OC * es, entry);
+        else
+            NN_LAUNCH_BLOCKS(entry, k_conv_db, g->OC, (T *)db, (const T *)dy, g->N, g->OC, S);
+        if (rc < 0)
+            return rc;
+    }
+    if (dx != NULL && (rc = nn_zero(dx, (size_t)(g->N * g->C * g->H * g->W) * es, entry)) < 0)
+        return rc;
+    if (dw != NULL && (rc = nn_zero(dw, (size_t)nw * es, entry)) < 0)
+        return rc;
+    if ((dx == NULL && dw == NULL) || g->N == 0 || g->OC == 0 || S == 0)
+        return 0;
+    w_off = nn_offsets(G, OCg * Kd);
+    col_off = nn_offsets(G, Kd * S);
+    dy_off = nn_offsets(G, OCg * S);
+    if (w_off == NULL || col_off == NULL || dy_off == NULL) {
+        rc = fw__cu_error_set(FW_ENOMEM, "%s: out of host memory", entry);
+        goto out;
+    }
+    if ((rc = cu_scratch(&col, (size_t)ncol * es, entry)) < 0)
+        goto out;
+    if (dw != NULL && g->N > 1 && (rc = cu_scratch(&dwt, (size_t)nw * es, entry)) < 0)
+        goto out;
+    for (int64_t n = 0; n < g->N && rc == 0; n++) {
+        const char *dyn = (const char *)dy + (size_t)(n * g->OC * S) * es;
+        if (dw != NULL) {
+            const char *xn = (const char *)x + (size_t)(n * g->C * g->H * g->W) * es;
+            void *dst = n == 0 ? dw : dwt;
+            if (dt == FW_FLOAT32)
+                k_im2col<float><<<fw__cu_blocks(ncol), FW_CU_THREADS, 0, fw__cu_stream()>>>(
+                    (float *)col, (const float *)xn, *g);
+            else
+                k_im2col<double><<<fw__cu_blocks(ncol), FW_CU_THREADS, 0, fw__cu_stream()>>>(
+                    (double *)col, (const double *)xn, *g);
+            if ((rc = cu_launched(entry)) < 0)
+                break;
+            /* dw_g [OCg, Kd] = dy_g [OCg, S] col_g^T [S, Kd] */
+            rc = fw__cu_gemm_batched(dt, false, true, OCg, Kd, S, dyn, S, dy_off, col, S,
+                                     col_off, dst, Kd, OCg * Kd, G);
+            if (rc < 0)
+                break;
+            if (n > 0) {
+                if (dt == FW_FLOAT32)
+                    k_add<float><<<fw__cu_blocks(nw), FW_CU_THREADS, 0, fw__cu_stream()>>>(
+                        (float *)dw, (const float *)dwt, nw);
+                else
+                    k_add<double><<<fw__cu_blocks(nw), FW_CU_THREADS, 0, fw__cu_stream()>>>(
+                        (double *)dw, (const double *)dwt, nw);
+                if ((rc = cu_launched(entry)) < 0)
+                    break;
+            }
+        }
+        if (dx != NULL) {
+            char *dxn = (char *)dx + (size_t)(n * g->C * g->H * g->W) * es;
+            const int64_t nx = g->C * g->H * g->W;
+            /* col_g [Kd, S] = w_g^T [Kd, OCg] dy_g [OCg, S] */
+            rc = fw__cu_gemm_batched(dt, true, false, Kd, S, OCg, w, Kd, w_off, dyn, S, dy_off,
+                                     col, S, Kd * S, G);
+            if (rc < 0)
+                break;
+            if (dt == FW_FLOAT32)
+                k_col2im<float><<<fw__cu_blocks(nx), FW_CU_THREADS, 0, fw__cu_stream()>>>(
+                    (float *)dxn, (const float *)col, *g);
+            else
+                k_col2im<double><<<fw__cu_blocks(nx), FW_CU_THREADS, 0, fw__cu_stream()>>>(
+                    (double *)dxn, (const double *)col, *g);
+            rc = cu_launched(entry);
+        }
+    }
+out:
+    cu_scratch_free(col);
+    cu_scratch_free(dwt);
+    free(w_off);
+    free(col_off);
+    free(dy_off);
+    return rc;
 }
 
 /* ---- pooling ------------------------------------------------------------------ */
