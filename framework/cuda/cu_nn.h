@@ -14,6 +14,15 @@ extern "C" {
 
 extern const struct fw_nn_kernels fw__cu_nn_kernels;
 
+/* cudnn_conv.cu: conv2d on cuDNN. 0 done, 1 declined (run the im2col path),
+ * < 0 an error set. Outputs overwritten; no bias (the caller adds it). */
+int fw__cu_cudnn_conv_fwd(fw_dtype dt, void *y, const void *x, const void *w,
+                          const fw_nn_conv_geom *g);
+int fw__cu_cudnn_conv_bwd_data(fw_dtype dt, void *dx, const void *w, const void *dy,
+                               const fw_nn_conv_geom *g);
+int fw__cu_cudnn_conv_bwd_filter(fw_dtype dt, void *dw, const void *x, const void *dy,
+                                 const fw_nn_conv_geom *g);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,8 +10,9 @@
  * thread per element; scatters (pool and embedding backward) atomicAdd into
  * a zeroed output (order of float additions may differ from the CPU's).
  * linear runs on cuBLAS through blas.c's fw__cu_gemm_batched.
- * conv2d is im2col + cuBLAS gemm (every group of an image in one batched
- * gemm); dx gathers its columns back (col2im), so it is deterministic.
+ * conv2d runs on cuDNN where the build has it and it takes the geometry
+ * (cudnn_conv.cu); otherwise im2col + cuBLAS gemm (every group of an image
+ * in one batched gemm), dx gathering its columns back (col2im).
  */
 #include "cu_kern.cuh"
 #include "cu_nn.h"
@@ -350,8 +351,8 @@ static int64_t *nn_offsets(int64_t groups, int64_t step)
     return o;
 }
 
-static int cu_conv2d_fwd(fw_dtype dt, void *y, const void *x, const void *w, const void *b,
-                         const fw_nn_conv_geom *g)
+static int conv_fwd_im2col(fw_dtype dt, void *y, const void *x, const void *w,
+                           const fw_nn_conv_geom *g)
 {
     const char *entry = "conv2d";
     const int64_t S = g->OH * g->OW, G = g->groups, Cg = g->C / G, OCg = g->OC / G;
@@ -387,6 +388,26 @@ static int cu_conv2d_fwd(fw_dtype dt, void *y, const void *x, const void *w, con
         rc = fw__cu_gemm_batched(dt, false, false, OCg, S, Kd, w, Kd, a_off, col, S, b_off, yn,
                                  S, OCg * S, G);
     }
+out:
+    cu_scratch_free(col);
+    free(a_off);
+    free(b_off);
+    return rc;
+}
+
+static int cu_conv2d_fwd(fw_dtype dt, void *y, const void *x, const void *w, const void *b,
+                         const fw_nn_conv_geom *g)
+{
+    const char *entry = "conv2d";
+    const int64_t S = g->OH * g->OW;
+    int rc;
+
+    NN_CHECK(entry);
+    if (g->N == 0 || g->OC == 0 || S == 0)
+        return 0;
+    rc = fw__cu_cudnn_conv_fwd(dt, y, x, w, g);
+    if (rc == 1)
+        rc = conv_fwd_im2col(dt, y, x, w, g);
     if (rc == 0 && b != NULL) {
         if (dt == FW_FLOAT32)
             k_conv_bias<float><<<fw__cu_blocks(g->N * g->OC * S), FW_CU_THREADS, 0,
@@ -397,15 +418,12 @@ static int cu_conv2d_fwd(fw_dtype dt, void *y, const void *x, const void *w, con
                                                      S);
         rc = cu_launched(entry);
     }
-out:
-    cu_scratch_free(col);
-    free(a_off);
-    free(b_off);
     return rc;
 }
 
-static int cu_conv2d_bwd(fw_dtype dt, void *dx, void *dw, void *db, const void *x,
-                         const void *w, const void *dy, const fw_nn_conv_geom *g)
+/* dx, dw (each may be NULL) of conv2d by im2col + gemm. */
+static int conv_bwd_im2col(fw_dtype dt, void *dx, void *dw, const void *x, const void *w,
+                           const void *dy, const fw_nn_conv_geom *g)
 {
     const char *entry = "conv2d backward";
     const int64_t S = g->OH * g->OW, G = g->groups, Cg = g->C / G, OCg = g->OC / G;
@@ -416,15 +434,6 @@ static int cu_conv2d_bwd(fw_dtype dt, void *dx, void *dw, void *db, const void *
     void *col = NULL, *dwt = NULL;
     int rc = 0;
 
-    NN_CHECK(entry);
-    if (db != NULL) {
-        if (g->N * S == 0)
-            rc = nn_zero(db, (size_t)g->OC * es, entry);
-        else
-            NN_LAUNCH_BLOCKS(entry, k_conv_db, g->OC, (T *)db, (const T *)dy, g->N, g->OC, S);
-        if (rc < 0)
-            return rc;
-    }
     if (dx != NULL && (rc = nn_zero(dx, (size_t)(g->N * g->C * g->H * g->W) * es, entry)) < 0)
         return rc;
     if (dw != NULL && (rc = nn_zero(dw, (size_t)nw * es, entry)) < 0)
@@ -495,6 +504,37 @@ out:
     free(col_off);
     free(dy_off);
     return rc;
+}
+
+static int cu_conv2d_bwd(fw_dtype dt, void *dx, void *dw, void *db, const void *x,
+                         const void *w, const void *dy, const fw_nn_conv_geom *g)
+{
+    const char *entry = "conv2d backward";
+    const int64_t S = g->OH * g->OW;
+    int rc = 0;
+
+    NN_CHECK(entry);
+    if (db != NULL) {
+        if (g->N * S == 0)
+            rc = nn_zero(db, (size_t)g->OC * nn_es(dt), entry);
+        else
+            NN_LAUNCH_BLOCKS(entry, k_conv_db, g->OC, (T *)db, (const T *)dy, g->N, g->OC, S);
+        if (rc < 0)
+            return rc;
+    }
+    if (g->N > 0 && g->OC > 0 && S > 0) {      /* cuDNN first where it takes the geometry */
+        if (dx != NULL && (rc = fw__cu_cudnn_conv_bwd_data(dt, dx, w, dy, g)) <= 0) {
+            if (rc < 0)
+                return rc;
+            dx = NULL;
+        }
+        if (dw != NULL && (rc = fw__cu_cudnn_conv_bwd_filter(dt, dw, x, dy, g)) <= 0) {
+            if (rc < 0)
+                return rc;
+            dw = NULL;
+        }
+    }
+    return conv_bwd_im2col(dt, dx, dw, x, w, dy, g);
 }
 
 /* ---- pooling ------------------------------------------------------------------ */
