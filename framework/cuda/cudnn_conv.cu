@@ -8,10 +8,11 @@
  * sides alike; the fallback handles it exactly), sizes beyond int, a
  * geometry whose cuDNN output size differs from the op's, or any cuDNN
  * status other than success while setting up or running (no algorithm,
- * unsupported configuration). float32 runs without TF32 (CUDNN_FMA_MATH)
- * unless EDDY_CUDA_ALLOW_TF32=1, as blas.c. Algorithms come from cuDNN's
- * heuristics (the _v7 queries): the first one that succeeds and whose
- * workspace the device can give, workspace from stream-ordered scratch.
+ * unsupported configuration). float32 runs without TF32 (CUDNN_FMA_MATH,
+ * tensor-op candidates skipped) unless EDDY_CUDA_ALLOW_TF32=1, as blas.c.
+ * Algorithms come from cuDNN's heuristics (the _v7 queries): the first one
+ * that succeeds and whose workspace the device can give (stream-ordered
+ * scratch).
  */
 #include "cu_kern.cuh"
 #include "cu_nn.h"
@@ -71,13 +72,19 @@ static void dnn_conv_done(struct dnn_conv *c)
         cudnnDestroyConvolutionDescriptor(c->conv);
 }
 
+/* Whether float32 must stay in full precision (no TF32). */
+static bool dnn_fma_only(fw_dtype dt)
+{
+    const char *tf32 = getenv("EDDY_CUDA_ALLOW_TF32");
+    return dt == FW_FLOAT32 && !(tf32 && strcmp(tf32, "1") == 0);
+}
+
 static bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 /* Descriptors of geometry g; false: declined (c cleaned by the caller). */
 static bool dnn_conv_setup(struct dnn_conv *c, fw_dtype dt, const fw_nn_conv_geom *g)
 {
     cudnnDataType_t ty = dt == FW_FLOAT64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
-    const char *tf32 = getenv("EDDY_CUDA_ALLOW_TF32");
     int on, oc, oh, ow;
 
     memset(c, 0, sizeof(*c));
@@ -109,9 +116,9 @@ static bool dnn_conv_setup(struct dnn_conv *c, fw_dtype dt, const fw_nn_conv_geo
                                         (int)g->sw, (int)g->dh, (int)g->dw,
                                         CUDNN_CROSS_CORRELATION, ty) != CUDNN_STATUS_SUCCESS ||
         cudnnSetConvolutionGroupCount(c->conv, (int)g->groups) != CUDNN_STATUS_SUCCESS ||
-        cudnnSetConvolutionMathType(c->conv, dt == FW_FLOAT32 && tf32 && strcmp(tf32, "1") == 0
-                                                 ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
-                                                 : CUDNN_FMA_MATH) != CUDNN_STATUS_SUCCESS)
+        cudnnSetConvolutionMathType(c->conv, dnn_fma_only(dt) ? CUDNN_FMA_MATH
+                                                              : CUDNN_DEFAULT_MATH) !=
+            CUDNN_STATUS_SUCCESS)
         return false;
     if (cudnnGetConvolution2dForwardOutputDim(c->conv, c->x, c->w, &on, &oc, &oh, &ow) !=
             CUDNN_STATUS_SUCCESS ||
@@ -122,14 +129,27 @@ static bool dnn_conv_setup(struct dnn_conv *c, fw_dtype dt, const fw_nn_conv_geo
 
 #define DNN_MAX_ALGOS 16
 
-/* Run one of the candidate algorithms; 0 done, 1 none worked. */
+/* Run one of the candidate algorithms; 0 done, 1 none worked. float32
+ * without TF32 skips the tensor-op candidates and keeps CUDNN_FMA_MATH;
+ * otherwise each candidate runs under the math type it was ranked with. */
 template <typename Perf, typename Run>
-static int dnn_try(const Perf *perf, int n, Run run, const char *entry)
+static int dnn_try(const struct dnn_conv *c, fw_dtype dt, const Perf *perf, int n, Run run,
+                   const char *entry)
 {
+    const bool fma_only = dnn_fma_only(dt);
+
     for (int i = 0; i < n; i++) {
         void *ws = NULL;
         if (perf[i].status != CUDNN_STATUS_SUCCESS)
             continue;
+        if (fma_only) {
+            if (perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
+                perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+                continue;
+        } else if (cudnnSetConvolutionMathType(c->conv, perf[i].mathType) !=
+                   CUDNN_STATUS_SUCCESS) {
+            continue;
+        }
         if (perf[i].memory > 0) {
             if (cudaMallocAsync(&ws, perf[i].memory, fw__cu_stream()) != cudaSuccess) {
                 (void)cudaGetLastError();
@@ -161,7 +181,7 @@ extern "C" int fw__cu_cudnn_conv_fwd(fw_dtype dt, void *y, const void *x, const 
     if (dnn_conv_setup(&c, dt, g) &&
         cudnnGetConvolutionForwardAlgorithm_v7(c.h, c.x, c.w, c.conv, c.y, DNN_MAX_ALGOS, &n,
                                                perf) == CUDNN_STATUS_SUCCESS) {
-        rc = dnn_try(perf, n, [&](cudnnConvolutionFwdAlgo_t algo, void *ws, size_t wsz) {
+        rc = dnn_try(&c, dt, perf, n, [&](cudnnConvolutionFwdAlgo_t algo, void *ws, size_t wsz) {
             return cudnnConvolutionForward(c.h, alpha, c.x, x, c.w, w, c.conv, algo, ws, wsz,
                                            beta, c.y, y);
         }, "conv2d");
@@ -184,7 +204,8 @@ extern "C" int fw__cu_cudnn_conv_bwd_data(fw_dtype dt, void *dx, const void *w, 
     if (dnn_conv_setup(&c, dt, g) &&
         cudnnGetConvolutionBackwardDataAlgorithm_v7(c.h, c.w, c.y, c.conv, c.x, DNN_MAX_ALGOS,
                                                     &n, perf) == CUDNN_STATUS_SUCCESS) {
-        rc = dnn_try(perf, n, [&](cudnnConvolutionBwdDataAlgo_t algo, void *ws, size_t wsz) {
+        rc = dnn_try(&c, dt, perf, n,
+                     [&](cudnnConvolutionBwdDataAlgo_t algo, void *ws, size_t wsz) {
             return cudnnConvolutionBackwardData(c.h, alpha, c.w, w, c.y, dy, c.conv, algo, ws,
                                                 wsz, beta, c.x, dx);
         }, "conv2d backward");
@@ -208,7 +229,8 @@ extern "C" int fw__cu_cudnn_conv_bwd_filter(fw_dtype dt, void *dw, const void *x
         cudnnGetConvolutionBackwardFilterAlgorithm_v7(c.h, c.x, c.y, c.conv, c.w,
                                                       DNN_MAX_ALGOS, &n,
                                                       perf) == CUDNN_STATUS_SUCCESS) {
-        rc = dnn_try(perf, n, [&](cudnnConvolutionBwdFilterAlgo_t algo, void *ws, size_t wsz) {
+        rc = dnn_try(&c, dt, perf, n,
+                     [&](cudnnConvolutionBwdFilterAlgo_t algo, void *ws, size_t wsz) {
             return cudnnConvolutionBackwardFilter(c.h, alpha, c.x, x, c.y, dy, c.conv, algo, ws,
                                                   wsz, beta, c.w, dw);
         }, "conv2d backward");

@@ -318,13 +318,15 @@ template <typename T> __global__ void k_col2im(T *dx, const T *col, fw_nn_conv_g
 }
 
 /* y [N, OC, S] += b[oc] */
-template <typename T> __global__ void k_conv_bias(T *y, const T *b, int64_t N, int64_t OC, int64_t S)
+template <typename T>
+__global__ void k_conv_bias(T *y, const T *b, int64_t N, int64_t OC, int64_t S)
 {
     CU_FOR(t, N * OC * S) y[t] += b[(t / S) % OC];
 }
 
 /* db[oc] = sum over n, s of dy[n, oc, s]; one block per oc */
-template <typename T> __global__ void k_conv_db(T *db, const T *dy, int64_t N, int64_t OC, int64_t S)
+template <typename T>
+__global__ void k_conv_db(T *db, const T *dy, int64_t N, int64_t OC, int64_t S)
 {
     for (int64_t oc = blockIdx.x; oc < OC; oc += gridDim.x) {
         double s = 0;

@@ -128,7 +128,8 @@ START_TEST(softmax_matches_cpu)
             int64_t o = shapes[s][0], C = shapes[s][1], in = shapes[s][2], n = o * C * in;
             arr x = rnd(dt, n, -8, 8), dy = rnd(dt, n, -1, 1), y = out(dt, n), ly = out(dt, n);
             arr dx = out(dt, n), ldx = out(dt, n);
-            BOTH(kc->softmax_fwd(dt, H(y), H(x), o, C, in), kg->softmax_fwd(dt, D(y), D(x), o, C, in));
+            BOTH(kc->softmax_fwd(dt, H(y), H(x), o, C, in),
+                 kg->softmax_fwd(dt, D(y), D(x), o, C, in));
             BOTH(kc->log_softmax_fwd(dt, H(ly), H(x), o, C, in),
                  kg->log_softmax_fwd(dt, D(ly), D(x), o, C, in));
             cmp("softmax", dt, &y, 1e-5);
