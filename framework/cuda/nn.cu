@@ -3,8 +3,9 @@
  * float32 and float64, the same math as cpu/nn_*.c. Every kernel is queued
  * on the compute stream; the host never waits here.
  *
- * Layout of the work: row-wise ops (softmax, cross entropy, nll, layer
- * norm rows) run one thread per row of [outer, C, inner] or [M, D];
+ * Layout of the work: row-wise ops (softmax, cross entropy, nll) run one
+ * thread per row of [outer, C, inner], except softmax over a long last axis
+ * (inner 1) and layer norm, one block per row with block reductions;
  * per-channel reductions (batch norm) one block per channel with a double
  * block reduction, as the CPU accumulates in double; elementwise ops one
  * thread per element; scatters (pool and embedding backward) atomicAdd into
@@ -124,7 +125,76 @@ __device__ double nn_block_sum(double v)
     return sh[0];
 }
 
+/* The max of v over the block, NaN ignored (a NaN in the row makes the sums
+ * NaN anyway, as on the CPU); every thread gets it. */
+__device__ double nn_block_max(double v)
+{
+    __shared__ double sh[32];
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmax(v, __shfl_down_sync(0xffffffffu, v, o));
+    __syncthreads();
+    if (lane == 0)
+        sh[w] = v;
+    __syncthreads();
+    if (w == 0) {
+        v = lane < nw ? sh[lane] : -INFINITY;
+        for (int o = 16; o > 0; o >>= 1)
+            v = fmax(v, __shfl_down_sync(0xffffffffu, v, o));
+        if (lane == 0)
+            sh[0] = v;
+    }
+    __syncthreads();
+    return sh[0];
+}
+
 /* ---- softmax ------------------------------------------------------------------ */
+
+/* inner == 1 and a long C: one block per row, block reductions. */
+template <typename T>
+__global__ void k_softmax_rows(T *y, const T *x, int64_t rows, int64_t C, int log_form)
+{
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T *xr = x + r * C;
+        T *yr = y + r * C;
+        double m = -INFINITY, s = 0;
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
+            m = fmax(m, (double)xr[c]);
+        T mt = (T)nn_block_max(m);
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
+            s += (double)nn_exp(xr[c] - mt);
+        T st = (T)nn_block_sum(s);
+        if (log_form) {
+            T lse = mt + nn_log(st);
+            for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
+                yr[c] = xr[c] - lse;
+        } else {
+            T inv = (T)1 / st;
+            for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
+                yr[c] = nn_exp(xr[c] - mt) * inv;
+        }
+    }
+}
+
+template <typename T>
+__global__ void k_softmax_bwd_rows(T *dx, const T *y, const T *dy, int64_t rows, int64_t C,
+                                   int log_form)
+{
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T *yr = y + r * C, *dyr = dy + r * C;
+        T *dxr = dx + r * C;
+        double s = 0;
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
+            s += log_form ? (double)dyr[c] : (double)dyr[c] * (double)yr[c];
+        T st = (T)nn_block_sum(s);
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
+            dxr[c] = log_form ? dyr[c] - nn_exp(yr[c]) * st : yr[c] * (dyr[c] - st);
+    }
+}
+
+/* The row kernels pay off from this many classes. */
+#define NN_ROW_BLOCK_C 64
 
 template <typename T>
 __global__ void k_softmax(T *y, const T *x, int64_t outer, int64_t C, int64_t inner,
@@ -182,8 +252,11 @@ static int cu_softmax_any(fw_dtype dt, void *y, const void *x, int64_t outer, in
 {
     if (C <= 0)
         return dt == FW_FLOAT32 || dt == FW_FLOAT64 ? 0 : nn_bad_dtype(entry, dt);
-    NN_LAUNCH(entry, k_softmax, outer * inner, (T *)y, (const T *)x, outer, C, inner,
-              log_form);
+    if (inner == 1 && C >= NN_ROW_BLOCK_C)
+        NN_LAUNCH_BLOCKS(entry, k_softmax_rows, outer, (T *)y, (const T *)x, outer, C, log_form);
+    else
+        NN_LAUNCH(entry, k_softmax, outer * inner, (T *)y, (const T *)x, outer, C, inner,
+                  log_form);
     return 0;
 }
 
@@ -205,8 +278,12 @@ static int cu_softmax_bwd(fw_dtype dt, void *dx, const void *y, const void *dy, 
     NN_CHECK("softmax backward");
     if (C <= 0)
         return 0;
-    NN_LAUNCH("softmax backward", k_softmax_bwd, outer * inner, (T *)dx, (const T *)y,
-              (const T *)dy, outer, C, inner, 0);
+    if (inner == 1 && C >= NN_ROW_BLOCK_C)
+        NN_LAUNCH_BLOCKS("softmax backward", k_softmax_bwd_rows, outer, (T *)dx, (const T *)y,
+                         (const T *)dy, outer, C, 0);
+    else
+        NN_LAUNCH("softmax backward", k_softmax_bwd, outer * inner, (T *)dx, (const T *)y,
+                  (const T *)dy, outer, C, inner, 0);
     return 0;
 }
 
@@ -216,8 +293,12 @@ static int cu_log_softmax_bwd(fw_dtype dt, void *dx, const void *y, const void *
     NN_CHECK("log_softmax backward");
     if (C <= 0)
         return 0;
-    NN_LAUNCH("log_softmax backward", k_softmax_bwd, outer * inner, (T *)dx, (const T *)y,
-              (const T *)dy, outer, C, inner, 1);
+    if (inner == 1 && C >= NN_ROW_BLOCK_C)
+        NN_LAUNCH_BLOCKS("log_softmax backward", k_softmax_bwd_rows, outer, (T *)dx, (const T *)y,
+                         (const T *)dy, outer, C, 1);
+    else
+        NN_LAUNCH("log_softmax backward", k_softmax_bwd, outer * inner, (T *)dx, (const T *)y,
+                  (const T *)dy, outer, C, inner, 1);
     return 0;
 }
 
@@ -842,25 +923,27 @@ static int cu_batch_norm_bwd(fw_dtype dt, void *dx, void *dw, void *db, const vo
     return 0;
 }
 
-/* ---- layer norm: one thread per row; dw, db one thread per column ------------- */
+/* ---- layer norm: one block per row; dw, db one thread per column ------------- */
 
 template <typename T>
 __global__ void k_ln_fwd(T *y, T *mean, T *rstd, const T *x, const T *w, const T *b, int64_t M,
                          int64_t D, double eps)
 {
-    CU_FOR(i, M) {
+    for (int64_t i = blockIdx.x; i < M; i += gridDim.x) {
         const T *xr = x + i * D;
         T *yr = y + i * D;
         double s = 0, ss = 0, mu, r;
-        for (int64_t j = 0; j < D; j++)
+        for (int64_t j = threadIdx.x; j < D; j += blockDim.x)
             s += (double)xr[j];
+        s = nn_block_sum(s);
         mu = D > 0 ? s / (double)D : 0;
-        for (int64_t j = 0; j < D; j++) {
+        for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
             double d = (double)xr[j] - mu;
             ss += d * d;
         }
+        ss = nn_block_sum(ss);
         r = 1.0 / sqrt((D > 0 ? ss / (double)D : 0) + eps);
-        for (int64_t j = 0; j < D; j++) {
+        for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
             T v = (T)(((double)xr[j] - mu) * r);
             if (w != NULL)
                 v *= w[j];
@@ -868,10 +951,12 @@ __global__ void k_ln_fwd(T *y, T *mean, T *rstd, const T *x, const T *w, const T
                 v += b[j];
             yr[j] = v;
         }
-        if (mean != NULL)
-            mean[i] = (T)mu;
-        if (rstd != NULL)
-            rstd[i] = (T)r;
+        if (threadIdx.x == 0) {
+            if (mean != NULL)
+                mean[i] = (T)mu;
+            if (rstd != NULL)
+                rstd[i] = (T)r;
+        }
     }
 }
 
@@ -879,18 +964,20 @@ template <typename T>
 __global__ void k_ln_bwd_dx(T *dx, const T *x, const T *dy, const T *mean, const T *rstd,
                             const T *w, int64_t M, int64_t D)
 {
-    CU_FOR(i, M) {
+    for (int64_t i = blockIdx.x; i < M; i += gridDim.x) {
         const T *xr = x + i * D, *dyr = dy + i * D;
         T *dxr = dx + i * D;
         double mu = (double)mean[i], r = (double)rstd[i], sg = 0, sgx = 0;
-        for (int64_t j = 0; j < D; j++) {
+        for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
             double xh = ((double)xr[j] - mu) * r;
             double gj = (double)dyr[j] * (w != NULL ? (double)w[j] : 1.0);
             sg += gj;
             sgx += gj * xh;
         }
+        sg = nn_block_sum(sg);
+        sgx = nn_block_sum(sgx);
         double msg = sg / (double)D, msgx = sgx / (double)D;
-        for (int64_t j = 0; j < D; j++) {
+        for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
             double xh = ((double)xr[j] - mu) * r;
             double gj = (double)dyr[j] * (w != NULL ? (double)w[j] : 1.0);
             dxr[j] = (T)(r * (gj - msg - xh * msgx));
@@ -920,8 +1007,8 @@ static int cu_layer_norm_fwd(fw_dtype dt, void *y, void *mean, void *rstd, const
                              const void *w, const void *b, int64_t M, int64_t D, double eps)
 {
     NN_CHECK("layer_norm");
-    NN_LAUNCH("layer_norm", k_ln_fwd, M, (T *)y, (T *)mean, (T *)rstd, (const T *)x,
-              (const T *)w, (const T *)b, M, D, eps);
+    NN_LAUNCH_BLOCKS("layer_norm", k_ln_fwd, M, (T *)y, (T *)mean, (T *)rstd, (const T *)x,
+                     (const T *)w, (const T *)b, M, D, eps);
     return 0;
 }
 
@@ -931,8 +1018,8 @@ static int cu_layer_norm_bwd(fw_dtype dt, void *dx, void *dw, void *db, const vo
 {
     NN_CHECK("layer_norm backward");
     if (dx != NULL && D > 0)
-        NN_LAUNCH("layer_norm backward", k_ln_bwd_dx, M, (T *)dx, (const T *)x, (const T *)dy,
-                  (const T *)mean, (const T *)rstd, (const T *)w, M, D);
+        NN_LAUNCH_BLOCKS("layer_norm backward", k_ln_bwd_dx, M, (T *)dx, (const T *)x,
+                         (const T *)dy, (const T *)mean, (const T *)rstd, (const T *)w, M, D);
     if (dw != NULL || db != NULL)
         NN_LAUNCH("layer_norm backward", k_ln_bwd_dwdb, D, (T *)dw, (T *)db, (const T *)x,
                   (const T *)dy, (const T *)mean, (const T *)rstd, M, D);
