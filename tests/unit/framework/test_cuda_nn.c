@@ -340,6 +340,32 @@ END_TEST
 
 /* ---- dropout, embedding -------------------------------------------------------------- */
 
+/* layer norm rows longer than a block (the block-per-row kernels) */
+START_TEST(long_layer_norm_rows_match_cpu)
+{
+    const int64_t M = 3, Dd = 700, n = M * Dd;
+    for (int d = 0; d < 2; d++) {
+        fw_dtype dt = DTS[d];
+        arr x = rnd(dt, n, -3, 5), dy = rnd(dt, n, -1, 1), w = rnd(dt, Dd, 0.5, 2);
+        arr y = out(dt, n), mu = out(dt, M), rstd = out(dt, M);
+        arr dx = out(dt, n), dw = out(dt, Dd), db = out(dt, Dd);
+        BOTH(kc->layer_norm_fwd(dt, H(y), H(mu), H(rstd), H(x), H(w), NULL, M, Dd, 1e-5),
+             kg->layer_norm_fwd(dt, D(y), D(mu), D(rstd), D(x), D(w), NULL, M, Dd, 1e-5));
+        cmp("layer_norm long", dt, &y, 1e-5);
+        cmp("layer_norm long rstd", dt, &rstd, 1e-5);
+        arr muc = upload(H(mu), mu.n), rc_ = upload(H(rstd), rstd.n);
+        BOTH(kc->layer_norm_bwd(dt, H(dx), H(dw), NULL, H(x), H(dy), H(muc), H(rc_), H(w), M,
+                                Dd),
+             kg->layer_norm_bwd(dt, D(dx), D(dw), NULL, D(x), D(dy), D(muc), D(rc_), D(w), M,
+                                Dd));
+        cmp("layer_norm long dx", dt, &dx, 1e-4);
+        cmp("layer_norm long dw", dt, &dw, 1e-4);
+        afree(&x); afree(&dy); afree(&w); afree(&y); afree(&mu); afree(&rstd); afree(&dx);
+        afree(&dw); afree(&db); afree(&muc); afree(&rc_);
+    }
+}
+END_TEST
+
 START_TEST(dropout_and_embedding_match_cpu)
 {
     const int64_t n = 301, V = 11, Dd = 7, ni = 9;
@@ -518,6 +544,7 @@ static Suite *suite(void)
     tcase_add_test(tc, conv2d_matches_cpu);
     tcase_add_test(tc, pools_match_cpu);
     tcase_add_test(tc, norms_match_cpu);
+    tcase_add_test(tc, long_layer_norm_rows_match_cpu);
     tcase_add_test(tc, dropout_and_embedding_match_cpu);
     tcase_add_test(tc, losses_match_cpu);
     tcase_add_test(tc, rnn_gates_match_cpu);
