@@ -191,7 +191,7 @@ c_configure() {
 c_build() {
     local targets=(paddle eddy_dist)
     # the whole tree also gives the C GPU tests (tests/unit/framework)
-    [ -z "$SERVER_MISSING" ] && targets+=(eddy fw_test_cuda_runtime fw_test_cuda_kernels)
+    [ -z "$SERVER_MISSING" ] && targets+=(eddy fw_test_cuda_runtime fw_test_cuda_kernels fw_test_cuda_nn)
     # a CUDA backend target, once framework/cuda/ exists (issue 17), is
     # built through the package it links into
     cmake --build "$BUILD" -j"$JOBS" --target "${targets[@]}" || return 1
@@ -306,6 +306,7 @@ c_fw_test() {
 }
 c_cuda_runtime() { c_fw_test fw_test_cuda_runtime; }
 c_cuda_kernels() { c_fw_test fw_test_cuda_kernels; }
+c_cuda_nn() { c_fw_test fw_test_cuda_nn; }
 # A Python check of tests/gpu (each prints its own "detail:" line).
 c_py() { PYTHONPATH="$BUILD/framework/python" timeout 600 /usr/bin/python3 "$@"; }
 c_ops_vs_cpu() { OPS_VS_CPU_HALF=1 c_py tests/gpu/ops_vs_cpu.py; }
@@ -326,7 +327,7 @@ c_platform() {
 
 export ROOT DIR JOBS CUDA LOGS NGPU
 export -f c_devices c_toolkit c_deps c_cuda_smoke c_configure c_build c_cuda_backend c_paddle_device c_nccl_init \
-    c_nccl_allreduce c_version c_fw_test c_cuda_runtime c_cuda_kernels c_py c_ops_vs_cpu c_lenet c_amp \
+    c_nccl_allreduce c_version c_fw_test c_cuda_runtime c_cuda_kernels c_cuda_nn c_py c_ops_vs_cpu c_lenet c_amp \
     c_bench_gemm c_bench_train c_bench_overhead c_scrub c_platform
 
 echo "tests/gpu/check.sh: $NGPU GPU(s), $JOBS jobs, logs in $LOGS"
@@ -353,6 +354,7 @@ if [ $built = 1 ]; then
     check "paddle device API" 60 c_paddle_device
     check "cuda runtime (C test)" 120 c_cuda_runtime
     check "cuda kernels vs cpu (C test)" 300 c_cuda_kernels
+    check "cuda nn kernels vs cpu (C test)" 300 c_cuda_nn
     check "every op fwd+bwd vs cpu" 300 c_ops_vs_cpu
     check "lenet digits >= 0.95 on gpu" 240 c_lenet
     check "amp O1/O2 fp16/bf16" 300 c_amp
@@ -373,7 +375,7 @@ if [ $built = 1 ]; then
         skip_row "/api/v1/version cuda" "not built: no eddy binary (server packages missing:${SERVER_MISSING:- none})"
     fi
 else
-    for c in "cuda backend (framework)" "paddle device API" "cuda runtime (C test)" "cuda kernels vs cpu (C test)" \
+    for c in "cuda backend (framework)" "paddle device API" "cuda runtime (C test)" "cuda kernels vs cpu (C test)" "cuda nn kernels vs cpu (C test)" \
         "every op fwd+bwd vs cpu" "lenet digits >= 0.95 on gpu" "amp O1/O2 fp16/bf16" "bench: gemm 4096^3 vs cublas" \
         "bench: lenet/resnet18 step, peak mem" "bench: host overhead per op" "nccl: dlopen + 1-rank init" "nccl: 2-rank all_reduce" "/api/v1/version cuda"; do
         skip_row "$c" "not run: the build above did not succeed"
