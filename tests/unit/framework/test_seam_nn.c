@@ -12,63 +12,13 @@
 #include "fw_backend.h"
 #include "fw_backend_nn.h"
 #include "fw_backend_random.h"
+#include "fake_device.h"
 
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- a fake device: host memory, the CPU's core kernels ---- */
-
-#define MAX_BLOCKS 4096
-static struct {
-    uintptr_t p;
-    size_t n;
-} blocks[MAX_BLOCKS];
-static int n_blocks;
-
-static void *fake_alloc(size_t n)
-{
-    void *p = NULL;
-    if (posix_memalign(&p, 64, n ? n : 64) != 0)
-        return NULL;
-    if (n_blocks < MAX_BLOCKS) {
-        blocks[n_blocks].p = (uintptr_t)p;
-        blocks[n_blocks].n = n ? n : 64;
-        n_blocks++;
-    }
-    return p;
-}
-
-static void fake_free(void *p, size_t n)
-{
-    (void)n;
-    for (int i = 0; i < n_blocks; i++)
-        if (blocks[i].p == (uintptr_t)p) {
-            blocks[i] = blocks[--n_blocks];
-            break;
-        }
-    free(p);
-}
-
-static int fake_copy(void *dst, fw_device dd, const void *src, fw_device sd, size_t n)
-{
-    (void)dd;
-    (void)sd;
-    memmove(dst, src, n);
-    return 0;
-}
-
-/* Whether p points into memory the fake device allocated. */
-static int on_device(const void *p)
-{
-    for (int i = 0; i < n_blocks; i++)
-        if ((uintptr_t)p >= blocks[i].p && (uintptr_t)p < blocks[i].p + blocks[i].n)
-            return 1;
-    return 0;
-}
-
-static fw_backend fake;
 static fw_nn_kernels rec;
 static const fw_nn_kernels *cpu_nn;
 
@@ -149,28 +99,11 @@ static int rec_embedding_bwd(fw_dtype dt, void *dw, const void *dy, const int64_
     return cpu_nn->embedding_bwd(dt, dw, dy, ids, n, V, D, padding_idx);
 }
 
-static const fw_backend *saved_cuda;
-
 /* nn: NULL (no family) or the recording table */
 static void register_fake(const fw_nn_kernels *nn)
 {
-    saved_cuda = fw_backend_get(FW_CUDA);
-    fake = *fw__cpu_backend();       /* the CPU's core kernels work on host memory */
-    fake.name = "cuda";
-    fake.device = FW_CUDA;
-    fake.host_accessible = false;    /* ops must not read device data on the host */
-    fake.alloc = fake_alloc;
-    fake.free = fake_free;
-    fake.copy = fake_copy;
-    fake.caches_itself = true;       /* every block comes from fake_alloc as is */
+    fake_register();
     fake.nn = nn;
-    ck_assert_int_eq(fw_backend_register(&fake), 0);
-}
-
-static void restore(void)
-{
-    if (saved_cuda != NULL)
-        ck_assert_int_eq(fw_backend_register(saved_cuda), 0);
 }
 
 static fw_tensor *on_fake(fw_tensor *t)
@@ -204,7 +137,7 @@ START_TEST(no_nn_table_is_an_edevice_error)
     ck_assert_ptr_nonnull(strstr(fw_error_last(), "not supported on cuda"));
     fw_tensor_unref(x);
     fw_tensor_unref(xd);
-    restore();
+    fake_restore();
 }
 END_TEST
 
@@ -361,7 +294,7 @@ START_TEST(ops_dispatch_through_the_device_table)
                         emb, embc, s, t, tot, totc};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         fw_tensor_unref(all[i]);
-    restore();
+    fake_restore();
 }
 END_TEST
 
@@ -414,7 +347,7 @@ START_TEST(create_graph_gradients_on_the_device)
     fw_tensor *all[] = {x, lab, w, xd, labd, wd};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         fw_tensor_unref(all[i]);
-    restore();
+    fake_restore();
 }
 END_TEST
 
@@ -461,7 +394,7 @@ START_TEST(dropout_mask_is_drawn_on_the_device)
     fw_tensor *all[] = {x, xd, yc, yd, ydc};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         fw_tensor_unref(all[i]);
-    restore();
+    fake_restore();
 }
 END_TEST
 
@@ -509,7 +442,7 @@ START_TEST(native_dtypes_come_from_the_table)
     fw_tensor_unref(labd);
     fw_tensor_unref(x);
     fw_tensor_unref(xd);
-    restore();
+    fake_restore();
 }
 END_TEST
 

@@ -19,95 +19,22 @@
 #include "fw_backend_index.h"
 #include "fw_backend_optim.h"
 #include "fw_backend_random.h"
+#include "fake_device.h"
 
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- a fake device: host memory, the CPU's core kernels ---- */
-
-#define MAX_BLOCKS 4096
-static struct {
-    uintptr_t p;
-    size_t n;
-} blocks[MAX_BLOCKS];
-static int n_blocks;
-
-static void *fake_alloc(size_t n)
-{
-    void *p = NULL;
-    if (posix_memalign(&p, 64, n ? n : 64) != 0)
-        return NULL;
-    if (n_blocks < MAX_BLOCKS) {
-        blocks[n_blocks].p = (uintptr_t)p;
-        blocks[n_blocks].n = n ? n : 64;
-        n_blocks++;
-    }
-    return p;
-}
-
-static void fake_free(void *p, size_t n)
-{
-    (void)n;
-    for (int i = 0; i < n_blocks; i++)
-        if (blocks[i].p == (uintptr_t)p) {
-            blocks[i] = blocks[--n_blocks];
-            break;
-        }
-    free(p);
-}
-
-static int fake_copy(void *dst, fw_device dd, const void *src, fw_device sd, size_t n)
-{
-    (void)dd;
-    (void)sd;
-    memmove(dst, src, n);
-    return 0;
-}
-
-static int one_device(void) { return 1; }
-static int device_zero(void) { return 0; }
-static const fw_device_ops fake_dev = {.count = one_device, .current = device_zero};
-
-/* Whether p points into memory the fake device allocated. */
-static int on_device(const void *p)
-{
-    for (int i = 0; i < n_blocks; i++)
-        if ((uintptr_t)p >= blocks[i].p && (uintptr_t)p < blocks[i].p + blocks[i].n)
-            return 1;
-    return 0;
-}
-
-static fw_backend fake;
-static const fw_backend *saved_cuda;
-
 static void register_fake(const struct fw_index_kernels *ix, const struct fw_optim_kernels *op,
                           const struct fw_random_kernels *rn, const struct fw_fft_kernels *ft)
 {
-    saved_cuda = fw_backend_get(FW_CUDA);
-    fake = *fw__cpu_backend();       /* the CPU's core kernels work on host memory */
-    fake.name = "cuda";
-    fake.device = FW_CUDA;
-    fake.host_accessible = false;    /* ops must not read device data on the host */
-    fake.alloc = fake_alloc;
-    fake.free = fake_free;
-    fake.copy = fake_copy;
-    fake.caches_itself = true;
-    fake.dev = &fake_dev;
+    fake_register();
     fake.nn = NULL;
     fake.index = ix;
     fake.optim = op;
     fake.random = rn;
     fake.fft = ft;
-    ck_assert_int_eq(fw_backend_register(&fake), 0);
-}
-
-static void restore(void)
-{
-    ck_assert_int_eq(fw_device_set_default(FW_CPU), 0);
-    if (saved_cuda != NULL)
-        ck_assert_int_eq(fw_backend_register(saved_cuda), 0);
 }
 
 static fw_tensor *to_dev(fw_tensor *t, fw_device dev)
@@ -191,7 +118,7 @@ START_TEST(no_tables_is_an_edevice_error)
     fw_tensor_unref(xd);
     fw_tensor_unref(id);
     fw_tensor_unref(p);
-    restore();
+    fake_restore();
 }
 END_TEST
 
@@ -429,7 +356,7 @@ START_TEST(index_ops_dispatch_through_the_device_table)
                         cat, catc, t, tc};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         fw_tensor_unref(all[i]);
-    restore();
+    fake_restore();
 }
 END_TEST
 
@@ -473,7 +400,7 @@ START_TEST(optimizer_dispatches_through_the_device_table)
     fw_tensor_unref(g);
     fw_tensor_unref(pd);
     fw_tensor_unref(gd);
-    restore();
+    fake_restore();
 }
 END_TEST
 
@@ -524,7 +451,7 @@ START_TEST(random_and_fft_dispatch_through_the_device_table)
     fw_tensor_unref(rc);
     fw_tensor_unref(ri);
     fw_tensor_unref(ric);
-    restore();
+    fake_restore();
 }
 END_TEST
 
