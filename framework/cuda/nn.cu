@@ -272,34 +272,33 @@ static int cu_log_softmax_fwd(fw_dtype dt, void *y, const void *x, int64_t outer
     return cu_softmax_any(dt, y, x, outer, C, inner, 1, "log_softmax");
 }
 
-static int cu_softmax_bwd(fw_dtype dt, void *dx, const void *y, const void *dy, int64_t outer,
-                          int64_t C, int64_t inner)
+/* softmax (log 0) or log_softmax (log 1) backward: one body, as forward */
+static int cu_softmax_bwd_any(fw_dtype dt, void *dx, const void *y, const void *dy,
+                              int64_t outer, int64_t C, int64_t inner, int log,
+                              const char *op)
 {
-    NN_CHECK("softmax backward");
+    NN_CHECK(op);
     if (C <= 0)
         return 0;
     if (inner == 1 && C >= NN_ROW_BLOCK_C)
-        NN_LAUNCH_BLOCKS("softmax backward", k_softmax_bwd_rows, outer, (T *)dx, (const T *)y,
-                         (const T *)dy, outer, C, 0);
+        NN_LAUNCH_BLOCKS(op, k_softmax_bwd_rows, outer, (T *)dx, (const T *)y, (const T *)dy,
+                         outer, C, log);
     else
-        NN_LAUNCH("softmax backward", k_softmax_bwd, outer * inner, (T *)dx, (const T *)y,
-                  (const T *)dy, outer, C, inner, 0);
+        NN_LAUNCH(op, k_softmax_bwd, outer * inner, (T *)dx, (const T *)y, (const T *)dy,
+                  outer, C, inner, log);
     return 0;
+}
+
+static int cu_softmax_bwd(fw_dtype dt, void *dx, const void *y, const void *dy, int64_t outer,
+                          int64_t C, int64_t inner)
+{
+    return cu_softmax_bwd_any(dt, dx, y, dy, outer, C, inner, 0, "softmax backward");
 }
 
 static int cu_log_softmax_bwd(fw_dtype dt, void *dx, const void *y, const void *dy,
                               int64_t outer, int64_t C, int64_t inner)
 {
-    NN_CHECK("log_softmax backward");
-    if (C <= 0)
-        return 0;
-    if (inner == 1 && C >= NN_ROW_BLOCK_C)
-        NN_LAUNCH_BLOCKS("log_softmax backward", k_softmax_bwd_rows, outer, (T *)dx, (const T *)y,
-                         (const T *)dy, outer, C, 1);
-    else
-        NN_LAUNCH("log_softmax backward", k_softmax_bwd, outer * inner, (T *)dx, (const T *)y,
-                  (const T *)dy, outer, C, inner, 1);
-    return 0;
+    return cu_softmax_bwd_any(dt, dx, y, dy, outer, C, inner, 1, "log_softmax backward");
 }
 
 /* ---- linear ------------------------------------------------------------------- */
