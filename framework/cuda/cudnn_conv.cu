@@ -167,16 +167,22 @@ static int dnn_try(const struct dnn_conv *c, fw_dtype dt, const Perf *perf, int 
     return 1;
 }
 
+/* cuDNN's alpha (1) and beta (0: overwrite) in the scaling type of dt:
+ * double for float64, float otherwise. */
+static const void *dnn_scalar(fw_dtype dt, int one)
+{
+    static const float f[2] = {0.0f, 1.0f};
+    static const double d[2] = {0.0, 1.0};
+    return dt == FW_FLOAT64 ? (const void *)&d[one] : (const void *)&f[one];
+}
+
 extern "C" int fw__cu_cudnn_conv_fwd(fw_dtype dt, void *y, const void *x, const void *w,
                                      const fw_nn_conv_geom *g)
 {
     struct dnn_conv c;
     cudnnConvolutionFwdAlgoPerf_t perf[DNN_MAX_ALGOS];
     int n = 0, rc = 1;
-    float af = 1.0f, bf = 0.0f;
-    double ad = 1.0, bd = 0.0;
-    const void *alpha = dt == FW_FLOAT64 ? (const void *)&ad : (const void *)&af;
-    const void *beta = dt == FW_FLOAT64 ? (const void *)&bd : (const void *)&bf;
+    const void *alpha = dnn_scalar(dt, 1), *beta = dnn_scalar(dt, 0);
 
     if (dnn_conv_setup(&c, dt, g) &&
         cudnnGetConvolutionForwardAlgorithm_v7(c.h, c.x, c.w, c.conv, c.y, DNN_MAX_ALGOS, &n,
@@ -196,10 +202,7 @@ extern "C" int fw__cu_cudnn_conv_bwd_data(fw_dtype dt, void *dx, const void *w, 
     struct dnn_conv c;
     cudnnConvolutionBwdDataAlgoPerf_t perf[DNN_MAX_ALGOS];
     int n = 0, rc = 1;
-    float af = 1.0f, bf = 0.0f;
-    double ad = 1.0, bd = 0.0;
-    const void *alpha = dt == FW_FLOAT64 ? (const void *)&ad : (const void *)&af;
-    const void *beta = dt == FW_FLOAT64 ? (const void *)&bd : (const void *)&bf;
+    const void *alpha = dnn_scalar(dt, 1), *beta = dnn_scalar(dt, 0);
 
     if (dnn_conv_setup(&c, dt, g) &&
         cudnnGetConvolutionBackwardDataAlgorithm_v7(c.h, c.w, c.y, c.conv, c.x, DNN_MAX_ALGOS,
@@ -220,10 +223,7 @@ extern "C" int fw__cu_cudnn_conv_bwd_filter(fw_dtype dt, void *dw, const void *x
     struct dnn_conv c;
     cudnnConvolutionBwdFilterAlgoPerf_t perf[DNN_MAX_ALGOS];
     int n = 0, rc = 1;
-    float af = 1.0f, bf = 0.0f;
-    double ad = 1.0, bd = 0.0;
-    const void *alpha = dt == FW_FLOAT64 ? (const void *)&ad : (const void *)&af;
-    const void *beta = dt == FW_FLOAT64 ? (const void *)&bd : (const void *)&bf;
+    const void *alpha = dnn_scalar(dt, 1), *beta = dnn_scalar(dt, 0);
 
     if (dnn_conv_setup(&c, dt, g) &&
         cudnnGetConvolutionBackwardFilterAlgorithm_v7(c.h, c.x, c.y, c.conv, c.w,
